@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The fork's build tool: python build/fork.py <command> [options].
+
+Commands:
+  fetch VERSION            download upstream's sdist with pip, verify sha256
+  apply VERSION --out DIR  sdist + overlay + patches + version stamp -> DIR
+  wheel [VERSION] --out DIR  the patched, reproducible wheel
+  check                    apply the series to every release; print a table
+  demo                     build the wheel, install it in .venv, show it works
+  test                     build, install into a test venv, run pytest
+
+Run `python build/fork.py <command> --help` for a command's options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "build"))
+
+from forklib import ForkError  # noqa: E402
+from forklib import envs  # noqa: E402
+from forklib import fetch  # noqa: E402
+from forklib import log  # noqa: E402
+from forklib import manifest as manifest_lib  # noqa: E402
+from forklib import patchq  # noqa: E402
+from forklib import tree as tree_lib  # noqa: E402
+from forklib import wheel as wheel_lib  # noqa: E402
+
+
+def _project(args: argparse.Namespace) -> tree_lib.Project:
+  return tree_lib.Project(pathlib.Path(args.root).resolve())
+
+
+def _release(args: argparse.Namespace) -> manifest_lib.Release:
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  return manifest.select(getattr(args, "version", None))
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+  path = fetch.fetch(_release(args))
+  print(path)
+  return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+  out = tree_lib.build_tree(_project(args), _release(args),
+                            pathlib.Path(args.out), force=args.force)
+  print(out)
+  return 0
+
+
+def cmd_wheel(args: argparse.Namespace) -> int:
+  path = wheel_lib.build(_project(args), _release(args), pathlib.Path(args.out))
+  print(path)
+  return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+  """Applies the queue to every release in a scratch dir; prints a table."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  rows = []
+  failed = False
+  for release in manifest.releases:
+    queue = patchq.load_queue(project.patches, release.version)
+    problems = [f"{p.name}: missing DEP-3 {', '.join(p.missing_dep3())}"
+                for p in queue if p.missing_dep3()]
+    try:
+      with tempfile.TemporaryDirectory(prefix="fork-check-") as tmp:
+        tree_lib.build_tree(project, release, pathlib.Path(tmp) / "tree")
+      status = "ok" if not problems else "headers"
+    except ForkError as e:
+      status, problems = "FAILS", [str(e).splitlines()[0], *problems]
+    failed |= status != "ok"
+    rows.append((release.version, release.label, str(len(queue)), status,
+                 "; ".join(problems)))
+  header = ("upstream", "fork version", "patches", "status", "details")
+  widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+  for row in [header, *rows]:
+    print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)), row[4])
+  return 1 if failed else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+  project = _project(args)
+  release = _release(args)
+  wheel = wheel_lib.build(project, release, project.root / "dist")
+  venv = envs.demo_env(project, release, wheel)
+  return envs.show_fork(venv)
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+  project = _project(args)
+  release = _release(args)
+  wheel = wheel_lib.build(project, release, project.root / "dist")
+  venv = envs.test_env(project, release, wheel)
+  return envs.run_pytest(project, release, venv, wheel, args.pytest_args)
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(
+      prog="python build/fork.py", description=__doc__.split("\n\n")[0],
+      formatter_class=argparse.RawDescriptionHelpFormatter,
+      epilog=__doc__.split("\n\n", 1)[1])
+  parser.add_argument("--root", default=str(ROOT),
+                      help="the project root holding patches/ and jax/ "
+                           "(default: this repository)")
+  parser.add_argument("-q", "--quiet", action="store_true",
+                      help="print only results, no progress")
+  sub = parser.add_subparsers(dest="command", required=True)
+
+  p = sub.add_parser("fetch", help="download and verify upstream's sdist")
+  p.add_argument("version", help="upstream release, e.g. 0.10.2")
+  p.set_defaults(func=cmd_fetch)
+
+  p = sub.add_parser("apply", help="build the patched source tree")
+  p.add_argument("version", help="upstream release, e.g. 0.10.2")
+  p.add_argument("--out", required=True, help="directory to create")
+  p.add_argument("--force", action="store_true",
+                 help="replace --out if it exists")
+  p.set_defaults(func=cmd_apply)
+
+  p = sub.add_parser("wheel", help="build the patched wheel")
+  p.add_argument("version", nargs="?",
+                 help="upstream release (default: newest for this Python)")
+  p.add_argument("--out", default=str(ROOT / "dist"),
+                 help="directory for the wheel (default: dist/)")
+  p.set_defaults(func=cmd_wheel)
+
+  p = sub.add_parser("check", help="apply the series to every release")
+  p.set_defaults(func=cmd_check)
+
+  p = sub.add_parser("demo", help="build, install into .venv, show it works")
+  p.add_argument("version", nargs="?",
+                 help="upstream release (default: newest for this Python)")
+  p.set_defaults(func=cmd_demo)
+
+  p = sub.add_parser("test", help="build, install into a test venv, run pytest")
+  p.add_argument("version", nargs="?",
+                 help="upstream release (default: newest for this Python)")
+  p.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                 help="arguments after -- go to pytest")
+  p.set_defaults(func=cmd_test)
+
+  args = parser.parse_args(argv)
+  log.set_quiet(args.quiet)
+  if getattr(args, "pytest_args", None) and args.pytest_args[0] == "--":
+    args.pytest_args = args.pytest_args[1:]
+  try:
+    return args.func(args)
+  except ForkError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  except KeyboardInterrupt:
+    return 130
+
+
+if __name__ == "__main__":
+  sys.exit(main())

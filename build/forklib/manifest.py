@@ -1,0 +1,157 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The manifest of supported upstream releases: `patches/upstream.toml`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import re
+import sys
+import tomllib
+
+from forklib import ForkError
+
+LABEL = "calltf"
+
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+_REQUIRED_KEYS = ("version", "sdist_sha256", "fork_release", "python",
+                  "tensorflow", "jaxlib", "test_jaxlib", "test_tensorflow")
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+  """One supported upstream release, as pinned in the manifest.
+
+  Attributes:
+    version: the upstream JAX version, e.g. "0.10.2".
+    sdist_sha256: sha256 of upstream's source distribution.
+    fork_release: the fork release number <n> in "<version>+calltf.<n>".
+    python: the Python versions ("3.11", ...) this release is built for.
+    tensorflow: the verified TensorFlow range, e.g. ">=2.21,<2.22".
+    jaxlib: the jaxlib range the wheel accepts.
+    test_jaxlib: the exact jaxlib version tests install.
+    test_tensorflow: the exact tensorflow-cpu version tests install.
+  """
+  version: str
+  sdist_sha256: str
+  fork_release: int
+  python: tuple[str, ...]
+  tensorflow: str
+  jaxlib: str
+  test_jaxlib: str
+  test_tensorflow: str
+
+  @property
+  def label(self) -> str:
+    """The fork's version string, e.g. "0.10.2+calltf.1"."""
+    return f"{self.version}+{LABEL}.{self.fork_release}"
+
+  @property
+  def sdist_name(self) -> str:
+    return f"jax-{self.version}.tar.gz"
+
+  def supports_python(self, python: str) -> bool:
+    return python in self.python
+
+
+@dataclasses.dataclass(frozen=True)
+class Manifest:
+  path: pathlib.Path
+  releases: tuple[Release, ...]
+
+  def get(self, version: str) -> Release:
+    """Returns the release `version`, or raises a ForkError listing them all."""
+    for r in self.releases:
+      if r.version == version:
+        return r
+    known = ", ".join(r.version for r in self.releases)
+    raise ForkError(
+        f"upstream release {version!r} is not in {self.path} (it lists: "
+        f"{known}). Add a [[release]] entry for it first.")
+
+  def default(self, python: str | None = None) -> Release:
+    """The newest release that supports `python` (default: this Python)."""
+    python = python or running_python()
+    candidates = [r for r in self.releases if r.supports_python(python)]
+    if not candidates:
+      raise ForkError(
+          f"no release in {self.path} supports Python {python}; the "
+          "releases support: " + "; ".join(
+              f"{r.version}: {', '.join(r.python)}" for r in self.releases)
+          + ". Run with a supported Python, or set JAX_FORK_UPSTREAM.")
+    return max(candidates, key=lambda r: version_tuple(r.version))
+
+  def select(self, version: str | None) -> Release:
+    """`version`, else $JAX_FORK_UPSTREAM, else the default release."""
+    version = version or os.environ.get("JAX_FORK_UPSTREAM") or None
+    return self.get(version) if version else self.default()
+
+
+def running_python() -> str:
+  return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+  return tuple(int(p) for p in version.split("."))
+
+
+def load(path: pathlib.Path) -> Manifest:
+  """Reads and validates the manifest at `path`."""
+  try:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+  except FileNotFoundError:
+    raise ForkError(f"manifest {path} does not exist")
+  except tomllib.TOMLDecodeError as e:
+    raise ForkError(f"manifest {path} is not valid TOML: {e}")
+  entries = data.get("release")
+  if not isinstance(entries, list) or not entries:
+    raise ForkError(f"manifest {path} has no [[release]] entries")
+  releases = []
+  for i, entry in enumerate(entries):
+    where = f"{path}, [[release]] #{i + 1}"
+    missing = [k for k in _REQUIRED_KEYS if k not in entry]
+    if missing:
+      raise ForkError(f"{where} lacks {', '.join(missing)}")
+    unknown = sorted(set(entry) - set(_REQUIRED_KEYS))
+    if unknown:
+      raise ForkError(f"{where} has unknown keys {', '.join(unknown)}; "
+                      f"the known keys are {', '.join(_REQUIRED_KEYS)}")
+    if not _VERSION_RE.match(str(entry["version"])):
+      raise ForkError(f"{where}: version {entry['version']!r} is not a plain "
+                      "release version such as '0.10.2'")
+    if not _SHA256_RE.match(str(entry["sdist_sha256"])):
+      raise ForkError(f"{where}: sdist_sha256 {entry['sdist_sha256']!r} is "
+                      "not 64 lowercase hex digits")
+    if not isinstance(entry["fork_release"], int) or entry["fork_release"] < 1:
+      raise ForkError(f"{where}: fork_release must be an integer >= 1, got "
+                      f"{entry['fork_release']!r}")
+    python = entry["python"]
+    if (not isinstance(python, list) or not python
+        or not all(isinstance(p, str) for p in python)):
+      raise ForkError(f"{where}: python must be a list such as ['3.11'], got "
+                      f"{python!r}")
+    releases.append(Release(
+        version=entry["version"], sdist_sha256=entry["sdist_sha256"],
+        fork_release=entry["fork_release"], python=tuple(python),
+        tensorflow=entry["tensorflow"], jaxlib=entry["jaxlib"],
+        test_jaxlib=entry["test_jaxlib"],
+        test_tensorflow=entry["test_tensorflow"]))
+  versions = [r.version for r in releases]
+  dupes = sorted({v for v in versions if versions.count(v) > 1})
+  if dupes:
+    raise ForkError(f"manifest {path} lists {', '.join(dupes)} more than once")
+  return Manifest(path=path, releases=tuple(releases))

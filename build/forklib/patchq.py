@@ -1,0 +1,352 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The patch queue: `patches/series`, DEP-3 headers, and exact application.
+
+The queue follows quilt's layout (a `series` file naming one patch per line,
+`#` comments) and every patch is a `git format-patch` file whose commit
+message carries DEP-3 fields, so the same files work with `quilt push -a`,
+`git am` and this module.
+
+Application is exact: every hunk must match the upstream file at the line
+its header names, with all its context. There is no fuzz and no search for
+the hunk elsewhere in the file: a patch that no longer fits a release is a
+patch to rebase, not one to guess at.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+import re
+
+from forklib import ForkError
+
+DEP3_REQUIRED = ("Description", "Author", "Bug", "Forwarded", "Last-Update")
+BUG_URL = "https://github.com/jax-ml/jax/issues/11753"
+
+_HUNK_RE = re.compile(
+    r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+_DEP3_RE = re.compile(r"^([A-Z][A-Za-z-]*): ?(.*)$")
+
+
+class PatchError(ForkError):
+  """A patch that is malformed or does not apply exactly."""
+
+
+@dataclasses.dataclass
+class Hunk:
+  """One `@@` hunk. `lines` holds (tag, text) with tag in ' ', '-', '+'."""
+  header: str
+  old_start: int
+  old_len: int
+  new_start: int
+  new_len: int
+  lines: list[tuple[str, str]]
+
+  @property
+  def old_lines(self) -> list[str]:
+    return [text for tag, text in self.lines if tag in " -"]
+
+  @property
+  def new_lines(self) -> list[str]:
+    return [text for tag, text in self.lines if tag in " +"]
+
+
+@dataclasses.dataclass
+class FilePatch:
+  """The changes to one file; a None path means created or deleted."""
+  old_path: str | None
+  new_path: str | None
+  hunks: list[Hunk]
+
+  @property
+  def path(self) -> str:
+    return self.new_path or self.old_path or ""
+
+
+@dataclasses.dataclass
+class Patch:
+  """A parsed patch file of the queue."""
+  name: str
+  path: pathlib.Path
+  subject: str
+  headers: dict[str, str]
+  files: list[FilePatch]
+
+  def missing_dep3(self) -> list[str]:
+    """The required DEP-3 fields this patch lacks."""
+    return [k for k in DEP3_REQUIRED if not self.headers.get(k)]
+
+  @property
+  def last_update(self) -> datetime.date | None:
+    try:
+      return datetime.date.fromisoformat(self.headers.get("Last-Update", ""))
+    except ValueError:
+      return None
+
+
+def read_series(patches_dir: pathlib.Path) -> list[str]:
+  """The patch names listed in `patches_dir/series`, in order.
+
+  Quilt syntax: one patch per line, `#` starts a comment; an optional `-p1`
+  after the name is accepted (that is the level all our patches use).
+  """
+  series = patches_dir / "series"
+  try:
+    text = series.read_text(encoding="utf-8")
+  except FileNotFoundError:
+    raise ForkError(f"{series} does not exist")
+  names = []
+  for lineno, raw in enumerate(text.splitlines(), 1):
+    line = raw.split("#", 1)[0].strip()
+    if not line:
+      continue
+    parts = line.split()
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] != "-p1"):
+      raise ForkError(f"{series}:{lineno}: expected a patch name optionally "
+                      f"followed by -p1, got {raw!r}")
+    names.append(parts[0])
+  dupes = sorted({n for n in names if names.count(n) > 1})
+  if dupes:
+    raise ForkError(f"{series} lists {', '.join(dupes)} more than once")
+  return names
+
+
+def resolve(patches_dir: pathlib.Path, name: str,
+            version: str | None = None) -> pathlib.Path:
+  """The file of patch `name` for upstream `version`.
+
+  `patches/variants/<version>/<name>` replaces `patches/<name>` for that
+  release only; it exists where a patch needs a different form there.
+  """
+  if version:
+    variant = patches_dir / "variants" / version / name
+    if variant.exists():
+      return variant
+  path = patches_dir / name
+  if not path.exists():
+    raise ForkError(f"{patches_dir / 'series'} names {name}, but {path} does "
+                    "not exist")
+  return path
+
+
+def load_queue(patches_dir: pathlib.Path,
+               version: str | None = None) -> list[Patch]:
+  """Parses every patch of the series, in order."""
+  return [parse(resolve(patches_dir, n, version), name=n)
+          for n in read_series(patches_dir)]
+
+
+def parse(path: pathlib.Path, name: str | None = None) -> Patch:
+  """Parses a `git format-patch` file (or a plain unified diff)."""
+  name = name or path.name
+  text = path.read_text(encoding="utf-8")
+  lines = text.splitlines(keepends=True)
+  # The header: everything before the first "diff --git" or "--- ".
+  first_diff = next((i for i, l in enumerate(lines)
+                     if l.startswith("diff --git ") or l.startswith("--- ")),
+                    len(lines))
+  subject, headers = _parse_header(lines[:first_diff])
+  files = _parse_diffs(name, lines[first_diff:])
+  if not files:
+    raise PatchError(f"patch {name} ({path}) contains no diff")
+  return Patch(name=name, path=path, subject=subject, headers=headers,
+               files=files)
+
+
+def _parse_header(lines: list[str]) -> tuple[str, dict[str, str]]:
+  subject = ""
+  headers: dict[str, str] = {}
+  key = None
+  for raw in lines:
+    line = raw.rstrip("\n")
+    if line == "---":  # end of the commit message in format-patch output
+      break
+    if line.startswith("Subject: "):
+      subject = re.sub(r"^\[PATCH[^\]]*\] *", "", line[len("Subject: "):])
+      key = None
+      continue
+    m = _DEP3_RE.match(line)
+    if m and m.group(1) in ("Description", "Author", "Bug", "Forwarded",
+                            "Last-Update", "Origin", "Applied-Upstream",
+                            "Reviewed-by", "Bug-Debian"):
+      key = m.group(1)
+      headers[key] = m.group(2).strip()
+    elif key == "Description" and line.startswith(" "):
+      # DEP-3 continuation lines of a long description.
+      headers[key] += "\n" + line.strip()
+    else:
+      key = None
+  return subject, headers
+
+
+def _strip_prefix(path: str) -> str | None:
+  path = path.split("\t", 1)[0].strip()
+  if path == "/dev/null":
+    return None
+  if path.startswith(("a/", "b/")):
+    return path[2:]
+  raise PatchError(f"path {path!r} lacks the a/ or b/ prefix of -p1 patches")
+
+
+def _parse_diffs(name: str, lines: list[str]) -> list[FilePatch]:
+  files: list[FilePatch] = []
+  i = 0
+  current: FilePatch | None = None
+  while i < len(lines):
+    line = lines[i]
+    if line.startswith("diff --git "):
+      current = None
+      i += 1
+      continue
+    if line.startswith(("rename from", "copy from", "GIT binary patch")):
+      raise PatchError(f"patch {name}: renames, copies and binary diffs are "
+                       f"not supported ({line.strip()!r})")
+    if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+      current = FilePatch(old_path=_strip_prefix(line[4:]),
+                          new_path=_strip_prefix(lines[i + 1][4:]), hunks=[])
+      files.append(current)
+      i += 2
+      continue
+    m = _HUNK_RE.match(line.rstrip("\n"))
+    if m:
+      if current is None:
+        raise PatchError(f"patch {name}: hunk {line.strip()!r} before any "
+                         "file header")
+      hunk, i = _parse_hunk(name, current, m, lines, i + 1)
+      current.hunks.append(hunk)
+      continue
+    if line.startswith("-- \n") or line == "--\n":
+      break  # the format-patch signature
+    i += 1
+  return files
+
+
+def _parse_hunk(name: str, fp: FilePatch, m: re.Match, lines: list[str],
+                i: int) -> tuple[Hunk, int]:
+  old_start, new_start = int(m.group(1)), int(m.group(3))
+  old_len = int(m.group(2)) if m.group(2) is not None else 1
+  new_len = int(m.group(4)) if m.group(4) is not None else 1
+  hunk = Hunk(header=m.group(0), old_start=old_start, old_len=old_len,
+              new_start=new_start, new_len=new_len, lines=[])
+  old_seen = new_seen = 0
+  while i < len(lines) and (old_seen < old_len or new_seen < new_len):
+    line = lines[i]
+    tag, text = line[:1], line[1:]
+    if line == "\n":  # an empty context line whose space was stripped
+      tag, text = " ", "\n"
+    if tag not in " -+":
+      raise PatchError(
+          f"patch {name}: {fp.path}: hunk {hunk.header!r} ends early (it "
+          f"declares -{old_len} +{new_len} lines); the patch is truncated or "
+          "was edited by hand without fixing the hunk header")
+    hunk.lines.append((tag, text))
+    old_seen += tag in " -"
+    new_seen += tag in " +"
+    i += 1
+    if i < len(lines) and lines[i].startswith("\\ No newline at end of file"):
+      hunk.lines[-1] = (tag, text.rstrip("\n"))
+      i += 1
+  if old_seen != old_len or new_seen != new_len:
+    raise PatchError(f"patch {name}: {fp.path}: hunk {hunk.header!r} has "
+                     f"-{old_seen} +{new_seen} lines, its header declares "
+                     f"-{old_len} +{new_len}")
+  return hunk, i
+
+
+def apply(patch: Patch, tree: pathlib.Path) -> list[str]:
+  """Applies `patch` exactly to the tree at `tree`; returns the files touched.
+
+  All files are checked before any is written, so a patch that fails leaves
+  the tree as it was.
+
+  Raises:
+    PatchError: naming the patch, the file and the hunk that does not apply,
+      with the lines expected and the lines found.
+  """
+  results: dict[pathlib.Path, str | None] = {}
+  for fp in patch.files:
+    target = tree / fp.path
+    if fp.old_path is None:
+      if target.exists():
+        raise PatchError(f"patch {patch.name} creates {fp.path}, which "
+                         "already exists in the upstream tree")
+      results[target] = "".join(fp.hunks[0].new_lines) if fp.hunks else ""
+      continue
+    source = tree / fp.old_path
+    if not source.exists():
+      raise PatchError(f"patch {patch.name} modifies {fp.old_path}, which "
+                       "does not exist in the upstream tree")
+    with open(source, encoding="utf-8", newline="") as f:
+      content = f.read().splitlines(keepends=True)
+    new_content = _apply_hunks(patch.name, fp, content)
+    if fp.new_path is None:
+      if new_content:
+        raise PatchError(f"patch {patch.name} deletes {fp.old_path}, but the "
+                         "file has content the patch does not list")
+      results[source] = None
+    else:
+      results[target] = "".join(new_content)
+  for path, text in results.items():
+    if text is None:
+      path.unlink()
+    else:
+      path.parent.mkdir(parents=True, exist_ok=True)
+      with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+  return [fp.path for fp in patch.files]
+
+
+def _apply_hunks(name: str, fp: FilePatch, content: list[str]) -> list[str]:
+  out = list(content)
+  offset = 0  # how far earlier hunks moved the lines of this file
+  for n, hunk in enumerate(fp.hunks, 1):
+    old = hunk.old_lines
+    # With no old lines, old_start is the line after which to insert.
+    start = (hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1)
+    start += offset
+    found = out[start:start + len(old)]
+    if found != old:
+      raise PatchError(_mismatch_message(name, fp, n, hunk, old, found,
+                                         start - offset + 1))
+    out[start:start + len(old)] = hunk.new_lines
+    offset += len(hunk.new_lines) - len(old)
+  return out
+
+
+def _mismatch_message(name: str, fp: FilePatch, n: int, hunk: Hunk,
+                      expected: list[str], found: list[str],
+                      line: int) -> str:
+  def show(lines: list[str]) -> str:
+    if not lines:
+      return "    (end of file)\n"
+    return "".join(f"    | {l.rstrip(chr(10))}\n" for l in lines)
+  first_bad = next((i for i, (a, b) in enumerate(zip(expected, found))
+                    if a != b), min(len(expected), len(found)))
+  return (
+      f"patch {name} does not apply: {fp.path}, hunk {n} of "
+      f"{len(fp.hunks)} ({hunk.header.split(' @@')[0]} @@): the upstream "
+      f"file differs at line {line + first_bad}.\n"
+      f"  the patch expects:\n{show(expected[first_bad:first_bad + 3])}"
+      f"  the file has:\n{show(found[first_bad:first_bad + 3])}"
+      "Patches apply exactly (no fuzz, no offsets). Rebase the patch onto "
+      "this release: python build/fork.py rebase <version> (see "
+      "docs/maintainers.md).")
+
+
+def latest_update(patches: list[Patch]) -> datetime.date:
+  """The newest Last-Update of `patches`; the build's SOURCE_DATE_EPOCH."""
+  dates = [p.last_update for p in patches if p.last_update]
+  return max(dates) if dates else datetime.date(2020, 1, 1)

@@ -1,0 +1,200 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The patched tree: upstream sdist + overlay + patch queue + version stamp.
+
+Every step works in a temporary directory beside the destination; the tree is
+renamed into place only when it is whole, so a failure leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import tarfile
+import tempfile
+
+from forklib import ForkError
+from forklib import fetch
+from forklib import log
+from forklib import patchq
+from forklib.manifest import Release
+
+_RELEASE_VERSION_RE = re.compile(
+    r"^_release_version: str = (?:'[^']*'|\"[^\"]*\"|None)$", re.MULTILINE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Project:
+  """Where the fork's inputs live (the repository, or a test's stand-in)."""
+  root: pathlib.Path
+
+  @property
+  def patches(self) -> pathlib.Path:
+    return self.root / "patches"
+
+  @property
+  def overlay(self) -> pathlib.Path:
+    return self.root / "jax"
+
+  @property
+  def manifest_path(self) -> pathlib.Path:
+    return self.patches / "upstream.toml"
+
+  @property
+  def notice(self) -> pathlib.Path:
+    return self.root / "NOTICE"
+
+
+def overlay_files(project: Project) -> list[pathlib.Path]:
+  """The overlay's files, relative to the overlay root, sorted."""
+  if not project.overlay.is_dir():
+    return []
+  return sorted(p.relative_to(project.overlay)
+                for p in project.overlay.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts
+                and p.suffix not in (".pyc", ".pyo"))
+
+
+def inputs_digest(project: Project, release: Release) -> str:
+  """A digest of everything that determines the patched tree."""
+  h = hashlib.sha256()
+  h.update(f"{release.label}\0{release.sdist_sha256}\0".encode())
+  for name in patchq.read_series(project.patches):
+    path = patchq.resolve(project.patches, name, release.version)
+    h.update(f"patch\0{name}\0".encode() + path.read_bytes())
+  for rel in overlay_files(project):
+    h.update(f"overlay\0{rel.as_posix()}\0".encode()
+             + (project.overlay / rel).read_bytes())
+  if project.notice.exists():
+    h.update(b"notice\0" + project.notice.read_bytes())
+  return h.hexdigest()
+
+
+def _extract(sdist: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+  """Unpacks `sdist` into `dest`; returns its single top-level directory."""
+  with tarfile.open(sdist) as tar:
+    tar.extractall(dest, filter="data")
+  entries = list(dest.iterdir())
+  if len(entries) != 1 or not entries[0].is_dir():
+    raise ForkError(f"{sdist} does not unpack to a single directory "
+                    f"(found {', '.join(e.name for e in entries)})")
+  return entries[0]
+
+
+def _lay_overlay(project: Project, tree: pathlib.Path) -> list[str]:
+  laid = []
+  for rel in overlay_files(project):
+    dest = tree / "jax" / rel
+    if dest.exists():
+      raise ForkError(
+          f"overlay file jax/{rel.as_posix()} would replace upstream's "
+          f"jax/{rel.as_posix()}. The overlay only adds new modules; change "
+          "upstream files through a patch in patches/.")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(project.overlay / rel, dest)
+    laid.append(f"jax/{rel.as_posix()}")
+  return laid
+
+
+def stamp_version(tree: pathlib.Path, release: Release) -> None:
+  """Sets `_release_version` in jax/version.py to the fork's version."""
+  version_py = tree / "jax" / "version.py"
+  try:
+    text = version_py.read_text(encoding="utf-8")
+  except FileNotFoundError:
+    raise ForkError(f"the upstream tree has no jax/version.py to stamp "
+                    f"({version_py})")
+  matches = _RELEASE_VERSION_RE.findall(text)
+  if len(matches) != 1:
+    raise ForkError(
+        f"expected exactly one `_release_version: str = ...` line in "
+        f"jax/version.py of jax {release.version}, found {len(matches)}; "
+        "upstream changed how it stamps versions: update "
+        "forklib/tree.py:stamp_version.")
+  text = _RELEASE_VERSION_RE.sub(
+      f"_release_version: str = {release.label!r}", text)
+  version_py.write_text(text, encoding="utf-8")
+
+
+def build_tree(project: Project, release: Release, out: pathlib.Path, *,
+               sdist: pathlib.Path | None = None,
+               force: bool = False) -> pathlib.Path:
+  """Builds the patched tree of `release` at `out`, atomically.
+
+  Args:
+    project: where the overlay, the patches and the manifest live.
+    release: the upstream release to build.
+    out: the directory to create. It must not exist unless `force`.
+    sdist: an already verified sdist; fetched when None.
+    force: replace an existing `out`.
+
+  Returns:
+    `out`.
+
+  Raises:
+    ForkError: on a bad sdist, an overlay collision or a patch that does not
+      apply; nothing is left at `out` (or it is left as it was).
+  """
+  out = out.resolve()
+  if out.exists() and not force:
+    raise ForkError(f"{out} already exists; remove it or pass --force")
+  sdist = sdist or fetch.fetch(release)
+  queue = patchq.load_queue(project.patches, release.version)
+  out.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
+                                   dir=out.parent) as tmp:
+    tree = _extract(sdist, pathlib.Path(tmp) / "unpacked")
+    log.step("apply", f"unpacked {sdist.name}")
+    laid = _lay_overlay(project, tree)
+    log.step("apply", f"overlay: {len(laid)} file(s) laid in"
+             + (f" ({', '.join(laid)})" if laid else ""))
+    for patch in queue:
+      touched = patchq.apply(patch, tree)
+      log.step("apply", f"{patch.name}: ok ({', '.join(touched)})")
+    stamp_version(tree, release)
+    if project.notice.exists():
+      shutil.copyfile(project.notice, tree / "NOTICE")
+    log.step("apply", f"version stamped {release.label}")
+    if out.exists():
+      trash = pathlib.Path(tmp) / "replaced"
+      os.rename(out, trash)
+    os.rename(tree, out)
+  log.step("apply", f"patched tree of jax {release.label} at {out}")
+  return out
+
+
+def cached_tree(project: Project, release: Release,
+                cache: pathlib.Path | None = None) -> pathlib.Path:
+  """A patched tree in the cache, keyed by a digest of all its inputs."""
+  cache = cache or fetch.cache_root()
+  digest = inputs_digest(project, release)[:16]
+  out = cache / "trees" / f"jax-{release.label}-{digest}"
+  if out.exists():
+    log.step("apply", f"patched tree of jax {release.label} is cached at "
+             f"{out}")
+    return out
+  return build_tree(project, release, out)
+
+
+def touched_files(project: Project, release: Release) -> set[str]:
+  """Files of the wheel our overlay, patches and version stamp change."""
+  files = {"jax/version.py"}
+  files.update(f"jax/{rel.as_posix()}" for rel in overlay_files(project))
+  for patch in patchq.load_queue(project.patches, release.version):
+    files.update(fp.path for fp in patch.files)
+  return files
