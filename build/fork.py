@@ -20,7 +20,7 @@ Commands:
   wheel [VERSION] --out DIR  the patched, reproducible wheel
   check                    apply the series to every release; print a table
   demo                     build the wheel, install it in .venv, show it works
-  test                     build, install into a test venv, run pytest
+  test [-- PYTEST_ARGS]    build, install into a test venv, run pytest
 
 Run `python build/fork.py <command> --help` for a command's options.
 """
@@ -150,12 +150,12 @@ def main(argv: list[str] | None = None) -> int:
   p.set_defaults(func=cmd_check)
 
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
-  p.add_argument("version", nargs="?",
+  p.add_argument("--upstream", dest="version",
                  help="upstream release (default: newest for this Python)")
   p.set_defaults(func=cmd_demo)
 
   p = sub.add_parser("test", help="build, install into a test venv, run pytest")
-  p.add_argument("version", nargs="?",
+  p.add_argument("--upstream", dest="version",
                  help="upstream release (default: newest for this Python)")
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to pytest")

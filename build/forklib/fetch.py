@@ -106,4 +106,3 @@ def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
     os.replace(downloaded, target)
   log.step("fetch", f"{release.sdist_name}: sha256 ok, cached at {target}")
   return target
-

@@ -341,9 +341,8 @@ def _mismatch_message(name: str, fp: FilePatch, n: int, hunk: Hunk,
       f"file differs at line {line + first_bad}.\n"
       f"  the patch expects:\n{show(expected[first_bad:first_bad + 3])}"
       f"  the file has:\n{show(found[first_bad:first_bad + 3])}"
-      "Patches apply exactly (no fuzz, no offsets). Rebase the patch onto "
-      "this release: python build/fork.py rebase <version> (see "
-      "docs/maintainers.md).")
+      "Patches apply exactly (no fuzz, no offsets): refresh the patch for "
+      "this release as docs/maintainers.md describes (\"Refreshing a patch\").")
 
 
 def latest_update(patches: list[Patch]) -> datetime.date:

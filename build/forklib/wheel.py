@@ -141,4 +141,3 @@ def build(project: tree_lib.Project, release: Release,
     os.replace(built, dest)
   log.step("wheel", f"{dest} (sha256 {fetch.sha256_of(dest)})")
   return dest
-
