@@ -1,0 +1,70 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""vmap of call_tf with a symbolic batch size (shape polymorphism)."""
+
+from __future__ import annotations
+
+import jax
+from jax.experimental import jax2tf
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from .util import assert_close
+from .util import randn
+
+call_tf = jax2tf.call_tf
+
+X = randn(5, 4, 3)
+B_4_3 = jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 4, 3"), np.float32)
+
+
+def _export(method):
+  f = call_tf(lambda x: tf.sin(x) * 2., vmap_method=method)
+  return jax.export.export(jax.jit(jax.vmap(f)))(B_4_3)
+
+
+def test_jax_export_sequential_runs_at_any_batch_size():
+  exported = _export("sequential")
+  for batch in (5, 2, 1):
+    assert_close(exported.call(X[:batch]), np.sin(X[:batch]) * 2.)
+
+
+@pytest.mark.parametrize("method", [None, "vectorized", "expand_dims",
+                                    "broadcast_all", "batch_polymorphic"],
+                         ids=str)
+def test_jax_export_one_call_methods_explain_the_limit(method):
+  with pytest.raises(ValueError) as e:
+    _export(method)
+  msg = str(e.value)
+  assert "symbolic batch size b" in msg
+  assert "vmap_method='sequential'" in msg
+  assert "call_tf_graph=True" in msg
+
+
+def test_jax_export_default_method_with_the_option_falls_back():
+  from jax._src import config
+  with config.call_tf_slow_vmap(True):
+    exported = _export(None)
+  assert_close(exported.call(X[:3]), np.sin(X[:3]) * 2.)
+
+
+def test_jax2tf_convert_sequential_polymorphic_batch():
+  f = jax.vmap(call_tf(tf.sin, vmap_method="sequential"))
+  g = tf.function(jax2tf.convert(f, polymorphic_shapes=["(b, 4, 3)"],
+                                 with_gradient=False),
+                  autograph=False).get_concrete_function(
+                      tf.TensorSpec([None, 4, 3], tf.float32))
+  for batch in (5, 1):
+    assert_close(g(tf.constant(X[:batch])).numpy(), np.sin(X[:batch]))

@@ -1,0 +1,235 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""What each vmap_method does, the jax_call_tf_slow_vmap option, the errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+from jax._src import config
+from jax.experimental import jax2tf
+from jax.experimental.jax2tf import call_tf_batching
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from .util import ALL_METHODS
+from .util import assert_close
+from .util import check_eager_and_jit
+from .util import randn
+
+call_tf = jax2tf.call_tf
+
+X = randn(5, 4, 3)
+SHAPE = jax.ShapeDtypeStruct((4, 3), np.float32)
+ROUND_TRIP = jax2tf.convert(jnp.sin)
+
+
+def _counting(method, shapes):
+  """A call_tf whose TF function records the shape of each eager call."""
+  def record(x):
+    shapes.append(x.shape)
+    return x * 2.
+  return call_tf(lambda x: tf.numpy_function(record, [x], tf.float32),
+                 vmap_method=method,
+                 output_shape_dtype=jax.ShapeDtypeStruct((4, 3), np.float32))
+
+
+@pytest.mark.parametrize("method,calls", [
+    ("sequential", [(4, 3)] * 5),
+    ("expand_dims", [(5, 4, 3)]),
+    ("broadcast_all", [(5, 4, 3)]),
+    ("batch_polymorphic", [(20, 3)]),
+])
+def test_what_the_tf_function_receives(method, calls):
+  shapes = []
+  out = jax.vmap(_counting(method, shapes))(X)
+  assert_close(out, X * 2.)
+  assert shapes == calls
+
+
+def test_expand_dims_and_broadcast_all_with_an_unbatched_argument():
+  seen = {}
+
+  def f_tf(x, y):
+    seen[len(seen)] = (tuple(x.shape), tuple(y.shape))
+    return x + y
+
+  y = randn(4, 3)
+  for method, y_shape in (("expand_dims", (1, 4, 3)),
+                          ("broadcast_all", (5, 4, 3))):
+    seen.clear()
+    out = jax.vmap(call_tf(f_tf, vmap_method=method),
+                   in_axes=(0, None))(X, y)
+    assert_close(out, X + y)
+    # (The first call traces the unbatched function for its output shape.)
+    assert ((5, 4, 3), y_shape) in seen.values(), seen
+
+
+def test_batch_polymorphic_merges_the_batch_into_axis_zero():
+  """A function with independent rows: the vmap axis joins its batch."""
+  w = randn(3, 2)
+  rows = call_tf(lambda x: tf.matmul(x, w), vmap_method="batch_polymorphic")
+  check_eager_and_jit(jax.vmap(rows), jax.vmap(lambda x: x @ w), X)
+  check_eager_and_jit(jax.jacrev(lambda x: rows(x).sum(0)),
+                      jax.jacrev(lambda x: (x @ w).sum(0)), X[0])
+
+
+def test_the_method_reaches_the_vjp_call():
+  """jacrev is vmap of the VJP; its call_tf must use the same method."""
+  shapes = []
+  f = _counting("sequential", shapes)
+  jax.jacrev(lambda x: f(x).sum(1))(X[0])
+  # One forward call, then the VJP's call_tf once per cotangent (4 of them);
+  # had the VJP lost the method, pfor would have failed on numpy_function.
+  assert shapes == [(4, 3)] * 5
+  # With "vectorized" the round trip's VJP is vectorized too and fails.
+  g = call_tf(ROUND_TRIP, vmap_method="vectorized")
+  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+    jax.jacrev(g)(X[0])
+  assert_close(jax.jacrev(call_tf(ROUND_TRIP, vmap_method="sequential"))(
+      X[0]), jax.jacrev(jnp.sin)(X[0]))
+
+
+def test_unknown_method_fails_at_call_tf_time():
+  with pytest.raises(ValueError) as e:
+    call_tf(tf.sin, vmap_method="loop")
+  msg = str(e.value)
+  assert "vmap_method='loop'" in msg
+  for m in ALL_METHODS:
+    assert repr(m) in msg
+
+
+def test_one_call_method_on_a_function_that_ignores_the_batch():
+  with pytest.raises(ValueError) as e:
+    jax.vmap(call_tf(lambda x: tf.reduce_sum(x, 0),
+                     vmap_method="expand_dims"))(X)
+  assert "expected [5, 3]" in str(e.value)
+  assert "vmap_method=None or 'sequential'" in str(e.value)
+
+
+def test_batch_polymorphic_rejects_scalars():
+  with pytest.raises(ValueError, match="result 0 is a scalar"):
+    jax.vmap(call_tf(tf.reduce_sum, vmap_method="batch_polymorphic"))(X)
+  with pytest.raises(ValueError, match="argument 1 is a scalar"):
+    jax.vmap(call_tf(lambda x, s: x * s, vmap_method="batch_polymorphic"),
+             in_axes=(0, None))(X, np.float32(2.))
+
+
+@pytest.mark.parametrize("method", ALL_METHODS, ids=str)
+def test_output_shape_dtype_is_batched(method):
+  f = call_tf(tf.sin, vmap_method=method, output_shape_dtype=SHAPE)
+  check_eager_and_jit(jax.vmap(f), jax.vmap(jnp.sin), X)
+
+
+def test_ordered_sequential_keeps_batch_order():
+  order = []
+
+  def record(x):
+    order.append(float(x[0, 0]))
+    return x
+
+  f = call_tf(lambda x: tf.numpy_function(record, [x], tf.float32),
+              ordered=True, vmap_method="sequential", output_shape_dtype=SHAPE)
+  jax.vmap(f)(X)
+  assert order == [float(v) for v in X[:, 0, 0]]
+
+
+@pytest.mark.parametrize("method", [None, "vectorized", "expand_dims",
+                                    "broadcast_all", "batch_polymorphic"],
+                         ids=str)
+def test_ordered_with_a_one_call_method_fails_clearly(method):
+  with pytest.raises(NotImplementedError) as e:
+    jax.vmap(call_tf(tf.sin, ordered=True, vmap_method=method))(X)
+  assert "ordered=True" in str(e.value)
+  assert "vmap_method='sequential'" in str(e.value)
+
+
+def test_ordered_default_method_with_the_option_runs_in_order():
+  order = []
+
+  def record(x):
+    order.append(float(x[0, 0]))
+    return x
+
+  with config.call_tf_slow_vmap(True):
+    jax.vmap(call_tf(lambda x: tf.numpy_function(record, [x], tf.float32),
+                     ordered=True, output_shape_dtype=SHAPE))(X)
+  assert order == [float(v) for v in X[:, 0, 0]]
+
+
+def test_option_by_config_update():
+  f = jax.vmap(call_tf(ROUND_TRIP))
+  try:
+    jax.config.update("jax_call_tf_slow_vmap", True)
+    check_eager_and_jit(f, jax.vmap(jnp.sin), X)
+  finally:
+    jax.config.update("jax_call_tf_slow_vmap", False)
+  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+    f(X)
+
+
+def test_cached_jit_retraces_when_the_option_changes():
+  jitted = jax.jit(jax.vmap(call_tf(ROUND_TRIP)))
+  with config.call_tf_slow_vmap(True):
+    assert_close(jitted(X), np.sin(X))
+  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+    jitted(X)  # the trace made under the option is not reused
+  with config.call_tf_slow_vmap(True):
+    assert_close(jitted(X), np.sin(X))
+
+
+_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import jax, jax.numpy as jnp
+    from jax.experimental import jax2tf
+    def main(argv=()):
+      x = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
+      f = jax.vmap(jax2tf.call_tf(jax2tf.convert(jnp.sin)))
+      try:
+        print("ok", np.allclose(jax.jit(f)(x), np.sin(x)))
+      except ValueError as e:
+        print("error", type(e).__name__)
+""")
+
+
+def _run(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+  full_env = {k: v for k, v in os.environ.items()
+              if k != "JAX_CALL_TF_SLOW_VMAP"}
+  full_env.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run([sys.executable, "-c", code, *args],
+                        env=full_env, capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return proc.stdout.strip().splitlines()[-1]
+
+
+def test_option_by_environment_variable():
+  script = _SCRIPT + "main()\n"
+  assert _run(script, env={"JAX_CALL_TF_SLOW_VMAP": "1"}) == "ok True"
+  assert _run(script) == "error CallTfVectorizationError"
+
+
+def test_option_by_absl_flag():
+  script = _SCRIPT + textwrap.dedent("""
+      from absl import app
+      jax.config.config_with_absl()
+      app.run(main)
+  """)
+  assert _run(script, "--jax_call_tf_slow_vmap") == "ok True"
+  assert _run(script) == "error CallTfVectorizationError"
