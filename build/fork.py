@@ -105,7 +105,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
   release = _release(args)
   wheel = wheel_lib.build(project, release, project.root / "dist")
   venv = envs.demo_env(project, release, wheel)
-  return envs.show_fork(venv)
+  return envs.show_fork(project, venv)
 
 
 def cmd_test(args: argparse.Namespace) -> int:

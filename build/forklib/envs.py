@@ -131,19 +131,25 @@ SHOW = ("import jax; print(jax.__version__, jax.__version_info__, "
         "jax.config.jax_call_tf_slow_vmap)")
 
 
-def show_fork(venv: pathlib.Path) -> int:
-  """Prints what the installed fork reports, with and without the flag."""
+def show_fork(project: tree_lib.Project, venv: pathlib.Path) -> int:
+  """Prints what the installed fork reports, and runs the Jacobian example."""
   python = venv_python(venv)
   rc = 0
-  for extra_env, prefix in (({}, ""),
-                            ({"JAX_CALL_TF_SLOW_VMAP": "1"},
-                             "JAX_CALL_TF_SLOW_VMAP=1 ")):
-    env = dict(os.environ, **extra_env)
-    env.pop("JAX_CALL_TF_SLOW_VMAP", None) if not extra_env else None
-    proc = subprocess.run([str(python), "-c", SHOW], env=env,
+  base_env = {k: v for k, v in os.environ.items()
+              if k != "JAX_CALL_TF_SLOW_VMAP"}
+  example = project.root / "examples" / "tf_jacobian.py"
+  runs = [({}, ["-c", SHOW], f"-c {SHOW!r}"),
+          ({"JAX_CALL_TF_SLOW_VMAP": "1"}, ["-c", SHOW], f"-c {SHOW!r}"),
+          ({"TF_CPP_MIN_LOG_LEVEL": "3"}, [str(example)],
+           str(example.relative_to(project.root)))]
+  for extra_env, args, shown in runs:
+    prefix = "".join(f"{k}={v} " for k, v in extra_env.items()
+                     if k != "TF_CPP_MIN_LOG_LEVEL")
+    proc = subprocess.run([str(python), *args], env=dict(base_env, **extra_env),
                           capture_output=True, text=True)
-    print(f"$ {prefix}{python} -c {SHOW!r}")
-    print(proc.stdout.strip() or proc.stderr.strip())
+    print(f"$ {prefix}{python} {shown}")
+    print(proc.stdout.strip() if proc.returncode == 0
+          else proc.stdout.strip() + "\n" + proc.stderr.strip()[-3000:])
     rc = rc or proc.returncode
   print(f"\nThe patched jax is installed in {venv}; activate it with:\n"
         f"  source {venv}/bin/activate")
