@@ -233,3 +233,23 @@ def test_option_by_absl_flag():
   """)
   assert _run(script, "--jax_call_tf_slow_vmap") == "ok True"
   assert _run(script) == "error CallTfVectorizationError"
+
+
+def test_sequential_program_size_does_not_grow_with_the_batch():
+  f = jax.jit(jax.vmap(call_tf(lambda x: tf.sin(x) * 2.,
+                               vmap_method="sequential")))
+  sizes = {b: len(f.lower(randn(b, 4, 3)).as_text()) for b in (2, 64, 2048)}
+  # Only the printed batch sizes differ; no per-element unrolling.
+  assert max(sizes.values()) - min(sizes.values()) < 200, sizes
+
+
+@pytest.mark.parametrize("method", ALL_METHODS, ids=str)
+@pytest.mark.parametrize("has_side_effects", [True, False])
+def test_has_side_effects_survives_batching(method, has_side_effects):
+  f = call_tf(tf.sin, vmap_method=method, has_side_effects=has_side_effects)
+  jaxpr = jax.make_jaxpr(jax.vmap(f))(X)
+  names = [str(e) for e in jaxpr.effects]
+  assert ("CallTfEffect" in names) == has_side_effects, names
+  # An unused effectful call is kept under jit; a pure one is removed.
+  lowered = jax.jit(lambda x: (jax.vmap(f)(x), x)[1]).lower(X).as_text()
+  assert ("call_tf" in lowered) == has_side_effects

@@ -1,0 +1,199 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The ways of running a workload over a batch of ``N`` examples.
+
+Each :class:`Method` builds, for one workload and one mode, a fresh callable
+of the batch (``(N, *example_shape)`` -> stacked results). Fresh means no
+cache of JAX or TensorFlow holds it yet, so its first call measures tracing,
+conversion and compilation. Modes:
+
+* ``"jit"``: the staged, compiled path (``jax.jit``; for TensorFlow,
+  ``tf.function(jit_compile=True)``).
+* ``"eager"``: no ``jax.jit`` (for TensorFlow, ``tf.function`` without XLA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+from jax.experimental import jax2tf
+import jax.numpy as jnp
+import numpy as np
+import tensorflow as tf
+
+from benchmarks import workloads as wl
+
+MODES = ("jit", "eager")
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+  """One way to batch a workload.
+
+  Attributes:
+    name: short identifier (table column, plot legend).
+    title: one-line description for the report.
+    build: ``build(workload, mode, n)`` returns a fresh callable of the
+      batch.
+    applies: ``applies(workload)``: whether the method handles it.
+    modes: the modes the method runs in.
+    framework: ``"jax"`` or ``"tf"``: how inputs are given and results
+      synchronized.
+    max_n: per mode, the largest batch measured in a full run (the method
+      is linear in N beyond it, and slow); None for no limit.
+  """
+  name: str
+  title: str
+  build: Callable[[wl.Workload, str, int], Callable[[Any], Any]]
+  applies: Callable[[wl.Workload], bool] = lambda w: True
+  modes: tuple[str, ...] = MODES
+  framework: str = "jax"
+  max_n: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def _per_example(w: wl.Workload, f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+  """The per-example function: ``f`` or, for a Jacobian workload, jacrev."""
+  return jax.jacrev(f) if w.jacobian else f
+
+
+def _maybe_jit(f: Callable[[Any], Any], mode: str) -> Callable[[Any], Any]:
+  return jax.jit(f) if mode == "jit" else f
+
+
+def _native(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+  del n
+  # A fresh Python function, so that no JAX cache holds its trace.
+  def fn(x):
+    return w.jnp_fn(x)
+  return _maybe_jit(jax.vmap(_per_example(w, fn)), mode)
+
+
+def _call_tf(vmap_method: str | None, has_side_effects: bool = True
+             ) -> Callable[[wl.Workload, str, int], Callable[[Any], Any]]:
+  def build(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+    del n
+    f = jax2tf.call_tf(w.tf_fn, vmap_method=vmap_method,
+                       has_side_effects=has_side_effects)
+    return _maybe_jit(jax.vmap(_per_example(w, f)), mode)
+  return build
+
+
+def _jacobian_by_rows(f: Callable[[Any], Any], x: Any) -> Any:
+  """The Jacobian of ``f`` at ``x`` by one VJP per output: no vmap needed."""
+  y, vjp = jax.vjp(f, x)
+  rows = [vjp(jnp.zeros_like(y).at[i].set(1.))[0] for i in range(y.size)]
+  return jnp.stack(rows).reshape(y.shape + x.shape)
+
+
+def _loop(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+  """A Python loop of call_tf calls, one per example, as written by hand."""
+  del n
+  f = jax2tf.call_tf(w.tf_fn)
+  one = (functools.partial(_jacobian_by_rows, f) if w.jacobian else f)
+
+  def loop(xs):
+    return jnp.stack([one(xs[i]) for i in range(xs.shape[0])])
+  return _maybe_jit(loop, mode)
+
+
+def _loop_of_jitted(w: wl.Workload, mode: str, n: int
+                    ) -> Callable[[Any], Any]:
+  """A Python loop that calls a jitted per-example call_tf function."""
+  del mode, n
+  f = jax2tf.call_tf(w.tf_fn)
+  one = jax.jit(functools.partial(_jacobian_by_rows, f) if w.jacobian else f)
+
+  def loop(xs):
+    return jnp.stack([one(x) for x in xs])
+  return loop
+
+
+def _tf_batched(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+  """TensorFlow itself: tf.vectorized_map, batch_jacobian for the Jacobian."""
+  del n
+  tf_fn = w.tf_fn
+
+  def batched(xs):
+    if not w.jacobian:
+      return tf.vectorized_map(tf_fn, xs)
+    with tf.GradientTape() as tape:
+      tape.watch(xs)
+      ys = tf.vectorized_map(tf_fn, xs)
+    return tape.batch_jacobian(ys, xs)
+  return tf.function(batched, autograph=False, jit_compile=mode == "jit",
+                     reduce_retracing=False)
+
+
+def _tf2jax(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+  """tf2jax: converts the TF function of one example to JAX, then vmaps."""
+  import tf2jax  # pylint: disable=g-import-not-at-top
+  del n
+  jax_fn, params = tf2jax.convert(
+      tf.function(w.tf_fn, autograph=False),
+      np.zeros(w.example_shape, np.float32))
+
+  def fn(x):
+    return jax_fn(params, x)[0]
+  return _maybe_jit(jax.vmap(_per_example(w, fn)), mode)
+
+
+def _one_call(method: str) -> Callable[[wl.Workload], bool]:
+  return lambda w: method in w.one_call_methods and not w.jacobian
+
+
+ALL_METHODS: tuple[Method, ...] = (
+    Method("native", "jax.vmap of the jnp function (the reference)", _native),
+    Method("vectorized", "vmap of call_tf, vmap_method=None (pfor), default "
+           "has_side_effects=True", _call_tf(None)),
+    Method("vectorized_pure", "as vectorized, with has_side_effects=False",
+           _call_tf(None, has_side_effects=False)),
+    Method("sequential", "vmap of call_tf, vmap_method='sequential' (lax.map "
+           "under jit, a Python loop eagerly)", _call_tf("sequential"),
+           max_n={"eager": 1000}),
+    Method("expand_dims", "vmap of call_tf, vmap_method='expand_dims'",
+           _call_tf("expand_dims"), applies=_one_call("expand_dims")),
+    Method("broadcast_all", "vmap of call_tf, vmap_method='broadcast_all'",
+           _call_tf("broadcast_all"), applies=_one_call("broadcast_all")),
+    Method("batch_polymorphic",
+           "vmap of call_tf, vmap_method='batch_polymorphic'",
+           _call_tf("batch_polymorphic"),
+           applies=_one_call("batch_polymorphic")),
+    Method("loop", "hand-written Python loop of call_tf calls (under jit: "
+           "unrolled into the program)", _loop,
+           max_n={"jit": 100, "eager": 1000}),
+    Method("loop_of_jitted", "hand-written Python loop calling a jitted "
+           "per-example call_tf", _loop_of_jitted, modes=("jit",),
+           max_n={"jit": 1000}),
+    Method("tf", "TensorFlow: tf.vectorized_map (and batch_jacobian) in "
+           "tf.function(jit_compile=True); eagerly, without XLA", _tf_batched,
+           framework="tf"),
+    Method("tf2jax", "tf2jax.convert of the TF function, then jax.vmap",
+           _tf2jax),
+)
+
+
+def by_name(names: str | None) -> tuple[Method, ...]:
+  """The methods named in a comma-separated list (all if None)."""
+  if not names:
+    return ALL_METHODS
+  wanted = names.split(",")
+  unknown = set(wanted) - {m.name for m in ALL_METHODS}
+  if unknown:
+    raise ValueError(f"unknown methods {sorted(unknown)}; known: "
+                     + ", ".join(m.name for m in ALL_METHODS))
+  return tuple(m for m in ALL_METHODS if m.name in wanted)

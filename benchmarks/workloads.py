@@ -1,0 +1,206 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The benchmark workloads: one function, written in TensorFlow and in jnp.
+
+Each :class:`Workload` describes one example (the unbatched function); the
+methods in :mod:`benchmarks.methods` batch it over ``N`` examples. The ``tf``
+and ``jnp`` versions compute the same numbers, which the harness checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+import os
+import tempfile
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import tensorflow as tf
+
+# The MLP layer: R^64 -> R, one hidden layer of 256 tanh units.
+MLP_IN, MLP_HIDDEN = 64, 256
+# The molecular energy: n atoms in R^3.
+N_ATOMS = 16
+# The Keras model: R^16 -> R, two hidden layers of 64 ReLU units.
+KERAS_IN, KERAS_HIDDEN = 16, 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+  """One benchmark function, in TensorFlow and in jnp.
+
+  Attributes:
+    name: short identifier, used in tables and file names.
+    title: one-line description for the report.
+    example_shape: the shape of one example (the vmapped argument).
+    tf_fn: the TensorFlow function of one example.
+    jnp_fn: the same function in ``jax.numpy``.
+    jacobian: if True, every method computes the Jacobian of the function
+      (``jax.jacrev``; ``GradientTape.batch_jacobian`` in TensorFlow).
+    one_call_methods: the one-call ``vmap_method``\\ s that are correct for
+      ``tf_fn`` (it handles extra leading axes itself).
+    tol: relative tolerance of the check against the jnp reference.
+  """
+  name: str
+  title: str
+  example_shape: tuple[int, ...]
+  tf_fn: Callable[[Any], Any]
+  jnp_fn: Callable[[Any], Any]
+  jacobian: bool = False
+  one_call_methods: tuple[str, ...] = ()
+  tol: float = 1e-4
+
+  def inputs(self, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` examples, float32, stacked along axis 0."""
+    rng = np.random.default_rng(seed)
+    if self.name.startswith("energy"):
+      # Atoms near the sites of a cubic lattice: no two atoms too close.
+      side = int(np.ceil(N_ATOMS ** (1 / 3)))
+      grid = np.array([[i, j, k] for i in range(side) for j in range(side)
+                       for k in range(side)][:N_ATOMS], np.float32)
+      x = 1.2 * grid + 0.1 * rng.standard_normal((n, N_ATOMS, 3))
+      return x.astype(np.float32)
+    return rng.standard_normal((n, *self.example_shape)).astype(np.float32)
+
+
+# --- R^7 -> R^2: sum of squares and product --------------------------------
+
+def small_tf(x):
+  return tf.stack([tf.reduce_sum(x * x, -1), tf.reduce_prod(x, -1)], -1)
+
+
+def small_jnp(x):
+  return jnp.stack([jnp.sum(x * x, -1), jnp.prod(x, -1)], -1)
+
+
+# --- the MLP layer: R^64 -> R -------------------------------------------------
+
+_rng = np.random.default_rng(1234)
+MLP_W1 = (_rng.standard_normal((MLP_IN, MLP_HIDDEN)) / 8).astype(np.float32)
+MLP_B1 = (0.1 * _rng.standard_normal(MLP_HIDDEN)).astype(np.float32)
+MLP_W2 = (_rng.standard_normal((MLP_HIDDEN, 1)) / 16).astype(np.float32)
+MLP_B2 = np.float32(0.5)
+
+
+def mlp_tf(x):
+  # einsum over the last axis: the function also maps over leading axes.
+  h = tf.tanh(tf.einsum("...i,ij->...j", x, MLP_W1) + MLP_B1)
+  return tf.einsum("...j,jk->...k", h, MLP_W2)[..., 0] + MLP_B2
+
+
+def mlp_jnp(x):
+  h = jnp.tanh(x @ MLP_W1 + MLP_B1)
+  return (h @ MLP_W2)[..., 0] + MLP_B2
+
+
+# --- the molecular energy: R^(n x 3) -> R^3 ------------------------------------
+
+def energy_tf(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = tf.shape(x)[0]
+  r2 = tf.reduce_sum(d * d, -1) + tf.eye(n)
+  inv6 = 1. / (r2 * r2 * r2)
+  lj = 2. * tf.reduce_sum((1. - tf.eye(n)) * (inv6 * inv6 - inv6))
+  rg = tf.reduce_mean(tf.reduce_sum((x - tf.reduce_mean(x, 0)) ** 2, -1))
+  return tf.stack([lj, rg, tf.reduce_sum(tf.sin(x))])
+
+
+def energy_jnp(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = x.shape[0]
+  r2 = jnp.sum(d * d, -1) + jnp.eye(n)
+  inv6 = 1. / (r2 * r2 * r2)
+  lj = 2. * jnp.sum((1. - jnp.eye(n)) * (inv6 * inv6 - inv6))
+  rg = jnp.mean(jnp.sum((x - jnp.mean(x, 0)) ** 2, -1))
+  return jnp.stack([lj, rg, jnp.sum(jnp.sin(x))])
+
+
+# --- a Keras model reloaded from a SavedModel ----------------------------------
+
+def _build_keras_savedmodel(path: str) -> None:
+  import keras  # pylint: disable=g-import-not-at-top
+  keras.utils.set_random_seed(7)
+  model = keras.Sequential([
+      keras.Input((KERAS_IN,)),
+      keras.layers.Dense(KERAS_HIDDEN, activation="relu"),
+      keras.layers.Dense(KERAS_HIDDEN, activation="relu"),
+      keras.layers.Dense(1),
+  ])
+  model.export(path, format="tf_saved_model", verbose=False)
+
+
+class KerasSavedModel:
+  """A Keras MLP exported as a SavedModel and reloaded with TensorFlow.
+
+  The TensorFlow function calls the reloaded ``serve`` endpoint (input
+  ``(None, 16)``, variables captured from the SavedModel); the jnp function
+  reads the same variables' values.
+  """
+
+  def __init__(self, cache_dir: str | None = None):
+    path = os.path.join(cache_dir or tempfile.mkdtemp(prefix="bench-keras-"),
+                        "keras_mlp")
+    if not os.path.exists(os.path.join(path, "saved_model.pb")):
+      _build_keras_savedmodel(path)
+    self.path = path
+    self.loaded = tf.saved_model.load(path)
+    values = {v.name.split("/", 1)[1].rsplit(":", 1)[0]: v.numpy()
+              for v in self.loaded.variables}
+    self.layers = [(values[f"{name}/kernel"], values[f"{name}/bias"])
+                   for name in ("dense", "dense_1", "dense_2")]
+
+  def tf_fn(self, x):
+    """One example: a row of shape ``(1, 16)`` -> ``(1, 1)``."""
+    return self.loaded.serve(x)
+
+  def jnp_fn(self, x):
+    """The same function in ``jax.numpy``."""
+    for i, (w, b) in enumerate(self.layers):
+      x = x @ w + b
+      if i < len(self.layers) - 1:
+        x = jnp.maximum(x, 0.)
+    return x
+
+
+def all_workloads(cache_dir: str | None = None) -> list[Workload]:
+  """The benchmark's workloads, in report order.
+
+  Args:
+    cache_dir: where the Keras SavedModel is written (a temporary directory
+      if None).
+
+  Returns:
+    The workloads.
+  """
+  keras_model = KerasSavedModel(cache_dir)
+  return [
+      Workload("small", "R^7 -> R^2: sum of squares and product", (7,),
+               small_tf, small_jnp,
+               one_call_methods=("expand_dims", "broadcast_all")),
+      Workload("mlp", f"MLP layer R^{MLP_IN} -> R ({MLP_HIDDEN} tanh units, "
+               "fixed weights)", (MLP_IN,), mlp_tf, mlp_jnp,
+               one_call_methods=("expand_dims", "broadcast_all")),
+      Workload("energy", f"molecular energy R^({N_ATOMS}x3) -> R^3 "
+               "(Lennard-Jones, radius of gyration, sum of sines)",
+               (N_ATOMS, 3), energy_tf, energy_jnp),
+      Workload("energy_jac", f"Jacobian of the energy: R^({N_ATOMS}x3) -> "
+               f"R^(3x{N_ATOMS}x3), jax.jacrev", (N_ATOMS, 3), energy_tf,
+               energy_jnp, jacobian=True, tol=1e-3),
+      Workload("keras", f"Keras MLP R^{KERAS_IN} -> R ({KERAS_HIDDEN}-"
+               f"{KERAS_HIDDEN} ReLU) reloaded from a SavedModel",
+               (1, KERAS_IN), keras_model.tf_fn, keras_model.jnp_fn,
+               one_call_methods=("batch_polymorphic",)),
+  ]
