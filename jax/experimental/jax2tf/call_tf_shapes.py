@@ -1,0 +1,183 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Output shapes of a TF function that TensorFlow's shape inference leaves open.
+
+A function restored from a SavedModel with input signature ``(None, 4)``
+reports its output as ``(None, ...)`` even when it is called on a ``(3, 4)``
+input. For static input shapes, ``call_tf`` compiles the function (it must,
+to embed it) and reads the result shapes from the HLO. For symbolic input
+shapes (``jax.export``, ``jax2tf.convert`` with ``polymorphic_shapes``), each
+output dimension is fitted as an affine function of the dimension variables
+from compilations at a few concrete sizes, and checked at one more.
+``output_shape_dtype`` remains the answer for truly data-dependent shapes.
+
+See https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import functools
+from typing import Any, cast
+
+import jax
+from jax._src import core
+from jax._src.interpreters import mlir
+from jax._src.lib import _jax
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import func as func_dialect
+from jax.experimental.jax2tf import call_tf_compile
+from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+import tensorflow as tf
+
+Shape = tuple[Any, ...]
+
+
+def _tf_platform() -> str:
+  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
+          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
+
+
+def hlo_result_shapes(hlo: bytes) -> tuple[tuple[int, ...], ...]:
+  """The static result shapes of the ``main`` of a serialized HLO module."""
+  with mlir.make_ir_context():
+    module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(hlo))
+    main = cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"])
+    shapes = []
+    for t in main.type.results:
+      t = ir.RankedTensorType(t)
+      if not t.has_static_shape:
+        raise ValueError(f"the compiled function returns the dynamic type {t}")
+      shapes.append(tuple(t.shape))
+  return tuple(shapes)
+
+
+@functools.lru_cache(maxsize=256)
+def static_output_shapes(function_flat_tf: Any,
+                         specs: tuple[tf.TensorSpec, ...]
+                         ) -> tuple[tuple[int, ...], ...]:
+  """Result shapes of ``function_flat_tf`` compiled for the static ``specs``."""
+  with jax2tf_internal.inside_call_tf():
+    concrete_fn = function_flat_tf.get_concrete_function(*specs)
+    hlo, _ = call_tf_compile.compile_to_hlo(
+        function_flat_tf, concrete_fn, specs, _tf_platform(),
+        call_tf_compile.captured_objects(concrete_fn))
+  return hlo_result_shapes(hlo)
+
+
+def fit_symbolic_output_shapes(
+    in_avals: Sequence[core.ShapedArray],
+    concrete_out_shapes: Callable[[list[tuple[int, ...]]],
+                                  Sequence[tuple[int, ...]]],
+) -> tuple[Shape, ...]:
+  """Output shapes, symbolic in the dimension variables of ``in_avals``.
+
+  Each output dimension is taken to be an affine function of the dimension
+  variables (``b``, ``2*b``, ``b + 1``, ``3*a``): ``concrete_out_shapes`` is
+  evaluated at a base point and one unit step along each variable, and the fit
+  is verified at an independent point.
+
+  Args:
+    in_avals: the input avals, possibly with symbolic dimensions.
+    concrete_out_shapes: maps concrete input shapes to concrete output shapes.
+
+  Returns:
+    The output shapes; symbolic where they depend on the variables.
+
+  Raises:
+    ValueError: a dimension is not affine in the dimension variables.
+  """
+  from jax._src.export import shape_poly  # pylint: disable=g-import-not-at-top
+  dim_vars = tuple(sorted(shape_poly.all_dim_vars(in_avals)))
+  if not dim_vars:
+    return tuple(tuple(s) for s in
+                 concrete_out_shapes([tuple(a.shape) for a in in_avals]))
+  scope = next(d.scope for a in in_avals for d in a.shape
+               if not core.is_constant_dim(d))
+  var_exprs = [jax.export.symbolic_shape(v, scope=scope)[0] for v in dim_vars]
+
+  def probe(values: Sequence[int]) -> Sequence[tuple[int, ...]]:
+    shapes = [tuple(int(d) for d in core.evaluate_shape(a.shape, dim_vars,
+                                                        *values))
+              for a in in_avals]
+    return concrete_out_shapes(shapes)
+
+  base = [7 + 4 * i for i in range(len(dim_vars))]
+  out_base = probe(base)
+  steps = []
+  for i in range(len(dim_vars)):
+    point = list(base)
+    point[i] += 1
+    steps.append(probe(point))
+  check = [2 * b + 5 for b in base]
+  out_check = probe(check)
+  result = []
+  for o, shape_base in enumerate(out_base):
+    shape = []
+    for d, dim_base in enumerate(shape_base):
+      coeffs = [steps[i][o][d] - dim_base for i in range(len(dim_vars))]
+      const = dim_base - sum(c * b for c, b in zip(coeffs, base))
+      if const + sum(c * v for c, v in zip(coeffs, check)) != out_check[o][d]:
+        raise ValueError(
+            f"dimension {d} of result {o} is not an affine function of the "
+            f"dimension variables {', '.join(dim_vars)}; pass "
+            "output_shape_dtype to call_tf.")
+      expr: Any = const
+      for c, v in zip(coeffs, var_exprs):
+        if c:
+          expr = expr + c * v
+      shape.append(expr)
+    result.append(tuple(shape))
+  return tuple(result)
+
+
+def infer_output_avals(function_flat_tf: Any,
+                       args_flat_avals: Sequence[core.ShapedArray],
+                       args_flat_sig_tf: Sequence[tf.TensorSpec],
+                       concrete_fn: Any) -> tuple[core.ShapedArray, ...]:
+  """Output avals of a TF function whose inferred shapes are not static.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of the call.
+    args_flat_avals: the argument avals (possibly symbolic).
+    args_flat_sig_tf: the argument ``tf.TensorSpec``s.
+    concrete_fn: the concrete function for ``args_flat_sig_tf``; its dtypes
+      and the dimensions TF does know are kept.
+
+  Returns:
+    The output avals.
+
+  Raises:
+    ValueError: the shapes cannot be inferred (they depend on data, or the
+      function does not compile).
+  """
+  out_dtypes = [jax2tf_internal._to_jax_dtype(dt)  # pylint: disable=protected-access
+                for dt in concrete_fn.output_dtypes]
+  in_dtypes = [s.dtype for s in args_flat_sig_tf]
+
+  def concrete_out_shapes(in_shapes):
+    return static_output_shapes(
+        function_flat_tf,
+        tuple(tf.TensorSpec(s, dt) for s, dt in zip(in_shapes, in_dtypes)))
+
+  shapes = fit_symbolic_output_shapes(args_flat_avals, concrete_out_shapes)
+  for o, (shape, tf_shape) in enumerate(zip(shapes, concrete_fn.output_shapes)):
+    if tf_shape.rank is None:
+      continue
+    if len(shape) != tf_shape.rank or any(
+        t is not None and core.is_constant_dim(d) and d != t
+        for d, t in zip(shape, tf_shape)):
+      raise ValueError(f"result {o}: compiling gives shape {shape}, but "
+                       f"TensorFlow inferred {tf_shape}")
+  return tuple(core.ShapedArray(s, dt) for s, dt in zip(shapes, out_dtypes))
