@@ -53,6 +53,7 @@ from jax._src import config
 from jax._src import core
 from jax._src import util
 from jax._src.interpreters import batching
+from jax.experimental.jax2tf import call_tf_compile
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -238,6 +239,23 @@ def vectorization_error(op_type: str | None, node_name: str | None,
       op_type, node_name)
 
 
+def opaque_module_error(vmap_method: str | None) -> CallTfVectorizationError:
+  """The error for a vectorized vmap of an embedded jax2tf module.
+
+  A function restored from a jax2tf SavedModel is one ``XlaCallModule`` op,
+  which pfor cannot vectorize; ``call_tf`` embeds its StableHLO directly, and
+  batches it the way ``vmap_method`` says.
+  """
+  return CallTfVectorizationError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
+      "saved by jax2tf: it is one XlaCallModule op (serialized StableHLO), "
+      "which TensorFlow's vectorizer cannot vectorize. If the saved function "
+      "takes a leading batch axis whose rows are independent (jax2tf.convert "
+      "with polymorphic_shapes=['(b, ...)']), vmap_method='batch_polymorphic' "
+      "makes one call for the whole batch. "
+      + _what_to_do(vmap_method), "XlaCallModule", None)
+
+
 def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: str | None,
                       cause: BaseException) -> CallTfVectorizationError:
@@ -269,8 +287,10 @@ def _xla_conversion_error(function_flat_tf: Callable,
   """Converts ``function_flat_tf`` to HLO (cached); returns the error or None."""
   try:
     with jax2tf_internal.inside_call_tf():
-      function_flat_tf.experimental_get_compiler_ir(*sig)(
-          stage="hlo_serialized", platform_name=_tf_platform())
+      concrete_fn = function_flat_tf.get_concrete_function(*sig)
+      call_tf_compile.compile_to_hlo(
+          function_flat_tf, concrete_fn, sig, _tf_platform(),
+          call_tf_compile.captured_objects(concrete_fn))
   except Exception as e:  # pylint: disable=broad-except
     return e
   return None
