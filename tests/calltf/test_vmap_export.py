@@ -68,3 +68,27 @@ def test_jax2tf_convert_sequential_polymorphic_batch():
                       tf.TensorSpec([None, 4, 3], tf.float32))
   for batch in (5, 1):
     assert_close(g(tf.constant(X[:batch])).numpy(), np.sin(X[:batch]))
+
+
+@pytest.mark.parametrize("method", [None, "vectorized", "expand_dims",
+                                    "broadcast_all", "batch_polymorphic",
+                                    "sequential"], ids=str)
+def test_jax2tf_convert_call_tf_graph_polymorphic_batch(method):
+  """Under jax2tf.convert, call_tf_graph=True lets TF run the function at
+  the actual batch size: every method works with a symbolic batch."""
+  f = call_tf(lambda x: tf.sin(x) * 2., vmap_method=method,
+              call_tf_graph=True)
+  g = tf.function(jax2tf.convert(jax.vmap(f), polymorphic_shapes=["(b, 4, 3)"],
+                                 with_gradient=False),
+                  autograph=False).get_concrete_function(
+                      tf.TensorSpec([None, 4, 3], tf.float32))
+  for batch in (5, 2):
+    assert_close(g(tf.constant(X[:batch])).numpy(), np.sin(X[:batch]) * 2.)
+
+
+def test_jax2tf_convert_native_one_call_method_explains_the_limit():
+  f = jax.vmap(call_tf(tf.sin))
+  with pytest.raises(ValueError, match="call_tf_graph=True"):
+    tf.function(jax2tf.convert(f, polymorphic_shapes=["(b, 4, 3)"]),
+                autograph=False).get_concrete_function(
+                    tf.TensorSpec([None, 4, 3], tf.float32))
