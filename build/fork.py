@@ -84,19 +84,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     queue = patchq.load_queue(project.patches, release.version)
     problems = [f"{p.name}: missing DEP-3 {', '.join(p.missing_dep3())}"
                 for p in queue if p.missing_dep3()]
+    log.step("check", f"jax {release.version}: applying {len(queue)} "
+             "patches")
+    quiet = log.is_quiet()
     try:
+      log.set_quiet(True)
       with tempfile.TemporaryDirectory(prefix="fork-check-") as tmp:
         tree_lib.build_tree(project, release, pathlib.Path(tmp) / "tree")
       status = "ok" if not problems else "headers"
     except ForkError as e:
       status, problems = "FAILS", [str(e).splitlines()[0], *problems]
+    finally:
+      log.set_quiet(quiet)
     failed |= status != "ok"
     rows.append((release.version, release.label, str(len(queue)), status,
                  "; ".join(problems)))
   header = ("upstream", "fork version", "patches", "status", "details")
   widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
   for row in [header, *rows]:
-    print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)), row[4])
+    print("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)), row[4],
+          flush=True)
   return 1 if failed else 0
 
 

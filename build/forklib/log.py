@@ -25,6 +25,10 @@ def set_quiet(quiet: bool) -> None:
   _quiet = quiet
 
 
+def is_quiet() -> bool:
+  return _quiet
+
+
 def step(stage: str, message: str) -> None:
   """Prints one progress line to stderr, e.g. `[fork] fetch: ...`."""
   if not _quiet:
