@@ -19,6 +19,9 @@ Commands:
   apply VERSION --out DIR  sdist + overlay + patches + version stamp -> DIR
   wheel [VERSION] --out DIR  the patched, reproducible wheel
   check                    apply the series to every release; print a table
+  index --out DIR          publish the wheels and pinned jaxlibs as a PEP 503
+                           index (static files)
+  serve DIR                serve an index on http://127.0.0.1
   demo                     build the wheel, install it in .venv, show it works
   test [-- PYTEST_ARGS]    build, install into a test venv, run pytest
 
@@ -38,6 +41,8 @@ sys.path.insert(0, str(ROOT / "build"))
 from forklib import ForkError  # noqa: E402
 from forklib import envs  # noqa: E402
 from forklib import fetch  # noqa: E402
+from forklib import index as index_lib  # noqa: E402
+from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
 from forklib import manifest as manifest_lib  # noqa: E402
 from forklib import patchq  # noqa: E402
@@ -107,6 +112,48 @@ def cmd_check(args: argparse.Namespace) -> int:
   return 1 if failed else 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+  """Publishes fork wheels and the pinned jaxlib wheels into an index."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = ([manifest.get(v) for v in args.upstream] if args.upstream
+              else list(manifest.releases))
+  if args.wheel:
+    by_label = {r.label: r for r in manifest.releases}
+    fork_wheels = {}
+    for w in args.wheel:
+      path = pathlib.Path(w).resolve()
+      label = path.name.split("-")[1]
+      if label not in by_label:
+        raise ForkError(f"{path.name} is not a wheel of a release in "
+                        f"{manifest.path}")
+      fork_wheels[by_label[label]] = path
+  else:
+    fork_wheels = {r: wheel_lib.build(project, r, project.root / "dist")
+                   for r in releases}
+  pins = ({} if args.no_jaxlib else jaxlib_mirror.load_pins(
+      project.root / "jaxlib_build" / "pins.toml"))
+  wheels, pairs = [], {}
+  for release, wheel in fork_wheels.items():
+    jaxlibs = []
+    if not args.no_jaxlib:
+      if release.test_jaxlib not in pins:
+        raise ForkError(f"jaxlib {release.test_jaxlib} (test_jaxlib of jax "
+                        f"{release.version}) has no pins in "
+                        "jaxlib_build/pins.toml")
+      jaxlibs = [jaxlib_mirror.fetch_wheel(p)
+                 for p in pins[release.test_jaxlib]]
+    wheels += [wheel, *jaxlibs]
+    pairs[release.label] = [wheel.name, *(j.name for j in jaxlibs)]
+  print(index_lib.build(pathlib.Path(args.out), wheels, pairs))
+  return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+  index_lib.serve(pathlib.Path(args.directory), args.host, args.port)
+  return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
   project = _project(args)
   release = _release(args)
@@ -155,6 +202,24 @@ def main(argv: list[str] | None = None) -> int:
 
   p = sub.add_parser("check", help="apply the series to every release")
   p.set_defaults(func=cmd_check)
+
+  p = sub.add_parser("index", help="publish wheels into a PEP 503 index")
+  p.add_argument("--out", required=True, help="the index directory")
+  p.add_argument("--wheel", action="append", default=[],
+                 help="a wheel to publish (repeatable); default: build the "
+                      "fork's wheel of each release")
+  p.add_argument("--upstream", action="append", default=[],
+                 help="only this upstream release (repeatable)")
+  p.add_argument("--no-jaxlib", action="store_true",
+                 help="do not mirror the pinned jaxlib wheels")
+  p.set_defaults(func=cmd_index)
+
+  p = sub.add_parser("serve", help="serve an index over HTTP")
+  p.add_argument("directory", help="an index built by `index`")
+  p.add_argument("--host", default="127.0.0.1")
+  p.add_argument("--port", type=int, default=8000,
+                 help="0 picks a free port (default: 8000)")
+  p.set_defaults(func=cmd_serve)
 
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
   p.add_argument("--upstream", dest="version",

@@ -1,0 +1,226 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The measurement loop: every workload, batch size, method and mode.
+
+For each workload and batch size (ascending), native JAX is measured first,
+then every other method, so that each ratio to native compares measurements
+of the same run, minutes apart at most. A method whose next measurement
+would take longer than ``max_config_s`` (predicted linearly in N from the
+last one) is skipped from there on, as are sizes above its ``max_n``; the
+report marks those and extrapolates linearly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+import dataclasses
+import datetime
+import json
+import logging
+import os
+import pathlib
+import platform
+import sys
+import time
+import traceback
+from typing import Any
+import warnings
+
+from absl import logging as absl_logging
+import jax
+import numpy as np
+import tensorflow as tf
+
+from benchmarks import methods as methods_lib
+from benchmarks import report
+from benchmarks import timing
+from benchmarks import workloads as workloads_lib
+
+BENCH = pathlib.Path(__file__).resolve().parent
+# Methods whose jit compile is also broken into trace / lower / compile.
+BREAKDOWN_METHODS = ("native", "vectorized", "vectorized_pure", "tf2jax")
+
+
+@dataclasses.dataclass
+class Record:
+  """One measurement (or the reason there is none).
+
+  Times are in seconds; see :class:`benchmarks.timing.Timing`.
+  """
+  workload: str
+  method: str
+  mode: str
+  n: int
+  first_call: float | None = None
+  steady: float | None = None
+  compile: float | None = None
+  samples: list[float] | None = None
+  calls_per_sample: int | None = None
+  max_rel_err: float | None = None
+  trace: float | None = None
+  lower: float | None = None
+  xla_compile: float | None = None
+  skipped: str | None = None
+  error: str | None = None
+
+
+def _quiet() -> None:
+  absl_logging.set_verbosity(absl_logging.ERROR)
+  tf.get_logger().setLevel(logging.ERROR)
+  logging.getLogger("jax").setLevel(logging.ERROR)
+  warnings.filterwarnings("ignore")
+
+
+def _rel_err(result: Any, ref: np.ndarray | None) -> float | None:
+  if ref is None:
+    return None
+  r = np.asarray(result, np.float64).reshape(ref.shape)
+  return float(np.max(np.abs(r - ref)) / (np.max(np.abs(ref)) + 1e-30))
+
+
+def _environment() -> dict[str, Any]:
+  import jaxlib  # pylint: disable=g-import-not-at-top
+  import tf2jax  # pylint: disable=g-import-not-at-top
+  return {
+      "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
+      "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+      "tensorflow": tf.__version__, "tf2jax": tf2jax.__version__,
+      "numpy": np.__version__, "python": platform.python_version(),
+      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                 f"{platform.system()}",
+      "backend": jax.default_backend(),
+  }
+
+
+def measure_all(workloads: Sequence[workloads_lib.Workload],
+                methods: Sequence[methods_lib.Method], sizes: Sequence[int],
+                modes: Sequence[str], *, budget_s: float, max_config_s: float,
+                quick: bool, log=print) -> list[Record]:
+  """Measures every (workload, N, method, mode); returns the records."""
+  records: list[Record] = []
+  for w in workloads:
+    # (method, mode) -> (n, predicted seconds per measurement at n)
+    last: dict[tuple[str, str], tuple[int, float]] = {}
+    stopped: dict[tuple[str, str], str] = {}
+    for n in sizes:
+      x_np = w.inputs(n)
+      ref = None
+      for m in methods:
+        if not m.applies(w):
+          continue
+        for mode in modes:
+          if mode not in m.modes:
+            continue
+          rec = Record(w.name, m.name, mode, n)
+          records.append(rec)
+          key = (m.name, mode)
+          cap = m.max_n.get(mode)
+          if key in stopped:
+            rec.skipped = stopped[key]
+            continue
+          if cap is not None and n > cap and not quick:
+            rec.skipped = f"N > {cap}"
+            continue
+          if key in last:
+            n0, cost0 = last[key]
+            predicted = cost0 * n / n0
+            if predicted > max_config_s:
+              stopped[key] = rec.skipped = (
+                  f"predicted {predicted:.0f} s > {max_config_s:.0f} s")
+              continue
+          x = timing.as_input(x_np, m.framework)
+          t0 = time.perf_counter()
+          try:
+            t = timing.measure(lambda m=m, mode=mode: m.build(w, mode, n), x,
+                               m.framework, budget_s=budget_s)
+          except Exception as e:  # pylint: disable=broad-except
+            rec.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            stopped[key] = "failed at a smaller N"
+            log(f"  {w.name} N={n} {m.name}/{mode}: FAILED {rec.error}")
+            if os.environ.get("BENCH_TRACEBACK"):
+              traceback.print_exc()
+            continue
+          cost = time.perf_counter() - t0
+          last[key] = (n, cost)
+          rec.first_call, rec.steady, rec.compile = (
+              t.first_call, t.steady, t.compile)
+          rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample
+          result = np.asarray(t.result, np.float64)
+          if m.name == "native" and mode == "jit":
+            ref = result
+          rec.max_rel_err = _rel_err(result, ref)
+          if mode == "jit" and m.name in BREAKDOWN_METHODS:
+            b = timing.compile_breakdown(
+                lambda m=m: m.build(w, "jit", n), x)
+            rec.trace, rec.lower, rec.xla_compile = b.trace, b.lower, b.compile
+            # Two fresh compilations: keep the faster (the machine is noisy).
+            rec.compile = min(rec.compile, b.trace + b.lower + b.compile)
+          bad = (rec.max_rel_err is not None and rec.max_rel_err > w.tol)
+          log(f"  {w.name:10s} N={n:<6d} {m.name:18s} {mode:5s} "
+              f"steady {rec.steady * 1e6:11.1f} us  first call "
+              f"{rec.first_call * 1e3:8.1f} ms"
+              + (f"  MISMATCH {rec.max_rel_err:.1e}" if bad else ""))
+  return records
+
+
+def run(args: argparse.Namespace, full_sizes: Sequence[int],
+        quick_sizes: Sequence[int]) -> int:
+  """Runs the benchmark as the command line says; writes the results."""
+  _quiet()
+  start = time.perf_counter()
+  sizes = (tuple(int(s) for s in args.sizes.split(",")) if args.sizes
+           else quick_sizes if args.quick else full_sizes)
+  out = pathlib.Path(args.out) if args.out else (
+      BENCH / "results" / ("quick" if args.quick else ""))
+  out.mkdir(parents=True, exist_ok=True)
+  cache = BENCH / ".cache"
+  cache.mkdir(exist_ok=True)
+  workloads = workloads_lib.all_workloads(str(cache))
+  if args.workloads:
+    wanted = args.workloads.split(",")
+    workloads = [w for w in workloads if w.name in wanted]
+  methods = methods_lib.by_name(args.methods)
+  if methods[0].name != "native":
+    methods = (methods_lib.by_name("native")[0], *methods)
+  modes = [m for m in args.modes.split(",") if m]
+  budget_s = args.budget or (0.1 if args.quick else 0.3)
+  max_config_s = args.max_config_seconds or (5. if args.quick else 15.)
+  env = _environment()
+  print(f"[bench] jax {env['jax']}, jaxlib {env['jaxlib']}, tensorflow "
+        f"{env['tensorflow']}, tf2jax {env['tf2jax']}; {env['machine']}",
+        flush=True)
+  records = measure_all(
+      workloads, methods, sizes, modes, budget_s=budget_s,
+      max_config_s=max_config_s, quick=args.quick,
+      log=lambda s: print(s, flush=True))
+  env["total_seconds"] = round(time.perf_counter() - start, 1)
+  env["command"] = " ".join(["python3 benchmarks/run.py", *sys.argv[1:]])
+  data = {
+      "environment": env,
+      "sizes": list(sizes),
+      "workloads": [{"name": w.name, "title": w.title} for w in workloads],
+      "methods": [{"name": m.name, "title": m.title} for m in methods],
+      "records": [dataclasses.asdict(r) for r in records],
+  }
+  with open(out / "results.json", "w") as f:
+    json.dump(data, f, indent=1)
+  report.write(data, out)
+  default_run = not (args.quick or args.workloads or args.methods
+                     or args.sizes or args.out or args.modes != "jit,eager")
+  if default_run and not args.no_readme:
+    report.update_readme(data, BENCH / "README.md", out)
+  print(f"[bench] done in {env['total_seconds']:.0f} s; wrote "
+        f"{out / 'results.md'} and its plots", flush=True)
+  return 0
