@@ -104,6 +104,24 @@ def _environment() -> dict[str, Any]:
   }
 
 
+def _predicted_cost(last: tuple[int, float, float], n: int, budget_s: float,
+                    compile_grows: bool, breakdown: bool) -> float:
+  """Seconds one measurement at ``n`` will take, from the one at ``n0``.
+
+  The run time is linear in N; the compile time is flat, except for a loop
+  unrolled into the program. A measurement is the first call, up to three
+  warm-up and calibration calls, and samples lasting about ``budget_s`` (at
+  least three calls).
+  """
+  n0, compile_s, steady = last
+  steady *= n / n0
+  if compile_grows:
+    compile_s *= n / n0
+  if breakdown:
+    compile_s *= 2
+  return compile_s + 3 * steady + max(budget_s, 3 * steady)
+
+
 def measure_all(workloads: Sequence[workloads_lib.Workload],
                 methods: Sequence[methods_lib.Method], sizes: Sequence[int],
                 modes: Sequence[str], *, budget_s: float, max_config_s: float,
@@ -111,8 +129,8 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
   """Measures every (workload, N, method, mode); returns the records."""
   records: list[Record] = []
   for w in workloads:
-    # (method, mode) -> (n, predicted seconds per measurement at n)
-    last: dict[tuple[str, str], tuple[int, float]] = {}
+    # (method, mode) -> (n, compile time, steady time) at the last n
+    last: dict[tuple[str, str], tuple[int, float, float]] = {}
     stopped: dict[tuple[str, str], str] = {}
     for n in sizes:
       x_np = w.inputs(n)
@@ -134,14 +152,14 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             rec.skipped = f"N > {cap}"
             continue
           if key in last:
-            n0, cost0 = last[key]
-            predicted = cost0 * n / n0
+            predicted = _predicted_cost(last[key], n, budget_s,
+                                        mode in m.compile_grows,
+                                        m.name in BREAKDOWN_METHODS)
             if predicted > max_config_s:
               stopped[key] = rec.skipped = (
                   f"predicted {predicted:.0f} s > {max_config_s:.0f} s")
               continue
           x = timing.as_input(x_np, m.framework)
-          t0 = time.perf_counter()
           try:
             t = timing.measure(lambda m=m, mode=mode: m.build(w, mode, n), x,
                                m.framework, budget_s=budget_s)
@@ -152,8 +170,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             if os.environ.get("BENCH_TRACEBACK"):
               traceback.print_exc()
             continue
-          cost = time.perf_counter() - t0
-          last[key] = (n, cost)
+          last[key] = (n, t.first_call - t.steady, t.steady)
           rec.first_call, rec.steady, rec.compile = (
               t.first_call, t.steady, t.compile)
           rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample

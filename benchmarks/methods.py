@@ -56,6 +56,8 @@ class Method:
       synchronized.
     max_n: per mode, the largest batch measured in a full run (the method
       is linear in N beyond it, and slow); None for no limit.
+    compile_grows: the modes whose compile time grows with N (a loop
+      unrolled into the program).
   """
   name: str
   title: str
@@ -64,6 +66,7 @@ class Method:
   modes: tuple[str, ...] = MODES
   framework: str = "jax"
   max_n: dict[str, int] = dataclasses.field(default_factory=dict)
+  compile_grows: tuple[str, ...] = ()
 
 
 def _per_example(w: wl.Workload, f: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -175,7 +178,7 @@ ALL_METHODS: tuple[Method, ...] = (
            applies=_one_call("batch_polymorphic")),
     Method("loop", "hand-written Python loop of call_tf calls (under jit: "
            "unrolled into the program)", _loop,
-           max_n={"jit": 100, "eager": 1000}),
+           max_n={"jit": 100, "eager": 1000}, compile_grows=("jit",)),
     Method("loop_of_jitted", "hand-written Python loop calling a jitted "
            "per-example call_tf", _loop_of_jitted, modes=("jit",),
            max_n={"jit": 1000}),

@@ -82,7 +82,7 @@ def measure(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
     budget_s: the target total duration of the samples.
     min_samples: at least this many samples, whatever the budget.
     max_samples: at most this many samples.
-    warmup: calls after the first, not timed.
+    warmup: calls after the first, not timed (one if it is slow).
 
   Returns:
     The :class:`Timing`.
@@ -91,14 +91,17 @@ def measure(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
   fn = build()
   result = block(fn(x), framework)
   first_call = time.perf_counter() - t0
+  samples = []
   for _ in range(warmup):
+    t0 = time.perf_counter()
     block(fn(x), framework)
-  t0 = time.perf_counter()
-  block(fn(x), framework)
-  one = max(time.perf_counter() - t0, 1e-7)
+    one = max(time.perf_counter() - t0, 1e-7)
+    if one > budget_s / 4:  # a slow call: the warm-up call is enough
+      break
   k = max(1, int(sample_s / one))
   n_samples = int(min(max_samples, max(min_samples, budget_s / (k * one))))
-  samples = []
+  if k == 1 and one > budget_s / 4:
+    n_samples = min_samples
   for _ in range(n_samples):
     t0 = time.perf_counter()
     for _ in range(k):

@@ -22,6 +22,8 @@ Commands:
   index --out DIR          publish the wheels and pinned jaxlibs as a PEP 503
                            index (static files)
   serve DIR                serve an index on http://127.0.0.1
+  stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
+                           one commit per patch, and their descriptions
   demo                     build the wheel, install it in .venv, show it works
   test [-- PYTEST_ARGS]    build, install into a test venv, run pytest
 
@@ -46,6 +48,7 @@ from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
 from forklib import manifest as manifest_lib  # noqa: E402
 from forklib import patchq  # noqa: E402
+from forklib import stage as stage_lib  # noqa: E402
 from forklib import tree as tree_lib  # noqa: E402
 from forklib import wheel as wheel_lib  # noqa: E402
 
@@ -154,6 +157,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
   return 0
 
 
+def cmd_stage(args: argparse.Namespace) -> int:
+  print(stage_lib.stage(_project(args), _release(args), pathlib.Path(args.out)))
+  return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
   project = _project(args)
   release = _release(args)
@@ -220,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--port", type=int, default=8000,
                  help="0 picks a free port (default: 8000)")
   p.set_defaults(func=cmd_serve)
+
+  p = sub.add_parser("stage", help="stage the queue as upstream PRs")
+  p.add_argument("version", help="upstream release, e.g. 0.10.2")
+  p.add_argument("--out", required=True, help="directory to create")
+  p.set_defaults(func=cmd_stage)
 
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
   p.add_argument("--upstream", dest="version",

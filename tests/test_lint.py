@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tokenize
 
-SOURCES = ("build", "jax", "tests", "benchmarks", "setup.py")
+SOURCES = ("build", "jax", "tests", "benchmarks", "examples", "setup.py")
 
 
 def _python_files(root):

@@ -25,5 +25,20 @@ Modules, in pipeline order:
 """
 
 
+import pathlib
+import tomllib
+from typing import Any
+
+
 class ForkError(Exception):
   """An error the user can act on; the CLI prints it without a traceback."""
+
+
+def load_toml(path: pathlib.Path) -> dict[str, Any]:
+  """Reads a TOML file of the project, or raises a ForkError saying why not."""
+  try:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+  except FileNotFoundError:
+    raise ForkError(f"{path} does not exist")
+  except tomllib.TOMLDecodeError as e:
+    raise ForkError(f"{path} is not valid TOML: {e}")

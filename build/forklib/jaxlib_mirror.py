@@ -26,9 +26,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 
 from forklib import ForkError
+from forklib import load_toml
 from forklib import fetch
 from forklib import log
 
@@ -57,12 +57,7 @@ class PinnedWheel:
 
 def load_pins(path: pathlib.Path) -> dict[str, list[PinnedWheel]]:
   """The pins file: jaxlib version -> its pinned wheels."""
-  try:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-  except FileNotFoundError:
-    raise ForkError(f"{path} does not exist")
-  except tomllib.TOMLDecodeError as e:
-    raise ForkError(f"{path} is not valid TOML: {e}")
+  data = load_toml(path)
   pins: dict[str, list[PinnedWheel]] = {}
   for entry in data.get("jaxlib", []):
     version = entry.get("version")

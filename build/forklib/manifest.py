@@ -20,9 +20,9 @@ import os
 import pathlib
 import re
 import sys
-import tomllib
 
 from forklib import ForkError
+from forklib import load_toml
 
 LABEL = "calltf"
 
@@ -111,12 +111,7 @@ def version_tuple(version: str) -> tuple[int, ...]:
 
 def load(path: pathlib.Path) -> Manifest:
   """Reads and validates the manifest at `path`."""
-  try:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-  except FileNotFoundError:
-    raise ForkError(f"manifest {path} does not exist")
-  except tomllib.TOMLDecodeError as e:
-    raise ForkError(f"manifest {path} is not valid TOML: {e}")
+  data = load_toml(path)
   entries = data.get("release")
   if not isinstance(entries, list) or not entries:
     raise ForkError(f"manifest {path} has no [[release]] entries")

@@ -176,7 +176,10 @@ def _parse_header(lines: list[str]) -> tuple[str, dict[str, str]]:
       break
     if line.startswith("Subject: "):
       subject = re.sub(r"^\[PATCH[^\]]*\] *", "", line[len("Subject: "):])
-      key = None
+      key = "Subject"
+      continue
+    if key == "Subject" and line.startswith(" "):
+      subject += line  # a folded (RFC 2822) subject line
       continue
     m = _DEP3_RE.match(line)
     if m and m.group(1) in ("Description", "Author", "Bug", "Forwarded",

@@ -195,3 +195,13 @@ def test_repository_patches_carry_dep3_headers(root):
             "https://"), patch.name
     assert patch.last_update is not None, patch.name
     assert patch.subject, patch.name
+
+
+def test_folded_subject_is_joined(tmp_path):
+  text = patchutil.format_patch("x", {"a.py": (None, "x\n")}).replace(
+      "Subject: [PATCH] x\n",
+      "Subject: [PATCH] version: keep __version_info__ numeric under a local\n"
+      " version label\n")
+  patch = _write(tmp_path, "0001-x.patch", text)
+  assert patch.subject == (
+      "version: keep __version_info__ numeric under a local version label")

@@ -303,13 +303,10 @@ def _refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
         validate_static_shapes=False,
         enable_shardy=jax.config.jax_use_shardy_partitioner)
     refined_main = ir.SymbolTable(ir.Module.parse(refined).operation)["main"]
-    shapes = []
-    for t in refined_main.type.results:
-      t = ir.RankedTensorType(t)
-      if not t.has_static_shape:
-        raise NotEmbeddableError(f"refinement left the result type {t}")
-      shapes.append(tuple(t.shape))
-  return shapes
+    try:
+      return list(call_tf_shapes.static_result_shapes(refined_main))
+    except ValueError as e:
+      raise NotEmbeddableError(f"after shape refinement, {e}")
 
 
 _EXPORTED: dict[bytes, _export.Exported] = {}

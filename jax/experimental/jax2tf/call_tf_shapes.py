@@ -49,18 +49,24 @@ def _tf_platform() -> str:
           "tpu": "TPU"}.get(jax.default_backend(), "CPU")
 
 
+def static_result_shapes(main: func_dialect.FuncOp
+                         ) -> tuple[tuple[int, ...], ...]:
+  """The result shapes of ``main``; a ValueError if one is not static."""
+  shapes = []
+  for t in main.type.results:
+    t = ir.RankedTensorType(t)
+    if not t.has_static_shape:
+      raise ValueError(f"the compiled function returns the dynamic type {t}")
+    shapes.append(tuple(t.shape))
+  return tuple(shapes)
+
+
 def hlo_result_shapes(hlo: bytes) -> tuple[tuple[int, ...], ...]:
   """The static result shapes of the ``main`` of a serialized HLO module."""
   with mlir.make_ir_context():
     module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(hlo))
-    main = cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"])
-    shapes = []
-    for t in main.type.results:
-      t = ir.RankedTensorType(t)
-      if not t.has_static_shape:
-        raise ValueError(f"the compiled function returns the dynamic type {t}")
-      shapes.append(tuple(t.shape))
-  return tuple(shapes)
+    return static_result_shapes(
+        cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"]))
 
 
 @functools.lru_cache(maxsize=256)

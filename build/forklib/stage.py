@@ -1,0 +1,147 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Staging the patch queue as upstream pull requests.
+
+`stage` turns the queue into a git repository an upstream contributor can
+push from: a base commit with upstream's release, then one commit per patch
+(in series order), each carrying the overlay modules that patch is the first
+to use, with the modules those import, so that every commit is whole. Next to
+it, one pull-request description per patch, from its DEP-3 headers.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+from forklib import ForkError
+from forklib import fetch
+from forklib import log
+from forklib import patchq
+from forklib import tree as tree_lib
+from forklib.manifest import Release
+
+_IMPORT_RE = re.compile(
+    r"from jax\.experimental\.jax2tf import (call_tf_\w+)")
+
+
+def _git(cwd: pathlib.Path, *args: str) -> str:
+  env = dict(os.environ, GIT_AUTHOR_DATE="2026-01-01T00:00:00Z",
+             GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
+  env.setdefault("GIT_COMMITTER_NAME", "JAX call_tf fork maintainers")
+  env.setdefault("GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")
+  try:
+    proc = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True)
+  except FileNotFoundError:
+    raise ForkError("`stage` needs git, which is not installed")
+  if proc.returncode != 0:
+    raise ForkError(f"git {' '.join(args)} failed in {cwd}:\n"
+                    f"{proc.stdout}{proc.stderr}")
+  return proc.stdout
+
+
+def _overlay_modules(project: tree_lib.Project) -> dict[str, pathlib.Path]:
+  """Overlay modules by the name other code imports them with."""
+  return {p.stem: p for p in
+          (project.overlay / rel for rel in tree_lib.overlay_files(project))
+          if p.suffix == ".py"}
+
+
+def _needed(text: str, modules: dict[str, pathlib.Path],
+            have: set[str]) -> list[str]:
+  """Overlay modules `text` imports, with their own imports, not in `have`."""
+  needed: list[str] = []
+  todo = [m for m in _IMPORT_RE.findall(text) if m in modules]
+  while todo:
+    name = todo.pop(0)
+    if name in have or name in needed:
+      continue
+    needed.append(name)
+    todo += [m for m in _IMPORT_RE.findall(modules[name].read_text())
+             if m in modules]
+  return needed
+
+
+def pull_request_text(patch: patchq.Patch, added: list[str]) -> str:
+  """The description of the pull request of one patch."""
+  description = patch.headers.get("Description", "").split("\n")
+  body = "\n".join(description[1:]).strip()
+  files = [fp.path for fp in patch.files] + added
+  return (f"# {patch.subject}\n\n{description[0]}\n\n{body}\n\n"
+          f"Part of {patch.headers.get('Bug', patchq.BUG_URL)}.\n\n"
+          "Files:\n" + "".join(f"- `{f}`\n" for f in files))
+
+
+def stage(project: tree_lib.Project, release: Release,
+          out: pathlib.Path) -> pathlib.Path:
+  """Writes the staging repository for ``release`` at ``out``.
+
+  Returns:
+    ``out``, holding the git repository (branch ``call-tf-vmap``) and
+    ``pull-requests/NNNN-topic.md``.
+  """
+  out = out.resolve()
+  if out.exists():
+    raise ForkError(f"{out} already exists; remove it first")
+  sdist = fetch.fetch(release)
+  queue = patchq.load_queue(project.patches, release.version)
+  modules = _overlay_modules(project)
+  out.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
+                                   dir=out.parent) as tmp:
+    staged = pathlib.Path(tmp) / "stage"
+    with tarfile.open(sdist) as tar:
+      tar.extractall(staged, filter="data")
+    repo = staged / "repo"
+    os.rename(staged / f"jax-{release.version}", repo)
+    _git(repo, "init", "-q", "-b", "call-tf-vmap")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
+         "commit", "-q", "-m", f"jax {release.version} (upstream sdist)")
+    prs = staged / "pull-requests"
+    prs.mkdir()
+    have: set[str] = set()
+    for patch in queue:
+      _git(repo, "am", "-q", "--committer-date-is-author-date",
+           str(patch.path))
+      added_lines = "".join(text for fp in patch.files for h in fp.hunks
+                            for tag, text in h.lines if tag == "+")
+      added = []
+      for name in _needed(added_lines, modules, have):
+        rel = modules[name].relative_to(project.overlay)
+        dest = repo / "jax" / rel
+        shutil.copyfile(modules[name], dest)
+        _git(repo, "add", str(dest.relative_to(repo)))
+        added.append(f"jax/{rel.as_posix()}")
+        have.add(name)
+      if added:
+        _git(repo, "commit", "-q", "--amend", "--no-edit")
+      (prs / (patch.name.removesuffix(".patch") + ".md")).write_text(
+          pull_request_text(patch, added), encoding="utf-8")
+      log.step("stage", f"{patch.name}"
+               + (f" + {', '.join(added)}" if added else ""))
+    unused = sorted(set(modules) - have)
+    if unused:
+      raise ForkError(f"no patch imports the overlay modules {unused}; they "
+                      "would never reach upstream")
+    os.rename(staged, out)
+  log.step("stage", f"{out}/repo (branch call-tf-vmap, {len(queue)} commits "
+           f"on jax {release.version}); descriptions in {out}/pull-requests")
+  return out

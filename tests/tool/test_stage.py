@@ -1,0 +1,98 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""`stage`: the patch queue as upstream pull requests."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from forklib import patchq
+from forklib import tree as tree_lib
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None,
+                                reason="git is not installed")
+
+
+def _git(repo, *args):
+  return subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=repo,
+                        check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def staged(root, release, tmp_path_factory):
+  out = tmp_path_factory.mktemp("stage") / "out"
+  subprocess.run([sys.executable, str(root / "build" / "fork.py"), "-q",
+                  "stage", release.version, "--out", str(out)], check=True)
+  return out
+
+
+def test_one_commit_per_patch_in_series_order(root, release, staged):
+  queue = patchq.load_queue(root / "patches", release.version)
+  subjects = _git(staged / "repo", "log", "--reverse",
+                  "--format=%s").splitlines()
+  assert subjects == [f"jax {release.version} (upstream sdist)",
+                      *(p.subject for p in queue)]
+  descriptions = sorted(p.name for p in (staged / "pull-requests").iterdir())
+  assert descriptions == sorted(p.name.removesuffix(".patch") + ".md"
+                                for p in queue)
+
+
+def test_every_commit_has_the_overlay_modules_it_imports(staged):
+  commits = _git(staged / "repo", "log", "--reverse",
+                 "--format=%H").split()[1:]
+  for commit in commits:
+    files = set(_git(staged / "repo", "ls-tree", "-r", "--name-only",
+                     commit).split())
+    for path in files:
+      if not path.startswith("jax/experimental/jax2tf/call_tf"):
+        continue
+      text = _git(staged / "repo", "show", f"{commit}:{path}")
+      for module in re.findall(
+          r"from jax\.experimental\.jax2tf import (call_tf_\w+)", text):
+        assert f"jax/experimental/jax2tf/{module}.py" in files, (
+            commit, path, module)
+
+
+def test_the_branch_ends_at_the_patched_tree(root, release, staged,
+                                             tmp_path):
+  tree = tree_lib.build_tree(tree_lib.Project(root), release,
+                             tmp_path / "tree")
+  touched = tree_lib.touched_files(tree_lib.Project(root), release)
+  for path in touched - {"jax/version.py"}:
+    assert (staged / "repo" / path).read_text() == (tree / path).read_text()
+  tree_lib.stamp_version(staged / "repo", release)
+  assert (staged / "repo" / "jax/version.py").read_text() == (
+      tree / "jax/version.py").read_text()
+
+
+def test_pull_request_descriptions_come_from_dep3(root, release, staged):
+  patch = patchq.load_queue(root / "patches", release.version)[2]
+  text = (staged / "pull-requests" /
+          (patch.name.removesuffix(".patch") + ".md")).read_text()
+  assert text.startswith(f"# {patch.subject}\n")
+  assert patch.headers["Description"].split("\n")[0] in text
+  assert patchq.BUG_URL in text
+  assert "`jax/experimental/jax2tf/call_tf_batching.py`" in text
+
+
+def test_stage_refuses_an_existing_directory(root, release, staged):
+  proc = subprocess.run([sys.executable, str(root / "build" / "fork.py"),
+                         "stage", release.version, "--out", str(staged)],
+                        capture_output=True, text=True)
+  assert proc.returncode == 2 and "already exists" in proc.stderr
