@@ -22,6 +22,8 @@ Commands:
   index --out DIR          publish the wheels and pinned jaxlibs as a PEP 503
                            index (static files)
   serve DIR                serve an index on http://127.0.0.1
+  rebase VERSION [--from V] refresh the queue for another release (3-way);
+                           writes patches/variants/VERSION/ where needed
   stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
                            one commit per patch, and their descriptions
   demo                     build the wheel, install it in .venv, show it works
@@ -48,6 +50,7 @@ from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
 from forklib import manifest as manifest_lib  # noqa: E402
 from forklib import patchq  # noqa: E402
+from forklib import rebase as rebase_lib  # noqa: E402
 from forklib import stage as stage_lib  # noqa: E402
 from forklib import tree as tree_lib  # noqa: E402
 from forklib import wheel as wheel_lib  # noqa: E402
@@ -157,6 +160,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
   return 0
 
 
+def cmd_rebase(args: argparse.Namespace) -> int:
+  """Refreshes the queue for a release, from one it applies to exactly."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  target = manifest.get(args.version)
+  if args.source:
+    source = manifest.get(args.source)
+  else:
+    others = [r for r in manifest.releases if r.version != target.version]
+    if not others:
+      raise ForkError("rebase needs a second release in the manifest to "
+                      "rebase from; pass --from")
+    source = max(others, key=lambda r: manifest_lib.version_tuple(r.version))
+  written = rebase_lib.rebase(project, source, target)
+  print(f"{len(written)} patch(es) refreshed for jax {target.version}"
+        + (": " + ", ".join(written) if written else
+           " (the queue applies exactly)"))
+  return 0
+
+
 def cmd_stage(args: argparse.Namespace) -> int:
   print(stage_lib.stage(_project(args), _release(args), pathlib.Path(args.out)))
   return 0
@@ -228,6 +251,13 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--port", type=int, default=8000,
                  help="0 picks a free port (default: 8000)")
   p.set_defaults(func=cmd_serve)
+
+  p = sub.add_parser("rebase", help="refresh the queue for a release")
+  p.add_argument("version", help="the upstream release to rebase onto")
+  p.add_argument("--from", dest="source",
+                 help="a release the queue applies to (default: the newest "
+                      "other release in the manifest)")
+  p.set_defaults(func=cmd_rebase)
 
   p = sub.add_parser("stage", help="stage the queue as upstream PRs")
   p.add_argument("version", help="upstream release, e.g. 0.10.2")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -178,3 +179,49 @@ def test_manifest_errors_say_what_is_wrong(synthetic):
   manifest.write_text(manifest.read_text().replace(synthetic["sha"], "abc"))
   proc = synthetic["fork"]("fetch", "9.9.9")
   assert proc.returncode == 2 and "not 64 lowercase hex digits" in proc.stderr
+
+
+def _add_release(synthetic, version: str, config: str) -> None:
+  """Serves another synthetic release whose config.py is `config`."""
+  files = {name: text.replace("9.9.9", version)
+           for name, text in patchutil.SDIST_FILES.items()}
+  files["jax/_src/config.py"] = config
+  sha = patchutil.make_sdist(synthetic["links"] / f"jax-{version}.tar.gz",
+                             files, version=version)
+  manifest = synthetic["project"] / "patches" / "upstream.toml"
+  manifest.write_text(manifest.read_text() + "\n" + patchutil.MANIFEST.format(
+      version=version, sha=sha))
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_rebase_writes_a_variant_where_the_context_moved(synthetic):
+  _add_release(synthetic, "9.9.8", "new 1\nnew 2\n" + CONFIG)
+  assert synthetic["fork"]("check").returncode == 1  # no offset guessing
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  assert proc.returncode == 0, proc.stderr
+  assert "1 patch(es) refreshed for jax 9.9.8" in proc.stdout
+  variant = (synthetic["project"] / "patches" / "variants" / "9.9.8" /
+             "0001-config-add-option.patch")
+  text = variant.read_text()
+  assert "@@ -20,6 +20,7 @@" in text or "@@ -19," in text
+  assert "Bug: https://github.com/jax-ml/jax/issues/11753" in text
+  proc = synthetic["fork"]("check")
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  out = synthetic["tmp"] / "tree"
+  assert synthetic["fork"]("apply", "9.9.8", "--out", str(out)).returncode == 0
+  assert "new 2\n" in (out / "jax/_src/config.py").read_text()
+  assert "slow_vmap = False\n" in (out / "jax/_src/config.py").read_text()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_rebase_stops_at_a_conflict_and_changes_nothing(synthetic):
+  _add_release(synthetic, "9.9.8", CONFIG.replace("line 21\n", "line 21 was "
+                                                  "rewritten upstream\n"))
+  before = sorted(p.name for p in (synthetic["project"] / "patches").rglob("*"))
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  assert proc.returncode == 2
+  assert "'config: add option' conflicts with jax 9.9.8" in proc.stderr
+  assert "<<<<<<<" in proc.stderr and "line 21 was rewritten" in proc.stderr
+  assert "git rebase --continue" in proc.stderr
+  after = sorted(p.name for p in (synthetic["project"] / "patches").rglob("*"))
+  assert after == before

@@ -1,0 +1,161 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Rebasing the patch queue onto another upstream release.
+
+The queue applies exactly to the release it was written for. For another
+release, `rebase` replays it with git's three-way merge: upstream's old
+release as the base commit, the queue as commits on it, then `git rebase
+--onto` upstream's new release. A patch that still applies exactly is left
+alone; one whose context moved is written, refreshed, to
+`patches/variants/<new>/<name>` (the series stays one list). A conflict stops
+everything, shows the conflicting diff and leaves the work repository for the
+maintainer, as the maintainer guide describes; nothing in patches/ changes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import re
+import subprocess
+import tarfile
+import tempfile
+
+from forklib import ForkError
+from forklib import fetch
+from forklib import log
+from forklib import patchq
+from forklib import tree as tree_lib
+from forklib.manifest import Release
+
+
+def _git(cwd: pathlib.Path, *args: str, check: bool = True
+         ) -> subprocess.CompletedProcess:
+  env = dict(os.environ, GIT_COMMITTER_NAME="JAX call_tf fork maintainers",
+             GIT_COMMITTER_EMAIL="calltf-fork@users.noreply.github.com",
+             GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
+  try:
+    proc = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True)
+  except FileNotFoundError:
+    raise ForkError("`rebase` needs git, which is not installed")
+  if check and proc.returncode != 0:
+    raise ForkError(f"git {' '.join(args)} failed in {cwd}:\n"
+                    f"{proc.stdout}{proc.stderr}")
+  return proc
+
+
+def _commit_tree(repo: pathlib.Path, sdist: pathlib.Path, version: str,
+                 branch: str) -> None:
+  """Commits the contents of ``sdist`` as the root of ``branch``."""
+  _git(repo, "checkout", "-q", "--orphan", branch)
+  _git(repo, "rm", "-rq", "--cached", "--ignore-unmatch", ".")
+  for p in repo.iterdir():
+    if p.name != ".git":
+      _git(repo, "clean", "-fdxq", "--", p.name)
+  with tempfile.TemporaryDirectory() as tmp:
+    with tarfile.open(sdist) as tar:
+      tar.extractall(tmp, filter="data")
+    top = pathlib.Path(tmp) / f"jax-{version}"
+    for p in top.iterdir():
+      os.rename(p, repo / p.name)
+  _git(repo, "add", "-A")
+  _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
+       "commit", "-q", "-m", f"jax {version}")
+
+
+def _set_last_update(text: str, day: datetime.date) -> str:
+  return re.sub(r"^Last-Update: .*$", f"Last-Update: {day.isoformat()}", text,
+                count=1, flags=re.MULTILINE)
+
+
+def rebase(project: tree_lib.Project, source: Release, target: Release,
+           workdir: pathlib.Path | None = None,
+           today: datetime.date | None = None) -> list[str]:
+  """Refreshes the queue of ``source`` for ``target``.
+
+  Args:
+    project: the fork project.
+    source: a release the queue applies to exactly.
+    target: the release to rebase onto.
+    workdir: where to keep the work repository (a temporary directory by
+      default; kept only on conflict).
+    today: the Last-Update date of refreshed patches.
+
+  Returns:
+    The names of the patches written as variants for ``target``.
+
+  Raises:
+    ForkError: the queue does not apply to ``source``, or a patch conflicts
+      on ``target`` (the message shows the conflict and the work repository).
+  """
+  today = today or datetime.date.today()
+  names = patchq.read_series(project.patches)
+  queue = patchq.load_queue(project.patches, source.version)
+  workdir = workdir or pathlib.Path(tempfile.mkdtemp(prefix="fork-rebase-"))
+  repo = workdir / "repo"
+  repo.mkdir(parents=True)
+  _git(repo, "init", "-q")
+  _commit_tree(repo, fetch.fetch(source), source.version, "source")
+  _git(repo, "am", "-q", "--committer-date-is-author-date",
+       *(str(p.path) for p in queue))
+  _commit_tree(repo, fetch.fetch(target), target.version, "target")
+  _git(repo, "checkout", "-q", "-b", "rebased", "source")
+  log.step("rebase", f"replaying {len(queue)} patches from jax "
+           f"{source.version} onto {target.version} in {repo}")
+  proc = _git(repo, "rebase", "-q", "--committer-date-is-author-date",
+              "--onto", "target", "source~" + str(len(queue)), "rebased",
+              check=False)
+  if proc.returncode != 0:
+    current = _git(repo, "log", "-1", "--format=%s", "REBASE_HEAD",
+                   check=False).stdout.strip()
+    diff = _git(repo, "diff", check=False).stdout
+    raise ForkError(
+        f"patch {current!r} conflicts with jax {target.version}; nothing in "
+        f"patches/ was changed. The conflict:\n{diff[-6000:]}\n"
+        f"Resolve it in {repo} (edit, `git add`, `git rebase --continue`), "
+        "then export the queue with `git format-patch --zero-commit "
+        "--no-signature` into patches/variants/" + target.version + "/ "
+        "(see docs/maintainers.md).")
+  with tempfile.TemporaryDirectory() as tmp:
+    _git(repo, "format-patch", "-q", "--zero-commit", "--no-signature",
+         "-o", tmp, "target..rebased")
+    refreshed = sorted(pathlib.Path(tmp).glob("*.patch"))
+    if len(refreshed) != len(names):
+      raise ForkError(f"the rebase produced {len(refreshed)} patches for "
+                      f"{len(names)} in the series (a patch became empty?); "
+                      f"inspect {repo}")
+    written = []
+    variants = project.patches / "variants" / target.version
+    with tempfile.TemporaryDirectory() as check_dir:
+      with tarfile.open(fetch.fetch(target)) as tar:
+        tar.extractall(check_dir, filter="data")
+      tree = pathlib.Path(check_dir) / f"jax-{target.version}"
+      for name, new in zip(names, refreshed):
+        original = patchq.parse(patchq.resolve(project.patches, name))
+        try:
+          patchq.apply(original, tree)  # exact: no variant needed
+          continue
+        except patchq.PatchError:
+          pass
+        refreshed_patch = patchq.parse(new, name=name)
+        patchq.apply(refreshed_patch, tree)
+        variants.mkdir(parents=True, exist_ok=True)
+        (variants / name).write_text(
+            _set_last_update(new.read_text(), today), encoding="utf-8")
+        written.append(name)
+        log.step("rebase", f"{name}: refreshed -> "
+                 f"{(variants / name).relative_to(project.root)}")
+  return written
