@@ -27,7 +27,8 @@ Commands:
   stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
                            one commit per patch, and their descriptions
   demo                     build the wheel, install it in .venv, show it works
-  test [-- PYTEST_ARGS]    build, install into a test venv, run pytest
+  test [-- PYTEST_ARGS]    for every release in the manifest (or --upstream):
+                           build, install into a test venv, run pytest
 
 Run `python build/fork.py <command> --help` for a command's options.
 """
@@ -194,11 +195,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+  """Builds, installs and tests each release (all, or --upstream); a table."""
   project = _project(args)
-  release = _release(args)
-  wheel = wheel_lib.build(project, release, project.root / "dist")
-  venv = envs.test_env(project, release, wheel)
-  return envs.run_pytest(project, release, venv, wheel, args.pytest_args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = ([manifest.get(args.version)] if args.version
+              else list(manifest.releases))
+  rows = []
+  for release in releases:
+    log.step("test", f"jax {release.label}")
+    wheel = wheel_lib.build(project, release, project.root / "dist")
+    venv = envs.test_env(project, release, wheel)
+    rc = envs.run_pytest(project, release, venv, wheel,
+                         list(args.pytest_args))
+    rows.append((release.label, wheel_lib.wheel_name(release),
+                 "passed" if rc == 0 else f"FAILED (pytest exit {rc})"))
+  if len(rows) > 1 or not args.version:
+    print("\nrelease matrix:")
+    width = max(len(r[0]) for r in rows)
+    for label, name, result in rows:
+      print(f"  {label:<{width}}  {result}")
+  return 0 if all(r[2] == "passed" for r in rows) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,9 +285,10 @@ def main(argv: list[str] | None = None) -> int:
                  help="upstream release (default: newest for this Python)")
   p.set_defaults(func=cmd_demo)
 
-  p = sub.add_parser("test", help="build, install into a test venv, run pytest")
+  p = sub.add_parser("test", help="build, install, run pytest, per release")
   p.add_argument("--upstream", dest="version",
-                 help="upstream release (default: newest for this Python)")
+                 help="only this upstream release (default: every release "
+                      "in the manifest)")
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to pytest")
   p.set_defaults(func=cmd_test)
