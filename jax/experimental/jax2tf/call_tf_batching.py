@@ -40,11 +40,13 @@ the same. See https://github.com/jax-ml/jax/issues/11753.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 import functools
 import logging
 import re
 from typing import Any
+import weakref
 
 import jax
 from jax import lax
@@ -296,6 +298,50 @@ def _xla_conversion_error(function_flat_tf: Callable,
   return None
 
 
+def _matmul_of_stacked_column(original: Callable) -> Callable:
+  """A pfor converter for ``MatMul`` that keeps the batch in front.
+
+  pfor batches ``a @ b[n]``, with ``a`` loop invariant and ``b[n]`` a
+  ``(k, 1)`` column (what ``tf.linalg.matvec`` makes), by transposing the
+  stacked ``b`` to ``(k, N)`` and the product back: two copies of the data
+  XLA does not remove. The same product is ``b[:, :, 0] @ op(a)^T``, with the
+  batch staying in axis 0. Other cases go to pfor's own converter.
+  """
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+
+  def convert(pfor_input):
+    a, a_stacked, _ = pfor_input.input(0)
+    b, b_stacked, _ = pfor_input.input(1)
+    if (b_stacked and not a_stacked
+        and not pfor_input.get_attr("transpose_b")
+        and b.shape.rank == 3 and b.shape[2] == 1):
+      prod = tf.matmul(b[:, :, 0], a,
+                       transpose_b=not pfor_input.get_attr("transpose_a"))
+      return pfor_lib.wrap(prod[:, :, None], True)
+    return original(pfor_input)
+  return convert
+
+
+class _PforConverters:
+  """Installs our pfor converters while the batching rule traces pfor."""
+
+  def __enter__(self) -> None:
+    self._saved = None
+    try:
+      from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+      registry = pfor_lib._pfor_converter_registry  # pylint: disable=protected-access
+      original = registry["MatMul"]
+    except (ImportError, AttributeError, KeyError):
+      return  # another TF layout: pfor's converters as they are
+    self._saved = (registry, original)
+    registry["MatMul"] = _matmul_of_stacked_column(original)
+
+  def __exit__(self, *exc: Any) -> None:
+    if self._saved is not None:
+      registry, original = self._saved
+      registry["MatMul"] = original
+
+
 def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
   return tuple(d if core.is_constant_dim(d) else None for d in shape)
 
@@ -364,13 +410,69 @@ def _check_batched_results(results: Sequence[Any],
   return checked
 
 
-@functools.lru_cache(maxsize=256)
+def stable_key(callable_tf: Any, *parts: Any) -> tuple[Any, ...] | None:
+  """A key for the batching rule's caches that outlives one ``call_tf`` call.
+
+  ``call_tf`` makes its flat callable anew on every call, so eager ``vmap``
+  would trace and vectorize the TF function on every call. For a
+  ``tf.function`` (or a restored function), which TF itself traces once per
+  signature, the batched functions can be cached on the function instead. A
+  plain Python function is not: its code may read Python state that changes
+  between calls, and eagerly it runs anew each time, as upstream's does.
+
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+    *parts: the rest of what determines the flat callable (hashable).
+
+  Returns:
+    A hashable key, or None if ``callable_tf`` must not be cached.
+  """
+  if not hasattr(callable_tf, "get_concrete_function"):
+    return None
+  try:
+    return (weakref.ref(callable_tf), *parts)
+  except TypeError:
+    return None
+
+
+_BATCHED_CACHE: collections.OrderedDict[tuple[Any, ...],
+                                        tuple[Callable, Callable]] = (
+                                            collections.OrderedDict())
+_BATCHED_CACHE_SIZE = 256
+
+
 def _batched_tf_functions(
     callable_flat_tf: Callable,
     vmap_method: str | None,
     is_batched: tuple[bool, ...],
     expected_shapes: tuple[tuple[int | None, ...], ...],
     call_tf_graph: bool,
+) -> tuple[Callable, Callable]:
+  """``_make_batched_tf_functions``, cached (LRU) on a stable key if any."""
+  base = getattr(_python_function(callable_flat_tf), "cache_key", None)
+  key = (base if base is not None else callable_flat_tf, vmap_method,
+         is_batched, expected_shapes, call_tf_graph)
+  found = _BATCHED_CACHE.get(key)
+  if found is None:
+    found = _make_batched_tf_functions(callable_flat_tf, vmap_method,
+                                       is_batched, expected_shapes,
+                                       call_tf_graph,
+                                       key if base is not None else None)
+    _BATCHED_CACHE[key] = found
+    if len(_BATCHED_CACHE) > _BATCHED_CACHE_SIZE:
+      _BATCHED_CACHE.popitem(last=False)
+  else:
+    _BATCHED_CACHE.move_to_end(key)
+  return found
+
+
+def _make_batched_tf_functions(
+    callable_flat_tf: Callable,
+    vmap_method: str | None,
+    is_batched: tuple[bool, ...],
+    expected_shapes: tuple[tuple[int | None, ...], ...],
+    call_tf_graph: bool,
+    cache_key: tuple[Any, ...] | None,
 ) -> tuple[Callable, Callable]:
   """The batched ``(callable_flat_tf, function_flat_tf)`` pair for one call.
 
@@ -380,6 +482,7 @@ def _batched_tf_functions(
     is_batched: which flat arguments carry the batch at axis 0.
     expected_shapes: the batched results' shapes (None for unknown sizes).
     call_tf_graph: the primitive param of the same name.
+    cache_key: the stable key of these functions, for a nested vmap's cache.
 
   Returns:
     The callable used eagerly (a ``tf.function`` that is never compiled with
@@ -407,8 +510,9 @@ def _batched_tf_functions(
             return (tf.zeros((), tf.int32),)
         return tuple(res)
 
-      res = tf.vectorized_map(body, tuple(batched),
-                              fallback_to_while_loop=False, warn=False)
+      with _PforConverters():
+        res = tf.vectorized_map(body, tuple(batched),
+                                fallback_to_while_loop=False, warn=False)
       res = [] if n_out == 0 else list(res)
       if check:
         res = _check_batched_results(res, expected_shapes, vmap_method,
@@ -425,6 +529,7 @@ def _batched_tf_functions(
   def batched_flat_tf(*args_tf):
     return impl(args_tf, check=True)
   batched_flat_tf.call_unchecked = lambda *args_tf: impl(args_tf, check=False)
+  batched_flat_tf.cache_key = cache_key
   batched_flat_tf.__name__ = (
       f"{getattr(inner, '__name__', 'callable_flat_tf')}_vmap_"
       f"{vmap_method or 'default'}")

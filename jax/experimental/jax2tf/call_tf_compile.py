@@ -32,6 +32,7 @@ See https://github.com/jax-ml/jax/issues/11753.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 import functools
 import gc
@@ -324,6 +325,29 @@ def compile_to_hlo(function_flat_tf: Any, concrete_fn: Any,
   """
   check_tensorflow_version()
   if _executing_eagerly_outside_functions():
-    return (_compile_eager(function_flat_tf, concrete_fn, specs, platform),
-            list(range(len(captured))))
+    return (_compile_eager_cached(function_flat_tf, concrete_fn, tuple(specs),
+                                  platform), list(range(len(captured))))
   return _compile_graph_mode(concrete_fn, specs, platform, captured)
+
+
+# Under jit, the batching rule compiles the vectorized function to probe XLA
+# compatibility, and the lowering compiles it again: the concrete function
+# follows from the function and the specs, so the HLO is shared.
+_HLO_CACHE: collections.OrderedDict[tuple[Any, ...], bytes] = (
+    collections.OrderedDict())
+_HLO_CACHE_SIZE = 128
+
+
+def _compile_eager_cached(function_flat_tf: Any, concrete_fn: Any,
+                          specs: tuple[tf.TensorSpec, ...],
+                          platform: str) -> bytes:
+  key = (function_flat_tf, specs, platform)
+  hlo = _HLO_CACHE.get(key)
+  if hlo is None:
+    hlo = _compile_eager(function_flat_tf, concrete_fn, specs, platform)
+    _HLO_CACHE[key] = hlo
+    if len(_HLO_CACHE) > _HLO_CACHE_SIZE:
+      _HLO_CACHE.popitem(last=False)
+  else:
+    _HLO_CACHE.move_to_end(key)
+  return hlo
