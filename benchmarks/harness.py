@@ -17,7 +17,8 @@ For each workload and batch size (ascending), native JAX is measured first,
 then every other method, so that each ratio to native compares measurements
 of the same run, minutes apart at most. A method whose next measurement
 would take longer than ``max_config_s`` (predicted linearly in N from the
-last one) is skipped from there on, as are sizes above its ``max_n``; the
+last one) is skipped from there on, as are sizes above its ``max_n``; both
+apply only to the per-example loops (the methods with a ``max_n``). The
 report marks those and extrapolates linearly.
 """
 
@@ -126,7 +127,12 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
                 methods: Sequence[methods_lib.Method], sizes: Sequence[int],
                 modes: Sequence[str], *, budget_s: float, max_config_s: float,
                 quick: bool, log=print) -> list[Record]:
-  """Measures every (workload, N, method, mode); returns the records."""
+  """Measures every (workload, N, method, mode); returns the records.
+
+  For one workload and N: every method's first call and warm-up, then the
+  steady-state samples of all of them round-robin, then the compile
+  breakdowns.
+  """
   records: list[Record] = []
   for w in workloads:
     # (method, mode) -> (n, compile time, steady time) at the last n
@@ -134,7 +140,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
     stopped: dict[tuple[str, str], str] = {}
     for n in sizes:
       x_np = w.inputs(n)
-      ref = None
+      prepared: list[tuple[Record, methods_lib.Method, timing.Prepared]] = []
       for m in methods:
         if not m.applies(w):
           continue
@@ -151,7 +157,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
           if cap is not None and n > cap and not quick:
             rec.skipped = f"N > {cap}"
             continue
-          if key in last:
+          if key in last and cap is not None:
             predicted = _predicted_cost(last[key], n, budget_s,
                                         mode in m.compile_grows,
                                         m.name in BREAKDOWN_METHODS)
@@ -161,7 +167,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
               continue
           x = timing.as_input(x_np, m.framework)
           try:
-            t = timing.measure(lambda m=m, mode=mode: m.build(w, mode, n), x,
+            p = timing.prepare(lambda m=m, mode=mode: m.build(w, mode, n), x,
                                m.framework, budget_s=budget_s)
           except Exception as e:  # pylint: disable=broad-except
             rec.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
@@ -170,25 +176,33 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             if os.environ.get("BENCH_TRACEBACK"):
               traceback.print_exc()
             continue
-          last[key] = (n, t.first_call - t.steady, t.steady)
-          rec.first_call, rec.steady, rec.compile = (
-              t.first_call, t.steady, t.compile)
-          rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample
-          result = np.asarray(t.result, np.float64)
-          if m.name == "native" and mode == "jit":
-            ref = result
-          rec.max_rel_err = _rel_err(result, ref)
-          if mode == "jit" and m.name in BREAKDOWN_METHODS:
+          prepared.append((rec, m, p))
+      timing.sample_interleaved([p for _, _, p in prepared])
+      ref = next((np.asarray(p.result, np.float64) for r, _, p in prepared
+                  if r.method == "native" and r.mode == "jit"), None)
+      for rec, m, p in prepared:
+        t = p.timing()
+        last[(m.name, rec.mode)] = (n, t.first_call - t.steady, t.steady)
+        rec.first_call, rec.steady, rec.compile = (
+            t.first_call, t.steady, t.compile)
+        rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample
+        rec.max_rel_err = _rel_err(t.result, ref)
+        if rec.mode == "jit" and m.name in BREAKDOWN_METHODS:
+          # Two more fresh compilations: keep the fastest (noisy machine).
+          for _ in range(2):
             b = timing.compile_breakdown(
-                lambda m=m: m.build(w, "jit", n), x)
-            rec.trace, rec.lower, rec.xla_compile = b.trace, b.lower, b.compile
-            # Two fresh compilations: keep the faster (the machine is noisy).
-            rec.compile = min(rec.compile, b.trace + b.lower + b.compile)
-          bad = (rec.max_rel_err is not None and rec.max_rel_err > w.tol)
-          log(f"  {w.name:10s} N={n:<6d} {m.name:18s} {mode:5s} "
-              f"steady {rec.steady * 1e6:11.1f} us  first call "
-              f"{rec.first_call * 1e3:8.1f} ms"
-              + (f"  MISMATCH {rec.max_rel_err:.1e}" if bad else ""))
+                lambda m=m: m.build(w, "jit", n), p.x)
+            total = b.trace + b.lower + b.compile
+            if rec.trace is None or total < rec.compile:
+              rec.trace, rec.lower, rec.xla_compile = (
+                  b.trace, b.lower, b.compile)
+              rec.compile = min(rec.compile, total)
+        bad = (rec.max_rel_err is not None and rec.max_rel_err > w.tol)
+        log(f"  {w.name:10s} N={n:<6d} {m.name:18s} {rec.mode:5s} "
+            f"steady {rec.steady * 1e6:11.1f} us  first call "
+            f"{rec.first_call * 1e3:8.1f} ms"
+            + (f"  MISMATCH {rec.max_rel_err:.1e}" if bad else ""))
+      del prepared
   return records
 
 
@@ -212,7 +226,7 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
   if methods[0].name != "native":
     methods = (methods_lib.by_name("native")[0], *methods)
   modes = [m for m in args.modes.split(",") if m]
-  budget_s = args.budget or (0.1 if args.quick else 0.3)
+  budget_s = args.budget or (0.1 if args.quick else 0.4)
   max_config_s = args.max_config_seconds or (5. if args.quick else 15.)
   env = _environment()
   print(f"[bench] jax {env['jax']}, jaxlib {env['jaxlib']}, tensorflow "
@@ -234,10 +248,14 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
   with open(out / "results.json", "w") as f:
     json.dump(data, f, indent=1)
   report.write(data, out)
-  default_run = not (args.quick or args.workloads or args.methods
-                     or args.sizes or args.out or args.modes != "jit,eager")
+  default_run = not (args.quick or args.workloads
+                     or args.methods or args.sizes or args.out
+                     or args.modes != "jit,eager")
   if default_run and not args.no_readme:
     report.update_readme(data, BENCH / "README.md", out)
+  before = BENCH / "results" / "before"
+  if default_run and (before / "results.json").exists():
+    report.main(["--compare", str(before), str(out)])
   print(f"[bench] done in {env['total_seconds']:.0f} s; wrote "
         f"{out / 'results.md'} and its plots", flush=True)
   return 0

@@ -55,7 +55,9 @@ class Method:
     framework: ``"jax"`` or ``"tf"``: how inputs are given and results
       synchronized.
     max_n: per mode, the largest batch measured in a full run (the method
-      is linear in N beyond it, and slow); None for no limit.
+      is linear in N beyond it, and slow); None for no limit. A mode with a
+      limit is also skipped from the N where one measurement is predicted
+      (linearly) to take too long.
     compile_grows: the modes whose compile time grows with N (a loop
       unrolled into the program).
   """

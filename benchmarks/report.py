@@ -14,7 +14,9 @@
 """The report: Markdown tables, the targets, and log-log PNG plots.
 
 Works from the ``results.json`` data alone, so a report can be redrawn
-without measuring again: ``python3 -m benchmarks.report results/``.
+without measuring again (``python3 -m benchmarks.report benchmarks/results``)
+and two runs compared (``python3 -m benchmarks.report --compare
+benchmarks/results/before benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -384,8 +386,51 @@ def update_readme(data: dict[str, Any], readme: pathlib.Path,
   readme.write_text(text)
 
 
+def comparison(base: dict[str, Any], other: dict[str, Any],
+               methods: Sequence[str] = ("vectorized", "vectorized_pure"),
+               modes: Sequence[str] = ("jit", "eager")) -> str:
+  """Markdown: ratio to native, one run against another (before/after).
+
+  Each run's ratios use its own native measurements.
+  """
+  a, b = Results(base), Results(other)
+  sizes = [n for n in a.sizes if n in b.sizes]
+  rows = ["| workload | method | mode | " + " | ".join(
+      f"N={n}" for n in sizes) + " |",
+          "|---|---|---|" + "---:|" * len(sizes)]
+  for w in (w["name"] for w in a.workloads):
+    for m in methods:
+      for mode in modes:
+        cells = []
+        for n in sizes:
+          ra, rb = (r.get(w, m, mode, n) for r in (a, b))
+          na, nb = (r.get(w, "native", mode, n) for r in (a, b))
+          if not (ra and rb and na and nb):
+            cells.append("")
+          elif mode == "jit":
+            cells.append(f"{ra / na:.2f}x → {rb / nb:.2f}x")
+          else:
+            cells.append(f"{fmt_time(ra)} → {fmt_time(rb)}")
+        if any(cells):
+          rows.append(f"| {w} | {m} | {mode} | " + " | ".join(cells) + " |")
+  return "\n".join(rows)
+
+
 def main(argv: list[str]) -> int:
-  """Redraws the report of a results directory."""
+  """Redraws a report, or compares two runs: ``--compare BASE OTHER``."""
+  if argv[:1] == ["--compare"]:
+    base, other = (pathlib.Path(d) for d in argv[1:3])
+    data = []
+    for d in (base, other):
+      with open(d / "results.json") as f:
+        data.append(json.load(f))
+    text = ("Steady state under jit: ratio to native JAX; eager: time per "
+            f"call. `{base}` ({data[0]['environment']['date']}) → "
+            f"`{other}` ({data[1]['environment']['date']}).\n\n"
+            + comparison(*data) + "\n")
+    (other / "comparison.md").write_text(text)
+    print(text)
+    return 0
   out = pathlib.Path(argv[0] if argv else "benchmarks/results")
   with open(out / "results.json") as f:
     write(json.load(f), out)

@@ -34,9 +34,14 @@ import pathlib
 import sys
 
 BENCH = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
+# Import the benchmarks as a package from the repository root, not as loose
+# modules from this directory.
+if sys.path and pathlib.Path(sys.path[0] or ".").resolve() == BENCH:
+  sys.path[0] = str(BENCH.parent)
+else:
+  sys.path.insert(0, str(BENCH.parent))
 
-from benchmarks import venv  # noqa: E402  (standard library only)
+from benchmarks import bench_env  # noqa: E402  (standard library only)
 
 FULL_SIZES = (1, 10, 100, 1000, 10000)
 QUICK_SIZES = (1, 10, 100)
@@ -72,8 +77,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
   args = parse_args(argv)
-  if not args.no_venv and not venv.inside_venv():
-    python = venv.ensure()
+  if not args.no_venv and not bench_env.inside_venv():
+    python = bench_env.ensure()
     os.execv(str(python), [str(python), str(pathlib.Path(__file__).resolve()),
                            *argv])
   # Quiet TensorFlow before it is imported.

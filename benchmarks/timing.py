@@ -16,12 +16,14 @@
 A sample times ``k`` back-to-back calls, each waited for (``k`` chosen so a
 sample lasts about ``sample_s``; a single call of a few microseconds is below
 the timer's resolution and the machine's noise), and reports the time per
-call. The steady-state time is the median of the samples.
+call. The steady-state time is the median of the samples. The harness takes
+the samples of all methods of one workload and batch size round-robin
+(:func:`sample_interleaved`), so that they share the machine's noise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 import dataclasses
 import statistics
 import time
@@ -68,11 +70,50 @@ def as_input(x: np.ndarray, framework: str) -> Any:
   return jax.block_until_ready(jax.device_put(x))
 
 
-def measure(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
+@dataclasses.dataclass
+class Prepared:
+  """A callable after its first call and warm-up, ready to be sampled.
+
+  Attributes:
+    fn: the callable.
+    x: its argument.
+    framework: ``"jax"`` or ``"tf"``.
+    first_call: as in :class:`Timing`.
+    result: the first call's result.
+    calls_per_sample: ``k``.
+    n_samples: how many samples to take.
+    samples: the per-call time of the samples taken so far.
+  """
+  fn: Callable[[Any], Any]
+  x: Any
+  framework: str
+  first_call: float
+  result: Any
+  calls_per_sample: int
+  n_samples: int
+  samples: list[float] = dataclasses.field(default_factory=list)
+
+  def sample(self) -> None:
+    """Takes one sample: ``k`` calls, each waited for."""
+    t0 = time.perf_counter()
+    for _ in range(self.calls_per_sample):
+      block(self.fn(self.x), self.framework)
+    self.samples.append((time.perf_counter() - t0) / self.calls_per_sample)
+
+  def timing(self) -> Timing:
+    """The :class:`Timing` of the samples taken."""
+    steady = statistics.median(self.samples)
+    return Timing(first_call=self.first_call, steady=steady,
+                  compile=max(self.first_call - steady, 0.),
+                  samples=self.samples,
+                  calls_per_sample=self.calls_per_sample, result=self.result)
+
+
+def prepare(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
             *, sample_s: float = 0.01, budget_s: float = 1.0,
             min_samples: int = 3, max_samples: int = 15,
-            warmup: int = 2) -> Timing:
-  """Times the first call of a fresh callable, then its steady state.
+            warmup: int = 2) -> Prepared:
+  """Times the first call of a fresh callable, warms it up, plans samples.
 
   Args:
     build: returns a fresh callable (nothing cached yet).
@@ -85,32 +126,54 @@ def measure(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
     warmup: calls after the first, not timed (one if it is slow).
 
   Returns:
-    The :class:`Timing`.
+    The :class:`Prepared` callable, no sample taken yet.
   """
   t0 = time.perf_counter()
   fn = build()
   result = block(fn(x), framework)
   first_call = time.perf_counter() - t0
-  samples = []
+  one = first_call
   for _ in range(warmup):
     t0 = time.perf_counter()
     block(fn(x), framework)
     one = max(time.perf_counter() - t0, 1e-7)
-    if one > budget_s / 4:  # a slow call: the warm-up call is enough
+    if one > budget_s / 4:  # a slow call: one warm-up call is enough
       break
   k = max(1, int(sample_s / one))
   n_samples = int(min(max_samples, max(min_samples, budget_s / (k * one))))
-  if k == 1 and one > budget_s / 4:
-    n_samples = min_samples
-  for _ in range(n_samples):
-    t0 = time.perf_counter()
-    for _ in range(k):
-      block(fn(x), framework)
-    samples.append((time.perf_counter() - t0) / k)
-  steady = statistics.median(samples)
-  return Timing(first_call=first_call, steady=steady,
-                compile=max(first_call - steady, 0.), samples=samples,
-                calls_per_sample=k, result=result)
+  return Prepared(fn, x, framework, first_call, result, k, n_samples)
+
+
+def sample_interleaved(prepared: Sequence[Prepared]) -> None:
+  """Samples every prepared callable, round-robin, until each has its own.
+
+  Interleaving gives every method the same share of the machine's noise, so
+  that ratios measured in one round are fair on a shared, noisy machine.
+  """
+  while True:
+    pending = [p for p in prepared if len(p.samples) < p.n_samples]
+    if not pending:
+      return
+    for p in pending:
+      p.sample()
+
+
+def measure(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
+            **kwargs: Any) -> Timing:
+  """Times the first call of a fresh callable, then its steady state.
+
+  Args:
+    build: returns a fresh callable (nothing cached yet).
+    x: its argument, already placed (see :func:`as_input`).
+    framework: ``"jax"`` or ``"tf"``.
+    **kwargs: see :func:`prepare`.
+
+  Returns:
+    The :class:`Timing`.
+  """
+  p = prepare(build, x, framework, **kwargs)
+  sample_interleaved([p])
+  return p.timing()
 
 
 @dataclasses.dataclass

@@ -101,6 +101,13 @@ def mlp_tf(x):
   return tf.einsum("...j,jk->...k", h, MLP_W2)[..., 0] + MLP_B2
 
 
+def mlp_matvec_tf(x):
+  # The same layer with tf.linalg.matvec: pfor batches MatMul with a stacked
+  # right operand by transposing it (see the README's profiling notes).
+  h = tf.tanh(tf.linalg.matvec(MLP_W1, x, transpose_a=True) + MLP_B1)
+  return tf.linalg.matvec(MLP_W2, h, transpose_a=True)[0] + MLP_B2
+
+
 def mlp_jnp(x):
   h = jnp.tanh(x @ MLP_W1 + MLP_B1)
   return (h @ MLP_W2)[..., 0] + MLP_B2
@@ -193,6 +200,8 @@ def all_workloads(cache_dir: str | None = None) -> list[Workload]:
       Workload("mlp", f"MLP layer R^{MLP_IN} -> R ({MLP_HIDDEN} tanh units, "
                "fixed weights)", (MLP_IN,), mlp_tf, mlp_jnp,
                one_call_methods=("expand_dims", "broadcast_all")),
+      Workload("mlp_matvec", "the MLP layer written with tf.linalg.matvec",
+               (MLP_IN,), mlp_matvec_tf, mlp_jnp),
       Workload("energy", f"molecular energy R^({N_ATOMS}x3) -> R^3 "
                "(Lennard-Jones, radius of gyration, sum of sines)",
                (N_ATOMS, 3), energy_tf, energy_jnp),
