@@ -93,8 +93,8 @@ def _instrument() -> None:
   _ct._get_concrete_function_tf = functools.lru_cache(128)(  # pylint: disable=protected-access
       TIMERS.wrap("TF tracing (incl. pfor)", gcf.__wrapped__))
   probe = call_tf_batching._xla_conversion_error  # pylint: disable=protected-access
-  call_tf_batching._xla_conversion_error = functools.lru_cache(256)(  # pylint: disable=protected-access
-      TIMERS.wrap("probe: TF->HLO", probe.__wrapped__))
+  call_tf_batching._xla_conversion_error = TIMERS.wrap(  # pylint: disable=protected-access
+      "probe: TF->HLO (cached)", probe)
   from jax.experimental.jax2tf import call_tf_compile  # pylint: disable=g-import-not-at-top
   call_tf_compile.compile_to_hlo = TIMERS.wrap(
       "all TF->HLO", call_tf_compile.compile_to_hlo)

@@ -71,9 +71,15 @@ def overlay_files(project: Project) -> list[pathlib.Path]:
 
 
 def inputs_digest(project: Project, release: Release) -> str:
-  """A digest of everything that determines the patched tree."""
+  """A digest of everything that determines the patched tree.
+
+  The sdist, the patches, the overlay, the NOTICE, and the tool's own code
+  (how it applies and stamps).
+  """
   h = hashlib.sha256()
   h.update(f"{release.label}\0{release.sdist_sha256}\0".encode())
+  for tool_file in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+    h.update(f"tool\0{tool_file.name}\0".encode() + tool_file.read_bytes())
   for name in patchq.read_series(project.patches):
     path = patchq.resolve(project.patches, name, release.version)
     h.update(f"patch\0{name}\0".encode() + path.read_bytes())
@@ -170,10 +176,15 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     if project.notice.exists():
       shutil.copyfile(project.notice, tree / "NOTICE")
     log.step("apply", f"version stamped {release.label}")
+    trash = pathlib.Path(tmp) / "replaced"
     if out.exists():
-      trash = pathlib.Path(tmp) / "replaced"
       os.rename(out, trash)
-    os.rename(tree, out)
+    try:
+      os.rename(tree, out)
+    except OSError:
+      if trash.exists() and not out.exists():
+        os.rename(trash, out)  # put the old tree back as it was
+      raise
   log.step("apply", f"patched tree of jax {release.label} at {out}")
   return out
 
@@ -188,7 +199,12 @@ def cached_tree(project: Project, release: Release,
     log.step("apply", f"patched tree of jax {release.label} is cached at "
              f"{out}")
     return out
-  return build_tree(project, release, out)
+  try:
+    return build_tree(project, release, out)
+  except (OSError, ForkError):
+    if out.exists():  # another build of the same inputs finished first
+      return out
+    raise
 
 
 def touched_files(project: Project, release: Release) -> set[str]:

@@ -92,3 +92,20 @@ def test_jax2tf_convert_native_one_call_method_explains_the_limit():
     tf.function(jax2tf.convert(f, polymorphic_shapes=["(b, 4, 3)"]),
                 autograph=False).get_concrete_function(
                     tf.TensorSpec([None, 4, 3], tf.float32))
+
+
+def test_expand_dims_symbolic_batch_with_an_unbatched_first_argument():
+  """The batch size comes from a batched argument, not the first one."""
+  f = call_tf(lambda y, x: (y * 2., x + y), vmap_method="expand_dims",
+              call_tf_graph=True)
+
+  def g(x):
+    a, b = jax.vmap(f, in_axes=(None, 0))(np.ones((3,), np.float32), x)
+    return a + b
+
+  tg = tf.function(jax2tf.convert(g, polymorphic_shapes=["(b, 3)"],
+                                  with_gradient=False),
+                   autograph=False).get_concrete_function(
+                       tf.TensorSpec([None, 3], tf.float32))
+  x = np.arange(15, dtype=np.float32).reshape(5, 3)
+  assert_close(tg(tf.constant(x)).numpy(), x + 3.)

@@ -243,3 +243,15 @@ def test_eager_vmap_needs_no_xla(method):
                        for x in X])
   assert_close(jax.vmap(f)(X), expected)
   assert_close(jax.vmap(jax.vmap(f))(X), expected)
+
+
+def test_affine_shape_fit_refuses_a_threshold():
+  """max(b, 20) looks constant at small sizes; the large check sees it."""
+  from jax.experimental.jax2tf import call_tf_shapes  # pylint: disable=g-import-not-at-top
+  aval = jax.core.ShapedArray(jax.export.symbolic_shape("b, 4"), np.float32)
+  with pytest.raises(ValueError, match="not an affine function"):
+    call_tf_shapes.fit_symbolic_output_shapes(
+        [aval], lambda shapes: [(max(shapes[0][0], 20), 4)])
+  fitted = call_tf_shapes.fit_symbolic_output_shapes(
+      [aval], lambda shapes: [(2 * shapes[0][0] + 1, 4)])
+  assert str(fitted[0][0]) == "2*b + 1"

@@ -261,3 +261,48 @@ def test_calls_compiled_into_the_program_are_not_effectful(method):
   assert not jax.make_jaxpr(jax.vmap(f))(X).effects
   lowered = jax.jit(lambda x: (jax.vmap(f)(x), x)[1]).lower(X).as_text()
   assert "call_tf" not in lowered
+
+
+def test_concurrent_traces_leave_tensorflow_as_they_found_it():
+  """The rule swaps a pfor converter and filters TF's log while it traces."""
+  import threading  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  original = pfor_lib._pfor_converter_registry["MatMul"]  # pylint: disable=protected-access
+  logger = tf.get_logger()
+  filters, handlers = list(logger.filters), list(logger.handlers)
+  w = randn(3, 2)
+  errors = []
+
+  def work(seed):
+    try:
+      for i in range(4):
+        x = randn(4 + seed + i, 3)
+        f = call_tf(lambda x: tf.linalg.matvec(tf.constant(w.T), x))
+        assert_close(jax.jit(jax.vmap(f))(x), x @ w, tol=1e-4)
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert not errors, errors
+  assert pfor_lib._pfor_converter_registry["MatMul"] is original  # pylint: disable=protected-access
+  assert logger.filters == filters and logger.handlers == handlers
+
+
+def test_jax_clear_caches_clears_the_rules_caches():
+  from jax.experimental.jax2tf import call_tf_compile  # pylint: disable=g-import-not-at-top
+
+  @tf.function(autograph=False)
+  def g(x):
+    return tf.sin(x)
+
+  jax.jit(jax.vmap(call_tf(g)))(X)
+  caches = [call_tf_batching._BATCHED_CACHE,  # pylint: disable=protected-access
+            call_tf_batching._CONVERSION_ERRORS,  # pylint: disable=protected-access
+            call_tf_compile._HLO_CACHE]  # pylint: disable=protected-access
+  assert all(c.cache_keys() for c in caches)
+  jax.clear_caches()
+  assert not any(c.cache_keys() for c in caches)

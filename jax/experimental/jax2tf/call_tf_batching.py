@@ -40,15 +40,13 @@ the same. See https://github.com/jax-ml/jax/issues/11753.
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable, Sequence
-import functools
 import logging
 import re
+import threading
 from typing import Any
 import weakref
 
-import jax
 from jax import lax
 from jax import numpy as jnp
 from jax._src import config
@@ -133,25 +131,30 @@ _XLA_NO_KERNEL_RE = re.compile(r"No registered '([\w.>-]+)' OpKernel")
 _XLA_NODE_RE = re.compile(r"\{\{node ([^}]+)\}\}")
 
 
-class _LogCapture(logging.Handler):
-  """Records (and keeps off the console) TF's error log while probing pfor."""
+class _LogCapture(logging.Filter):
+  """Records, and keeps off the console, TF's error log of this thread.
+
+  pfor logs a long error before it raises; while the rule probes pfor, those
+  records are read for the op's name instead. Other threads' records pass.
+  """
 
   def __init__(self):
-    super().__init__(level=logging.ERROR)
+    super().__init__()
     self.messages: list[str] = []
+    self._thread = threading.get_ident()
 
-  def emit(self, record: logging.LogRecord) -> None:
-    self.messages.append(record.getMessage())
+  def filter(self, record: logging.LogRecord) -> bool:
+    if record.thread == self._thread and record.levelno >= logging.ERROR:
+      self.messages.append(record.getMessage())
+      return False
+    return True
 
   def __enter__(self) -> _LogCapture:
-    self._logger = tf.get_logger()
-    self._saved = (self._logger.handlers[:], self._logger.propagate)
-    self._logger.handlers = [self]
-    self._logger.propagate = False
+    tf.get_logger().addFilter(self)
     return self
 
   def __exit__(self, *exc: Any) -> None:
-    self._logger.handlers, self._logger.propagate = self._saved
+    tf.get_logger().removeFilter(self)
 
 
 def pfor_failure(e: BaseException, logs: Sequence[str] = ()
@@ -188,8 +191,15 @@ def pfor_failure(e: BaseException, logs: Sequence[str] = ()
   return None
 
 
-def xla_failure(e: BaseException) -> tuple[str | None, str | None]:
-  """Reads ``(op_type, node_name)`` out of a tf2xla conversion error."""
+def xla_failure(e: BaseException | str) -> tuple[str | None, str | None]:
+  """Reads ``(op_type, node_name)`` out of a tf2xla conversion error.
+
+  Args:
+    e: the error TF raised converting a function to HLO, or its message.
+
+  Returns:
+    The op type and node name the message mentions (either may be None).
+  """
   msg = str(e)
   kernel, node = _XLA_NO_KERNEL_RE.search(msg), _XLA_NODE_RE.search(msg)
   node_name = node.group(1) if node else None
@@ -231,7 +241,17 @@ def _what_to_do(vmap_method: str | None) -> str:
 def vectorization_error(op_type: str | None, node_name: str | None,
                         vmap_method: str | None,
                         cause: BaseException) -> CallTfVectorizationError:
-  """The error for a function pfor cannot vectorize."""
+  """The error for a function pfor cannot vectorize.
+
+  Args:
+    op_type: the op pfor could not vectorize, if known.
+    node_name: its node, if known.
+    vmap_method: the ``vmap_method`` of the call.
+    cause: pfor's error.
+
+  Returns:
+    The error to raise, saying what to do.
+  """
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) vectorizes the "
       "TensorFlow function with tf.vectorized_map (pfor), which cannot "
@@ -247,6 +267,12 @@ def opaque_module_error(vmap_method: str | None) -> CallTfVectorizationError:
   A function restored from a jax2tf SavedModel is one ``XlaCallModule`` op,
   which pfor cannot vectorize; ``call_tf`` embeds its StableHLO directly, and
   batches it the way ``vmap_method`` says.
+
+  Args:
+    vmap_method: the ``vmap_method`` of the call (None or "vectorized").
+
+  Returns:
+    The error to raise, saying what to do.
   """
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
@@ -261,7 +287,17 @@ def opaque_module_error(vmap_method: str | None) -> CallTfVectorizationError:
 def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: str | None,
                       cause: BaseException) -> CallTfVectorizationError:
-  """The error for a vectorized function XLA cannot compile."""
+  """The error for a vectorized function XLA cannot compile.
+
+  Args:
+    op_type: the op XLA cannot compile, if known.
+    node_name: its node, if known.
+    vmap_method: the ``vmap_method`` of the call.
+    cause: TF's conversion error.
+
+  Returns:
+    The error to raise, saying what to do.
+  """
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
       "tf.vectorized_map (pfor) vectorized the TensorFlow function, but XLA "
@@ -277,25 +313,31 @@ def _slow_vmap_enabled() -> bool:
   return bool(config.call_tf_slow_vmap.value)
 
 
-def _tf_platform() -> str:
-  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
-          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
+_CONVERSION_ERRORS = call_tf_compile.LruCache(
+    "call_tf: XLA conversion of vectorized functions", 256)
 
 
-@functools.lru_cache(maxsize=256)
 def _xla_conversion_error(function_flat_tf: Callable,
-                          sig: tuple[tf.TensorSpec, ...]
-                          ) -> BaseException | None:
-  """Converts ``function_flat_tf`` to HLO (cached); returns the error or None."""
-  try:
-    with jax2tf_internal.inside_call_tf():
-      concrete_fn = function_flat_tf.get_concrete_function(*sig)
-      call_tf_compile.compile_to_hlo(
-          function_flat_tf, concrete_fn, sig, _tf_platform(),
-          call_tf_compile.captured_objects(concrete_fn))
-  except Exception as e:  # pylint: disable=broad-except
-    return e
-  return None
+                          sig: tuple[tf.TensorSpec, ...]) -> str | None:
+  """Converts ``function_flat_tf`` to HLO (cached); the error message or None.
+
+  The HLO itself is cached by ``call_tf_compile`` for the lowering to reuse.
+  """
+  key = (function_flat_tf, sig)
+  found = _CONVERSION_ERRORS.get(key)
+  if found is None:
+    try:
+      with jax2tf_internal.inside_call_tf():
+        concrete_fn = function_flat_tf.get_concrete_function(*sig)
+        call_tf_compile.compile_to_hlo(
+            function_flat_tf, concrete_fn, sig,
+            call_tf_compile.default_tf_platform(),
+            call_tf_compile.captured_objects(concrete_fn))
+      found = ("",)
+    except Exception as e:  # pylint: disable=broad-except
+      found = (f"{type(e).__name__}: {e}",)
+    _CONVERSION_ERRORS.put(key, found)
+  return found[0] or None
 
 
 def _matmul_of_stacked_column(original: Callable) -> Callable:
@@ -322,10 +364,16 @@ def _matmul_of_stacked_column(original: Callable) -> Callable:
   return convert
 
 
+# pfor's converter registry is global: the rule swaps its converters in and
+# out under this lock, so that concurrent traces do not undo each other.
+_PFOR_LOCK = threading.RLock()
+
+
 class _PforConverters:
   """Installs our pfor converters while the batching rule traces pfor."""
 
   def __enter__(self) -> None:
+    _PFOR_LOCK.acquire()
     self._saved = None
     try:
       from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -337,9 +385,12 @@ class _PforConverters:
     registry["MatMul"] = _matmul_of_stacked_column(original)
 
   def __exit__(self, *exc: Any) -> None:
-    if self._saved is not None:
-      registry, original = self._saved
-      registry["MatMul"] = original
+    try:
+      if self._saved is not None:
+        registry, original = self._saved
+        registry["MatMul"] = original
+    finally:
+      _PFOR_LOCK.release()
 
 
 def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
@@ -435,34 +486,29 @@ def stable_key(callable_tf: Any, *parts: Any) -> tuple[Any, ...] | None:
     return None
 
 
-_BATCHED_CACHE: collections.OrderedDict[tuple[Any, ...],
-                                        tuple[Callable, Callable]] = (
-                                            collections.OrderedDict())
-_BATCHED_CACHE_SIZE = 256
+_BATCHED_CACHE = call_tf_compile.LruCache(
+    "call_tf: vectorized TF functions", 256)
 
 
 def _batched_tf_functions(
     callable_flat_tf: Callable,
     vmap_method: str | None,
     is_batched: tuple[bool, ...],
+    batch_arg: int,
     expected_shapes: tuple[tuple[int | None, ...], ...],
     call_tf_graph: bool,
 ) -> tuple[Callable, Callable]:
   """``_make_batched_tf_functions``, cached (LRU) on a stable key if any."""
   base = getattr(_python_function(callable_flat_tf), "cache_key", None)
   key = (base if base is not None else callable_flat_tf, vmap_method,
-         is_batched, expected_shapes, call_tf_graph)
+         is_batched, batch_arg, expected_shapes, call_tf_graph)
   found = _BATCHED_CACHE.get(key)
   if found is None:
     found = _make_batched_tf_functions(callable_flat_tf, vmap_method,
-                                       is_batched, expected_shapes,
+                                       is_batched, batch_arg, expected_shapes,
                                        call_tf_graph,
                                        key if base is not None else None)
-    _BATCHED_CACHE[key] = found
-    if len(_BATCHED_CACHE) > _BATCHED_CACHE_SIZE:
-      _BATCHED_CACHE.popitem(last=False)
-  else:
-    _BATCHED_CACHE.move_to_end(key)
+    _BATCHED_CACHE.put(key, found)
   return found
 
 
@@ -470,6 +516,7 @@ def _make_batched_tf_functions(
     callable_flat_tf: Callable,
     vmap_method: str | None,
     is_batched: tuple[bool, ...],
+    batch_arg: int,
     expected_shapes: tuple[tuple[int | None, ...], ...],
     call_tf_graph: bool,
     cache_key: tuple[Any, ...] | None,
@@ -480,6 +527,7 @@ def _make_batched_tf_functions(
     callable_flat_tf: the unbatched flat TF callable (a primitive param).
     vmap_method: None, "vectorized" or one of the one-call methods.
     is_batched: which flat arguments carry the batch at axis 0.
+    batch_arg: an argument batched under vmap (its axis 0 is the batch).
     expected_shapes: the batched results' shapes (None for unknown sizes).
     call_tf_graph: the primitive param of the same name.
     cache_key: the stable key of these functions, for a nested vmap's cache.
@@ -494,7 +542,7 @@ def _make_batched_tf_functions(
   def batch_size_tf(args_tf):
     if expected_shapes and expected_shapes[0] and expected_shapes[0][0]:
       return expected_shapes[0][0]
-    return tf.shape(args_tf[is_batched.index(True)])[0]
+    return tf.shape(args_tf[batch_arg])[0]
 
   if vmap_method in (None, "vectorized"):
     def impl(args_tf, check: bool) -> list[Any]:
@@ -504,10 +552,9 @@ def _make_batched_tf_functions(
         res = inner(*util.merge_lists(list(is_batched), unbatched,
                                       list(elems)))
         if n_out == 0:
-          # pfor needs an output; this one keeps the body's side effects.
-          deps = [r for r in tf.nest.flatten(res) if isinstance(r, tf.Tensor)]
-          with tf.control_dependencies(deps):
-            return (tf.zeros((), tf.int32),)
+          # pfor needs an output. The body's stateful ops (a tf.print) still
+          # run: tf.function orders them by its automatic control deps.
+          return (tf.zeros((), tf.int32),)
         return tuple(res)
 
       with _PforConverters():
@@ -667,6 +714,7 @@ def call_tf_batching_rule(
   eager_fn, staged_fn = _batched_tf_functions(
       params["callable_flat_tf"], vmap_method,
       is_batched if vectorized else (True,) * len(args),
+      is_batched.index(True),
       tuple(_tf_shape(a.shape) for a in new_out_avals),
       params["call_tf_graph"])
   new_sig = tuple(tf.TensorSpec(_tf_shape(core.typeof(a).shape), s.dtype)
@@ -699,7 +747,9 @@ def call_tf_batching_rule(
           tuple(params["args_flat_sig_tf"])) is None:
         if slow_ok:
           return sequential()
-        raise xla_compile_error(*xla_failure(err), vmap_method, err) from err
+        cause = ValueError(err)
+        raise xla_compile_error(*xla_failure(err), vmap_method,
+                                cause) from cause
 
   outs = list(prim.bind(*new_args, **new_params))
   if vmap_method == "batch_polymorphic":

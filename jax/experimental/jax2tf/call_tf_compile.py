@@ -37,13 +37,68 @@ from collections.abc import Sequence
 import functools
 import gc
 import re
+import threading
 from typing import Any
 import weakref
 
+from jax._src import util
 import numpy as np
 import tensorflow as tf
 
 MIN_TENSORFLOW = (2, 16)
+
+
+class LruCache:
+  """A small thread-safe LRU cache that ``jax.clear_caches()`` clears.
+
+  The call_tf modules cache TF functions, HLO and exported modules across
+  traces; these caches hold TF objects alive, so they are bounded and take
+  part in JAX's cache management.
+  """
+
+  def __init__(self, name: str, maxsize: int):
+    self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+    self._maxsize = maxsize
+    self._lock = threading.Lock()
+    self.hits = self.misses = 0
+    util.register_cache(self, name)
+
+  def get(self, key: Any) -> Any | None:
+    """The value of ``key`` (most recently used now), or None."""
+    with self._lock:
+      value = self._data.get(key)
+      if value is None:
+        self.misses += 1
+      else:
+        self.hits += 1
+        self._data.move_to_end(key)
+      return value
+
+  def put(self, key: Any, value: Any) -> None:
+    """Stores ``value``, evicting the least recently used entry if full."""
+    with self._lock:
+      self._data[key] = value
+      self._data.move_to_end(key)
+      while len(self._data) > self._maxsize:
+        self._data.popitem(last=False)
+
+  def cache_clear(self) -> None:
+    with self._lock:
+      self._data.clear()
+
+  def cache_info(self) -> tuple[int, int, int, int]:
+    return (self.hits, self.misses, self._maxsize, len(self._data))
+
+  def cache_keys(self) -> list[Any]:
+    with self._lock:
+      return list(self._data)
+
+
+def default_tf_platform() -> str:
+  """The TF platform name ("CPU", "GPU", "TPU") of JAX's default backend."""
+  import jax  # pylint: disable=g-import-not-at-top
+  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
+          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
 
 
 class CallTfUninitializedVariablesError(ValueError):
@@ -95,7 +150,18 @@ def check_tensorflow_version(version: str | None = None) -> None:
 
 
 def captured_objects(concrete_fn: Any) -> list[Any]:
-  """The inputs ``concrete_fn`` captures: ``tf.Variable``s, or tensors."""
+  """The inputs a concrete function captures, as objects one can read.
+
+  Args:
+    concrete_fn: a ``tf.types.experimental.ConcreteFunction``.
+
+  Returns:
+    For each of its captured inputs, in order: the ``tf.Variable`` whose
+    handle it is, or the captured tensor itself.
+
+  Raises:
+    ValueError: a captured resource belongs to no variable of the function.
+  """
   res = []
   for inp in concrete_fn.captured_inputs:
     if inp.dtype == tf.resource:  # A variable: look it up by its handle.
@@ -115,20 +181,25 @@ def _executing_eagerly_outside_functions() -> bool:
     return tf.executing_eagerly()
 
 
-def _find_session(graph: tf.Graph) -> Any:
+def _find_session(graph: tf.Graph) -> tuple[Any, int]:
   """The open ``tf.compat.v1.Session`` on ``graph`` that holds its state.
 
   The default session if it is on ``graph``, else the only open session on
   ``graph``. Never a new session: it would see uninitialized variables.
+
+  Returns:
+    The session or None, and how many open sessions are on ``graph`` (when
+    there is no default session on it).
   """
   sess = tf.compat.v1.get_default_session()
   if sess is not None and sess.graph is graph and not sess._closed:  # pylint: disable=protected-access
-    return sess
-  # Rare path (no default session): look for the one open session.
+    return sess, 1
+  # No default session on the graph (rare): look for the one open session.
+  # This scans the heap, once per lowering that needs it.
   candidates = [o for o in gc.get_objects()
                 if isinstance(o, tf.compat.v1.Session) and o.graph is graph
                 and not o._closed]  # pylint: disable=protected-access
-  return candidates[0] if len(candidates) == 1 else None
+  return (candidates[0] if len(candidates) == 1 else None), len(candidates)
 
 
 def _graph_locked_for_mutation(graph: tf.Graph) -> bool:
@@ -161,15 +232,18 @@ def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
     raise ValueError(f"call_tf: the captured variables and tensors {names} "
                      "belong to different graphs; use one graph.")
   graph, = graphs.values()
-  sess = _find_session(graph)
+  sess, open_sessions = _find_session(graph)
   if sess is None:
+    found = (f"{open_sessions} open sessions are on their graph and none is "
+             "the default session" if open_sessions
+             else "no open session on their graph was found")
     raise ValueError(
         f"call_tf needs the values of the TF1 variables or tensors {names} "
         "that the TensorFlow function captures, and in graph mode only the "
-        "tf.compat.v1.Session holding them can read them, but no open session "
-        "on their graph was found. Convert or lower the JAX function inside "
-        "`with sess.as_default():` (or `with tf.compat.v1.Session(graph=g) as "
-        "sess:`), after initializing or restoring the variables.")
+        f"tf.compat.v1.Session holding them can read them, but {found}. "
+        "Convert or lower the JAX function inside `with sess.as_default():` "
+        "(or `with tf.compat.v1.Session(graph=g) as sess:`) for the session "
+        "where the variables are initialized or restored.")
   keys = [_snapshot_key(v) for v in values]
   if _graph_locked_for_mutation(graph):
     snapshot = _SNAPSHOTS.get(sess, {})
@@ -181,24 +255,26 @@ def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
           "earlier lowering read them. Convert the forward function before "
           "taking its gradient.")
     return [snapshot[k] for k in keys]
-  variables = [v for v in values if isinstance(v, tf.Variable)]
-  if variables:
+  try:
+    # Variables are fetched through their own graph elements: reading them
+    # adds no ops to the user's graph.
+    res = [np.asarray(r) for r in sess.run(list(values))]
+  except tf.errors.FailedPreconditionError:
+    variables = [v for v in values if isinstance(v, tf.Variable)]
     with graph.as_default():
-      flags = sess.run([v.is_initialized() for v in variables])
-    uninitialized = [v.name for v, ok in zip(variables, flags) if not ok]
-    if uninitialized:
-      raise CallTfUninitializedVariablesError(
-          f"call_tf needs the values of the TF1 variables {uninitialized}, "
-          "which are not initialized in their session. Run "
-          "`sess.run(tf.compat.v1.global_variables_initializer())`, or restore "
-          "them (`tf.compat.v1.train.Saver().restore(sess, path)`), before "
-          "converting or lowering the JAX function. call_tf does not run "
-          "initializers itself: that would replace restored or assigned "
-          "values with initial ones.")
-  with graph.as_default():
-    fetches = [v.read_value() if isinstance(v, tf.Variable) else v
-               for v in values]
-  res = [np.asarray(r) for r in sess.run(fetches)]
+      ops = {n.decode() for n in sess.run(
+          tf.compat.v1.report_uninitialized_variables(variables))}
+    uninitialized = [v.name for v in variables if v.op.name in ops]
+    if not uninitialized:
+      raise
+    raise CallTfUninitializedVariablesError(
+        f"call_tf needs the values of the TF1 variables {uninitialized}, "
+        "which are not initialized in their session. Run "
+        "`sess.run(tf.compat.v1.global_variables_initializer())`, or restore "
+        "them (`tf.compat.v1.train.Saver().restore(sess, path)`), before "
+        "converting or lowering the JAX function. call_tf does not run "
+        "initializers itself: that would replace restored or assigned "
+        "values with initial ones.")
   _SNAPSHOTS.setdefault(sess, {}).update(zip(keys, res))
   return res
 
@@ -333,9 +409,7 @@ def compile_to_hlo(function_flat_tf: Any, concrete_fn: Any,
 # Under jit, the batching rule compiles the vectorized function to probe XLA
 # compatibility, and the lowering compiles it again: the concrete function
 # follows from the function and the specs, so the HLO is shared.
-_HLO_CACHE: collections.OrderedDict[tuple[Any, ...], bytes] = (
-    collections.OrderedDict())
-_HLO_CACHE_SIZE = 128
+_HLO_CACHE = LruCache("call_tf: HLO of TF functions", 128)
 
 
 def _compile_eager_cached(function_flat_tf: Any, concrete_fn: Any,
@@ -345,9 +419,5 @@ def _compile_eager_cached(function_flat_tf: Any, concrete_fn: Any,
   hlo = _HLO_CACHE.get(key)
   if hlo is None:
     hlo = _compile_eager(function_flat_tf, concrete_fn, specs, platform)
-    _HLO_CACHE[key] = hlo
-    if len(_HLO_CACHE) > _HLO_CACHE_SIZE:
-      _HLO_CACHE.popitem(last=False)
-  else:
-    _HLO_CACHE.move_to_end(key)
+    _HLO_CACHE.put(key, hlo)
   return hlo

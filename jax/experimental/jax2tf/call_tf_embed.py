@@ -309,62 +309,35 @@ def _refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
       raise NotEmbeddableError(f"after shape refinement, {e}")
 
 
-_EXPORTED: dict[bytes, _export.Exported] = {}
+_EXPORTED = call_tf_compile.LruCache("call_tf: embedded jax2tf modules", 64)
 
 
-def exported_from_module_op(op: Any, fun_name: str,
-                            vjp_op: Any | None = None) -> _export.Exported:
-  """A ``jax.export.Exported`` for an XlaCallModule op.
-
-  Args:
-    op: the XlaCallModule op.
-    fun_name: the name the embedded function gets.
-    vjp_op: the XlaCallModule op of its saved VJP (primal operands and output
-      cotangents in, operand cotangents out: jax2tf's convention), if any.
-
-  Returns:
-    The Exported; with ``vjp()`` if ``vjp_op`` is given.
-
-  Raises:
-    NotEmbeddableError: the op cannot be embedded.
-  """
-  attrs = _module_attrs(op)
-  key = attrs["module"] + (vjp_op.get_attr("module") if vjp_op else b"")
-  if key in _EXPORTED:
-    return _EXPORTED[key]
+def _check_convention(attrs: dict[str, Any]) -> None:
   if attrs["function_list"]:
     raise NotEmbeddableError("the module calls TF functions (call_tf_graph)")
   if attrs["has_token_input_output"] or attrs["dim_args_spec"]:
     raise NotEmbeddableError("the module uses an old calling convention")
-  module_bytes = attrs["module"]
-  platforms = (tuple(p.decode().lower() for p in attrs["platforms"])
-               or (jax.default_backend(),))
-  nr_platform_args = 1 if len(platforms) > 1 else 0
-  in_dtypes = [jax2tf_internal._to_jax_dtype(tf.as_dtype(t))  # pylint: disable=protected-access
-               for t in attrs["Tin"]]
-  out_dtypes = [jax2tf_internal._to_jax_dtype(tf.as_dtype(t))  # pylint: disable=protected-access
-                for t in attrs["Tout"]]
-  specs, uses_poly = _input_shape_specs(module_bytes, nr_platform_args)
-  scope = shape_poly.SymbolicScope()
-  in_avals = tuple(
-      core.ShapedArray(jax.export.symbolic_shape(spec, scope=scope), dt)
-      for spec, dt in zip(specs, in_dtypes))
-  try:
-    out_shapes = call_tf_shapes.fit_symbolic_output_shapes(
-        in_avals, lambda shapes: _refined_result_shapes(
-            module_bytes, nr_platform_args, shapes))
-  except ValueError as e:
-    raise NotEmbeddableError(str(e))
-  out_avals = tuple(core.ShapedArray(s, dt)
-                    for s, dt in zip(out_shapes, out_dtypes))
-  get_vjp = None
-  if vjp_op is not None:
-    vjp = exported_from_module_op(vjp_op, fun_name + "_vjp")
-    if (len(vjp.in_avals) != len(in_avals) + len(out_avals)
-        or len(vjp.out_avals) != len(in_avals)):
-      raise NotEmbeddableError("the saved gradient has an unexpected signature")
-    get_vjp = lambda _: vjp
-  exported = _export.Exported(
+
+
+def _jax_dtypes(tf_dtypes: Sequence[Any]) -> list[Any]:
+  return [jax2tf_internal._to_jax_dtype(tf.as_dtype(t))  # pylint: disable=protected-access
+          for t in tf_dtypes]
+
+
+def _uses_shape_polymorphism(module_bytes: bytes) -> bool:
+  with mlir.make_ir_context() as context:
+    module = _jax.mlir.deserialize_portable_artifact(module_bytes, context)
+    attrs = module.operation.attributes
+    return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
+        attrs["jax.uses_shape_polymorphism"]).value)
+
+
+def _exported(attrs: dict[str, Any], fun_name: str,
+              in_avals: tuple[core.ShapedArray, ...],
+              out_avals: tuple[core.ShapedArray, ...], platforms: tuple[str, ...],
+              uses_poly: bool, get_vjp: Callable[..., Any] | None
+              ) -> _export.Exported:
+  return _export.Exported(
       fun_name=fun_name,
       in_tree=tree_util_internal.tracing_registry.flatten(
           (tuple(range(len(in_avals))), {}))[1],
@@ -383,12 +356,74 @@ def exported_from_module_op(op: Any, fun_name: str,
       disabled_safety_checks=tuple(
           _export.DisabledSafetyCheck(c.decode())
           for c in (attrs["disabled_checks"] or ())),
-      mlir_module_serialized=module_bytes,
+      mlir_module_serialized=attrs["module"],
       calling_convention_version=attrs["version"],
       module_kept_var_idx=tuple(range(len(in_avals))),
       uses_global_constants=uses_poly,
       _get_vjp=get_vjp)
-  _EXPORTED[key] = exported
+
+
+def exported_from_module_op(op: Any, fun_name: str,
+                            vjp_op: Any | None = None) -> _export.Exported:
+  """A ``jax.export.Exported`` for an XlaCallModule op.
+
+  Args:
+    op: the XlaCallModule op.
+    fun_name: the name the embedded function gets.
+    vjp_op: the XlaCallModule op of its saved VJP, if any. By jax2tf's
+      convention it takes the primal operands and the output cotangents and
+      returns the operand cotangents, so its shapes are the primal's: they are
+      not inferred again (the cotangents' sizes, such as ``2*b``, could not be
+      named from the VJP module alone).
+
+  Returns:
+    The Exported; with ``vjp()`` if ``vjp_op`` is given.
+
+  Raises:
+    NotEmbeddableError: the op cannot be embedded.
+  """
+  attrs = _module_attrs(op)
+  key = attrs["module"] + (vjp_op.get_attr("module") if vjp_op else b"")
+  found = _EXPORTED.get(key)
+  if found is not None:
+    return found
+  _check_convention(attrs)
+  module_bytes = attrs["module"]
+  platforms = (tuple(p.decode().lower() for p in attrs["platforms"])
+               or (jax.default_backend(),))
+  nr_platform_args = 1 if len(platforms) > 1 else 0
+  specs, uses_poly = _input_shape_specs(module_bytes, nr_platform_args)
+  scope = shape_poly.SymbolicScope()
+  in_avals = tuple(
+      core.ShapedArray(jax.export.symbolic_shape(spec, scope=scope), dt)
+      for spec, dt in zip(specs, _jax_dtypes(attrs["Tin"])))
+  try:
+    out_shapes = call_tf_shapes.fit_symbolic_output_shapes(
+        in_avals, lambda shapes: _refined_result_shapes(
+            module_bytes, nr_platform_args, shapes))
+  except ValueError as e:
+    raise NotEmbeddableError(str(e))
+  out_avals = tuple(core.ShapedArray(s, dt) for s, dt in
+                    zip(out_shapes, _jax_dtypes(attrs["Tout"])))
+  get_vjp = None
+  if vjp_op is not None:
+    vjp_attrs = _module_attrs(vjp_op)
+    _check_convention(vjp_attrs)
+    vjp_in, vjp_out = (_jax_dtypes(vjp_attrs["Tin"]),
+                       _jax_dtypes(vjp_attrs["Tout"]))
+    if (len(vjp_in) != len(in_avals) + len(out_avals)
+        or len(vjp_out) != len(in_avals)):
+      raise NotEmbeddableError("the saved gradient has an unexpected signature")
+    vjp = _exported(
+        vjp_attrs, fun_name + "_vjp",
+        tuple(a.update(dtype=dt) for a, dt in zip(in_avals + out_avals,
+                                                  vjp_in)),
+        tuple(a.update(dtype=dt) for a, dt in zip(in_avals, vjp_out)),
+        platforms, _uses_shape_polymorphism(vjp_attrs["module"]), None)
+    get_vjp = lambda _: vjp
+  exported = _exported(attrs, fun_name, in_avals, out_avals, platforms,
+                       uses_poly, get_vjp)
+  _EXPORTED.put(key, exported)
   return exported
 
 
@@ -488,16 +523,24 @@ def find_embeddable_module(callable_tf: Callable,
             lambda _: 0, concrete_fn.structured_outputs)))
   except NotEmbeddableError as e:
     logger.debug("call_tf: the general path for %s: %s", callable_tf, e)
+  except Exception as e:  # pylint: disable=broad-except
+    # Embedding is an optimization of the general path, never a new failure.
+    logger.warning(
+        "call_tf could not embed %s as StableHLO (%s: %s); it takes the "
+        "general path, which compiles it with TensorFlow for static shapes "
+        "only.", getattr(callable_tf, "__name__", callable_tf),
+        type(e).__name__, e)
   cache[key] = found
   return found
 
 
-def _batched_call(fun: Callable, nr_batchable: int, vmap_method: str | None
-                  ) -> Callable:
+def _batched_call(fun: Callable, nr_batchable: int, vmap_method: str | None,
+                  out_ranks: Sequence[int]) -> Callable:
   """``fun`` with a ``custom_vmap`` rule implementing ``vmap_method``.
 
   Only the first ``nr_batchable`` arguments may be batched (the call's
-  arguments; the others are the model's weights, constants).
+  arguments; the others are the model's weights, constants). ``out_ranks``
+  are the ranks of ``fun``'s results, to check the one-call methods' results.
   """
   @jax.custom_batching.custom_vmap
   def f(*args):
@@ -545,6 +588,14 @@ def _batched_call(fun: Callable, nr_batchable: int, vmap_method: str | None
     expanded = [a if b else jnp.broadcast_to(a, (size, *a.shape))
                 for a, b in zip(batchable, batched)]
     outs = f(*expanded, *weights)
+    for i, (o, rank) in enumerate(zip(outs, out_ranks)):
+      if o.ndim != rank + 1 or o.shape[0] not in (1, axis_size):
+        raise ValueError(
+            f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
+            f"saved by jax2tf: result {i} has shape {o.shape}, expected the "
+            f"batch ({axis_size}) at axis 0 of a result of rank {rank}. With "
+            "this vmap_method the saved function must take a leading batch "
+            "axis; use 'batch_polymorphic' or 'sequential'.")
     return tuple(jnp.broadcast_to(o, (axis_size, *o.shape[1:]))
                  for o in outs), (True,) * len(outs)
 
@@ -579,7 +630,7 @@ def call_embedded(embedded: EmbeddedModule, args_flat: Sequence[Any],
 
   primal = _batched_call(
       lambda *a: exported.call(*module_operands(a[:nr_args], a[nr_args:])),
-      nr_args, vmap_method)
+      nr_args, vmap_method, [len(a.shape) for a in exported.out_avals])
 
   def vjp_fun(*a):
     args = a[:nr_args]
@@ -589,7 +640,9 @@ def call_embedded(embedded: EmbeddedModule, args_flat: Sequence[Any],
     return [ct for ct, s in zip(cts_all, operands) if s.kind == "arg"]
 
   vjp = _batched_call(vjp_fun, nr_args + len(exported.out_avals),
-                      call_tf_batching.vjp_vmap_method(vmap_method))
+                      call_tf_batching.vjp_vmap_method(vmap_method),
+                      [len(a.shape) for a, s in zip(exported.in_avals, operands)
+                       if s.kind == "arg"])
 
   @jax.custom_vjp
   def call(*args):

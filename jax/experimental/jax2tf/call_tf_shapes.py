@@ -18,8 +18,9 @@ reports its output as ``(None, ...)`` even when it is called on a ``(3, 4)``
 input. For static input shapes, ``call_tf`` compiles the function (it must,
 to embed it) and reads the result shapes from the HLO. For symbolic input
 shapes (``jax.export``, ``jax2tf.convert`` with ``polymorphic_shapes``), each
-output dimension is fitted as an affine function of the dimension variables
-from compilations at a few concrete sizes, and checked at one more.
+output dimension is assumed to be an affine function of the dimension
+variables, fitted from compilations at a few concrete sizes and checked at
+two more (see :func:`fit_symbolic_output_shapes` for what that cannot see).
 ``output_shape_dtype`` remains the answer for truly data-dependent shapes.
 
 See https://github.com/jax-ml/jax/issues/11753.
@@ -28,7 +29,6 @@ See https://github.com/jax-ml/jax/issues/11753.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-import functools
 from typing import Any, cast
 
 import jax
@@ -44,14 +44,19 @@ import tensorflow as tf
 Shape = tuple[Any, ...]
 
 
-def _tf_platform() -> str:
-  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
-          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
-
-
 def static_result_shapes(main: func_dialect.FuncOp
                          ) -> tuple[tuple[int, ...], ...]:
-  """The result shapes of ``main``; a ValueError if one is not static."""
+  """The result shapes of a function.
+
+  Args:
+    main: an MLIR function.
+
+  Returns:
+    The shapes of its results.
+
+  Raises:
+    ValueError: a result's shape is not static.
+  """
   shapes = []
   for t in main.type.results:
     t = ir.RankedTensorType(t)
@@ -62,24 +67,48 @@ def static_result_shapes(main: func_dialect.FuncOp
 
 
 def hlo_result_shapes(hlo: bytes) -> tuple[tuple[int, ...], ...]:
-  """The static result shapes of the ``main`` of a serialized HLO module."""
+  """The static result shapes of a compiled TF function.
+
+  Args:
+    hlo: a serialized HLO module (``stage="hlo_serialized"``).
+
+  Returns:
+    The shapes of the results of its ``main``.
+  """
   with mlir.make_ir_context():
     module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(hlo))
     return static_result_shapes(
         cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"]))
 
 
-@functools.lru_cache(maxsize=256)
+_STATIC_SHAPES = call_tf_compile.LruCache("call_tf: compiled output shapes",
+                                          256)
+
+
 def static_output_shapes(function_flat_tf: Any,
                          specs: tuple[tf.TensorSpec, ...]
                          ) -> tuple[tuple[int, ...], ...]:
-  """Result shapes of ``function_flat_tf`` compiled for the static ``specs``."""
-  with jax2tf_internal.inside_call_tf():
-    concrete_fn = function_flat_tf.get_concrete_function(*specs)
-    hlo, _ = call_tf_compile.compile_to_hlo(
-        function_flat_tf, concrete_fn, specs, _tf_platform(),
-        call_tf_compile.captured_objects(concrete_fn))
-  return hlo_result_shapes(hlo)
+  """The result shapes of a TF function compiled for static argument shapes.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of the call.
+    specs: static argument specs.
+
+  Returns:
+    The shapes of its results, as XLA compiles them (cached).
+  """
+  key = (function_flat_tf, specs)
+  shapes = _STATIC_SHAPES.get(key)
+  if shapes is None:
+    with jax2tf_internal.inside_call_tf():
+      concrete_fn = function_flat_tf.get_concrete_function(*specs)
+      hlo, _ = call_tf_compile.compile_to_hlo(
+          function_flat_tf, concrete_fn, specs,
+          call_tf_compile.default_tf_platform(),
+          call_tf_compile.captured_objects(concrete_fn))
+    shapes = hlo_result_shapes(hlo)
+    _STATIC_SHAPES.put(key, shapes)
+  return shapes
 
 
 def fit_symbolic_output_shapes(
@@ -89,10 +118,13 @@ def fit_symbolic_output_shapes(
 ) -> tuple[Shape, ...]:
   """Output shapes, symbolic in the dimension variables of ``in_avals``.
 
-  Each output dimension is taken to be an affine function of the dimension
-  variables (``b``, ``2*b``, ``b + 1``, ``3*a``): ``concrete_out_shapes`` is
-  evaluated at a base point and one unit step along each variable, and the fit
-  is verified at an independent point.
+  Each output dimension is *assumed* to be an affine function of the
+  dimension variables (``b``, ``2*b``, ``b + 1``, ``3*a``): the coefficients
+  come from ``concrete_out_shapes`` at a base point (7, 11, ...) and one unit
+  step along each variable, and the fit is checked at two more points, one
+  of them large (19 and 517 for one variable). A shape that is affine at all
+  these sizes but not elsewhere (``max(b, 1000)``) is beyond it: such
+  functions need ``output_shape_dtype``.
 
   Args:
     in_avals: the input avals, possibly with symbolic dimensions.
@@ -126,19 +158,21 @@ def fit_symbolic_output_shapes(
     point = list(base)
     point[i] += 1
     steps.append(probe(point))
-  check = [2 * b + 5 for b in base]
-  out_check = probe(check)
+  checks = [[2 * b + 5 for b in base], [64 * b + 69 for b in base]]
+  out_checks = [probe(c) for c in checks]
   result = []
   for o, shape_base in enumerate(out_base):
     shape = []
     for d, dim_base in enumerate(shape_base):
       coeffs = [steps[i][o][d] - dim_base for i in range(len(dim_vars))]
       const = dim_base - sum(c * b for c, b in zip(coeffs, base))
-      if const + sum(c * v for c, v in zip(coeffs, check)) != out_check[o][d]:
-        raise ValueError(
-            f"dimension {d} of result {o} is not an affine function of the "
-            f"dimension variables {', '.join(dim_vars)}; pass "
-            "output_shape_dtype to call_tf.")
+      for check, out_check in zip(checks, out_checks):
+        if const + sum(c * v for c, v in zip(coeffs, check)) != (
+            out_check[o][d]):
+          raise ValueError(
+              f"dimension {d} of result {o} is not an affine function of the "
+              f"dimension variables {', '.join(dim_vars)} (sizes tried: "
+              f"{base}, {checks}); pass output_shape_dtype to call_tf.")
       expr: Any = const
       for c, v in zip(coeffs, var_exprs):
         if c:
