@@ -29,6 +29,7 @@ Commands:
   demo                     build the wheel, install it in .venv, show it works
   test [-- PYTEST_ARGS]    for every release in the manifest (or --upstream):
                            build, install into a test venv, run pytest
+  matrix                   `test` for every release, with its table
 
 Run `python build/fork.py <command> --help` for a command's options.
 """
@@ -292,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to pytest")
   p.set_defaults(func=cmd_test)
+
+  p = sub.add_parser("matrix", help="test every release of the manifest "
+                      "(the same as `test` without --upstream)")
+  p.set_defaults(func=cmd_test, version=None, pytest_args=[])
 
   args = parser.parse_args(argv)
   log.set_quiet(args.quiet)
