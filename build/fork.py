@@ -175,7 +175,9 @@ def cmd_rebase(args: argparse.Namespace) -> int:
       raise ForkError("rebase needs a second release in the manifest to "
                       "rebase from; pass --from")
     source = max(others, key=lambda r: manifest_lib.version_tuple(r.version))
-  written = rebase_lib.rebase(project, source, target)
+  written = rebase_lib.rebase(
+      project, source, target,
+      resume=pathlib.Path(args.resume).resolve() if args.resume else None)
   print(f"{len(written)} patch(es) refreshed for jax {target.version}"
         + (": " + ", ".join(written) if written else
            " (the queue applies exactly)"))
@@ -274,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--from", dest="source",
                  help="a release the queue applies to (default: the newest "
                       "other release in the manifest)")
+  p.add_argument("--resume", metavar="REPO",
+                 help="after resolving a conflict in the work repository "
+                      "REPO and `git rebase --continue`: write the variants")
   p.set_defaults(func=cmd_rebase)
 
   p = sub.add_parser("stage", help="stage the queue as upstream PRs")

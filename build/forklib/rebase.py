@@ -83,7 +83,8 @@ def _set_last_update(text: str, day: datetime.date) -> str:
 
 def rebase(project: tree_lib.Project, source: Release, target: Release,
            workdir: pathlib.Path | None = None,
-           today: datetime.date | None = None) -> list[str]:
+           today: datetime.date | None = None,
+           resume: pathlib.Path | None = None) -> list[str]:
   """Refreshes the queue of ``source`` for ``target``.
 
   Args:
@@ -93,6 +94,9 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
     workdir: where to keep the work repository (a temporary directory by
       default; kept only on conflict).
     today: the Last-Update date of refreshed patches.
+    resume: the work repository of an earlier rebase that stopped at a
+      conflict, once the maintainer resolved it and finished `git rebase
+      --continue`: only the export step runs.
 
   Returns:
     The names of the patches written as variants for ``target``.
@@ -103,6 +107,12 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
   """
   today = today or datetime.date.today()
   names = patchq.read_series(project.patches)
+  if resume is not None:
+    if (resume / ".git" / "rebase-merge").exists() or (
+        resume / ".git" / "rebase-apply").exists():
+      raise ForkError(f"the rebase in {resume} is still in progress: resolve "
+                      "the conflict and run `git rebase --continue` first")
+    return _export(project, target, resume, names, today)
   queue = patchq.load_queue(project.patches, source.version)
   workdir = workdir or pathlib.Path(tempfile.mkdtemp(prefix="fork-rebase-"))
   repo = workdir / "repo"
@@ -126,11 +136,16 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
         f"patch {current!r} conflicts with jax {target.version}; nothing in "
         f"patches/ was changed. The conflict:\n{diff[-6000:]}\n"
         f"Resolve it in {repo} (edit, `git add`, `git rebase --continue`), "
-        "then export the queue with `git format-patch --zero-commit "
-        "--no-signature` into patches/variants/" + target.version + "/ "
-        "(see docs/maintainers.md).")
+        f"then run `python build/fork.py rebase {target.version} --resume "
+        f"{repo}` to write the variants (see docs/maintainers.md).")
+  return _export(project, target, repo, names, today)
+
+
+def _export(project: tree_lib.Project, target: Release, repo: pathlib.Path,
+            names: list[str], today: datetime.date) -> list[str]:
+  """Writes the rebased patches that differ from the queue as variants."""
   with tempfile.TemporaryDirectory() as tmp:
-    _git(repo, "format-patch", "-q", "--zero-commit", "--no-signature",
+    _git(repo, "format-patch", "-q", "-N", "--zero-commit", "--no-signature",
          "-o", tmp, "target..rebased")
     refreshed = sorted(pathlib.Path(tmp).glob("*.patch"))
     if len(refreshed) != len(names):

@@ -78,8 +78,16 @@ def test_git_am_applies_the_series(root, release, upstream_tree, tool_tree):
 
 @pytest.mark.skipif(shutil.which("quilt") is None,
                     reason="quilt is not installed (apt-get install quilt)")
-def test_quilt_pushes_the_series(root, release, upstream_tree, tool_tree):
-  env = dict(os.environ, QUILT_PATCHES=str(root / "patches"),
+def test_quilt_pushes_the_series(root, release, upstream_tree, tool_tree,
+                                 tmp_path):
+  # The release's queue: the series, with its variants where it has any.
+  queue = tmp_path / "queue"
+  queue.mkdir()
+  shutil.copyfile(root / "patches" / "series", queue / "series")
+  for name in patchq.read_series(root / "patches"):
+    shutil.copyfile(patchq.resolve(root / "patches", name, release.version),
+                    queue / name)
+  env = dict(os.environ, QUILT_PATCHES=str(queue),
              QUILT_PC=str(upstream_tree / ".pc"))
   proc = subprocess.run(["quilt", "push", "-a", "--fuzz=0"],
                         cwd=upstream_tree, env=env, capture_output=True,
