@@ -16,8 +16,10 @@
 `stage` turns the queue into a git repository an upstream contributor can
 push from: a base commit with upstream's release, then one commit per patch
 (in series order), each carrying the overlay modules that patch is the first
-to use, with the modules those import, so that every commit is whole. Next to
-it, one pull-request description per patch, from its DEP-3 headers.
+to use, with the modules those import, so that every commit is whole, and the
+upstream-style tests (`tests/upstream/*_test.py`) whose `# stage-with:` line
+names that patch, as `jax/experimental/jax2tf/tests/<file>`. Next to it, one
+pull-request description per patch, from its DEP-3 headers.
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ from forklib.manifest import Release
 
 _IMPORT_RE = re.compile(
     r"from jax\.experimental\.jax2tf import (call_tf_\w+)")
+_STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
+UPSTREAM_TESTS_DIR = "jax/experimental/jax2tf/tests"
+
+
+def staged_tests(project: tree_lib.Project) -> dict[str, list[pathlib.Path]]:
+  """The upstream-style tests, by the patch they are staged with."""
+  tests: dict[str, list[pathlib.Path]] = {}
+  for path in sorted((project.root / "tests" / "upstream").glob("*_test.py")):
+    m = _STAGE_WITH_RE.search(path.read_text(encoding="utf-8"))
+    if not m:
+      raise ForkError(f"{path} has no `# stage-with: <patch>` line")
+    tests.setdefault(m.group(1), []).append(path)
+  return tests
 
 
 def _git(cwd: pathlib.Path, *args: str) -> str:
@@ -103,6 +118,11 @@ def stage(project: tree_lib.Project, release: Release,
   sdist = fetch.fetch(release)
   queue = patchq.load_queue(project.patches, release.version)
   modules = _overlay_modules(project)
+  tests = staged_tests(project)
+  unknown = sorted(set(tests) - {p.name for p in queue})
+  if unknown:
+    raise ForkError(f"tests/upstream names patches that are not in the "
+                    f"series: {', '.join(unknown)}")
   out.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
                                    dir=out.parent) as tmp:
@@ -131,6 +151,12 @@ def stage(project: tree_lib.Project, release: Release,
         _git(repo, "add", str(dest.relative_to(repo)))
         added.append(f"jax/{rel.as_posix()}")
         have.add(name)
+      for test in tests.get(patch.name, []):
+        dest = repo / UPSTREAM_TESTS_DIR / test.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(test, dest)
+        _git(repo, "add", str(dest.relative_to(repo)))
+        added.append(f"{UPSTREAM_TESTS_DIR}/{test.name}")
       if added:
         _git(repo, "commit", "-q", "--amend", "--no-edit")
       (prs / (patch.name.removesuffix(".patch") + ".md")).write_text(

@@ -96,3 +96,17 @@ def test_stage_refuses_an_existing_directory(root, release, staged):
                          "stage", release.version, "--out", str(staged)],
                         capture_output=True, text=True)
   assert proc.returncode == 2 and "already exists" in proc.stderr
+
+
+def test_upstream_tests_are_staged_with_their_patch(root, staged):
+  from forklib import stage as stage_lib  # pylint: disable=g-import-not-at-top
+  tests = stage_lib.staged_tests(tree_lib.Project(root))
+  assert tests, "tests/upstream has no staged tests"
+  for patch_name, paths in tests.items():
+    subject = patchq.parse(root / "patches" / patch_name).subject
+    commit = _git(staged / "repo", "log", "--format=%H", "-F",
+                  f"--grep={subject}").split()[0]
+    files = _git(staged / "repo", "show", "--name-only", "--format=",
+                 commit).split()
+    for path in paths:
+      assert f"{stage_lib.UPSTREAM_TESTS_DIR}/{path.name}" in files
