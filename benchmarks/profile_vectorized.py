@@ -94,7 +94,7 @@ def _instrument() -> None:
       TIMERS.wrap("TF tracing (incl. pfor)", gcf.__wrapped__))
   probe = call_tf_batching._xla_conversion_error  # pylint: disable=protected-access
   call_tf_batching._xla_conversion_error = TIMERS.wrap(  # pylint: disable=protected-access
-      "probe: TF->HLO (cached)", probe)
+      "probe: TF->HLO", probe)
   from jax.experimental.jax2tf import call_tf_compile  # pylint: disable=g-import-not-at-top
   call_tf_compile.compile_to_hlo = TIMERS.wrap(
       "all TF->HLO", call_tf_compile.compile_to_hlo)
@@ -118,20 +118,15 @@ def first_call(w: wl.Workload, n: int) -> None:
       TIMERS.reset()
       fn = (w.jnp_fn if name == "native" else
             jax2tf.call_tf(w.tf_fn, has_side_effects=False))
-      f = jax.jit(jax.vmap(_per_example(w, fn)))
-      t0 = time.perf_counter()
-      traced = f.trace(x)
-      t1 = time.perf_counter()
-      lowered = traced.lower()
-      t2 = time.perf_counter()
-      lowered.compile()
-      t3 = time.perf_counter()
-      row = (t3 - t0, t1 - t0, t2 - t1, t3 - t2, dict(TIMERS.total))
+      b = timing.compile_breakdown(
+          lambda fn=fn: jax.jit(jax.vmap(_per_example(w, fn))), x)
+      row = (b.trace + b.lower + b.compile, b.trace, b.lower, b.compile,
+             dict(TIMERS.total))
       if best is None or row[0] < best[0]:
         best = row
     total, tr, lo, co, parts = best
     probe = parts.get("probe: TF->HLO", 0.)
-    second = parts.get("all TF->HLO", 0.) - probe
+    second = max(0., parts.get("all TF->HLO", 0.) - probe)
     print(f"  first call {name:10s} {total * 1e3:7.1f} ms = trace "
           f"{tr * 1e3:6.1f} + lower {lo * 1e3:6.1f} + XLA compile "
           f"{co * 1e3:6.1f}" + (

@@ -35,6 +35,7 @@ import tempfile
 
 from forklib import ForkError
 from forklib import fetch
+from forklib import gitcmd
 from forklib import log
 from forklib import patchq
 from forklib import tree as tree_lib
@@ -43,18 +44,10 @@ from forklib.manifest import Release
 
 def _git(cwd: pathlib.Path, *args: str, check: bool = True
          ) -> subprocess.CompletedProcess:
-  env = dict(os.environ, GIT_COMMITTER_NAME="JAX call_tf fork maintainers",
-             GIT_COMMITTER_EMAIL="calltf-fork@users.noreply.github.com",
-             GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
-  try:
-    proc = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True)
-  except FileNotFoundError:
-    raise ForkError("`rebase` needs git, which is not installed")
-  if check and proc.returncode != 0:
-    raise ForkError(f"git {' '.join(args)} failed in {cwd}:\n"
-                    f"{proc.stdout}{proc.stderr}")
-  return proc
+  return gitcmd.git(cwd, *args, command="rebase", check=check, env={
+      "GIT_COMMITTER_NAME": "JAX call_tf fork maintainers",
+      "GIT_COMMITTER_EMAIL": "calltf-fork@users.noreply.github.com",
+      "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
 
 
 def _commit_tree(repo: pathlib.Path, sdist: pathlib.Path, version: str,

@@ -28,12 +28,12 @@ import os
 import pathlib
 import re
 import shutil
-import subprocess
 import tarfile
 import tempfile
 
 from forklib import ForkError
 from forklib import fetch
+from forklib import gitcmd
 from forklib import log
 from forklib import patchq
 from forklib import tree as tree_lib
@@ -57,19 +57,13 @@ def staged_tests(project: tree_lib.Project) -> dict[str, list[pathlib.Path]]:
 
 
 def _git(cwd: pathlib.Path, *args: str) -> str:
-  env = dict(os.environ, GIT_AUTHOR_DATE="2026-01-01T00:00:00Z",
-             GIT_COMMITTER_DATE="2026-01-01T00:00:00Z")
-  env.setdefault("GIT_COMMITTER_NAME", "JAX call_tf fork maintainers")
-  env.setdefault("GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")
-  try:
-    proc = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True)
-  except FileNotFoundError:
-    raise ForkError("`stage` needs git, which is not installed")
-  if proc.returncode != 0:
-    raise ForkError(f"git {' '.join(args)} failed in {cwd}:\n"
-                    f"{proc.stdout}{proc.stderr}")
-  return proc.stdout
+  env = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+         "GIT_COMMITTER_NAME": os.environ.get(
+             "GIT_COMMITTER_NAME", "JAX call_tf fork maintainers"),
+         "GIT_COMMITTER_EMAIL": os.environ.get(
+             "GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")}
+  return gitcmd.git(cwd, *args, command="stage", env=env).stdout
 
 
 def _overlay_modules(project: tree_lib.Project) -> dict[str, pathlib.Path]:

@@ -208,9 +208,7 @@ def _input_shape_specs(module_bytes: bytes, nr_platform_args: int
   """
   with mlir.make_ir_context() as context:
     module = _jax.mlir.deserialize_portable_artifact(module_bytes, context)
-    attrs = module.operation.attributes
-    uses_poly = ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
-        attrs["jax.uses_shape_polymorphism"]).value)
+    uses_poly = _module_uses_shape_polymorphism(module)
     symtab = ir.SymbolTable(module.operation)
     main = symtab["main"]
     names: dict[tuple[int, int], str] = {}
@@ -324,12 +322,16 @@ def _jax_dtypes(tf_dtypes: Sequence[Any]) -> list[Any]:
           for t in tf_dtypes]
 
 
+def _module_uses_shape_polymorphism(module: ir.Module) -> bool:
+  attrs = module.operation.attributes
+  return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
+      attrs["jax.uses_shape_polymorphism"]).value)
+
+
 def _uses_shape_polymorphism(module_bytes: bytes) -> bool:
   with mlir.make_ir_context() as context:
-    module = _jax.mlir.deserialize_portable_artifact(module_bytes, context)
-    attrs = module.operation.attributes
-    return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
-        attrs["jax.uses_shape_polymorphism"]).value)
+    return _module_uses_shape_polymorphism(
+        _jax.mlir.deserialize_portable_artifact(module_bytes, context))
 
 
 def _exported(attrs: dict[str, Any], fun_name: str,
