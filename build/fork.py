@@ -97,6 +97,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     queue = patchq.load_queue(project.patches, release.version)
     problems = [f"{p.name}: missing DEP-3 {', '.join(p.missing_dep3())}"
                 for p in queue if p.missing_dep3()]
+    problems += [f"{p.name}: asymmetric context in {h}"
+                 for p in queue for h in p.asymmetric_hunks()]
     log.step("check", f"jax {release.version}: applying {len(queue)} "
              "patches")
     quiet = log.is_quiet()
@@ -185,7 +187,9 @@ def cmd_rebase(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-  print(stage_lib.stage(_project(args), _release(args), pathlib.Path(args.out)))
+  print(stage_lib.stage(
+      _project(args), _release(args), pathlib.Path(args.out),
+      pathlib.Path(args.upstream_tests) if args.upstream_tests else None))
   return 0
 
 
@@ -284,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
   p = sub.add_parser("stage", help="stage the queue as upstream PRs")
   p.add_argument("version", help="upstream release, e.g. 0.10.2")
   p.add_argument("--out", required=True, help="directory to create")
+  p.add_argument("--upstream-tests", metavar="DIR",
+                 help="upstream's tests by tag (jax-vVERSION.tar.gz or "
+                      "jax-vVERSION/), for patches that change them")
   p.set_defaults(func=cmd_stage)
 
   p = sub.add_parser("demo", help="build, install into .venv, show it works")

@@ -18,10 +18,14 @@ The queue follows quilt's layout (a `series` file naming one patch per line,
 message carries DEP-3 fields, so the same files work with `quilt push -a`,
 `git am` and this module.
 
-Application is exact: every hunk must match the upstream file at the line
-its header names, with all its context. There is no fuzz and no search for
-the hunk elsewhere in the file: a patch that no longer fits a release is a
-patch to rebase, not one to guess at.
+Application is exact: every hunk must match the upstream file with all its
+context lines, as `patch --fuzz=0`, `git apply` and `quilt push --fuzz=0`
+require. Like them, a hunk may match at another line than its header names
+(an offset: upstream added or removed lines above it), at the match nearest
+to that line and after the previous hunk; the offsets are reported. There is
+no fuzz: a hunk whose context changed is a patch to rebase, not one to guess
+at. So one queue serves many releases as long as the lines each hunk touches
+and its context stay the same upstream.
 """
 
 from __future__ import annotations
@@ -63,6 +67,15 @@ class Hunk:
   def new_lines(self) -> list[str]:
     return [text for tag, text in self.lines if tag in " +"]
 
+  @property
+  def context(self) -> tuple[int, int]:
+    """The number of context lines before and after the change."""
+    tags = [tag for tag, _ in self.lines]
+    leading = next((i for i, t in enumerate(tags) if t != " "), len(tags))
+    trailing = next((i for i, t in enumerate(reversed(tags)) if t != " "),
+                    len(tags))
+    return leading, trailing
+
 
 @dataclasses.dataclass
 class FilePatch:
@@ -88,6 +101,18 @@ class Patch:
   def missing_dep3(self) -> list[str]:
     """The required DEP-3 fields this patch lacks."""
     return [k for k in DEP3_REQUIRED if not self.headers.get(k)]
+
+  def asymmetric_hunks(self) -> list[str]:
+    """Hunks with more context on one side than the other.
+
+    GNU patch (and so quilt) anchors such a hunk to the start or the end of
+    the file, and refuses it anywhere else without fuzz; give each hunk as
+    many context lines before its change as after.
+    """
+    return [f"{fp.path} {h.header.split(' @@')[0]} @@ (context "
+            f"{h.context[0]} before, {h.context[1]} after)"
+            for fp in self.files for h in fp.hunks
+            if h.context[0] != h.context[1] and h.old_start > 1]
 
   @property
   def last_update(self) -> datetime.date | None:
@@ -128,18 +153,42 @@ def resolve(patches_dir: pathlib.Path, name: str,
             version: str | None = None) -> pathlib.Path:
   """The file of patch `name` for upstream `version`.
 
-  `patches/variants/<version>/<name>` replaces `patches/<name>` for that
-  release only; it exists where a patch needs a different form there.
+  A variant replaces `patches/<name>` for some releases only, where a patch
+  needs a different form: `patches/variants/<version>/<name>` for one
+  release, `patches/variants/<first>..<last>/<name>` for the releases from
+  `first` to `last` (inclusive). A single-release variant wins over a range.
   """
   if version:
     variant = patches_dir / "variants" / version / name
     if variant.exists():
       return variant
+    for first, last, path in _range_variants(patches_dir, name):
+      if first <= _version_key(version) <= last:
+        return path
   path = patches_dir / name
   if not path.exists():
     raise ForkError(f"{patches_dir / 'series'} names {name}, but {path} does "
                     "not exist")
   return path
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+  return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def _range_variants(patches_dir: pathlib.Path, name: str
+                    ) -> list[tuple[tuple[int, ...], tuple[int, ...],
+                                    pathlib.Path]]:
+  found = []
+  variants = patches_dir / "variants"
+  if not variants.is_dir():
+    return found
+  for d in sorted(variants.iterdir()):
+    if ".." not in d.name or not (d / name).exists():
+      continue
+    first, last = d.name.split("..", 1)
+    found.append((_version_key(first), _version_key(last), d / name))
+  return found
 
 
 def load_queue(patches_dir: pathlib.Path,
@@ -269,24 +318,50 @@ def _parse_hunk(name: str, fp: FilePatch, m: re.Match, lines: list[str],
   return hunk, i
 
 
-def apply(patch: Patch, tree: pathlib.Path) -> list[str]:
+# Upstream's tests are not in its source distribution: hunks for them apply
+# to a checkout (or a `git archive`) of upstream's repository at the release.
+UPSTREAM_TEST_DIRS = ("tests/", "jax/experimental/jax2tf/tests/")
+
+
+def is_test_path(path: str) -> bool:
+  """Whether `path` is one of upstream's tests, not part of the sdist."""
+  return path.startswith(UPSTREAM_TEST_DIRS)
+
+
+def apply(patch: Patch, tree: pathlib.Path, *,
+          tests: bool = False) -> list[str]:
   """Applies `patch` exactly to the tree at `tree`; returns the files touched.
 
   All files are checked before any is written, so a patch that fails leaves
   the tree as it was.
+
+  Args:
+    patch: the patch.
+    tree: an unpacked sdist, or (with `tests`) upstream's tests at the
+      release.
+    tests: apply the hunks for upstream's tests (see `is_test_path`) instead
+      of those for the sdist.
+
+  Returns:
+    The paths touched, each followed by its hunks' offsets if any hunk
+    applied at another line than its header names.
 
   Raises:
     PatchError: naming the patch, the file and the hunk that does not apply,
       with the lines expected and the lines found.
   """
   results: dict[pathlib.Path, str | None] = {}
+  touched = []
   for fp in patch.files:
+    if is_test_path(fp.path) != tests:
+      continue
     target = tree / fp.path
     if fp.old_path is None:
       if target.exists():
         raise PatchError(f"patch {patch.name} creates {fp.path}, which "
                          "already exists in the upstream tree")
       results[target] = "".join(fp.hunks[0].new_lines) if fp.hunks else ""
+      touched.append(fp.path)
       continue
     source = tree / fp.old_path
     if not source.exists():
@@ -294,7 +369,11 @@ def apply(patch: Patch, tree: pathlib.Path) -> list[str]:
                        "does not exist in the upstream tree")
     with open(source, encoding="utf-8", newline="") as f:
       content = f.read().splitlines(keepends=True)
-    new_content = _apply_hunks(patch.name, fp, content)
+    offsets: list[int] = []
+    new_content = _apply_hunks(patch.name, fp, content, offsets)
+    moved = [f"{o:+d}" for o in offsets if o]
+    touched.append(fp.path + (f" (offsets {', '.join(moved)} lines)"
+                              if moved else ""))
     if fp.new_path is None:
       if new_content:
         raise PatchError(f"patch {patch.name} deletes {fp.old_path}, but the "
@@ -309,24 +388,46 @@ def apply(patch: Patch, tree: pathlib.Path) -> list[str]:
       path.parent.mkdir(parents=True, exist_ok=True)
       with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
-  return [fp.path for fp in patch.files]
+  return touched
 
 
-def _apply_hunks(name: str, fp: FilePatch, content: list[str]) -> list[str]:
+def _apply_hunks(name: str, fp: FilePatch, content: list[str],
+                 offsets: list[int] | None = None) -> list[str]:
   out = list(content)
-  offset = 0  # how far earlier hunks moved the lines of this file
+  shift = 0  # how far earlier hunks moved the lines of this file
+  lowest = 0  # a hunk applies after the previous one
   for n, hunk in enumerate(fp.hunks, 1):
     old = hunk.old_lines
     # With no old lines, old_start is the line after which to insert.
-    start = (hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1)
-    start += offset
-    found = out[start:start + len(old)]
-    if found != old:
+    stated = (hunk.old_start if hunk.old_len == 0 else hunk.old_start - 1)
+    expected = stated + shift
+    start = _find(out, old, expected, lowest)
+    if start is None:
+      found = out[expected:expected + len(old)]
       raise PatchError(_mismatch_message(name, fp, n, hunk, old, found,
-                                         start - offset + 1))
+                                         expected - shift + 1))
+    if offsets is not None:
+      offsets.append(start - expected)
     out[start:start + len(old)] = hunk.new_lines
-    offset += len(hunk.new_lines) - len(old)
+    shift += len(hunk.new_lines) - len(old) + (start - expected)
+    lowest = start + len(hunk.new_lines)
   return out
+
+
+def _find(lines: list[str], block: list[str], expected: int,
+          lowest: int) -> int | None:
+  """Where `block` occurs in `lines` at or after `lowest`, nearest `expected`."""
+  if not block:
+    return expected if lowest <= expected <= len(lines) else None
+  first = block[0]
+  best = None
+  for i in range(lowest, len(lines) - len(block) + 1):
+    if lines[i] == first and lines[i:i + len(block)] == block:
+      if best is None or abs(i - expected) < abs(best - expected):
+        best = i
+      elif i > expected:
+        break
+  return best
 
 
 def _mismatch_message(name: str, fp: FilePatch, n: int, hunk: Hunk,
@@ -344,8 +445,9 @@ def _mismatch_message(name: str, fp: FilePatch, n: int, hunk: Hunk,
       f"file differs at line {line + first_bad}.\n"
       f"  the patch expects:\n{show(expected[first_bad:first_bad + 3])}"
       f"  the file has:\n{show(found[first_bad:first_bad + 3])}"
-      "Patches apply exactly (no fuzz, no offsets): refresh the patch for "
-      "this release as docs/maintainers.md describes (\"Refreshing a patch\").")
+      "The hunk's lines are found nowhere else in the file either. Patches "
+      "apply exactly (no fuzz; offsets only): refresh the patch for this "
+      "release as docs/maintainers.md describes (\"Refreshing a patch\").")
 
 
 def latest_update(patches: list[Patch]) -> datetime.date:

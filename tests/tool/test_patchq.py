@@ -76,16 +76,26 @@ def test_context_mismatch_names_patch_file_and_hunk(tmp_path, tree):
   assert (tree / "pkg" / "mod.py").read_text() == drifted
 
 
-def test_no_offset_guessing(tmp_path, tree):
-  """A hunk whose context moved (an insertion above it) is refused."""
+def test_an_offset_applies_with_exact_context_and_is_reported(tmp_path,
+                                                               tree):
+  """A hunk whose lines moved (an insertion above it) applies, as with
+  `patch --fuzz=0`, `git apply` and quilt, and the offset is reported."""
   new = _edit(ORIGINAL, {20: "line twenty\n"})
   patch = _write(tmp_path, "0001-x.patch", patchutil.format_patch(
       "x", {"pkg/mod.py": (ORIGINAL, new)}))
-  # Same context, two lines further down: GNU patch would apply "with
-  # offset 2"; we must not.
   (tree / "pkg" / "mod.py").write_text("new 1\nnew 2\n" + ORIGINAL)
-  with pytest.raises(patchq.PatchError, match="does not apply"):
-    patchq.apply(patch, tree)
+  assert patchq.apply(patch, tree) == ["pkg/mod.py (offsets +2 lines)"]
+  assert (tree / "pkg" / "mod.py").read_text() == "new 1\nnew 2\n" + new
+
+
+def test_an_offset_takes_the_nearest_exact_match(tmp_path, tree):
+  """Where the hunk's lines occur twice, the one nearest its line wins."""
+  new = _edit(ORIGINAL, {20: "line twenty\n"})
+  patch = _write(tmp_path, "0001-x.patch", patchutil.format_patch(
+      "x", {"pkg/mod.py": (ORIGINAL, new)}))
+  (tree / "pkg" / "mod.py").write_text(ORIGINAL + ORIGINAL)
+  patchq.apply(patch, tree)
+  assert (tree / "pkg" / "mod.py").read_text() == new + ORIGINAL
 
 
 def test_no_fuzz(tmp_path, tree):
@@ -205,3 +215,15 @@ def test_folded_subject_is_joined(tmp_path):
   patch = _write(tmp_path, "0001-x.patch", text)
   assert patch.subject == (
       "version: keep __version_info__ numeric under a local version label")
+
+
+def test_asymmetric_context_is_flagged(tmp_path):
+  """GNU patch (quilt) anchors a lopsided hunk to the file's start or end."""
+  new = _edit(ORIGINAL, {20: "line twenty\n"})
+  text = patchutil.format_patch("x", {"pkg/mod.py": (ORIGINAL, new)})
+  assert not _write(tmp_path, "0001-x.patch", text).asymmetric_hunks()
+  # Drop the first context line and fix the header: 2 before, 3 after.
+  lopsided = text.replace("@@ -17,7 +17,7 @@\n line 17\n", "@@ -18,6 +18,6 @@\n")
+  assert lopsided != text
+  problems = _write(tmp_path, "0002-y.patch", lopsided).asymmetric_hunks()
+  assert problems == ["pkg/mod.py @@ -18,6 +18,6 @@ (context 2 before, 3 after)"]

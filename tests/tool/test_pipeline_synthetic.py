@@ -194,22 +194,33 @@ def _add_release(synthetic, version: str, config: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_rebase_writes_a_variant_where_the_context_moved(synthetic):
+def test_an_offset_needs_no_variant(synthetic):
   _add_release(synthetic, "9.9.8", "new 1\nnew 2\n" + CONFIG)
-  assert synthetic["fork"]("check").returncode == 1  # no offset guessing
+  proc = synthetic["fork"]("check")
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  assert proc.returncode == 0, proc.stderr
+  assert "the queue applies exactly" in proc.stdout
+  assert not (synthetic["project"] / "patches" / "variants").exists()
+
+
+def test_rebase_writes_a_variant_where_the_context_changed(synthetic):
+  _add_release(synthetic, "9.9.8", CONFIG.replace(
+      "line 18\n", "line 18, changed upstream\n"))
+  assert synthetic["fork"]("check").returncode == 1  # no fuzz
   proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
   assert proc.returncode == 0, proc.stderr
   assert "1 patch(es) refreshed for jax 9.9.8" in proc.stdout
   variant = (synthetic["project"] / "patches" / "variants" / "9.9.8" /
              "0001-config-add-option.patch")
   text = variant.read_text()
-  assert "@@ -20,6 +20,7 @@" in text or "@@ -19," in text
+  assert " line 18, changed upstream\n" in text
   assert "Bug: https://github.com/jax-ml/jax/issues/11753" in text
   proc = synthetic["fork"]("check")
   assert proc.returncode == 0, proc.stdout + proc.stderr
   out = synthetic["tmp"] / "tree"
   assert synthetic["fork"]("apply", "9.9.8", "--out", str(out)).returncode == 0
-  assert "new 2\n" in (out / "jax/_src/config.py").read_text()
+  assert "changed upstream" in (out / "jax/_src/config.py").read_text()
   assert "slow_vmap = False\n" in (out / "jax/_src/config.py").read_text()
 
 
