@@ -39,8 +39,15 @@ from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
 
-_IMPORT_RE = re.compile(
-    r"from jax\.experimental\.jax2tf import (call_tf_\w+)")
+# How code names an overlay module: `from jax.experimental.jax2tf import
+# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib import vmap`, or an
+# attribute of the package, `call_tf_lib.vmap.batch(...)` (its submodules load
+# on first use).
+_REFERENCE_RES = (
+    re.compile(r"from jax\.experimental\.jax2tf import (call_tf_\w+)"),
+    re.compile(r"from jax\.experimental\.jax2tf\.(call_tf_\w+) import (\w+)"),
+    re.compile(r"\b(call_tf_lib)\.([a-z_]\w*)\b"),
+)
 _STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
 UPSTREAM_TESTS_DIR = "jax/experimental/jax2tf/tests"
 
@@ -67,23 +74,45 @@ def _git(cwd: pathlib.Path, *args: str) -> str:
 
 
 def _overlay_modules(project: tree_lib.Project) -> dict[str, pathlib.Path]:
-  """Overlay modules by the name other code imports them with."""
-  return {p.stem: p for p in
-          (project.overlay / rel for rel in tree_lib.overlay_files(project))
-          if p.suffix == ".py"}
+  """Overlay modules by dotted name within jax.experimental.jax2tf.
+
+  `call_tf_lib/__init__.py` is `call_tf_lib`, `call_tf_lib/vmap.py` is
+  `call_tf_lib.vmap`.
+  """
+  modules = {}
+  for rel in tree_lib.overlay_files(project):
+    if rel.suffix != ".py":
+      continue
+    parts = list(rel.with_suffix("").parts)
+    if parts[:2] == ["experimental", "jax2tf"]:
+      parts = parts[2:]
+    if parts[-1] == "__init__":
+      parts = parts[:-1]
+    modules[".".join(parts)] = project.overlay / rel
+  return modules
+
+
+def _references(text: str) -> list[str]:
+  """The overlay modules `text` names, packages before their modules."""
+  found = []
+  for regex in _REFERENCE_RES:
+    for m in regex.finditer(text):
+      names = [g for g in m.groups() if g]
+      found += [".".join(names[:i + 1]) for i in range(len(names))]
+  return found
 
 
 def _needed(text: str, modules: dict[str, pathlib.Path],
             have: set[str]) -> list[str]:
-  """Overlay modules `text` imports, with their own imports, not in `have`."""
+  """Overlay modules `text` uses, with the modules they use, not in `have`."""
   needed: list[str] = []
-  todo = [m for m in _IMPORT_RE.findall(text) if m in modules]
+  todo = [m for m in _references(text) if m in modules]
   while todo:
     name = todo.pop(0)
     if name in have or name in needed:
       continue
     needed.append(name)
-    todo += [m for m in _IMPORT_RE.findall(modules[name].read_text())
+    todo += [m for m in _references(modules[name].read_text())
              if m in modules]
   return needed
 
@@ -98,9 +127,51 @@ def pull_request_text(patch: patchq.Patch, added: list[str]) -> str:
           "Files:\n" + "".join(f"- `{f}`\n" for f in files))
 
 
+def upstream_tests_source(folder: pathlib.Path, version: str) -> pathlib.Path:
+  """Upstream's tests at release `version` in `folder`: a tarball or a tree.
+
+  `folder` holds `jax-v<version>.tar.gz` (a `git archive` of upstream's
+  repository at the tag, one top-level directory) or `jax-v<version>/`, laid
+  out like upstream's repository.
+  """
+  for candidate in (folder / f"jax-v{version}.tar.gz",
+                    folder / f"jax-v{version}"):
+    if candidate.exists():
+      return candidate
+  raise ForkError(f"{folder} has no upstream tests for jax {version} "
+                  f"(jax-v{version}.tar.gz or jax-v{version}/)")
+
+
+def lay_upstream_tests(source: pathlib.Path, dest: pathlib.Path) -> None:
+  """Copies upstream's test files from `source` into the tree `dest`."""
+  if source.is_dir():
+    for f in source.rglob("*"):
+      if f.is_file():
+        target = dest / f.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+    return
+  with tarfile.open(source) as tar:
+    for member in tar.getmembers():
+      parts = pathlib.PurePosixPath(member.name).parts[1:]
+      if member.isfile() and parts:
+        member.name = "/".join(parts)
+        tar.extract(member, dest, filter="data")
+
+
 def stage(project: tree_lib.Project, release: Release,
-          out: pathlib.Path) -> pathlib.Path:
+          out: pathlib.Path,
+          upstream_tests: pathlib.Path | None = None) -> pathlib.Path:
   """Writes the staging repository for ``release`` at ``out``.
+
+  Args:
+    project: the fork's repository.
+    release: the upstream release to stage on.
+    out: the directory to create.
+    upstream_tests: a folder of upstream's tests by tag (see
+      :func:`upstream_tests_source`); needed when a patch changes upstream's
+      tests, which the sdist lacks. The base commit is then the sdist with
+      those tests, as in upstream's repository.
 
   Returns:
     ``out``, holding the git repository (branch ``call-tf-vmap``) and
@@ -111,6 +182,17 @@ def stage(project: tree_lib.Project, release: Release,
     raise ForkError(f"{out} already exists; remove it first")
   sdist = fetch.fetch(release)
   queue = patchq.load_queue(project.patches, release.version)
+  changing_tests = [p.name for p in queue
+                    if any(patchq.is_test_path(fp.path) for fp in p.files)]
+  tests_source = None
+  if changing_tests:
+    if upstream_tests is None:
+      raise ForkError(
+          f"{', '.join(changing_tests)} change upstream's tests, which jax's "
+          "sdist does not carry: pass --upstream-tests DIR, a folder with "
+          f"upstream's tests at jax-v{release.version} (a tarball or a "
+          "checkout; see ../shared/upstream-tests)")
+    tests_source = upstream_tests_source(upstream_tests, release.version)
   modules = _overlay_modules(project)
   tests = staged_tests(project)
   unknown = sorted(set(tests) - {p.name for p in queue})
@@ -125,10 +207,15 @@ def stage(project: tree_lib.Project, release: Release,
       tar.extractall(staged, filter="data")
     repo = staged / "repo"
     os.rename(staged / f"jax-{release.version}", repo)
+    if tests_source is not None:
+      lay_upstream_tests(tests_source, repo)
     _git(repo, "init", "-q", "-b", "call-tf-vmap")
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
-         "commit", "-q", "-m", f"jax {release.version} (upstream sdist)")
+         "commit", "-q", "-m",
+         f"jax {release.version} (upstream sdist"
+         + (f", and tests from {tests_source.name})" if tests_source
+            else ")"))
     prs = staged / "pull-requests"
     prs.mkdir()
     have: set[str] = set()
@@ -141,6 +228,7 @@ def stage(project: tree_lib.Project, release: Release,
       for name in _needed(added_lines, modules, have):
         rel = modules[name].relative_to(project.overlay)
         dest = repo / "jax" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(modules[name], dest)
         _git(repo, "add", str(dest.relative_to(repo)))
         added.append(f"jax/{rel.as_posix()}")

@@ -212,5 +212,6 @@ def touched_files(project: Project, release: Release) -> set[str]:
   files = {"jax/version.py"}
   files.update(f"jax/{rel.as_posix()}" for rel in overlay_files(project))
   for patch in patchq.load_queue(project.patches, release.version):
-    files.update(fp.path for fp in patch.files)
+    files.update(fp.path for fp in patch.files
+                 if not patchq.is_test_path(fp.path))
   return files

@@ -26,7 +26,8 @@ import textwrap
 
 import jax
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf import call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -180,7 +181,7 @@ def test_graph_mode_vmap_of_call_tf():
 @pytest.mark.parametrize("version", ["2.15.1", "2.13.0", "1.15.5"])
 def test_old_tensorflow_is_refused_with_the_versions(version):
   call_tf_compile.check_tensorflow_version.cache_clear()
-  with pytest.raises(call_tf_compile.CallTfTensorFlowVersionError) as e:
+  with pytest.raises(call_tf_errors.CallTfTensorFlowVersionError) as e:
     call_tf_compile.check_tensorflow_version(version)
   msg = str(e.value)
   assert f"TensorFlow {version} is installed" in msg

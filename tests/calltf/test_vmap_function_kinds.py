@@ -25,7 +25,7 @@ import jax
 from jax import lax
 from jax._src import config
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf import call_tf_batching
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -91,7 +91,7 @@ def test_data_dependent_control_flow(kind):
   check_eager_and_jit(jax.vmap(call_tf(f_tf, vmap_method="sequential")),
                       jax.vmap(f_jnp), x)
   # Under jit, the vectorized form does not compile: a clear error...
-  with pytest.raises(call_tf_batching.CallTfVectorizationError) as e:
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
     jax.jit(jax.vmap(call_tf(f_tf)))(x)
   assert "XLA cannot compile" in str(e.value)
   assert "vmap_method='sequential'" in str(e.value)
@@ -167,7 +167,7 @@ ROUND_TRIP = jax2tf.convert(jnp.sin)
 def test_round_trip_fails_clearly_by_default():
   for jit in (False, True):
     f = jax.vmap(call_tf(ROUND_TRIP))
-    with pytest.raises(call_tf_batching.CallTfVectorizationError) as e:
+    with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
       (jax.jit(f) if jit else f)(X)
     assert e.value.op_type == "XlaCallModule"
     msg = str(e.value)
@@ -179,7 +179,7 @@ def test_round_trip_fails_clearly_by_default():
 
 
 def test_round_trip_jacrev_fails_clearly_by_default():
-  with pytest.raises(call_tf_batching.CallTfVectorizationError,
+  with pytest.raises(call_tf_errors.CallTfVectorizationError,
                      match="jax_call_tf_slow_vmap"):
     jax.jacrev(call_tf(ROUND_TRIP))(X[0])
 
@@ -199,7 +199,7 @@ def test_round_trip_with_the_option():
 
 def test_vectorized_never_falls_back():
   with config.call_tf_slow_vmap(True):
-    with pytest.raises(call_tf_batching.CallTfVectorizationError,
+    with pytest.raises(call_tf_errors.CallTfVectorizationError,
                        match="never falls back"):
       jax.vmap(call_tf(ROUND_TRIP, vmap_method="vectorized"))(X)
 
@@ -217,7 +217,7 @@ def test_polymorphic_round_trip_with_expand_dims():
 ])
 def test_python_ops_name_the_op_and_map_eagerly(fn, op):
   shape = jax.ShapeDtypeStruct((4, 3), np.float32)
-  with pytest.raises(call_tf_batching.CallTfVectorizationError) as e:
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
     jax.vmap(call_tf(fn, output_shape_dtype=shape))(X)
   assert e.value.op_type == op
   # Eager sequential needs no XLA, so even these map.
@@ -228,7 +228,7 @@ def test_python_ops_name_the_op_and_map_eagerly(fn, op):
 def test_loop_invariant_error_names_the_op():
   def fn(x):  # a shape computed from the batched values
     return tf.reshape(x, tf.shape(x) * tf.cast(x[0, 0] > -100, tf.int32))
-  with pytest.raises(call_tf_batching.CallTfVectorizationError) as e:
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
     jax.vmap(call_tf(fn, output_shape_dtype=jax.ShapeDtypeStruct(
         (4, 3), np.float32)))(X)
   assert e.value.op_type == "Reshape"
@@ -247,7 +247,7 @@ def test_eager_vmap_needs_no_xla(method):
 
 def test_affine_shape_fit_refuses_a_threshold():
   """max(b, 20) looks constant at small sizes; the large check sees it."""
-  from jax.experimental.jax2tf import call_tf_shapes  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib import shapes as call_tf_shapes  # pylint: disable=g-import-not-at-top
   aval = jax.core.ShapedArray(jax.export.symbolic_shape("b, 4"), np.float32)
   with pytest.raises(ValueError, match="not an affine function"):
     call_tf_shapes.fit_symbolic_output_shapes(

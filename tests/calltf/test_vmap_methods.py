@@ -23,7 +23,7 @@ import textwrap
 import jax
 from jax._src import config
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf import call_tf_batching
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -101,7 +101,7 @@ def test_the_method_reaches_the_vjp_call():
   assert shapes == [(4, 3)] * 5
   # With "vectorized" the round trip's VJP is vectorized too and fails.
   g = call_tf(ROUND_TRIP, vmap_method="vectorized")
-  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+  with pytest.raises(call_tf_errors.CallTfVectorizationError):
     jax.jacrev(g)(X[0])
   assert_close(jax.jacrev(call_tf(ROUND_TRIP, vmap_method="sequential"))(
       X[0]), jax.jacrev(jnp.sin)(X[0]))
@@ -181,7 +181,7 @@ def test_option_by_config_update():
     check_eager_and_jit(f, jax.vmap(jnp.sin), X)
   finally:
     jax.config.update("jax_call_tf_slow_vmap", False)
-  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+  with pytest.raises(call_tf_errors.CallTfVectorizationError):
     f(X)
 
 
@@ -189,7 +189,7 @@ def test_cached_jit_retraces_when_the_option_changes():
   jitted = jax.jit(jax.vmap(call_tf(ROUND_TRIP)))
   with config.call_tf_slow_vmap(True):
     assert_close(jitted(X), np.sin(X))
-  with pytest.raises(call_tf_batching.CallTfVectorizationError):
+  with pytest.raises(call_tf_errors.CallTfVectorizationError):
     jitted(X)  # the trace made under the option is not reused
   with config.call_tf_slow_vmap(True):
     assert_close(jitted(X), np.sin(X))
@@ -293,16 +293,17 @@ def test_concurrent_traces_leave_tensorflow_as_they_found_it():
 
 
 def test_jax_clear_caches_clears_the_rules_caches():
-  from jax.experimental.jax2tf import call_tf_compile  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib import vmap_tf  # pylint: disable=g-import-not-at-top
 
   @tf.function(autograph=False)
   def g(x):
     return tf.sin(x)
 
   jax.jit(jax.vmap(call_tf(g)))(X)
-  caches = [call_tf_batching._BATCHED_CACHE,  # pylint: disable=protected-access
-            call_tf_batching._CONVERSION_ERRORS,  # pylint: disable=protected-access
-            call_tf_compile._HLO_CACHE]  # pylint: disable=protected-access
-  assert all(c.cache_keys() for c in caches)
+  caches = [vmap_tf._batched_tf_functions,  # pylint: disable=protected-access
+            vmap_tf._xla_conversion_error,  # pylint: disable=protected-access
+            call_tf_compile._compile_eager_cached]  # pylint: disable=protected-access
+  assert all(c.cache_info().currsize for c in caches)
   jax.clear_caches()
-  assert not any(c.cache_keys() for c in caches)
+  assert not any(c.cache_info().currsize for c in caches)

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -35,18 +37,42 @@ def _git(repo, *args):
 
 
 @pytest.fixture(scope="module")
-def staged(root, release, tmp_path_factory):
+def upstream_tests():
+  """Upstream's tests by tag, as the test command was given them."""
+  folder = os.environ.get("JAX_FORK_UPSTREAM_TESTS")
+  if not folder:
+    pytest.skip("stage needs upstream's tests (some patches change them): "
+                "run the suite with --upstream-tests")
+  return pathlib.Path(folder)
+
+
+@pytest.fixture(scope="module")
+def staged(root, release, upstream_tests, tmp_path_factory):
   out = tmp_path_factory.mktemp("stage") / "out"
   subprocess.run([sys.executable, str(root / "build" / "fork.py"), "-q",
-                  "stage", release.version, "--out", str(out)], check=True)
+                  "stage", release.version, "--out", str(out),
+                  "--upstream-tests", str(upstream_tests)], check=True)
   return out
+
+
+def test_stage_without_upstream_tests_says_what_to_pass(root, release,
+                                                        tmp_path):
+  proc = subprocess.run([sys.executable, str(root / "build" / "fork.py"),
+                         "stage", release.version, "--out",
+                         str(tmp_path / "out")],
+                        capture_output=True, text=True)
+  assert proc.returncode == 2
+  assert "change upstream's tests" in proc.stderr
+  assert "--upstream-tests" in proc.stderr
+  assert not (tmp_path / "out").exists()
 
 
 def test_one_commit_per_patch_in_series_order(root, release, staged):
   queue = patchq.load_queue(root / "patches", release.version)
   subjects = _git(staged / "repo", "log", "--reverse",
                   "--format=%s").splitlines()
-  assert subjects == [f"jax {release.version} (upstream sdist)",
+  assert subjects == [f"jax {release.version} (upstream sdist, and tests "
+                      f"from jax-v{release.version}.tar.gz)",
                       *(p.subject for p in queue)]
   descriptions = sorted(p.name for p in (staged / "pull-requests").iterdir())
   assert descriptions == sorted(p.name.removesuffix(".patch") + ".md"
@@ -63,10 +89,17 @@ def test_every_commit_has_the_overlay_modules_it_imports(staged):
       if not path.startswith("jax/experimental/jax2tf/call_tf"):
         continue
       text = _git(staged / "repo", "show", f"{commit}:{path}")
-      for module in re.findall(
-          r"from jax\.experimental\.jax2tf import (call_tf_\w+)", text):
-        assert f"jax/experimental/jax2tf/{module}.py" in files, (
-            commit, path, module)
+      names = re.findall(
+          r"from jax\.experimental\.jax2tf import (call_tf_\w+)", text)
+      names += [f"call_tf_lib/{m}" for m in re.findall(
+          r"from jax\.experimental\.jax2tf\.call_tf_lib import (\w+)", text)]
+      # call_tf.py reaches the package's modules as call_tf_lib.<module>.
+      names += [f"call_tf_lib/{m}" for m in re.findall(
+          r"\bcall_tf_lib\.([a-z_]\w*)\.", text)]
+      for module in names:
+        assert (f"jax/experimental/jax2tf/{module}.py" in files
+                or f"jax/experimental/jax2tf/{module}/__init__.py" in files), (
+                    commit, path, module)
 
 
 def test_the_branch_ends_at_the_patched_tree(root, release, staged,
@@ -88,7 +121,7 @@ def test_pull_request_descriptions_come_from_dep3(root, release, staged):
   assert text.startswith(f"# {patch.subject}\n")
   assert patch.headers["Description"].split("\n")[0] in text
   assert patchq.BUG_URL in text
-  assert "`jax/experimental/jax2tf/call_tf_batching.py`" in text
+  assert "`jax/experimental/jax2tf/call_tf_lib/vmap.py`" in text
 
 
 def test_stage_refuses_an_existing_directory(root, release, staged):

@@ -32,7 +32,8 @@ import numpy as np
 try:
   import tensorflow as tf
   from jax.experimental import jax2tf
-  from jax.experimental.jax2tf import call_tf_compile
+  from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
+  from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 except ImportError:
   tf = None
 
@@ -64,7 +65,7 @@ class CallTfModesTest(jtu.JaxTestCase):
       f = lambda x: jnp.sin(jax2tf.call_tf(lambda t: t * v)(x))
       with tf.compat.v1.Session() as sess:
         with self.assertRaisesRegex(
-            call_tf_compile.CallTfUninitializedVariablesError,
+            call_tf_errors.CallTfUninitializedVariablesError,
             "global_variables_initializer"):
           jax2tf.convert(f)(x_ph)
         sess.run(tf.compat.v1.global_variables_initializer())
@@ -80,9 +81,17 @@ class CallTfModesTest(jtu.JaxTestCase):
     f = jax2tf.call_tf(restored.f)
     x = np.ones((3, 4), np.float32)
     self.assertAllClose(jax.jit(f)(x), np.concatenate([x @ w, x @ w]))
-    out = jax.eval_shape(f, jax.ShapeDtypeStruct(
-        export.symbolic_shape("b, 4"), np.float32))
+    # Symbolic output shapes are inferred where the call can run at a
+    # symbolic batch: with call_tf_graph, under jax2tf.convert.
+    out = jax.eval_shape(
+        jax2tf.call_tf(restored.f, call_tf_graph=True),
+        jax.ShapeDtypeStruct(export.symbolic_shape("b, 4"), np.float32))
     self.assertEqual(str(out.shape), "(2*b, 3)")
+    with self.assertRaisesRegex(
+        ValueError,
+        "call_tf cannot call functions whose output has dynamic shape"):
+      jax.eval_shape(f, jax.ShapeDtypeStruct(
+          export.symbolic_shape("b, 4"), np.float32))
 
   def test_restored_jax2tf_function_exports_with_a_symbolic_batch(self):
     w = np.arange(16, dtype=np.float32).reshape(4, 4) / 10.
@@ -104,7 +113,7 @@ class CallTfModesTest(jtu.JaxTestCase):
 
   def test_old_tensorflow_is_refused(self):
     call_tf_compile.check_tensorflow_version.cache_clear()
-    with self.assertRaisesRegex(call_tf_compile.CallTfTensorFlowVersionError,
+    with self.assertRaisesRegex(call_tf_errors.CallTfTensorFlowVersionError,
                                 "TensorFlow 2.15.1 is installed"):
       call_tf_compile.check_tensorflow_version("2.15.1")
 

@@ -34,7 +34,7 @@ import numpy as np
 try:
   import tensorflow as tf
   from jax.experimental import jax2tf
-  from jax.experimental.jax2tf import call_tf_batching
+  from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 except ImportError:
   tf = None
 
@@ -119,7 +119,7 @@ class CallTfVmapTest(jtu.JaxTestCase):
   def test_not_vectorizable_error_and_slow_path(self):
     round_trip = jax2tf.call_tf(jax2tf.convert(jnp.sin))
     x = self.rng.randn(3, 4).astype(np.float32)
-    with self.assertRaisesRegex(call_tf_batching.CallTfVectorizationError,
+    with self.assertRaisesRegex(call_tf_errors.CallTfVectorizationError,
                                 "cannot vectorize op 'XlaCallModule'.*"
                                 "vmap_method='sequential'.*"
                                 "jax_call_tf_slow_vmap"):
@@ -135,7 +135,7 @@ class CallTfVmapTest(jtu.JaxTestCase):
     x = self.rng.randn(3, 4).astype(np.float32)
     with config.call_tf_slow_vmap(True):
       f(x)
-    with self.assertRaises(call_tf_batching.CallTfVectorizationError):
+    with self.assertRaises(call_tf_errors.CallTfVectorizationError):
       f(x)
 
   def test_ordered_needs_sequential(self):

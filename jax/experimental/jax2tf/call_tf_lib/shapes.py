@@ -29,17 +29,22 @@ See https://github.com/jax-ml/jax/issues/11753.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import functools
+import logging
 from typing import Any, cast
 
 import jax
 from jax._src import core
 from jax._src.interpreters import mlir
-from jax._src.lib import _jax
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import func as func_dialect
-from jax.experimental.jax2tf import call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 Shape = tuple[Any, ...]
 
@@ -76,15 +81,12 @@ def hlo_result_shapes(hlo: bytes) -> tuple[tuple[int, ...], ...]:
     The shapes of the results of its ``main``.
   """
   with mlir.make_ir_context():
-    module = ir.Module.parse(_jax.mlir.hlo_to_stablehlo(hlo))
+    module = ir.Module.parse(compat.mlir_extension().hlo_to_stablehlo(hlo))
     return static_result_shapes(
         cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"]))
 
 
-_STATIC_SHAPES = call_tf_compile.LruCache("call_tf: compiled output shapes",
-                                          256)
-
-
+@functools.lru_cache(maxsize=256)
 def static_output_shapes(function_flat_tf: Any,
                          specs: tuple[tf.TensorSpec, ...]
                          ) -> tuple[tuple[int, ...], ...]:
@@ -97,18 +99,11 @@ def static_output_shapes(function_flat_tf: Any,
   Returns:
     The shapes of its results, as XLA compiles them (cached).
   """
-  key = (function_flat_tf, specs)
-  shapes = _STATIC_SHAPES.get(key)
-  if shapes is None:
-    with jax2tf_internal.inside_call_tf():
-      concrete_fn = function_flat_tf.get_concrete_function(*specs)
-      hlo, _ = call_tf_compile.compile_to_hlo(
-          function_flat_tf, concrete_fn, specs,
-          call_tf_compile.default_tf_platform(),
-          call_tf_compile.captured_objects(concrete_fn))
-    shapes = hlo_result_shapes(hlo)
-    _STATIC_SHAPES.put(key, shapes)
-  return shapes
+  return hlo_result_shapes(compile_lib.compile_to_hlo(
+      function_flat_tf, specs, compile_lib.default_tf_platform()))
+
+
+compat.register_cache(static_output_shapes, "call_tf: compiled output shapes")
 
 
 def fit_symbolic_output_shapes(
@@ -185,7 +180,8 @@ def fit_symbolic_output_shapes(
 def infer_output_avals(function_flat_tf: Any,
                        args_flat_avals: Sequence[core.ShapedArray],
                        args_flat_sig_tf: Sequence[tf.TensorSpec],
-                       concrete_fn: Any) -> tuple[core.ShapedArray, ...]:
+                       concrete_fn: Any, call_tf_graph: bool
+                       ) -> tuple[core.ShapedArray, ...] | None:
   """Output avals of a TF function whose inferred shapes are not static.
 
   Args:
@@ -194,14 +190,43 @@ def infer_output_avals(function_flat_tf: Any,
     args_flat_sig_tf: the argument ``tf.TensorSpec``s.
     concrete_fn: the concrete function for ``args_flat_sig_tf``; its dtypes
       and the dimensions TF does know are kept.
+    call_tf_graph: the ``call_tf`` argument. Symbolic output shapes are
+      inferred only with it: without it, a call with symbolic input shapes
+      could not be compiled anyway (XLA needs static shapes), and upstream's
+      error says what to do.
 
   Returns:
-    The output avals.
-
-  Raises:
-    ValueError: the shapes cannot be inferred (they depend on data, or the
-      function does not compile).
+    The output avals, or None if TensorFlow's own output shapes are static
+    (call_tf uses those), if the input shapes are symbolic without
+    ``call_tf_graph``, or if compiling does not give static shapes (they
+    depend on data): call_tf then asks for ``output_shape_dtype``, and the
+    reason is logged.
   """
+  if all(s.rank is not None and all(d is not None for d in s)
+         for s in concrete_fn.output_shapes):
+    return None
+  if not call_tf_graph and not all(core.is_constant_shape(a.shape)
+                                   for a in args_flat_avals):
+    return None
+  try:
+    return _inferred_output_avals(function_flat_tf, args_flat_avals,
+                                  args_flat_sig_tf, concrete_fn)
+  except (errors.CallTfUninitializedVariablesError,
+          errors.CallTfTensorFlowVersionError,
+          errors.CallTfStatefulFunctionError):
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    logger.warning(
+        "call_tf: TensorFlow reports output shapes %s, and compiling the "
+        "function for the argument shapes did not give static shapes "
+        "either: %s", concrete_fn.output_shapes, errors.first_line(e))
+    return None
+
+
+def _inferred_output_avals(function_flat_tf: Any,
+                           args_flat_avals: Sequence[core.ShapedArray],
+                           args_flat_sig_tf: Sequence[tf.TensorSpec],
+                           concrete_fn: Any) -> tuple[core.ShapedArray, ...]:
   out_dtypes = [jax2tf_internal._to_jax_dtype(dt)  # pylint: disable=protected-access
                 for dt in concrete_fn.output_dtypes]
   in_dtypes = [s.dtype for s in args_flat_sig_tf]

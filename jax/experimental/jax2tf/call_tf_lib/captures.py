@@ -1,0 +1,182 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The values of the variables and tensors a TF function captures.
+
+``call_tf`` passes them to the compiled function as operands. In TF2 eager
+mode, and while a ``tf.function`` is traced (``tf.init_scope`` lifts out of
+it), they are read directly. In TF1 graph mode (``tf.compat.v1``, a
+``Session``) only the session that owns them can read them:
+:func:`read_captured_values` uses the default session, or else the only open
+session on their graph, and never runs initializers, which would replace
+restored or assigned weights with their initial values.
+
+See https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import gc
+from typing import Any
+import weakref
+
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
+import numpy as np
+import tensorflow as tf
+
+
+def captured_objects(concrete_fn: Any) -> list[Any]:
+  """The inputs a concrete function captures, as objects one can read.
+
+  Args:
+    concrete_fn: a ``tf.types.experimental.ConcreteFunction``.
+
+  Returns:
+    For each of its captured inputs, in order: the ``tf.Variable`` whose
+    handle it is, or the captured tensor itself.
+
+  Raises:
+    ValueError: a captured resource belongs to no variable of the function.
+  """
+  res = []
+  for inp in concrete_fn.captured_inputs:
+    if inp.dtype == tf.resource:  # A variable: look it up by its handle.
+      found = [v for v in concrete_fn.variables if inp is v.handle]
+      if len(found) != 1:
+        raise ValueError(
+            f"call_tf: cannot find the variable of the captured resource "
+            f"{inp} (found {len(found)}).")
+      res.append(found[0])
+    else:
+      res.append(inp)
+  return res
+
+
+def executing_eagerly_outside_functions() -> bool:
+  """Whether the program is in TF2 eager mode (not in a TF1 graph)."""
+  with tf.init_scope():
+    return tf.executing_eagerly()
+
+
+def _find_session(graph: tf.Graph) -> tuple[Any, int]:
+  """The open ``tf.compat.v1.Session`` on ``graph`` that holds its state.
+
+  The default session if it is on ``graph``, else the only open session on
+  ``graph``. Never a new session: it would see uninitialized variables.
+
+  Returns:
+    The session or None, and how many open sessions are on ``graph`` (when
+    there is no default session on it).
+  """
+  sess = tf.compat.v1.get_default_session()
+  if sess is not None and sess.graph is graph and compat.session_is_open(sess):
+    return sess, 1
+  # No default session on the graph: look for the one open session. TF keeps
+  # no registry of sessions, so this scans the heap, once per lowering that
+  # needs it.
+  candidates = [o for o in gc.get_objects()
+                if isinstance(o, tf.compat.v1.Session) and o.graph is graph
+                and compat.session_is_open(o)]
+  return (candidates[0] if len(candidates) == 1 else None), len(candidates)
+
+
+# Per session, the values last read for each variable or tensor of its graph:
+# a VJP lowered inside tf.gradients (graph locked) uses the forward's values.
+_SNAPSHOTS: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _snapshot_key(v: Any) -> str:
+  return v.handle.name if isinstance(v, tf.Variable) else v.name
+
+
+def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
+  graphs = {id(v.graph): v.graph for v in values}
+  names = [getattr(v, "name", str(v)) for v in values]
+  if len(graphs) != 1:
+    raise ValueError(f"call_tf: the captured variables and tensors {names} "
+                     "belong to different graphs; use one graph.")
+  graph, = graphs.values()
+  sess, open_sessions = _find_session(graph)
+  if sess is None:
+    found = (f"{open_sessions} open sessions are on their graph and none is "
+             "the default session" if open_sessions
+             else "no open session on their graph was found")
+    raise ValueError(
+        f"call_tf needs the values of the TF1 variables or tensors {names} "
+        "that the TensorFlow function captures, and in graph mode only the "
+        f"tf.compat.v1.Session holding them can read them, but {found}. "
+        "Convert or lower the JAX function inside `with sess.as_default():` "
+        "(or `with tf.compat.v1.Session(graph=g) as sess:`) for the session "
+        "where the variables are initialized or restored.")
+  keys = [_snapshot_key(v) for v in values]
+  if compat.graph_locked_for_mutation(graph):
+    snapshot = _SNAPSHOTS.get(sess, {})
+    missing = [n for n, k in zip(names, keys) if k not in snapshot]
+    if missing:
+      raise ValueError(
+          f"call_tf cannot read the TF1 variables or tensors {missing} while "
+          "their graph is locked for mutation (inside tf.gradients), and no "
+          "earlier lowering read them. Convert the forward function before "
+          "taking its gradient.")
+    return [snapshot[k] for k in keys]
+  try:
+    # Variables are fetched through their own graph elements: reading them
+    # adds no ops to the user's graph.
+    res = [np.asarray(r) for r in sess.run(list(values))]
+  except tf.errors.FailedPreconditionError:
+    variables = [v for v in values if isinstance(v, tf.Variable)]
+    with graph.as_default():
+      ops = {n.decode() for n in sess.run(
+          tf.compat.v1.report_uninitialized_variables(variables))}
+    uninitialized = [v.name for v in variables if v.op.name in ops]
+    if not uninitialized:
+      raise
+    raise errors.CallTfUninitializedVariablesError(
+        f"call_tf needs the values of the TF1 variables {uninitialized}, "
+        "which are not initialized in their session. Run "
+        "`sess.run(tf.compat.v1.global_variables_initializer())`, or restore "
+        "them (`tf.compat.v1.train.Saver().restore(sess, path)`), before "
+        "converting or lowering the JAX function. call_tf does not run "
+        "initializers itself: that would replace restored or assigned "
+        "values with initial ones.") from None
+  _SNAPSHOTS.setdefault(sess, {}).update(zip(keys, res))
+  return res
+
+
+def read_captured_values(captured: Sequence[Any]) -> list[np.ndarray]:
+  """Reads the current values of the variables and tensors a function captures.
+
+  Works in TF2 eager mode, while a ``tf.function`` is traced (it lifts out
+  with ``tf.init_scope``), and in TF1 graph mode, through the session that
+  owns the graph.
+
+  Args:
+    captured: ``tf.Variable``s and tensors, as :func:`captured_objects`
+      returns them.
+
+  Returns:
+    Their values as NumPy arrays, in order.
+
+  Raises:
+    CallTfUninitializedVariablesError: a TF1 variable is not initialized.
+    ValueError: in TF1 graph mode, no open session holds the values.
+  """
+  if not captured:
+    return []
+  with tf.init_scope():
+    if tf.executing_eagerly():
+      return [np.asarray(v) for v in captured]
+  return _read_in_graph_mode(captured)

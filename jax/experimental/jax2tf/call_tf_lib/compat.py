@@ -1,0 +1,359 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Every JAX and TensorFlow internal ``call_tf_lib`` uses that moves.
+
+The rest of the package calls these functions instead of the internals, so
+that what differs between JAX releases (0.4.38 to 0.12) and TensorFlow
+releases lives here, found by feature detection, never by version numbers.
+:func:`check` verifies that each internal is still there, with the shape this
+module expects; the test suite runs it against every supported release, so a
+rename upstream fails a test instead of a user's program.
+
+Where an internal is missing at run time and guessing could hang or mislead
+(a deadlock on TF's graph lock, a gradient silently lost), the functions here
+raise :class:`InternalsChangedError`, which says what changed and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import inspect
+from typing import Any
+
+from jax import tree_util
+from jax._src import core
+from jax._src import util
+from jax._src.interpreters import batching
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+
+
+class InternalsChangedError(RuntimeError):
+  """A JAX or TensorFlow internal that call_tf relies on has changed."""
+
+
+def _changed(what: str, consequence: str) -> InternalsChangedError:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import jax  # pylint: disable=g-import-not-at-top
+  return InternalsChangedError(
+      f"call_tf relies on {what}, which this installation (jax "
+      f"{jax.__version__}, TensorFlow {tf.__version__}) does not have in the "
+      f"form call_tf expects; {consequence}. Use the TensorFlow release this "
+      "jax was verified with (the `tensorflow` extra of the jax package), and "
+      "report this at https://github.com/jax-ml/jax/issues/11753.")
+
+
+# ---------------------------------------------------------------------------
+# JAX internals.
+# ---------------------------------------------------------------------------
+
+def typeof(x: Any) -> core.AbstractValue:
+  """The abstract value of ``x`` (``core.typeof``; ``core.get_aval`` before)."""
+  fn = getattr(core, "typeof", None) or core.get_aval
+  return fn(x)
+
+
+def register_cache(cache: Any, name: str) -> None:
+  """Registers a ``functools.lru_cache`` so that ``jax.clear_caches()`` clears it.
+
+  ``util.register_cache`` exists from jax 0.7; before it, ``clear_caches``
+  calls every function in ``util.cache_clearing_funs`` (a weak set).
+  """
+  register = getattr(util, "register_cache", None)
+  if register is not None:
+    register(cache, name)
+    return
+  funs = getattr(util, "cache_clearing_funs", None)
+  if funs is None:
+    raise _changed("jax._src.util.register_cache (or cache_clearing_funs)",
+                   "its caches could not be cleared by jax.clear_caches()")
+  _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
+  funs.add(_CLEARERS[-1])
+
+
+_CLEARERS: list[Callable[[], None]] = []
+
+
+def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
+                           ) -> None:
+  """Registers ``rule(axis_data, args, dims, **params)`` for ``prim``."""
+  batching.fancy_primitive_batchers[prim] = rule
+
+
+def mlir_extension() -> Any:
+  """jaxlib's MLIR extension (``deserialize_portable_artifact`` and more)."""
+  from jax._src import lib  # pylint: disable=g-import-not-at-top
+  jax_ext = getattr(lib, "_jax", None)
+  if jax_ext is not None and hasattr(jax_ext, "mlir"):
+    return jax_ext.mlir
+  return lib.xla_client._xla.mlir  # pylint: disable=protected-access
+
+
+def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
+  """A serialized (portable artifact) StableHLO module, in ``context``.
+
+  jaxlib before 0.10 returns the module's text, later ones the module.
+  """
+  with context:
+    module = mlir_extension().deserialize_portable_artifact(data)
+  if isinstance(module, (str, bytes)):
+    return ir.Module.parse(module, context=context)
+  return module
+
+
+def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
+  """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
+  return mlir.refine_polymorphic_shapes(module)
+
+
+def _takes_module_context(fn: Callable[..., Any]) -> bool:
+  params = list(inspect.signature(fn).parameters)
+  return bool(params) and params[0] == "ctx"
+
+
+def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
+  """``mlir.aval_to_ir_type``, which takes the module context from jax 0.10."""
+  if _takes_module_context(mlir.aval_to_ir_type):
+    return mlir.aval_to_ir_type(module_context, aval)
+  return mlir.aval_to_ir_type(aval)
+
+
+def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
+  """``mlir.shape_tensor``, which takes the module context from jax 0.10."""
+  if _takes_module_context(mlir.shape_tensor):
+    return mlir.shape_tensor(module_context, sizes)
+  return mlir.shape_tensor(sizes)
+
+
+def flat_args_tree(nr_args: int) -> tree_util.PyTreeDef:
+  """The ``in_tree`` of an ``Exported`` taking ``nr_args`` positional arrays.
+
+  ``Exported.call`` flattens its arguments with ``tree_util``'s internal
+  ``tracing_registry`` from jax 0.10, with the default registry before.
+  """
+  from jax._src import tree_util as tree_util_internal  # pylint: disable=g-import-not-at-top
+  registry = getattr(tree_util_internal, "tracing_registry", None)
+  args = (tuple(range(nr_args)), {})
+  if registry is not None:
+    return registry.flatten(args)[1]
+  return tree_util.tree_structure(args)
+
+
+def make_exported(**fields: Any) -> Any:
+  """A ``jax.export.Exported`` from the fields every release understands.
+
+  ``Exported`` is a dataclass whose fields change between releases (named
+  shardings from jax 0.8; ``_has_named_shardings`` gone again in 0.11).
+  Fields given here that a release does not have are dropped if they only
+  say "no sharding"; a field a release needs and that is not given is an
+  error.
+  """
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  names = {f.name for f in dataclasses.fields(_export.Exported)}
+  n_in, n_out = len(fields["in_avals"]), len(fields["out_avals"])
+  defaults = {"_has_named_shardings": True,
+              "_in_named_shardings": (None,) * n_in,
+              "_out_named_shardings": (None,) * n_out,
+              "in_shardings_hlo": (None,) * n_in,
+              "out_shardings_hlo": (None,) * n_out}
+  given = {**{k: v for k, v in defaults.items() if k in names}, **fields}
+  missing = sorted(names - set(given))
+  if missing:
+    raise _changed(f"the fields of jax.export.Exported (missing {missing})",
+                   "restored jax2tf functions cannot be embedded")
+  return _export.Exported(**{k: v for k, v in given.items() if k in names})
+
+
+def disabled_safety_check(name: str) -> Any:
+  """``jax.export.DisabledSafetyCheck`` from its serialized name."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  return _export.DisabledSafetyCheck(name)
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow internals.
+# ---------------------------------------------------------------------------
+
+def pfor_converter_registry() -> dict[str, Any] | None:
+  """pfor's registry of op converters, or None if TF moved it.
+
+  Only an optimization reads it (a better ``MatMul`` converter); without it
+  pfor's own converters are used.
+  """
+  try:
+    from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+    registry = pfor_lib._pfor_converter_registry  # pylint: disable=protected-access
+  except (ImportError, AttributeError):
+    return None
+  return registry if isinstance(registry, dict) else None
+
+
+def pfor_wrap(value: Any, is_stacked: bool) -> Any:
+  """``pfor.wrap``: a converter's result."""
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  return pfor_lib.wrap(value, is_stacked)
+
+
+def compiler_ir_of_concrete_function(concrete_fn: Any,
+                                     specs: Sequence[Any]) -> Any | None:
+  """TF's compiler IR getter for ``concrete_fn`` specialized to ``specs``.
+
+  ``compiler_ir.from_concrete_function`` (TF 2.13+) compiles exactly the
+  given concrete function; None if TF lacks it.
+  """
+  try:
+    from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  fn = getattr(compiler_ir, "from_concrete_function", None)
+  return None if fn is None else fn(concrete_fn, list(specs))
+
+
+def restored_gradient_function(op_type: str) -> Any | None:
+  """The concrete gradient function TF's SavedModel loader registered.
+
+  Returns:
+    The restored concrete function, or None if no gradient is registered
+    under ``op_type`` or the registered one is a Python function (a custom
+    gradient not restored from disk).
+
+  Raises:
+    InternalsChangedError: a gradient is registered, but not in the form
+      this module can read; guessing "no gradient" would mislead the user.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  if registry is None or not hasattr(registry, "lookup"):
+    raise _changed("tensorflow.python.framework.ops._gradient_registry",
+                   "the gradient saved with a jax2tf SavedModel cannot be "
+                   "found")
+  try:
+    gradient = registry.lookup(op_type)
+  except LookupError:
+    return None
+  if getattr(gradient, "__module__", "") != _SAVED_MODEL_LOADER:
+    return None  # a gradient registered in Python, not restored from disk
+  for cell in getattr(gradient, "__closure__", None) or ():
+    value = cell.cell_contents
+    if hasattr(value, "graph") and hasattr(value, "captured_inputs"):
+      return value
+  raise _changed("the closure of the gradient functions TF's SavedModel "
+                 "loader registers (_gen_gradient_func)",
+                 "the gradient saved with a jax2tf SavedModel cannot be "
+                 "found")
+
+
+# The module whose _gen_gradient_func wraps restored gradient functions.
+_SAVED_MODEL_LOADER = "tensorflow.python.saved_model.function_deserialization"
+
+
+def graph_locked_for_mutation(graph: Any) -> bool:
+  """Whether ``graph`` is locked for mutation (inside ``tf.gradients``).
+
+  ``Session.run`` on such a graph waits for the lock, which our own caller
+  holds: a deadlock. So if TF no longer exposes the lock's state, this raises
+  instead of guessing.
+  """
+  try:
+    from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+    counts = graph._group_lock._group_member_counts  # pylint: disable=protected-access
+    return counts[tf_ops._MUTATION_LOCK_GROUP] > 0  # pylint: disable=protected-access
+  except (AttributeError, ImportError, IndexError, TypeError) as e:
+    raise _changed(
+        "tf.Graph._group_lock._group_member_counts and "
+        "ops._MUTATION_LOCK_GROUP",
+        "call_tf cannot tell whether reading variables through the session "
+        "would deadlock, so it does not read them") from e
+
+
+def session_is_open(sess: Any) -> bool:
+  """Whether a ``tf.compat.v1.Session`` is still open."""
+  closed = getattr(sess, "_closed", None)
+  if not isinstance(closed, bool):
+    raise _changed("tf.compat.v1.Session._closed",
+                   "call_tf cannot tell which session holds the variables")
+  return not closed
+
+
+# ---------------------------------------------------------------------------
+# The check the tests run.
+# ---------------------------------------------------------------------------
+
+def check() -> list[str]:
+  """What this module relies on and cannot find; empty if all is there."""
+  problems = []
+
+  def need(ok: bool, what: str) -> None:
+    if not ok:
+      problems.append(what)
+
+  need(hasattr(core, "typeof") or hasattr(core, "get_aval"),
+       "jax._src.core.typeof or get_aval")
+  need(hasattr(util, "register_cache")
+       or hasattr(util, "cache_clearing_funs"),
+       "jax._src.util.register_cache or cache_clearing_funs")
+  need(isinstance(getattr(batching, "fancy_primitive_batchers", None), dict),
+       "jax._src.interpreters.batching.fancy_primitive_batchers")
+  axis_data = getattr(batching, "AxisData", None)
+  need(axis_data is not None and "size" in getattr(
+      axis_data, "__dataclass_fields__", getattr(axis_data, "_fields", ())),
+       "jax._src.interpreters.batching.AxisData.size")
+  for name in ("aval_to_ir_type", "shape_tensor", "custom_call",
+               "refine_polymorphic_shapes", "eval_dynamic_shape_as_tensor",
+               "make_ir_context", "module_to_bytecode", "ir_constant"):
+    need(hasattr(mlir, name), f"jax._src.interpreters.mlir.{name}")
+  if hasattr(mlir, "custom_call"):
+    need("result_shapes" in inspect.signature(mlir.custom_call).parameters,
+         "mlir.custom_call(result_shapes=...)")
+  need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
+       "jaxlib's mlir.deserialize_portable_artifact")
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  fields = {f.name for f in dataclasses.fields(_export.Exported)}
+  for name in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals",
+               "nr_devices", "platforms", "ordered_effects",
+               "unordered_effects", "disabled_safety_checks",
+               "mlir_module_serialized", "calling_convention_version",
+               "module_kept_var_idx", "uses_global_constants", "_get_vjp"):
+    need(name in fields, f"jax.export.Exported.{name}")
+  need(hasattr(util, "partition_list") and hasattr(util, "merge_lists"),
+       "jax._src.util.partition_list and merge_lists")
+  need(hasattr(core, "unsafe_am_i_under_a_jit"),
+       "jax._src.core.unsafe_am_i_under_a_jit")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  need(pfor_converter_registry() is not None
+       and "MatMul" in (pfor_converter_registry() or {}),
+       "tensorflow pfor._pfor_converter_registry['MatMul']")
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
+       "tensorflow ops._gradient_registry.lookup")
+  from tensorflow.python.saved_model import function_deserialization  # pylint: disable=g-import-not-at-top
+  need(function_deserialization.__name__ == _SAVED_MODEL_LOADER
+       and hasattr(function_deserialization, "_gen_gradient_func"),
+       f"{_SAVED_MODEL_LOADER}._gen_gradient_func")
+  need(hasattr(tf_ops, "_MUTATION_LOCK_GROUP"),
+       "tensorflow ops._MUTATION_LOCK_GROUP")
+  graph = tf.Graph()
+  need(hasattr(getattr(graph, "_group_lock", None), "_group_member_counts"),
+       "tf.Graph._group_lock._group_member_counts")
+  with tf.compat.v1.Session(graph=graph) as sess:
+    need(isinstance(getattr(sess, "_closed", None), bool),
+         "tf.compat.v1.Session._closed")
+  try:
+    from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
+    need(hasattr(compiler_ir, "from_concrete_function"),
+         "tensorflow compiler_ir.from_concrete_function")
+  except ImportError:
+    problems.append("tensorflow.python.eager.polymorphic_function.compiler_ir")
+  return problems

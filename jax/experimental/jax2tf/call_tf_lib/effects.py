@@ -1,0 +1,177 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Which ops of a TF function have side effects.
+
+A TF function is *pure* here if no op in its graph, or in the functions it
+calls, writes state, prints, asserts, or draws from a stateful random
+generator: TensorFlow marks such ops stateful. Reading a variable is stateful
+in TensorFlow's registry too, but has no effect a caller can see, so the
+variable reads are allowed in a pure function (a Keras model is pure).
+
+``call_tf`` uses this twice. A pure function needs no JAX effect (so that a
+jitted program calling it keeps JAX's fast dispatch path), while a function
+with side effects keeps ``has_side_effects``'s meaning. And ``jax.vmap``
+never vectorizes a function with side effects, since pfor would run them
+once for the whole batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import functools
+from typing import Any
+
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+import tensorflow as tf
+
+# Stateful in TensorFlow's op registry, but only reading state.
+_READS_ONLY = frozenset({
+    "ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape",
+    "VarIsInitializedOp", "VarHandleOp", "Placeholder", "Const",
+    "ReadVariableXlaSplitND", "_Arg", "_Retval"})
+# Ops that call other functions: their bodies are inspected instead.
+_CALLS = frozenset({
+    "PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile",
+    "If", "StatelessIf", "Case", "StatelessCase"})
+
+
+# Ops that write a resource variable.
+_WRITES_PREFIXES = ("Assign", "ResourceScatter", "ResourceApply",
+                    "ResourceSparseApply", "ResourceStridedSliceAssign")
+
+
+def writes_variable(op_type: str) -> bool:
+  """Whether ops of type ``op_type`` assign to a resource variable."""
+  return op_type.startswith(_WRITES_PREFIXES)
+
+
+def _called_graphs(op: Any) -> list[Any]:
+  """The graphs of the functions ``op`` calls (its function attributes)."""
+  graphs = []
+  for attr in op.node_def.attr.values():
+    names = ([attr.func.name] if attr.HasField("func")
+             else [f.name for f in attr.list.func])
+    for name in names:
+      g = op.graph
+      while g is not None:
+        f = g._get_function(name)  # pylint: disable=protected-access
+        if f is not None:
+          graphs.append(f.graph)
+          break
+        g = getattr(g, "outer_graph", None)
+  return graphs
+
+
+def _module_has_side_effects(op: Any) -> bool:
+  for attr in ("has_token_input_output", "function_list"):
+    try:
+      if op.get_attr(attr):
+        return True
+    except ValueError:
+      pass
+  return False
+
+
+def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
+  """The ops with side effects in ``graph`` and the functions it calls.
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Returns:
+    ``(op_type, node_name)`` of each op with side effects, in graph order.
+  """
+  found: list[tuple[str, str]] = []
+  seen: set[int] = set()
+  todo = [graph]
+  while todo:
+    g = todo.pop(0)
+    if id(g) in seen:
+      continue
+    seen.add(id(g))
+    for op in g.get_operations():
+      if op.type in _CALLS:
+        called = _called_graphs(op)
+        if called:
+          todo += called
+          continue
+      if op.type == "XlaCallModule":
+        # TF registers it as stateful; a jax2tf module has side effects only
+        # if it threads a token (ordered effects) or calls TF functions.
+        if _module_has_side_effects(op):
+          found.append((op.type, op.name))
+      elif op.type not in _READS_ONLY and op._is_stateful:  # pylint: disable=protected-access
+        found.append((op.type, op.name))
+  return found
+
+
+@functools.lru_cache(maxsize=512)
+def _concrete_side_effect_ops(function_flat_tf: Any,
+                              sig: tuple[tf.TensorSpec, ...]
+                              ) -> tuple[tuple[str, str], ...]:
+  with jax2tf_internal.inside_call_tf():
+    concrete = function_flat_tf.get_concrete_function(*sig)
+  return tuple(side_effect_ops(concrete.graph))
+
+
+compat.register_cache(_concrete_side_effect_ops,
+                      "call_tf: side effects of TF functions")
+
+
+def function_side_effect_ops(function_flat_tf: Any,
+                             sig: Sequence[tf.TensorSpec]
+                             ) -> tuple[tuple[str, str], ...]:
+  """The ops with side effects of ``function_flat_tf`` traced for ``sig``."""
+  return _concrete_side_effect_ops(function_flat_tf, tuple(sig))
+
+
+def needs_effect(function_flat_tf: Any, sig: Sequence[tf.TensorSpec],
+                 call_tf_graph: bool) -> bool:
+  """Whether a ``call_tf`` with ``has_side_effects=True`` needs a JAX effect.
+
+  With ``call_tf_graph``, TF runs the function when the program runs, so
+  the call keeps its effect. Otherwise only a function with side effects
+  does: for a pure function, the effect would only take jitted programs off
+  JAX's fast dispatch path.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of the call.
+    sig: the argument specs.
+    call_tf_graph: the ``call_tf`` argument of that name.
+  """
+  return call_tf_graph or bool(function_side_effect_ops(function_flat_tf, sig))
+
+
+def effect_only_if_needed(abstract_eval: Callable[..., Any],
+                          effect: Any) -> Callable[..., Any]:
+  """``call_tf_p``'s abstract eval, with ``effect`` only where it is needed.
+
+  Args:
+    abstract_eval: upstream's abstract evaluation rule, which adds ``effect``
+      (the unordered ``CallTfEffect``) whenever ``has_side_effects``.
+    effect: that effect.
+
+  Returns:
+    The rule, dropping ``effect`` for a pure TF function called without
+    ``call_tf_graph`` (see :func:`needs_effect`).
+  """
+  def rule(*args_flat_avals: Any, **params: Any) -> tuple[Any, Any]:
+    out_avals, effs = abstract_eval(*args_flat_avals, **params)
+    if effect in effs and not needs_effect(
+        params["function_flat_tf"], params["args_flat_sig_tf"],
+        params["call_tf_graph"]):
+      effs = {e for e in effs if e != effect}
+    return out_avals, effs
+  return rule

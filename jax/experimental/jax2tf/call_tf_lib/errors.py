@@ -1,0 +1,193 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The errors ``call_tf`` raises, and their messages.
+
+Each message says what went wrong, with the values involved, and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+FLAG_HINT = ("the jax_call_tf_slow_vmap option (JAX_CALL_TF_SLOW_VMAP=1, "
+             "jax.config.update('jax_call_tf_slow_vmap', True), or "
+             "--jax_call_tf_slow_vmap)")
+
+ONE_CALL_HINT = ("one of the one-call methods vmap_method='expand_dims', "
+                 "'broadcast_all' or 'batch_polymorphic'")
+
+
+class CallTfVectorizationError(ValueError):
+  """``jax.vmap`` of ``call_tf``: the function could not be vectorized.
+
+  Attributes:
+    op_type: the TF op type that could not be vectorized, or None if the
+      error did not say.
+    op_name: the name of that node in the TF graph, or None.
+  """
+
+  def __init__(self, msg: str, op_type: str | None = None,
+               op_name: str | None = None):
+    super().__init__(msg)
+    self.op_type = op_type
+    self.op_name = op_name
+
+
+class CallTfUninitializedVariablesError(ValueError):
+  """``call_tf`` needs the value of a TF1 variable that is not initialized."""
+
+
+class CallTfTensorFlowVersionError(ImportError):
+  """The installed TensorFlow is older than ``call_tf`` supports."""
+
+
+class CallTfStatefulFunctionError(ValueError):
+  """A TF function with side effects where ``call_tf`` cannot run them."""
+
+
+def describe_op(op_type: str | None, node_name: str | None) -> str:
+  """"op 'T' (node 'N')" for messages."""
+  where = f"op '{op_type}'" if op_type else "an op"
+  return where + (f" (node '{node_name}')" if node_name else "")
+
+
+def first_line(e: BaseException | str, keywords: Sequence[str] = ()) -> str:
+  """The first line of ``e``'s message that has one of ``keywords``."""
+  lines = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
+  for l in lines:
+    if any(k in l for k in keywords):
+      return l
+  return lines[0] if lines else type(e).__name__
+
+
+def what_to_do(vmap_method: str | None) -> str:
+  """What a user can do when vmap_method None/"vectorized" cannot vectorize."""
+  if vmap_method is None:
+    return (
+        "To run one TensorFlow call per batch element instead (a loop, "
+        "slower), pass vmap_method='sequential' to call_tf, or turn on "
+        f"{FLAG_HINT} to fall back to it automatically. If the TensorFlow "
+        f"function already handles a leading batch axis, {ONE_CALL_HINT} "
+        "makes a single call.")
+  return (
+      "vmap_method='vectorized' never falls back: pass "
+      "vmap_method='sequential' (one call per batch element), or "
+      f"{ONE_CALL_HINT} if the function handles a leading batch axis, or "
+      f"vmap_method=None with {FLAG_HINT}.")
+
+
+def pfor_error(op_type: str | None, node_name: str | None,
+               vmap_method: str | None, cause: BaseException | str
+               ) -> CallTfVectorizationError:
+  """pfor (``tf.vectorized_map``) cannot vectorize an op of the function."""
+  return CallTfVectorizationError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) vectorizes the "
+      "TensorFlow function with tf.vectorized_map (pfor), which cannot "
+      f"vectorize {describe_op(op_type, node_name)}. "
+      f"{what_to_do(vmap_method)}\nTensorFlow said: "
+      f"{first_line(cause, ('pfor', 'loop invariant'))}",
+      op_type, node_name)
+
+
+def stateful_error(op_type: str, node_name: str | None,
+                   vmap_method: str | None) -> CallTfVectorizationError:
+  """The function has an op with side effects; pfor would run it once."""
+  return CallTfVectorizationError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the TensorFlow "
+      f"function has {describe_op(op_type, node_name)}, which has side "
+      "effects (it writes state, prints, or draws random numbers). "
+      "tf.vectorized_map (pfor) would run it once for the whole batch "
+      "instead of once per batch element, so call_tf does not vectorize "
+      f"it. {what_to_do(vmap_method)}",
+      op_type, node_name)
+
+
+def opaque_module_error(vmap_method: str | None) -> CallTfVectorizationError:
+  """A jax2tf-saved function is one XlaCallModule op, opaque to pfor."""
+  return CallTfVectorizationError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
+      "saved by jax2tf: it is one XlaCallModule op (serialized StableHLO), "
+      "which TensorFlow's vectorizer cannot vectorize. If the saved function "
+      "takes a leading batch axis whose rows are independent (jax2tf.convert "
+      "with polymorphic_shapes=['(b, ...)']), vmap_method='batch_polymorphic' "
+      "makes one call for the whole batch. " + what_to_do(vmap_method),
+      "XlaCallModule", None)
+
+
+def xla_compile_error(op_type: str | None, node_name: str | None,
+                      vmap_method: str | None, cause: BaseException | str
+                      ) -> CallTfVectorizationError:
+  """pfor vectorized the function, but XLA cannot compile the result."""
+  return CallTfVectorizationError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
+      "tf.vectorized_map (pfor) vectorized the TensorFlow function, but XLA "
+      f"cannot compile the result: {describe_op(op_type, node_name)}. pfor "
+      "turns a tf.cond or tf.while_loop whose predicate depends on the "
+      "batched values into ops with data-dependent shapes, which XLA does "
+      "not support (eagerly, without jax.jit, the vectorized call works). "
+      f"{what_to_do(vmap_method)}\nTensorFlow said: {first_line(cause)}",
+      op_type, node_name)
+
+
+def symbolic_batch_error(axis_size: Any, vmap_method: str | None
+                         ) -> ValueError:
+  """One TF call for a symbolic batch size, which XLA cannot compile."""
+  return ValueError(
+      f"jax.vmap of call_tf with the symbolic batch size {axis_size} and "
+      f"vmap_method={vmap_method!r} would compile the TensorFlow function "
+      "with XLA for an unknown batch size, and XLA needs static shapes. "
+      "Pass vmap_method='sequential' (a loop of calls with static shapes), "
+      "or, under jax2tf.convert, call_tf_graph=True (TensorFlow then runs "
+      "the function at the actual batch size).")
+
+
+def ordered_error(vmap_method: str | None) -> NotImplementedError:
+  """ordered=True needs calls in batch order: one per element."""
+  return NotImplementedError(
+      "jax.vmap of call_tf with ordered=True must keep the order of the "
+      "calls, one per batch element: pass vmap_method='sequential' to "
+      f"call_tf, or turn on {FLAG_HINT} (got vmap_method={vmap_method!r}).")
+
+
+def scalar_error(kind: str, index: int, aval_str: str) -> ValueError:
+  """batch_polymorphic needs an axis 0 to merge the batch into."""
+  return ValueError(
+      "jax.vmap of call_tf with vmap_method='batch_polymorphic' merges the "
+      f"batch into axis 0 of every argument and result, but {kind} {index} "
+      f"is a scalar ({aval_str}). Use another vmap_method, or give the "
+      "function a leading batch axis.")
+
+
+def result_shape_error(vmap_method: str | None, index: int,
+                       shape: Sequence[Any], expected: Sequence[Any]
+                       ) -> ValueError:
+  """A one-call method's result does not have the batched shape."""
+  where = ("merged into axis 0" if vmap_method == "batch_polymorphic"
+           else "at axis 0")
+  return ValueError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}): result {index} of "
+      f"the function has shape {list(shape)}, expected {list(expected)} (the "
+      f"unbatched result's shape with the batch {where}). With this "
+      "vmap_method the function must handle the batch axis itself; use "
+      "vmap_method=None or 'sequential' for a function written for one "
+      "example.")
+
+
+def result_count_error(vmap_method: str | None, got: int, expected: int
+                       ) -> ValueError:
+  """A batched call returned another number of results."""
+  return ValueError(
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the batched "
+      f"function returned {got} results, expected {expected}.")

@@ -1,0 +1,187 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""TensorFlow's vectorizer (``tf.vectorized_map``, pfor), and its failures.
+
+:func:`vectorized_map` runs pfor without its fallback to a while loop (a slow
+path must never be silent), with a better converter for ``MatMul``.
+:func:`pfor_failure` and :func:`xla_failure` read the op that pfor or tf2xla
+failed on out of their messages, which is all TensorFlow gives: pfor's errors
+are re-raised by ``tf.function`` as new exceptions without the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import logging
+import re
+import threading
+from typing import Any
+
+from jax.experimental.jax2tf.call_tf_lib import compat
+import tensorflow as tf
+
+# pfor's messages (tensorflow/python/ops/parallel_for/pfor.py):
+#   "No pfor vectorization defined for {op_type}\n{node_def}..."
+#   "Input {name} of op '{op_type}' expected to be (not) loop invariant."
+_NO_PFOR_RE = re.compile(r"No pfor vectorization defined for ([\w.>-]+)")
+_LOOP_INVARIANT_RE = re.compile(
+    r"of op '([\w.>-]+)' expected to be (?:not )?loop invariant")
+_NODE_NAME_RE = re.compile(r'name: "([^"]+)"')
+_NODE_OP_RE = re.compile(r'op: "([^"]+)"')
+_PFOR_LOG_PREFIX = "Got error while pfor was converting op"
+# tf2xla's messages for ops it cannot compile.
+_XLA_NO_KERNEL_RE = re.compile(r"No registered '([\w.>-]+)' OpKernel")
+_XLA_NODE_RE = re.compile(r"\{\{node ([^}]+)\}\}")
+
+
+class LogCapture(logging.Filter):
+  """Records, and keeps off the console, TF's error log of this thread.
+
+  pfor logs a long error before it raises; while pfor is traced, those
+  records are read for the op's name instead. Other threads' records pass.
+  """
+
+  def __init__(self):
+    super().__init__()
+    self.messages: list[str] = []
+    self._thread = threading.get_ident()
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    if record.thread == self._thread and record.levelno >= logging.ERROR:
+      self.messages.append(record.getMessage())
+      return False
+    return True
+
+  def __enter__(self) -> LogCapture:
+    tf.get_logger().addFilter(self)
+    return self
+
+  def __exit__(self, *exc: Any) -> None:
+    tf.get_logger().removeFilter(self)
+
+
+def pfor_failure(e: BaseException, logs: Sequence[str] = ()
+                 ) -> tuple[str | None, str | None] | None:
+  """Reads ``(op_type, node_name)`` out of a pfor vectorization failure.
+
+  Args:
+    e: the exception raised while tracing ``tf.vectorized_map(...,
+      fallback_to_while_loop=False)``.
+    logs: TF error log messages recorded while tracing.
+
+  Returns:
+    ``(op_type, node_name)`` (either may be None) if ``e`` is a pfor failure,
+    else None.
+  """
+  if not isinstance(e, (ValueError, NotImplementedError)):
+    return None
+  msg = str(e)
+  if m := _NO_PFOR_RE.search(msg):
+    node = _NODE_NAME_RE.search(msg[m.end():])
+    return m.group(1), node.group(1) if node else None
+  pfor_logs = [l for l in logs if _PFOR_LOG_PREFIX in l]
+  if m := _LOOP_INVARIANT_RE.search(msg):
+    for log in pfor_logs:
+      op = _NODE_OP_RE.search(log)
+      if op and op.group(1) == m.group(1):
+        node = _NODE_NAME_RE.search(log)
+        return m.group(1), node.group(1) if node else None
+    return m.group(1), None
+  for log in pfor_logs:  # another pfor converter error: the log names the op
+    if op := _NODE_OP_RE.search(log):
+      node = _NODE_NAME_RE.search(log)
+      return op.group(1), node.group(1) if node else None
+  return None
+
+
+def xla_failure(e: BaseException | str) -> tuple[str | None, str | None]:
+  """Reads ``(op_type, node_name)`` out of a tf2xla conversion error.
+
+  Args:
+    e: the error TF raised converting a function to HLO, or its message.
+
+  Returns:
+    The op type and node name the message mentions (either may be None).
+  """
+  msg = str(e)
+  kernel, node = _XLA_NO_KERNEL_RE.search(msg), _XLA_NODE_RE.search(msg)
+  node_name = node.group(1) if node else None
+  op_type = (kernel.group(1) if kernel
+             else node_name.rsplit("/", 1)[-1] if node_name else None)
+  return op_type, node_name
+
+
+def _matmul_of_stacked_column(original: Callable[[Any], Any]
+                              ) -> Callable[[Any], Any]:
+  """A pfor converter for ``MatMul`` that keeps the batch in front.
+
+  pfor batches ``a @ b[n]``, with ``a`` loop invariant and ``b[n]`` a
+  ``(k, 1)`` column (what ``tf.linalg.matvec`` makes), by transposing the
+  stacked ``b`` to ``(k, N)`` and the product back: two copies of the data
+  XLA does not remove. The same product is ``b[:, :, 0] @ op(a)^T``, with the
+  batch staying in axis 0. Other cases go to pfor's own converter.
+  """
+  def convert(pfor_input):
+    a, a_stacked, _ = pfor_input.input(0)
+    b, b_stacked, _ = pfor_input.input(1)
+    if (b_stacked and not a_stacked
+        and not pfor_input.get_attr("transpose_b")
+        and b.shape.rank == 3 and b.shape[2] == 1):
+      prod = tf.matmul(b[:, :, 0], a,
+                       transpose_b=not pfor_input.get_attr("transpose_a"))
+      return compat.pfor_wrap(prod[:, :, None], True)
+    return original(pfor_input)
+  return convert
+
+
+# pfor's converter registry is global: converters are swapped in and out
+# under this lock, so that concurrent traces do not undo each other.
+_PFOR_LOCK = threading.RLock()
+
+
+class _Converters:
+  """Installs our pfor converters while pfor traces."""
+
+  def __enter__(self) -> None:
+    _PFOR_LOCK.acquire()
+    self._saved = None
+    registry = compat.pfor_converter_registry()
+    if registry is None or "MatMul" not in registry:
+      return  # another TF layout: pfor's converters as they are
+    self._saved = (registry, registry["MatMul"])
+    registry["MatMul"] = _matmul_of_stacked_column(registry["MatMul"])
+
+  def __exit__(self, *exc: Any) -> None:
+    try:
+      if self._saved is not None:
+        registry, original = self._saved
+        registry["MatMul"] = original
+    finally:
+      _PFOR_LOCK.release()
+
+
+def vectorized_map(body: Callable[[Any], Any], batched: Sequence[Any]
+                   ) -> Any:
+  """``tf.vectorized_map`` without its silent fallback to a while loop.
+
+  Args:
+    body: the per-element function of the batched arguments (a tuple).
+    batched: the batched arguments, batch at axis 0.
+
+  Returns:
+    What ``tf.vectorized_map`` returns.
+  """
+  with _Converters():
+    return tf.vectorized_map(body, tuple(batched),
+                             fallback_to_while_loop=False, warn=False)

@@ -1,0 +1,160 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Reading the StableHLO module of a jax2tf ``XlaCallModule`` op.
+
+:func:`input_shape_specs` names the module's dynamic argument dimensions
+after its dimension variables, :func:`refined_result_shapes` computes its
+result shapes for static argument shapes (by shape refinement), and
+:func:`uses_shape_polymorphism` reads its flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import func as func_dialect
+from jax._src.lib.mlir.dialects import hlo
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import shapes
+
+
+def _owner(v: ir.Value) -> Any:
+  owner = v.owner
+  return getattr(owner, "operation", owner)
+
+
+def input_shape_specs(module_bytes: bytes, nr_platform_args: int
+                      ) -> tuple[list[str], bool]:
+  """Shape specs (such as "b, 4") of the module's arguments.
+
+  Dynamic dimensions are named after the module's dimension variables: the
+  ``jax.global_constant`` arguments of its wrapped main, computed as
+  ``get_dimension_size(arg, dim)``, and the dimensions its shape assertions
+  compare with them.
+  """
+  with mlir.make_ir_context() as context:
+    module = compat.deserialize_module(module_bytes, context)
+    uses_poly = module_uses_shape_polymorphism(module)
+    symtab = ir.SymbolTable(module.operation)
+    main = symtab["main"]
+    names: dict[tuple[int, int], str] = {}
+
+    def peel(v: ir.Value) -> ir.Value:
+      while not isinstance(v.owner, ir.Block):
+        o = _owner(v)
+        if o.name not in ("stablehlo.convert", "stablehlo.reshape"):
+          break
+        v = o.operands[0]
+      return v
+
+    def dimension_of(v: ir.Value) -> tuple[int, int] | None:
+      v = peel(v)
+      if isinstance(v.owner, ir.Block):
+        return None
+      o = _owner(v)
+      if o.name != "stablehlo.get_dimension_size":
+        return None
+      src = o.operands[0]
+      if not isinstance(src.owner, ir.Block):
+        return None
+      return (ir.BlockArgument(src).arg_number - nr_platform_args,
+              ir.IntegerAttr(o.attributes["dimension"]).value)
+
+    def key(v: ir.Value) -> str:
+      v = peel(v)
+      return (f"arg{ir.BlockArgument(v).arg_number}"
+              if isinstance(v.owner, ir.Block) else v.get_name())
+
+    ops = [o.operation for o in main.regions[0].blocks[0].operations]
+    variable_of: dict[str, str] = {}
+    for op in ops:
+      if op.name != "func.call":
+        continue
+      callee = symtab[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+      for i, a in enumerate(callee.arg_attrs):
+        a = ir.DictAttr(a)
+        if "jax.global_constant" not in a:
+          continue
+        name = ir.StringAttr(a["jax.global_constant"]).value
+        variable_of[key(op.operands[i])] = name
+        if (d := dimension_of(op.operands[i])) is not None:
+          names.setdefault(d, name)
+    for op in ops:
+      if (op.name != "stablehlo.compare"
+          or "EQ" not in str(op.attributes["comparison_direction"])):
+        continue
+      a, b = op.operands
+      for x, y in ((a, b), (b, a)):
+        if (d := dimension_of(x)) is not None and key(y) in variable_of:
+          names.setdefault(d, variable_of[key(y)])
+    specs = []
+    for k, t in enumerate(main.type.inputs[nr_platform_args:]):
+      t = ir.RankedTensorType(t)
+      specs.append(", ".join(
+          names.get((k, d), f"_d{k}_{d}") if t.is_dynamic_dim(d)
+          else str(t.get_dim_size(d)) for d in range(t.rank)))
+  return specs, uses_poly
+
+
+def refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
+                          in_shapes: Sequence[tuple[int, ...]]
+                          ) -> list[tuple[int, ...]]:
+  """Result shapes of a shape-polymorphic module for static input shapes.
+
+  Raises:
+    ValueError: shape refinement fails, or leaves a result shape dynamic.
+  """
+  with mlir.make_ir_context() as context, ir.Location.unknown(context):
+    module = compat.deserialize_module(module_bytes, context)
+    symtab = ir.SymbolTable(module.operation)
+    original = symtab["main"]
+    ir.SymbolTable.set_symbol_name(original, "_call_tf_original_main")
+    ir.SymbolTable.set_visibility(original, "private")
+    original_type = original.type
+    inputs = list(original_type.inputs[:nr_platform_args])
+    for t, s in zip(original_type.inputs[nr_platform_args:], in_shapes):
+      inputs.append(ir.RankedTensorType.get(
+          s, ir.RankedTensorType(t).element_type))
+    with ir.InsertionPoint.at_block_begin(module.body):
+      main = func_dialect.FuncOp("main", (inputs, original_type.results))
+    main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+    entry = main.add_entry_block()
+    with ir.InsertionPoint(entry):
+      args = [a if a.type == t else hlo.convert(t, a)
+              for a, t in zip(entry.arguments, original_type.inputs)]
+      call = func_dialect.CallOp(
+          original_type.results,
+          ir.FlatSymbolRefAttr.get("_call_tf_original_main"), args)
+      func_dialect.ReturnOp(call.results)
+    refined = compat.refine_polymorphic_shapes(module)
+  with refined.context:
+    return list(shapes.static_result_shapes(
+        ir.SymbolTable(refined.operation)["main"]))
+
+
+def module_uses_shape_polymorphism(module: ir.Module) -> bool:
+  """The module's ``jax.uses_shape_polymorphism`` attribute."""
+  attrs = module.operation.attributes
+  return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
+      attrs["jax.uses_shape_polymorphism"]).value)
+
+
+def uses_shape_polymorphism(module_bytes: bytes) -> bool:
+  """:func:`module_uses_shape_polymorphism` of a serialized module."""
+  with mlir.make_ir_context() as context:
+    return module_uses_shape_polymorphism(
+        compat.deserialize_module(module_bytes, context))

@@ -1,0 +1,286 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The ``vmap_method`` semantics of ``call_tf``: one dispatcher for all paths.
+
+``call_tf(f, vmap_method=...)`` chooses how ``jax.vmap`` batches a call:
+
+* ``None`` (default): the function is vectorized (for a TF function, by
+  TensorFlow's ``tf.vectorized_map``, pfor): one call for the whole batch.
+  Where it cannot be, the call runs sequentially if the
+  ``jax_call_tf_slow_vmap`` option is on, and otherwise raises
+  :class:`~.errors.CallTfVectorizationError`, which names the op, the option
+  and the other methods.
+* ``"vectorized"``: as ``None``, but never falls back.
+* ``"sequential"``: one call per batch element; under a staging trace a
+  ``lax.map`` loop inside one program (its size does not grow with the
+  batch), eagerly a Python loop of eager calls (no XLA needed).
+* ``"expand_dims"``: one call; batched arguments carry the batch at axis 0,
+  unbatched ones get a size-1 axis 0.
+* ``"broadcast_all"``: one call; every argument is broadcast to the batch at
+  axis 0.
+* ``"batch_polymorphic"``: one call; the batch is merged into axis 0 of every
+  argument (unbatched ones are broadcast first) and split out of every
+  result. For functions whose arguments and results share a leading batch
+  axis with independent rows, such as SavedModels exported with a polymorphic
+  batch dimension.
+
+The names follow ``jax.pure_callback``'s ``vmap_method`` where the meaning is
+the same. :func:`batch` implements them for any :class:`Callee`, the way
+``jax._src.ffi.ffi_batching_rule`` serves its primitives: a callee says how to
+make one call; :func:`batch` owns the axis moves, the validation, the option,
+the choice between a loop and one call, and the errors. ``call_tf`` has two
+callees: the ``call_tf_p`` primitive (:mod:`.vmap_tf`) and functions restored
+from jax2tf SavedModels, embedded as StableHLO (:mod:`.embed`).
+
+See https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from jax import lax
+from jax import numpy as jnp
+from jax._src import config
+from jax._src import core
+from jax._src import util
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
+
+VMAP_METHODS: tuple[str | None, ...] = (
+    None, "vectorized", "sequential", "expand_dims", "broadcast_all",
+    "batch_polymorphic")
+ONE_CALL_METHODS: tuple[str, ...] = (
+    "expand_dims", "broadcast_all", "batch_polymorphic")
+
+
+def check_vmap_method(vmap_method: Any) -> None:
+  """Raises ``ValueError`` unless ``vmap_method`` is a known method.
+
+  Args:
+    vmap_method: the value given to ``call_tf(..., vmap_method=...)``.
+  """
+  if vmap_method not in VMAP_METHODS:
+    raise ValueError(
+        f"call_tf got vmap_method={vmap_method!r}; it must be one of "
+        + ", ".join(repr(m) for m in VMAP_METHODS) + ".")
+
+
+def vjp_vmap_method(vmap_method: str | None) -> str | None:
+  """The ``vmap_method`` of the call that computes the VJP.
+
+  ``jax.jacrev`` is ``vmap`` of the VJP, whose call takes the primal
+  arguments (unbatched there) and the output cotangents (batched). With
+  ``"expand_dims"`` the function would compute a size-1 primal output that
+  does not match the batched cotangents, so the VJP broadcasts instead.
+
+  Args:
+    vmap_method: the method of the forward call.
+
+  Returns:
+    The method for the VJP's call.
+  """
+  return "broadcast_all" if vmap_method == "expand_dims" else vmap_method
+
+
+def slow_vmap_enabled() -> bool:
+  """The ``jax_call_tf_slow_vmap`` option, as the current trace sees it."""
+  return bool(config.call_tf_slow_vmap.value)
+
+
+class Unvectorizable(Exception):
+  """Raised by :meth:`Callee.call_vectorized` when it cannot vectorize.
+
+  The dispatcher then falls back to one call per element if the option
+  allows it, and raises ``error`` otherwise.
+  """
+
+  def __init__(self, error: Exception):
+    super().__init__(str(error))
+    self.error = error
+
+
+class Callee(Protocol):
+  """One way ``call_tf`` makes a call, as the dispatcher needs it.
+
+  Attributes:
+    supports_symbolic_batch: whether one call can take a symbolic batch size
+      (shape polymorphism); if not, only the sequential method can.
+  """
+  supports_symbolic_batch: bool
+
+  def out_avals(self, in_avals: Sequence[core.ShapedArray]
+                ) -> list[core.ShapedArray]:
+    """The result avals of one unbatched call."""
+
+  def call(self, args: Sequence[Any]) -> list[Any]:
+    """One unbatched call."""
+
+  def call_batched(self, args: Sequence[Any], is_batched: Sequence[bool],
+                   vmap_method: str,
+                   out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+    """One call on arguments that all carry a leading batch axis.
+
+    Args:
+      args: the arguments, arranged by the one-call ``vmap_method``.
+      is_batched: which arguments were batched before the method arranged
+        them (the others have a broadcast or size-1 leading axis).
+      vmap_method: one of :data:`ONE_CALL_METHODS`.
+      out_avals: the results the call must return.
+    """
+
+  def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
+                      vmap_method: str | None,
+                      out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+    """One vectorized call; batched arguments carry the batch at axis 0.
+
+    Raises:
+      Unvectorizable: the function cannot be vectorized.
+    """
+
+
+def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
+          dims: Sequence[int | None], *, vmap_method: str | None,
+          ordered: bool = False) -> tuple[list[Any], list[int | None]]:
+  """Batches one call along the vmap axis, as ``vmap_method`` says.
+
+  Args:
+    callee: how to make calls.
+    axis_size: the size of the vmap axis (symbolic under shape polymorphism).
+    args: the flat arguments; batched ones at ``dims[i]``.
+    dims: each argument's batch dimension, or None.
+    vmap_method: see the module docstring.
+    ordered: whether the calls must keep their order (``ordered=True``).
+
+  Returns:
+    The batched results and their batch dimensions (all 0; all None if no
+    argument is batched).
+  """
+  check_vmap_method(vmap_method)
+  if all(d is None for d in dims):
+    outs = callee.call(args)
+    return list(outs), [None] * len(outs)
+  slow_ok = vmap_method is None and slow_vmap_enabled()
+  if ordered and vmap_method != "sequential" and not slow_ok:
+    raise errors.ordered_error(vmap_method)
+
+  is_batched = [d is not None for d in dims]
+  args = [jnp.moveaxis(a, d, 0) if d not in (None, 0) else a
+          for a, d in zip(args, dims)]
+  in_avals = [compat.typeof(a) for a in args]
+  unbatched_in_avals = [a.update(shape=a.shape[1:]) if b else a
+                        for a, b in zip(in_avals, is_batched)]
+  out_avals = callee.out_avals(unbatched_in_avals)
+
+  def sequential() -> tuple[list[Any], list[int | None]]:
+    outs = _sequential(callee, args, is_batched, axis_size, out_avals)
+    return outs, [0] * len(outs)
+
+  if vmap_method == "sequential" or (ordered and slow_ok):
+    return sequential()
+  if not core.is_constant_dim(axis_size) and not callee.supports_symbolic_batch:
+    if slow_ok:
+      return sequential()
+    raise errors.symbolic_batch_error(axis_size, vmap_method)
+
+  if vmap_method in (None, "vectorized"):
+    batched_out_avals = [a.update(shape=(axis_size, *a.shape))
+                         for a in out_avals]
+    try:
+      outs = callee.call_vectorized(args, is_batched, vmap_method,
+                                    batched_out_avals)
+    except Unvectorizable as u:
+      if slow_ok:
+        return sequential()
+      raise u.error from u.__cause__
+    return _checked(outs, batched_out_avals, vmap_method, axis_size), [
+        0] * len(outs)
+
+  if vmap_method == "batch_polymorphic":
+    for kind, avals in (("argument", unbatched_in_avals),
+                        ("result", out_avals)):
+      for i, a in enumerate(avals):
+        if not a.shape:
+          raise errors.scalar_error(kind, i, a.str_short())
+    merged = [
+        jnp.reshape(a if b else jnp.broadcast_to(a, (axis_size, *a.shape)),
+                    (axis_size * u.shape[0], *u.shape[1:]))
+        for a, b, u in zip(args, is_batched, unbatched_in_avals)]
+    merged_out_avals = [a.update(shape=(axis_size * a.shape[0], *a.shape[1:]))
+                        for a in out_avals]
+    outs = _checked(callee.call_batched(merged, is_batched, vmap_method,
+                                        merged_out_avals),
+                    merged_out_avals, vmap_method, axis_size)
+    return [jnp.reshape(o, (axis_size, *a.shape))
+            for o, a in zip(outs, out_avals)], [0] * len(outs)
+
+  size = axis_size if vmap_method == "broadcast_all" else 1
+  expanded = [a if b else jnp.broadcast_to(a, (size, *a.shape))
+              for a, b in zip(args, is_batched)]
+  batched_out_avals = [a.update(shape=(axis_size, *a.shape))
+                       for a in out_avals]
+  outs = callee.call_batched(expanded, is_batched, vmap_method,
+                             batched_out_avals)
+  return _checked(outs, batched_out_avals, vmap_method, axis_size), [
+      0] * len(outs)
+
+
+def _checked(outs: Sequence[Any], expected: Sequence[core.ShapedArray],
+             vmap_method: str | None, axis_size: Any) -> list[Any]:
+  """Checks the results of one batched call against their expected shapes.
+
+  With ``"expand_dims"``, size-1 axes of a result are broadcast to the
+  expected shape, as NumPy broadcasting would: ``x * 2`` of an unbatched
+  (size-1) argument works.
+  """
+  del axis_size  # in the expected shapes
+  outs = list(outs)
+  if len(outs) != len(expected):
+    raise errors.result_count_error(vmap_method, len(outs), len(expected))
+  checked = []
+  for i, (o, e) in enumerate(zip(outs, expected)):
+    shape = tuple(compat.typeof(o).shape)
+    if core.definitely_equal_shape(shape, e.shape):
+      checked.append(o)
+    elif (vmap_method == "expand_dims" and len(shape) == len(e.shape)
+          and all(core.definitely_equal(d, 1) or core.definitely_equal(d, x)
+                  for d, x in zip(shape, e.shape))):
+      checked.append(jnp.broadcast_to(o, e.shape))
+    else:
+      raise errors.result_shape_error(vmap_method, i, shape, e.shape)
+  return checked
+
+
+def _sequential(callee: Callee, args: Sequence[Any],
+                is_batched: Sequence[bool], axis_size: Any,
+                out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+  """One unbatched call per batch element; batched args have it at axis 0."""
+  unbatched, batched = util.partition_list(list(is_batched), list(args))
+
+  def one(elems: Sequence[Any]) -> list[Any]:
+    return list(callee.call(util.merge_lists(list(is_batched), unbatched,
+                                             list(elems))))
+
+  # Under a staging trace, or for a symbolic batch size: a loop inside the
+  # program, whose size does not grow with the batch. (The arguments being
+  # tracers does not tell: under nested eager vmap they are BatchTracers.)
+  if core.unsafe_am_i_under_a_jit() or not core.is_constant_dim(axis_size):
+    return list(lax.map(one, batched))
+  # Eagerly: a Python loop of eager calls, in batch order; lax.map would
+  # stage the loop out and need XLA to compile the function.
+  per_element = [one([b[i] for b in batched]) for i in range(axis_size)]
+  if not per_element:
+    return [jnp.zeros((0, *a.shape), a.dtype) for a in out_avals]
+  return [jnp.stack(outs) for outs in zip(*per_element)]

@@ -1,0 +1,64 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The JAX and TF internals call_tf_lib relies on, on the installed release.
+
+`compat.check()` lists every internal the package reads; on each release the
+suite runs against, all must be there. Where one disappears at run time, the
+functions that read it raise a clear error instead of hanging or guessing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import tensorflow as tf
+
+from jax.experimental.jax2tf.call_tf_lib import compat
+
+
+def test_every_internal_call_tf_lib_reads_is_there():
+  assert compat.check() == []
+
+
+def test_a_graph_lock_tf_no_longer_exposes_is_an_error_not_a_hang():
+  graph = tf.Graph()
+  assert compat.graph_locked_for_mutation(graph) is False
+  del graph._group_lock  # pylint: disable=protected-access
+  with pytest.raises(compat.InternalsChangedError,
+                     match="_group_member_counts.*cannot tell whether"):
+    compat.graph_locked_for_mutation(graph)
+
+
+def test_a_session_without_its_closed_flag_is_an_error():
+  with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+    assert compat.session_is_open(sess)
+    del sess._closed  # pylint: disable=protected-access
+    with pytest.raises(compat.InternalsChangedError, match="Session._closed"):
+      compat.session_is_open(sess)
+    sess._closed = False  # pylint: disable=protected-access
+
+
+def test_no_registered_gradient_is_none_and_a_python_one_is_not_restored():
+  assert compat.restored_gradient_function("NoSuchGradientOpType") is None
+
+  @tf.RegisterGradient("CallTfCompatTestGradient")
+  def _(op, grad):  # a Python gradient closes over no concrete function
+    del op
+    return grad
+
+  assert compat.restored_gradient_function("CallTfCompatTestGradient") is None
+
+
+def test_exported_fields_are_checked():
+  with pytest.raises(compat.InternalsChangedError, match="jax.export.Exported"):
+    compat.make_exported(in_avals=(), out_avals=())
