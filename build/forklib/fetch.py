@@ -25,10 +25,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 from forklib import ForkError
 from forklib import log
+from forklib import scratch
 from forklib.manifest import Release
 
 
@@ -87,10 +87,10 @@ def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
   sdists.mkdir(parents=True, exist_ok=True)
   log.step("fetch", f"{release.sdist_name}: pip download jax=="
            f"{release.version} (source distribution)")
-  with tempfile.TemporaryDirectory(prefix=".download-", dir=sdists) as tmp:
+  with scratch.directory(sdists, "download") as tmp:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
            "--no-binary", ":all:", "--disable-pip-version-check",
-           "--dest", tmp, f"jax=={release.version}"]
+           "--dest", str(tmp), f"jax=={release.version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
       raise ForkError(
