@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -141,7 +141,8 @@ def publish(project: tree_lib.Project, releases: list[Release], *,
     releases: the releases whose wheels to publish.
     repository_url: the server's upload URL (twine --repository-url).
     repository: a .pypirc section instead (twine --repository).
-    simple_url: the server's simple index (default: <repository>/simple/).
+    simple_url: the server's simple index (default: <repository>/simple/,
+      else <repository>/+simple/ as devpi has it, whichever answers).
     config_file: the .pypirc to read (twine's default when None).
     jaxlib: also publish the pinned jaxlib wheels.
 
@@ -190,12 +191,12 @@ def publish(project: tree_lib.Project, releases: list[Release], *,
              *twine_args, str(path)]
       if not sys.stdin.isatty():
         cmd.append("--non-interactive")
-      proc = subprocess.run(cmd, capture_output=True, text=True,
-                            env=dict(os.environ, NO_COLOR="1"))
+      proc = subprocess.run(cmd, capture_output=True, text=True)
       if proc.returncode != 0:
+        output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
         raise ForkError(
             f"twine upload of {path.name} to {server} failed (exit "
-            f"{proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}\n"
+            f"{proc.returncode}):\n{output[-3000:].strip()}\n"
             f"{_CREDENTIALS_HELP} Files uploaded before it stay; run again "
             "to continue (they are skipped).")
       uploaded.append(path.name)

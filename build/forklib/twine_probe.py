@@ -124,8 +124,27 @@ def main() -> int:
     session.verify = upload_settings.cacert
   if upload_settings.client_cert:
     session.cert = upload_settings.client_cert
-  simple = request["simple_url"] or repository.rstrip("/") + "/simple/"
-  simple = simple.rstrip("/") + "/"
+  # The simple index must answer: a wrong URL must not read as "nothing
+  # published yet". Without --simple-url, <repository>/simple/ (pypiserver,
+  # Artifactory, most servers) or <repository>/+simple/ (devpi).
+  candidates = ([request["simple_url"]] if request["simple_url"] else
+                [repository.rstrip("/") + "/simple/",
+                 repository.rstrip("/") + "/+simple/"])
+  simple = None
+  tried = []
+  for candidate in candidates:
+    candidate = candidate.rstrip("/") + "/"
+    root = _get_on_server(session, candidate)
+    status = "a redirect to another server" if root is None else (
+        f"HTTP {root.status_code}")
+    if root is not None and root.status_code == 200:
+      simple = candidate
+      break
+    tried.append(f"{candidate} ({status})")
+  if simple is None:
+    print(json.dumps({"error": "no simple index found at "
+                      + ", ".join(tried)}))
+    return 1
   found = {}
   for project, names in request["files"].items():
     url = f"{simple}{project}/"

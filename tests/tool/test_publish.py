@@ -11,10 +11,11 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""publish: twine uploads to a real index server on 127.0.0.1.
+"""publish: twine uploads to real index servers on 127.0.0.1.
 
 pypiserver runs as teams run it: anonymous reads, authenticated uploads (an
-htpasswd file), no fallback to the public index. `publish` uploads the fork's
+htpasswd file), no fallback to the public index; devpi-server too, offline,
+with a user and an index of its own. `publish` uploads the fork's
 wheel and the pinned jaxlib wheels, skips what is already there with the same
 hash, refuses a different file under a published name, and pip then installs
 the fork from the server into a fresh virtual environment.
@@ -22,7 +23,9 @@ the fork from the server into a fresh virtual environment.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import pathlib
 import re
@@ -210,6 +213,17 @@ def test_uploads_without_credentials_are_refused(root, release, fork_wheel,
   assert pypiserver.hashes("jax") == {}
 
 
+def test_publish_refuses_a_simple_index_that_does_not_answer(
+    root, release, pypiserver):
+  """A wrong --simple-url must not read as "nothing published yet"."""
+  proc = _publish(root, release, pypiserver.url, "--no-jaxlib",
+                  "--simple-url", pypiserver.url + "elsewhere/")
+  assert proc.returncode == 2
+  assert (f"no simple index found at {pypiserver.url}elsewhere/ (HTTP 404)"
+          in proc.stderr)
+  assert pypiserver.hashes("jax") == {}
+
+
 def _forged(wheel: pathlib.Path, directory: pathlib.Path) -> pathlib.Path:
   """A valid wheel under the same name, with one more module."""
   directory.mkdir()
@@ -253,6 +267,76 @@ def test_publish_hashes_files_listed_without_sha256(root, release, fork_wheel,
       other.close()
   finally:
     server.close()
+
+
+class _Devpi:
+  """devpi-server on 127.0.0.1, offline, with a user's index."""
+
+  def __init__(self, directory: pathlib.Path):
+    bindir = pathlib.Path(sys.executable).parent
+    server_dir = directory / "server"
+    subprocess.run([str(bindir / "devpi-init"), "--serverdir",
+                    str(server_dir), "--root-passwd", "root-password"],
+                   check=True, capture_output=True)
+    port = _free_port()
+    self.log = directory / "server.log"
+    self.proc = subprocess.Popen(
+        [str(bindir / "devpi-server"), "--serverdir", str(server_dir),
+         "--host", "127.0.0.1", "--port", str(port), "--offline-mode"],
+        stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while _get_or_none(base + "/+api") != 200:
+      if self.proc.poll() is not None or time.monotonic() > deadline:
+        self.close()
+        raise RuntimeError(f"devpi-server did not start: "
+                           f"{self.log.read_text()}")
+      time.sleep(0.3)
+    self._request("PUT", f"{base}/{USER}", {"password": PASSWORD})
+    self._request("PUT", f"{base}/{USER}/dev",
+                  {"type": "stage", "bases": [], "volatile": False},
+                  auth=True)
+    self.url = f"{base}/{USER}/dev/"
+
+  @staticmethod
+  def _request(method, url, body, auth=False):
+    request = urllib.request.Request(
+        url, method=method, data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"})
+    if auth:
+      token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+      request.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+      assert response.status in (200, 201), response.read()
+
+  def close(self):
+    self.proc.terminate()
+    self.proc.wait(timeout=30)
+
+
+def test_publish_to_devpi_then_pip_installs_the_fork(root, release,
+                                                     fork_wheel, tmp_path):
+  devpi = _Devpi(tmp_path / "devpi")
+  try:
+    # No --simple-url: publish finds devpi's <index>/+simple/ itself.
+    proc = _publish(root, release, devpi.url, "--no-jaxlib")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [fork_wheel.name]
+    again = _publish(root, release, devpi.url, "--no-jaxlib")
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert "same sha256" in again.stderr
+    anonymous = _twine_upload(devpi.url, _forged(fork_wheel, tmp_path / "f"),
+                              password="guess")
+    assert anonymous.returncode != 0
+    python = _venv(tmp_path / "venv")
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check",
+         "--no-deps", "--index-url", devpi.url + "+simple/",
+         f"jax=={release.label}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _installed_version(python, "jax") == release.label
+  finally:
+    devpi.close()
 
 
 def test_the_twine_pin_matches_the_test_requirements(root):
