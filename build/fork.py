@@ -302,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                           "credentials, as for twine upload")
   p.add_argument("--simple-url",
                  help="the server's simple index, read to see what it holds "
-                      "(default: the upload URL + simple/; devpi: "
-                      "http://HOST:PORT/USER/INDEX/+simple/)")
+                      "(default: the upload URL + simple/, or + +simple/ as "
+                      "devpi has it, whichever answers)")
   p.add_argument("--config-file",
                  help="the .pypirc to read (default: twine's, ~/.pypirc)")
   p.add_argument("--upstream", action="append", default=[],
