@@ -16,10 +16,12 @@
 Every temporary directory the tool makes beside its outputs (in the cache, in
 `dist/`, beside `apply --out`) is named `.fork-tmp-<what>-<random>`, and
 beside it is a lock file of the same name plus `.lock`, made first, on which
-its creator keeps an exclusive lock (flock) while it works. The lock dies
-with the process, however it dies, so a later run can tell a crashed run's
-leftovers (lock free) from a concurrent run's work (lock held), and removes
-only the former. Nothing without the prefix is ever touched.
+its creator keeps an exclusive lock (flock) while it works. The lock file is
+locked before it gets its name (it is made as `.fork-lock-<random>`, locked,
+then linked), so a lock file that is not locked belongs to no live run. The
+lock dies with the process, however it dies, so a later run can tell a
+crashed run's leftovers (lock free) from a concurrent run's work (lock held),
+and removes only the former. Nothing without these prefixes is touched.
 """
 
 from __future__ import annotations
@@ -35,10 +37,10 @@ from typing import Iterator
 from forklib import log
 
 PREFIX = ".fork-tmp-"
+_PENDING = ".fork-lock-"
 _LOCK_SUFFIX = ".lock"
-# A lock file without its directory, or a directory without its lock file,
-# is left by a crash between two steps, or is a run's very first moment:
-# stale once older than this.
+# A directory without its lock file is left by a crash while it was being
+# removed: stale once older than this.
 _GRACE_SECONDS = 60.0
 
 
@@ -57,6 +59,23 @@ def _remove(path: pathlib.Path) -> None:
       path.unlink()
 
 
+def _lock_is_free(lock: pathlib.Path) -> bool | None:
+  """Whether nobody holds `lock`'s flock (None: there is no such file)."""
+  try:
+    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+  except FileNotFoundError:
+    return None
+  except OSError:
+    return False
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return True
+  except BlockingIOError:
+    return False
+  finally:
+    os.close(fd)
+
+
 def sweep(parent: pathlib.Path) -> list[pathlib.Path]:
   """Removes the temporary directories of crashed runs in `parent`.
 
@@ -64,47 +83,35 @@ def sweep(parent: pathlib.Path) -> list[pathlib.Path]:
     parent: a directory in which the tool makes temporary directories.
 
   Returns:
-    The directories (and lone lock files) removed.
+    The directories and lock files removed.
   """
   removed = []
   try:
     entries = sorted(parent.iterdir())
   except FileNotFoundError:
     return removed
-  names = {e.name for e in entries}
   for entry in entries:
-    if not entry.name.startswith(PREFIX) or entry.is_symlink():
+    if entry.is_symlink():
       continue
-    if entry.name.endswith(_LOCK_SUFFIX):
-      lock, work = entry, entry.with_name(entry.name[:-len(_LOCK_SUFFIX)])
-      if work.name in names:
-        continue  # handled with its directory
-    else:
-      work, lock = entry, entry.with_name(entry.name + _LOCK_SUFFIX)
-    try:
-      fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-      if _age(work) > _GRACE_SECONDS:
-        _remove(work)
-        removed.append(work)
+    if entry.name.startswith(_PENDING):
+      if _lock_is_free(entry):
+        _remove(entry)  # its creator died before naming it, or retries
+        removed.append(entry)
       continue
-    except OSError:
+    if (not entry.name.startswith(PREFIX)
+        or entry.name.endswith(_LOCK_SUFFIX)):
       continue
-    try:
-      try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      except BlockingIOError:
-        continue  # its creator is alive and working in it
-      if work.exists():
-        _remove(work)
-        removed.append(work)
-      elif _age(lock) > _GRACE_SECONDS:
-        removed.append(lock)
-      else:
-        continue
-      _remove(lock)
-    finally:
-      os.close(fd)
+    lock = entry.with_name(entry.name + _LOCK_SUFFIX)
+    free = _lock_is_free(lock)
+    if free is None and _age(entry) > _GRACE_SECONDS or free:
+      _remove(entry)
+      removed.append(entry)
+  for entry in entries:  # lock files whose directory is gone
+    if (entry.name.startswith(PREFIX) and entry.name.endswith(_LOCK_SUFFIX)
+        and not entry.with_name(entry.name[:-len(_LOCK_SUFFIX)]).exists()
+        and not entry.is_symlink() and _lock_is_free(entry)):
+      _remove(entry)
+      removed.append(entry)
   if removed:
     log.step("cleanup", f"removed {len(removed)} temporary files and "
              f"directories left by crashed runs in {parent}")
@@ -127,15 +134,25 @@ def directory(parent: pathlib.Path, what: str) -> Iterator[pathlib.Path]:
   parent.mkdir(parents=True, exist_ok=True)
   sweep(parent)
   while True:
-    path = parent / f"{PREFIX}{what}-{os.urandom(6).hex()}"
+    token = os.urandom(6).hex()
+    path = parent / f"{PREFIX}{what}-{token}"
     lock = path.with_name(path.name + _LOCK_SUFFIX)
+    pending = parent / f"{_PENDING}{token}"
     try:
-      fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-      break
+      fd = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
       continue
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX)
+      os.link(pending, lock)  # the lock file appears already locked
+    except (FileExistsError, FileNotFoundError):
+      os.close(fd)  # a name taken, or a sweep took the pending file: retry
+      continue
+    finally:
+      with contextlib.suppress(FileNotFoundError):
+        pending.unlink()
+    break
   try:
-    fcntl.flock(fd, fcntl.LOCK_EX)
     path.mkdir(mode=0o700)
     yield path
   finally:

@@ -175,9 +175,16 @@ def test_sweep_removes_only_dead_runs_directories(tmp_path):
     (dead / "unpacked").mkdir(parents=True)
     # Its creator died: the lock file is there, nobody holds its lock.
     (tmp_path / f"{dead.name}.lock").write_text("")
+    # Killed before it named its lock file, or after it removed its
+    # directory: unlocked lock files.
+    pending = tmp_path / ".fork-lock-0123"
+    pending.write_text("")
+    orphan = tmp_path / f"{scratch.PREFIX}wheel-gone.lock"
+    orphan.write_text("")
     foreign = tmp_path / ".tree.partial-x"
     foreign.mkdir()
-    assert scratch.sweep(tmp_path) == [dead]
+    assert scratch.sweep(tmp_path) == [
+        pending, dead, tmp_path / f"{dead.name}.lock", orphan]
     assert (live / "work").exists() and foreign.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [live.name, f"{live.name}.lock", foreign.name])
