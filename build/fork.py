@@ -22,6 +22,9 @@ Commands:
   index --out DIR          publish the wheels and pinned jaxlibs as a PEP 503
                            index (static files)
   serve DIR                serve an index on http://127.0.0.1
+  publish --repository-url URL  upload the wheels and pinned jaxlibs to an
+                           index server with twine (skips files already
+                           there, refuses different ones)
   rebase VERSION [--from V] refresh the queue for another release (3-way);
                            writes patches/variants/VERSION/ where needed
   stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
@@ -52,6 +55,7 @@ from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
 from forklib import manifest as manifest_lib  # noqa: E402
 from forklib import patchq  # noqa: E402
+from forklib import publish as publish_lib  # noqa: E402
 from forklib import rebase as rebase_lib  # noqa: E402
 from forklib import stage as stage_lib  # noqa: E402
 from forklib import tree as tree_lib  # noqa: E402
@@ -161,6 +165,21 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
   index_lib.serve(pathlib.Path(args.directory), args.host, args.port)
+  return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+  """Uploads the fork's wheels and the pinned jaxlib wheels with twine."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = ([manifest.get(v) for v in args.upstream] if args.upstream
+              else list(manifest.releases))
+  uploaded = publish_lib.publish(
+      project, releases, repository_url=args.repository_url,
+      repository=args.repository, simple_url=args.simple_url,
+      config_file=args.config_file, jaxlib=not args.no_jaxlib)
+  for name in uploaded:
+    print(name)
   return 0
 
 
@@ -274,6 +293,28 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--port", type=int, default=8000,
                  help="0 picks a free port (default: 8000)")
   p.set_defaults(func=cmd_serve)
+
+  p = sub.add_parser("publish", help="upload wheels to an index server "
+                     "with twine")
+  where = p.add_mutually_exclusive_group(required=True)
+  where.add_argument("--repository-url",
+                     help="the server's upload URL, as for twine upload "
+                          "(pypiserver: http://HOST:PORT/; devpi: "
+                          "http://HOST:PORT/USER/INDEX/)")
+  where.add_argument("-r", "--repository",
+                     help="a section of .pypirc naming the server and its "
+                          "credentials, as for twine upload")
+  p.add_argument("--simple-url",
+                 help="the server's simple index, read to see what it holds "
+                      "(default: the upload URL + simple/, or + +simple/ as "
+                      "devpi has it, whichever answers)")
+  p.add_argument("--config-file",
+                 help="the .pypirc to read (default: twine's, ~/.pypirc)")
+  p.add_argument("--upstream", action="append", default=[],
+                 help="only this upstream release (repeatable)")
+  p.add_argument("--no-jaxlib", action="store_true",
+                 help="do not upload the pinned jaxlib wheels")
+  p.set_defaults(func=cmd_publish)
 
   p = sub.add_parser("rebase", help="refresh the queue for a release")
   p.add_argument("version", help="the upstream release to rebase onto")

@@ -25,10 +25,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 from forklib import ForkError
 from forklib import log
+from forklib import scratch
 from forklib.manifest import Release
 
 
@@ -71,7 +71,9 @@ def verify(path: pathlib.Path, expected: str, *, origin: str) -> None:
 def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
   """Returns the path of the verified upstream sdist for `release`.
 
-  Downloads it with `pip download --no-deps --no-binary :all:` on first use.
+  Downloads it with `pip download --no-deps --no-binary jax` on first use
+  (jax only: since pip 26, `:all:` would also refuse the wheels of the
+  build dependencies pip needs to read the sdist's metadata).
 
   Raises:
     ForkError: the download failed, or the file's sha256 is not the pinned
@@ -87,10 +89,10 @@ def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
   sdists.mkdir(parents=True, exist_ok=True)
   log.step("fetch", f"{release.sdist_name}: pip download jax=="
            f"{release.version} (source distribution)")
-  with tempfile.TemporaryDirectory(prefix=".download-", dir=sdists) as tmp:
+  with scratch.directory(sdists, "download") as tmp:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--no-binary", ":all:", "--disable-pip-version-check",
-           "--dest", tmp, f"jax=={release.version}"]
+           "--no-binary", "jax", "--disable-pip-version-check",
+           "--dest", str(tmp), f"jax=={release.version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
       raise ForkError(

@@ -23,29 +23,56 @@ Layout (servable by any static web server)::
   <out>/files/<wheel>.metadata      their core metadata (PEP 658)
   <out>/install/<jax version>.txt   a release's exact pins (jax and jaxlib)
                                      with their hashes, for pip -r
+  <out>/ledger.json                 the record of what was published: every
+                                     file above with its sha256, and each
+                                     release's files (not served)
 
-Published files are immutable: rebuilding the index keeps every file already
-in it, and refuses a different file under an existing name (bump
-`fork_release` instead). The new tree is renamed into place only when whole.
+Publication is append-only and transactional:
+
+* One `index` run at a time: a run holds an exclusive lock (flock) on the
+  index directory; a second run waits for it.
+* Before anything is written, every file in the ledger is checked against its
+  recorded sha256; a mismatch (a tampered wheel, an edited page) stops the run
+  and names the file. Pages and install files are written from the ledger's
+  hashes, never from whatever is on disk.
+* Published wheels are immutable (a different file under a published name is
+  refused: bump `fork_release`), releases only gain files, and nothing the
+  tool did not write is ever deleted or overwritten. A directory without a
+  ledger is written into only if it is empty.
+* A journal written before the first change makes a crash recoverable: the
+  next run removes the files the interrupted run added, or completes it if
+  its ledger was already committed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
+import errno
+import fcntl
 import hashlib
 import html
 import http.server
+import ipaddress
+import json
 import os
 import pathlib
 import re
+import secrets
 import shutil
-import tempfile
+import socket
 import urllib.parse
 import zipfile
+from typing import Any, Iterator
 
 from forklib import ForkError
+from forklib import fetch
 from forklib import log
 
+LEDGER = "ledger.json"
+JOURNAL = "ledger.journal.json"
+_TMP_PREFIX = ".fork-tmp-"
+_FORMAT = "jax-calltf-fork index ledger 1"
 _NAME_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-")
 
 
@@ -56,36 +83,39 @@ def _sha256(data: bytes) -> str:
 def project_of(wheel_name: str) -> str:
   """The normalized project name (PEP 503) of a wheel file name."""
   m = _NAME_RE.match(wheel_name)
-  if not m:
+  if not m or not wheel_name.endswith(".whl"):
     raise ForkError(f"{wheel_name!r} is not a wheel file name")
   return re.sub(r"[-_.]+", "-", m.group("name")).lower()
 
 
 def wheel_metadata(path: pathlib.Path) -> bytes:
   """The METADATA file of the wheel at ``path``."""
-  with zipfile.ZipFile(path) as z:
-    names = [n for n in z.namelist()
-             if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-    if len(names) != 1:
-      raise ForkError(f"{path} has {len(names)} .dist-info/METADATA files")
-    return z.read(names[0])
+  try:
+    with zipfile.ZipFile(path) as z:
+      names = [n for n in z.namelist()
+               if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+      if len(names) != 1:
+        raise ForkError(f"{path} has {len(names)} .dist-info/METADATA files")
+      return z.read(names[0])
+  except zipfile.BadZipFile as e:
+    raise ForkError(f"{path} is not a wheel (not a zip file: {e})")
 
 
-def _project_page(project: str, files: list[pathlib.Path]) -> str:
+# Rendering: every page and install file is a function of the ledger alone.
+
+
+def _project_page(project: str, wheels: dict[str, dict[str, Any]]) -> str:
   links = []
-  for f in sorted(files, key=lambda p: p.name):
-    digest = _sha256(f.read_bytes())
-    metadata = f.with_name(f.name + ".metadata").read_bytes()
-    requires_python = email.parser.BytesParser().parsebytes(metadata).get(
-        "Requires-Python")
-    url = urllib.parse.quote(f.name)
-    attrs = [f'href="../../files/{html.escape(url)}#sha256={digest}"',
-             f'data-dist-info-metadata="sha256={_sha256(metadata)}"',
-             f'data-core-metadata="sha256={_sha256(metadata)}"']
-    if requires_python:
-      attrs.append(
-          f'data-requires-python="{html.escape(requires_python, quote=True)}"')
-    links.append(f'    <a {" ".join(attrs)}>{html.escape(f.name)}</a><br/>')
+  for name in sorted(wheels):
+    entry = wheels[name]
+    url = urllib.parse.quote(name)
+    attrs = [f'href="../../files/{html.escape(url)}#sha256={entry["sha256"]}"',
+             f'data-dist-info-metadata="sha256={entry["metadata_sha256"]}"',
+             f'data-core-metadata="sha256={entry["metadata_sha256"]}"']
+    if entry.get("requires_python"):
+      attrs.append('data-requires-python="'
+                   f'{html.escape(entry["requires_python"], quote=True)}"')
+    links.append(f'    <a {" ".join(attrs)}>{html.escape(name)}</a><br/>')
   return ("<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:"
           "repository-version\" content=\"1.0\">\n    <title>Links for "
           f"{project}</title>\n  </head>\n  <body>\n    <h1>Links for "
@@ -99,14 +129,17 @@ def _root_page(projects: list[str]) -> str:
           "</title>\n  </head>\n  <body>\n" + links + "\n  </body>\n</html>\n")
 
 
-def _install_txt(label: str, files: list[pathlib.Path]) -> str:
+def _install_txt(label: str, wheels: dict[str, dict[str, Any]],
+                 names: list[str]) -> str:
   """Exact pins with their hashes, for `pip install --require-hashes -r`."""
   by_requirement: dict[str, list[str]] = {}
-  for f in files:
-    m = _NAME_RE.match(f.name)
-    req = f"{project_of(f.name)}=={m.group('version')}"
-    by_requirement.setdefault(req, []).append(_sha256(f.read_bytes()))
+  for name in names:
+    entry = wheels[name]
+    req = f"{entry['project']}=={entry['version']}"
+    by_requirement.setdefault(req, []).append(entry["sha256"])
   lines = [f"# jax {label}: the fork and its jaxlib, pinned by hash.",
+           "# Keep a reviewed copy of this file in your own repository and "
+           "install from it:",
            "# pip install --no-deps --require-hashes --extra-index-url "
            "<index>/simple/ -r <this file>",
            "# then the dependencies: pip install --extra-index-url "
@@ -118,94 +151,415 @@ def _install_txt(label: str, files: list[pathlib.Path]) -> str:
   return "\n".join(lines) + "\n"
 
 
+def _render(ledger: dict[str, Any]) -> dict[str, bytes]:
+  """The pages and install files of `ledger`: path in the index -> bytes."""
+  wheels = ledger["wheels"]
+  projects: dict[str, dict[str, dict[str, Any]]] = {}
+  for name, entry in wheels.items():
+    projects.setdefault(entry["project"], {})[name] = entry
+  out = {"simple/index.html": _root_page(sorted(projects))}
+  for project, project_wheels in projects.items():
+    out[f"simple/{project}/index.html"] = _project_page(project,
+                                                        project_wheels)
+  for label, names in ledger["releases"].items():
+    out[f"install/{label}.txt"] = _install_txt(label, wheels, names)
+  return {path: text.encode("utf-8") for path, text in out.items()}
+
+
+# The ledger, the journal and the lock.
+
+
+def _empty_ledger() -> dict[str, Any]:
+  return {"format": _FORMAT, "wheels": {}, "releases": {}, "files": {}}
+
+
+def _read_json(path: pathlib.Path) -> dict[str, Any]:
+  try:
+    data = json.loads(path.read_text(encoding="utf-8"))
+  except (OSError, ValueError) as e:
+    raise ForkError(f"{path} cannot be read ({e}). It is the index's record "
+                    "of what was published: restore it from a backup; the "
+                    "index was not changed.")
+  if not isinstance(data, dict) or data.get("format") != _FORMAT:
+    raise ForkError(f"{path} is not a ledger of this tool (format "
+                    f"{data.get('format') if isinstance(data, dict) else '?'}"
+                    f", expected {_FORMAT!r}); the index was not changed.")
+  return data
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+  return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _write_atomic(path: pathlib.Path, data: bytes) -> None:
+  """Writes `data` to `path` through a temporary file and a rename."""
+  path.parent.mkdir(parents=True, exist_ok=True)
+  tmp = path.with_name(f"{_TMP_PREFIX}{secrets.token_hex(6)}-{path.name}")
+  try:
+    with open(tmp, "xb") as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+  except BaseException:
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(tmp)
+    raise
+
+
+def _copy_verified(src: pathlib.Path, dest: pathlib.Path, sha256: str) -> None:
+  """Copies `src` to a new file `dest` only if the copy has `sha256`."""
+  dest.parent.mkdir(parents=True, exist_ok=True)
+  tmp = dest.with_name(f"{_TMP_PREFIX}{secrets.token_hex(6)}-{dest.name}")
+  try:
+    shutil.copyfile(src, tmp)
+    with open(tmp, "rb") as f:
+      os.fsync(f.fileno())
+    os.chmod(tmp, 0o644)
+    actual = fetch.sha256_of(tmp)
+    if actual != sha256:
+      raise ForkError(f"{src} changed while it was being published (sha256 "
+                      f"{sha256}, then {actual}); nothing was published.")
+    if dest.exists() or dest.is_symlink():
+      raise ForkError(f"{dest} appeared while it was being published; "
+                      "nothing was overwritten.")
+    os.replace(tmp, dest)
+  finally:
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(tmp)
+
+
+def _file_sha(path: pathlib.Path) -> str | None:
+  """The sha256 of the regular file at `path`; None if there is none."""
+  if path.is_symlink():
+    return "symlink"
+  if not path.exists():
+    return None
+  if not path.is_file():
+    return "not-a-file"
+  return fetch.sha256_of(path)
+
+
+@contextlib.contextmanager
+def _locked(out: pathlib.Path) -> Iterator[None]:
+  """Holds an exclusive lock on the index directory `out` (created)."""
+  try:
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+  except (FileExistsError, NotADirectoryError):
+    raise ForkError(f"{out} exists and is not a directory; pass an index "
+                    "directory to --out")
+  try:
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      log.step("index", f"{out} is being written by another `index` run; "
+               "waiting for it to finish")
+      fcntl.flock(fd, fcntl.LOCK_EX)
+    yield
+  finally:
+    os.close(fd)
+
+
+def _sweep_temporaries(out: pathlib.Path) -> None:
+  """Removes temporary files of crashed runs (the lock is held)."""
+  for sub in ("", "files", "simple", "install"):
+    directory = out / sub
+    if not directory.is_dir():
+      continue
+    for entry in directory.rglob(f"{_TMP_PREFIX}*"):
+      if entry.is_file() and not entry.is_symlink():
+        entry.unlink()
+        log.step("index", f"removed {entry}, left by a crashed run")
+
+
+def _open_index(out: pathlib.Path) -> dict[str, Any]:
+  """The ledger of `out`, after recovery and verification (lock held).
+
+  Raises:
+    ForkError: `out` is neither empty nor an index; or a published file is
+      missing or differs from the ledger.
+  """
+  ledger_path = out / LEDGER
+  journal_path = out / JOURNAL
+  if not ledger_path.exists() and not journal_path.exists():
+    foreign = sorted(e.name for e in out.iterdir()
+                     if not e.name.startswith(_TMP_PREFIX))
+    if foreign:
+      raise ForkError(
+          f"{out} is not empty and has no {LEDGER}, so it is not an index "
+          f"written by `index` (it holds {', '.join(foreign[:5])}"
+          f"{', ...' if len(foreign) > 5 else ''}). Nothing was changed. "
+          "Pass a new or empty directory to --out. (An index written before "
+          f"the tool kept a {LEDGER} counts as foreign too: publish into a "
+          "new directory and point the web server at it.)")
+    return _empty_ledger()
+  ledger = (_read_json(ledger_path) if ledger_path.exists()
+            else _empty_ledger())  # the first publication was interrupted
+  accepted = {path: {sha} for path, sha in ledger["files"].items()}
+  if journal_path.exists():
+    journal = json.loads(journal_path.read_text(encoding="utf-8"))
+    if (ledger_path.exists() and _sha256(ledger_path.read_bytes())
+        == journal["ledger_after"]):
+      log.step("index", "the previous run was interrupted after it committed "
+               "its ledger; verifying its files")
+    else:
+      log.step("index", "the previous run was interrupted before it "
+               "committed; undoing its changes")
+      for path, change in journal["writes"].items():
+        current = _file_sha(out / path)
+        if change["before"] is None and current == change["after"]:
+          (out / path).unlink()
+          log.step("index", f"removed {path}, added by the interrupted run")
+        elif current in (change["before"], change["after"]):
+          # A page or an install file, rewritten below from the ledger.
+          accepted.setdefault(path, set()).update(
+              {change["before"], change["after"]})
+        else:
+          raise ForkError(
+              f"{out / path} is neither the published version nor the one "
+              "an interrupted `index` run was writing: it was changed by "
+              "something else. Nothing was changed; restore it from a backup "
+              f"(sha256 {change['before'] or '(no file)'}).")
+  for path, shas in sorted(accepted.items()):
+    actual = _file_sha(out / path)
+    if actual not in shas:
+      expected = " or ".join(sorted(s or "(no file)" for s in shas))
+      raise ForkError(
+          f"{out / path} does not match the index's ledger: sha256 "
+          f"{actual or '(missing)'}, published as {expected}. A published "
+          "file was changed or removed after publication; nothing was "
+          "changed. Restore the published file from a backup or from its "
+          f"source (its hash is in {ledger_path}), then run again.")
+  if journal_path.exists():
+    journal_path.unlink()
+  return ledger
+
+
 def build(out: pathlib.Path, wheels: list[pathlib.Path],
           releases: dict[str, list[str]] | None = None) -> pathlib.Path:
-  """Builds (or extends) the index at ``out`` with ``wheels``.
+  """Publishes ``wheels`` into the index at ``out`` (created if missing).
 
   Args:
-    out: the index directory; files already published there are kept.
-    wheels: wheel files to publish.
+    out: the index directory: new, empty, or an index written by `build`.
+    wheels: wheel files to publish; any already published must be identical.
     releases: for each fork version (e.g. "0.10.2+calltf.1"), the names of
       the files its install/<version>.txt pins (its jax and jaxlib wheels).
+      Files are added to what the release already pins, never removed.
 
   Returns:
     ``out``.
 
   Raises:
-    ForkError: a wheel would replace a published file with different bytes.
+    ForkError: `out` is not an index and not empty; a published file does
+      not match the ledger; a wheel would replace a published file with
+      different bytes; a file the tool did not write is in the way.
   """
   out = out.resolve()
-  out.parent.mkdir(parents=True, exist_ok=True)
-  with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
-                                   dir=out.parent) as tmp:
-    new = pathlib.Path(tmp) / "index"
-    (new / "files").mkdir(parents=True)
-    published = out / "files"
-    if published.is_dir():
-      for f in published.iterdir():
-        if f.suffix == ".whl":
-          os.link(f, new / "files" / f.name)
+  with _locked(out):
+    ledger = _open_index(out)
+    _sweep_temporaries(out)
+    new = json.loads(json.dumps(ledger))
+    data_files: dict[str, tuple[pathlib.Path | None, bytes | None, str]] = {}
     for wheel in wheels:
-      dest = new / "files" / wheel.name
-      if dest.exists():
-        if dest.read_bytes() != wheel.read_bytes():
+      name = wheel.name
+      project = project_of(name)
+      digest = fetch.sha256_of(wheel)
+      published = new["wheels"].get(name)
+      if published:
+        if published["sha256"] != digest:
           raise ForkError(
-              f"{wheel.name} is already published in {out} with different "
-              "contents. Published files are immutable: bump fork_release "
-              "in patches/upstream.toml for a new build.")
-        log.step("index", f"{wheel.name}: already published, unchanged")
+              f"{name} is already published in {out} with sha256 "
+              f"{published['sha256']}; this file has {digest}. Published "
+              "files are immutable: bump fork_release in "
+              "patches/upstream.toml for a new build.")
+        log.step("index", f"{name}: already published, unchanged")
         continue
-      shutil.copyfile(wheel, dest)
-      log.step("index", f"{wheel.name}: added")
-    files = sorted((new / "files").glob("*.whl"))
-    projects: dict[str, list[pathlib.Path]] = {}
-    for f in files:
-      f.with_name(f.name + ".metadata").write_bytes(wheel_metadata(f))
-      projects.setdefault(project_of(f.name), []).append(f)
-    for project, project_files in projects.items():
-      page = new / "simple" / project / "index.html"
-      page.parent.mkdir(parents=True)
-      page.write_text(_project_page(project, project_files), encoding="utf-8")
-    (new / "simple" / "index.html").write_text(
-        _root_page(sorted(projects)), encoding="utf-8")
-    if releases:
-      (new / "install").mkdir()
-      old_install = out / "install"
-      if old_install.is_dir():
-        for f in old_install.iterdir():
-          shutil.copyfile(f, new / "install" / f.name)
-      for label, names in releases.items():
-        (new / "install" / f"{label}.txt").write_text(
-            _install_txt(label, [new / "files" / n for n in names]),
-            encoding="utf-8")
-    if out.exists():
-      os.rename(out, pathlib.Path(tmp) / "replaced")
-    os.rename(new, out)
-  log.step("index", f"{out}: {len(files)} files, projects "
-           f"{', '.join(sorted(projects))}")
+      metadata = wheel_metadata(wheel)
+      requires_python = email.parser.BytesParser().parsebytes(metadata).get(
+          "Requires-Python")
+      new["wheels"][name] = {
+          "project": project, "version": _NAME_RE.match(name)["version"],
+          "sha256": digest, "size": wheel.stat().st_size,
+          "metadata_sha256": _sha256(metadata),
+          "requires_python": requires_python}
+      data_files[f"files/{name}"] = (wheel, None, digest)
+      data_files[f"files/{name}.metadata"] = (None, metadata,
+                                              _sha256(metadata))
+      log.step("index", f"{name}: adding (sha256 {digest})")
+    for label, names in (releases or {}).items():
+      missing = [n for n in names if n not in new["wheels"]]
+      if missing:
+        raise ForkError(f"release {label} pins {', '.join(missing)}, which "
+                        "is neither published nor being published")
+      kept = new["releases"].get(label, [])
+      new["releases"][label] = sorted(set(kept) | set(names))
+    rendered = _render(new)
+    writes = {path: {"before": None, "after": sha}
+              for path, (_, _, sha) in data_files.items()}
+    for path, data in rendered.items():
+      current = _file_sha(out / path)
+      if current != _sha256(data):
+        writes[path] = {"before": ledger["files"].get(path),
+                        "after": _sha256(data)}
+    for path in writes:
+      if path not in ledger["files"] and (out / path).exists():
+        raise ForkError(
+            f"{out / path} is in the way: the index's ledger does not list "
+            "it, so `index` did not write it, and will not overwrite it. "
+            "Move it out of the index, then run again.")
+    new["files"].update({path: w["after"] for path, w in writes.items()})
+    if not writes and new == ledger:
+      log.step("index", f"{out}: nothing new to publish")
+      return out
+    ledger_bytes = _dump(new)
+    _write_atomic(out / JOURNAL, _dump({
+        "format": _FORMAT, "writes": writes,
+        "ledger_after": _sha256(ledger_bytes)}))
+    for path, (source, data, sha) in data_files.items():
+      if source is not None:
+        _copy_verified(source, out / path, sha)
+      else:
+        _write_atomic(out / path, data)
+    for path, data in rendered.items():
+      if path in writes:
+        _write_atomic(out / path, data)
+    _write_atomic(out / LEDGER, ledger_bytes)  # the commit point
+    (out / JOURNAL).unlink()
+  log.step("index", f"{out}: {len(new['wheels'])} wheels, projects "
+           f"{', '.join(sorted({w['project'] for w in new['wheels'].values()}))}"
+           f"; {len(data_files) // 2} added")
   return out
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+def served_files(directory: pathlib.Path) -> set[str]:
+  """The paths `serve` answers for: the ledger's files, nothing else."""
+  ledger = _read_json(directory / LEDGER)
+  return set(ledger["files"])
+
+
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8",
+                  ".txt": "text/plain; charset=utf-8",
+                  ".metadata": "text/plain; charset=utf-8",
+                  ".whl": "application/octet-stream"}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+  """GET and HEAD of the index's published files; nothing else."""
+
+  server_version = "jax-fork-index"
+  root: pathlib.Path  # set on the subclass `serve` makes
 
   def log_message(self, format, *args):  # noqa: A002
     log.step("serve", format % args)
 
+  def do_GET(self):  # noqa: N802
+    self._respond(send_body=True)
+
+  def do_HEAD(self):  # noqa: N802
+    self._respond(send_body=False)
+
+  def _refuse_method(self):
+    self.send_response(405)
+    self.send_header("Allow", "GET, HEAD")
+    self.send_header("Content-Length", "0")
+    self.end_headers()
+
+  do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method  # noqa: N815
+
+  def _not_found(self, send_body: bool):
+    body = b"404 Not Found\n"
+    self.send_response(404)
+    self.send_header("Content-Type", "text/plain; charset=utf-8")
+    self.send_header("Content-Length", str(len(body)))
+    self.end_headers()
+    if send_body:
+      self.wfile.write(body)
+
+  def _respond(self, send_body: bool):
+    path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+    parts = path.split("/")
+    if (not path.startswith("/") or "\\" in path or "\0" in path
+        or any(p in (".", "..") for p in parts)):
+      return self._not_found(send_body)
+    rel = path.lstrip("/")
+    if rel == "" or rel.endswith("/"):
+      rel += "index.html"
+    try:
+      allowed = served_files(self.root)
+    except ForkError:
+      allowed = set()
+    if rel not in allowed:
+      if f"{rel}/index.html" in allowed:
+        self.send_response(301)
+        self.send_header("Location", path + "/")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return None
+      return self._not_found(send_body)
+    full = self.root / rel
+    # Only regular files inside the tree: no component may be a symlink.
+    if os.path.realpath(full) != str(full):
+      return self._not_found(send_body)
+    try:
+      fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+      return self._not_found(send_body)
+    with os.fdopen(fd, "rb") as f:
+      size = os.fstat(f.fileno()).st_size
+      self.send_response(200)
+      self.send_header("Content-Type", _CONTENT_TYPES.get(
+          pathlib.PurePosixPath(rel).suffix, "application/octet-stream"))
+      self.send_header("Content-Length", str(size))
+      self.end_headers()
+      if send_body:
+        shutil.copyfileobj(f, self.wfile)
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+  try:
+    return ipaddress.ip_address(host).is_loopback
+  except ValueError:
+    return host == "localhost"
+
 
 def serve(directory: pathlib.Path, host: str = "127.0.0.1",
           port: int = 0) -> None:
-  """Serves ``directory`` over HTTP until interrupted.
+  """Serves the index at ``directory`` over HTTP until interrupted.
 
-  Prints the index URL (``http://host:port/simple/``) first, on stdout.
+  Only the files the index's ledger lists are served, by GET and HEAD; no
+  directory listings, no symlinks, no other methods. Prints the index URL
+  (``http://host:port/simple/``) first, on stdout.
   """
   directory = directory.resolve()
-  if not (directory / "simple" / "index.html").exists():
-    raise ForkError(f"{directory} is not an index (no simple/index.html); "
-                    "build one with `python build/fork.py index --out DIR`")
+  if not (directory / LEDGER).is_file():
+    raise ForkError(f"{directory} is not an index (no {LEDGER}); build one "
+                    "with `python build/fork.py index --out DIR`")
+  served_files(directory)  # a readable ledger, or a clear error now
+  if not _is_loopback(host):
+    log.step("serve", f"WARNING: serving on {host}, beyond this machine, "
+             "over plain HTTP: anyone between the server and its users can "
+             "change what they download unless they install with hash pins. "
+             "For a shared index, serve the directory with a web server "
+             "that has TLS (see docs/install.md).")
 
-  def handler(*args, **kwargs):
-    return _Handler(*args, directory=str(directory), **kwargs)
+  class Handler(_Handler):
+    root = directory
 
-  with http.server.ThreadingHTTPServer((host, port), handler) as server:
-    print(f"http://{host}:{server.server_address[1]}/simple/", flush=True)
+  server_class = http.server.ThreadingHTTPServer
+  if ":" in host:
+    server_class = type("Server6", (server_class,),
+                        {"address_family": socket.AF_INET6})
+  try:
+    server = server_class((host, port), Handler)
+  except OSError as e:
+    if e.errno == errno.EADDRINUSE:
+      raise ForkError(f"port {port} on {host} is in use; pass --port 0 for "
+                      "a free one")
+    raise
+  with server:
+    shown = f"[{host}]" if ":" in host else host
+    print(f"http://{shown}:{server.server_address[1]}/simple/", flush=True)
     server.serve_forever()

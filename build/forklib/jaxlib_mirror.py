@@ -25,12 +25,12 @@ import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 
 from forklib import ForkError
 from forklib import load_toml
 from forklib import fetch
 from forklib import log
+from forklib import scratch
 
 _WHEEL_RE = re.compile(
     r"^jaxlib-(?P<version>[^-]+)-(?P<py>cp\d+)-(?P<abi>[^-]+)-"
@@ -85,11 +85,11 @@ def fetch_wheel(pin: PinnedWheel, cache: pathlib.Path | None = None
     return target
   cache.mkdir(parents=True, exist_ok=True)
   log.step("jaxlib", f"pip download {pin.name}")
-  with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
+  with scratch.directory(cache, "download") as tmp:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
            "--only-binary", ":all:", "--disable-pip-version-check",
            "--python-version", pin.python_version, "--platform", pin.platform,
-           "--dest", tmp, f"jaxlib=={pin.version}"]
+           "--dest", str(tmp), f"jaxlib=={pin.version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     downloaded = pathlib.Path(tmp) / pin.name
     if proc.returncode != 0 or not downloaded.exists():

@@ -14,25 +14,35 @@
 """The patched tree: upstream sdist + overlay + patch queue + version stamp.
 
 Every step works in a temporary directory beside the destination; the tree is
-renamed into place only when it is whole, so a failure leaves nothing behind.
+renamed into place only when it is whole, so a failure leaves nothing behind
+(and a crash leaves a temporary directory that the next run removes: see
+`forklib.scratch`).
+
+Each tree carries a manifest, `.fork-tree.json`, with the sha256 of every file
+as built. A cached tree is checked against it before every use and rebuilt if
+anything changed; `apply --force` replaces only a directory that has one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import pathlib
 import re
 import shutil
 import tarfile
-import tempfile
 
 from forklib import ForkError
 from forklib import fetch
 from forklib import log
 from forklib import patchq
+from forklib import scratch
 from forklib.manifest import Release
+
+TREE_MANIFEST = ".fork-tree.json"
+_TREE_FORMAT = "jax-calltf-fork tree 1"
 
 _RELEASE_VERSION_RE = re.compile(
     r"^_release_version: str = (?:'[^']*'|\"[^\"]*\"|None)$", re.MULTILINE)
@@ -137,6 +147,92 @@ def stamp_version(tree: pathlib.Path, release: Release) -> None:
   version_py.write_text(text, encoding="utf-8")
 
 
+def _tree_files(tree: pathlib.Path) -> dict[str, str]:
+  """Every file (and symlink) of `tree` but its manifest: path -> digest."""
+  files = {}
+  for dirpath, dirnames, filenames in os.walk(tree):
+    base = pathlib.Path(dirpath)
+    for name in [*filenames, *(d for d in dirnames
+                               if (base / d).is_symlink())]:
+      path = base / name
+      rel = path.relative_to(tree).as_posix()
+      if rel == TREE_MANIFEST:
+        continue
+      if path.is_symlink():
+        files[rel] = "symlink:" + os.readlink(path)
+      else:
+        files[rel] = "sha256:" + fetch.sha256_of(path)
+  return dict(sorted(files.items()))
+
+
+def write_tree_manifest(tree: pathlib.Path, release: Release) -> None:
+  """Records the digest of every file of `tree` in its manifest."""
+  manifest = {"format": _TREE_FORMAT, "release": release.label,
+              "files": _tree_files(tree)}
+  (tree / TREE_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n",
+                                    encoding="utf-8")
+
+
+def verify_tree(tree: pathlib.Path) -> list[str]:
+  """Compares `tree` with its manifest.
+
+  Returns:
+    What differs, one line per file ("changed: jax/__init__.py"); empty if
+    the tree is exactly as built.
+  """
+  try:
+    manifest = json.loads((tree / TREE_MANIFEST).read_text(encoding="utf-8"))
+    recorded = manifest["files"]
+    if manifest.get("format") != _TREE_FORMAT:
+      return [f"{TREE_MANIFEST}: unknown format {manifest.get('format')!r}"]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    return [f"{TREE_MANIFEST}: missing or unreadable ({e})"]
+  actual = _tree_files(tree)
+  problems = [f"changed: {p}" for p in recorded
+              if p in actual and actual[p] != recorded[p]]
+  problems += [f"missing: {p}" for p in recorded if p not in actual]
+  problems += [f"added: {p}" for p in actual if p not in recorded]
+  return problems
+
+
+def check_replaceable(out: pathlib.Path, project: Project) -> None:
+  """Raises ForkError unless `out` may be deleted to make way for a new tree.
+
+  Never the root, the home directory, the repository or a directory holding
+  any of them, nor anything inside the repository's `.git` or `patches`;
+  and only a directory that `apply` made (it has a tree manifest).
+
+  Args:
+    out: the existing directory `apply --force` would replace.
+    project: the repository.
+  """
+  out = out.resolve()
+  protected = [(pathlib.Path("/"), "the root directory"),
+               (pathlib.Path.home().resolve(), "your home directory"),
+               (project.root.resolve(), "the repository")]
+  for path, what in protected:
+    if out == path or out in path.parents:
+      raise ForkError(
+          f"refusing to replace {out}: it is {what}"
+          + ("" if out == path else f" or holds it ({path})")
+          + ". --force only replaces a tree that `apply` made; pass another "
+          "--out.")
+  for name in (".git", "patches"):
+    inside = project.root.resolve() / name
+    if out == inside or inside in out.parents:
+      raise ForkError(
+          f"refusing to replace {out}: it is in the repository's {name}/. "
+          "Pass an --out outside the repository.")
+  if out.is_symlink() or not out.is_dir():
+    raise ForkError(f"refusing to replace {out}: it is not a directory. "
+                    "Remove it yourself or pass another --out.")
+  if not (out / TREE_MANIFEST).is_file():
+    raise ForkError(
+        f"refusing to replace {out}: it has no {TREE_MANIFEST}, so `apply` "
+        "did not make it. Remove it yourself if it can go, or pass another "
+        "--out.")
+
+
 def build_tree(project: Project, release: Release, out: pathlib.Path, *,
                sdist: pathlib.Path | None = None,
                force: bool = False) -> pathlib.Path:
@@ -147,24 +243,26 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     release: the upstream release to build.
     out: the directory to create. It must not exist unless `force`.
     sdist: an already verified sdist; fetched when None.
-    force: replace an existing `out`.
+    force: replace an existing `out`, if it is a tree `apply` made (see
+      `check_replaceable`).
 
   Returns:
     `out`.
 
   Raises:
-    ForkError: on a bad sdist, an overlay collision or a patch that does not
-      apply; nothing is left at `out` (or it is left as it was).
+    ForkError: on a bad sdist, an overlay collision, a patch that does not
+      apply, or an `out` that exists and may not be replaced; nothing is
+      left at `out` (or it is left as it was).
   """
   out = out.resolve()
-  if out.exists() and not force:
-    raise ForkError(f"{out} already exists; remove it or pass --force")
+  if out.exists() or out.is_symlink():
+    if not force:
+      raise ForkError(f"{out} already exists; remove it or pass --force")
+    check_replaceable(out, project)
   sdist = sdist or fetch.fetch(release)
   queue = patchq.load_queue(project.patches, release.version)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
-                                   dir=out.parent) as tmp:
-    tree = _extract(sdist, pathlib.Path(tmp) / "unpacked")
+  with scratch.directory(out.parent, "tree") as tmp:
+    tree = _extract(sdist, tmp / "unpacked")
     log.step("apply", f"unpacked {sdist.name}")
     laid = _lay_overlay(project, tree)
     log.step("apply", f"overlay: {len(laid)} file(s) laid in"
@@ -176,7 +274,8 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     if project.notice.exists():
       shutil.copyfile(project.notice, tree / "NOTICE")
     log.step("apply", f"version stamped {release.label}")
-    trash = pathlib.Path(tmp) / "replaced"
+    write_tree_manifest(tree, release)
+    trash = tmp / "replaced"
     if out.exists():
       os.rename(out, trash)
     try:
@@ -191,19 +290,34 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
 
 def cached_tree(project: Project, release: Release,
                 cache: pathlib.Path | None = None) -> pathlib.Path:
-  """A patched tree in the cache, keyed by a digest of all its inputs."""
+  """A patched tree in the cache, keyed by a digest of all its inputs.
+
+  A cached tree is used only if every file is as its manifest recorded;
+  otherwise it is removed and built again.
+  """
   cache = cache or fetch.cache_root()
   digest = inputs_digest(project, release)[:16]
   out = cache / "trees" / f"jax-{release.label}-{digest}"
   if out.exists():
-    log.step("apply", f"patched tree of jax {release.label} is cached at "
-             f"{out}")
-    return out
+    problems = verify_tree(out)
+    if not problems:
+      log.step("apply", f"patched tree of jax {release.label} is cached at "
+               f"{out}, every file as built")
+      return out
+    log.step("apply", f"cached tree {out} is not as built ("
+             + "; ".join(problems[:3])
+             + (f"; {len(problems) - 3} more" if len(problems) > 3 else "")
+             + "): rebuilding it")
+    with scratch.directory(out.parent, "stale-tree") as tmp:
+      try:
+        os.rename(out, tmp / "stale")
+      except FileNotFoundError:
+        pass  # another build removed it first
   try:
     return build_tree(project, release, out)
   except (OSError, ForkError):
-    if out.exists():  # another build of the same inputs finished first
-      return out
+    if out.exists() and not verify_tree(out):
+      return out  # another build of the same inputs finished first
     raise
 
 

@@ -35,6 +35,7 @@ import zipfile
 from forklib import ForkError
 from forklib import fetch
 from forklib import log
+from forklib import scratch
 from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
@@ -124,9 +125,9 @@ def build(project: tree_lib.Project, release: Release,
              JAX_FORK_TREE=str(tree), SOURCE_DATE_EPOCH=str(epoch))
   log.step("wheel", f"building jax {release.label} from {tree} "
            f"(SOURCE_DATE_EPOCH={epoch})")
-  with tempfile.TemporaryDirectory(prefix=".wheel-", dir=out_dir) as tmp:
+  with scratch.directory(out_dir, "wheel") as tmp:
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps",
-           "--disable-pip-version-check", "--wheel-dir", tmp,
+           "--disable-pip-version-check", "--wheel-dir", str(tmp),
            str(project.root)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -15,7 +15,9 @@
 
 The index is served by the tool's own server on 127.0.0.1 and consumed by a
 real `pip install` into a fresh virtual environment; the fork's dependencies
-come from pip's configured index, as they would for a user.
+come from pip's configured index, as they would for a user. Publication is
+append-only and transactional: a lock, a ledger of published hashes verified
+before any change, nothing deleted that the tool did not write.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ import hashlib
 import html.parser
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
 import urllib.parse
+import urllib.request
+import zipfile
 
 import pytest
 
@@ -220,3 +227,249 @@ def test_index_of_an_unknown_wheel_is_refused(root, tmp_path):
       capture_output=True, text=True, env=dict(os.environ))
   assert proc.returncode == 2
   assert "not a wheel of a release" in proc.stderr
+
+
+# Append-only, transactional publication.
+
+
+def _fork(root: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, str(root / "build" / "fork.py"),
+                         *args], capture_output=True, text=True)
+
+
+def _linked_copy(index: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+  """A copy of `index` whose files are hard links (cheap for jaxlib wheels).
+
+  Tests replace files in it (unlink, then write) and never write through a
+  link, so the module's index stays as built.
+  """
+  shutil.copytree(index, dest, copy_function=os.link)
+  return dest
+
+
+def _replace(path: pathlib.Path, data: bytes) -> None:
+  path.unlink()
+  path.write_bytes(data)
+
+
+def _tree(path: pathlib.Path) -> dict[str, str]:
+  return {p.relative_to(path).as_posix(): _sha(p.read_bytes())
+          for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def _small_wheel(directory: pathlib.Path, version: str,
+                 project: str = "jax", requires_python: str = ">=3.11",
+                 payload: str = "") -> pathlib.Path:
+  """A minimal wheel of `project` (metadata and one module)."""
+  name = f"{project}-{version}"
+  path = directory / f"{name}-py3-none-any.whl"
+  with zipfile.ZipFile(path, "w") as z:
+    z.writestr(f"{project}/__init__.py", f"{payload}\n")
+    z.writestr(f"{name}.dist-info/METADATA",
+               f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}"
+               f"\nRequires-Python: {requires_python}\n")
+    z.writestr(f"{name}.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+    z.writestr(f"{name}.dist-info/RECORD", "")
+  return path
+
+
+def test_index_refuses_a_directory_that_is_not_an_index(root, fork_wheel,
+                                                        tmp_path):
+  out = tmp_path / "www"
+  out.mkdir()
+  (out / "notes.txt").write_text("not yours\n")
+  proc = _fork(root, "index", "--out", str(out), "--wheel", str(fork_wheel),
+               "--no-jaxlib")
+  assert proc.returncode == 2
+  assert f"{out} is not empty and has no ledger.json" in proc.stderr
+  assert "notes.txt" in proc.stderr
+  assert [p.name for p in out.iterdir()] == ["notes.txt"]
+  assert (out / "notes.txt").read_text() == "not yours\n"
+
+
+def test_index_keeps_files_it_did_not_write(tmp_path):
+  out = tmp_path / "index"
+  a = _small_wheel(tmp_path, "0.1")
+  index_lib.build(out, [a])
+  (out / "robots.txt").write_text("User-agent: *\n")
+  (out / "files" / "README").write_text("ours, not the tool's\n")
+  b = _small_wheel(tmp_path, "0.2")
+  index_lib.build(out, [b])
+  assert (out / "robots.txt").read_text() == "User-agent: *\n"
+  assert (out / "files" / "README").read_text() == "ours, not the tool's\n"
+  assert [l.get("href").split("#")[0].rsplit("/", 1)[1]
+          for l in _links(out / "simple" / "jax" / "index.html")] == [
+              a.name, b.name]
+  # A file the tool did not write, where it would write one, is refused.
+  c = _small_wheel(tmp_path, "0.3")
+  (out / "files" / c.name).write_bytes(b"someone else's")
+  with pytest.raises(ForkError, match=f"files/{c.name} is in the way"):
+    index_lib.build(out, [c])
+  assert (out / "files" / c.name).read_bytes() == b"someone else's"
+
+
+def test_concurrent_index_runs_lose_no_publication(root, tmp_path):
+  out = tmp_path / "index"
+  go = tmp_path / "go"
+  wheels = [_small_wheel(tmp_path, f"0.{i}") for i in range(1, 5)]
+  script = ("import pathlib, sys, time\n"
+            f"sys.path.insert(0, {str(root / 'build')!r})\n"
+            "from forklib import index\n"
+            "go = pathlib.Path(sys.argv[1])\n"
+            "while not go.exists():\n  time.sleep(0.001)\n"
+            "index.build(pathlib.Path(sys.argv[2]), [pathlib.Path(sys.argv[3])],"
+            " {sys.argv[4]: [pathlib.Path(sys.argv[3]).name]})\n")
+  procs = [subprocess.Popen(
+      [sys.executable, "-c", script, str(go), str(out), str(w),
+       f"0.{i}+calltf.1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True) for i, w in enumerate(wheels, 1)]
+  time.sleep(1.0)  # every process is waiting for the go file
+  go.touch()
+  results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+  assert [rc for rc, _ in results] == [0] * 4, results
+  published = sorted(l["href"].split("#")[0].rsplit("/", 1)[1]
+                     for l in _links(out / "simple" / "jax" / "index.html"))
+  assert published == sorted(w.name for w in wheels)
+  assert sorted(p.name for p in (out / "install").iterdir()) == [
+      f"0.{i}+calltf.1.txt" for i in range(1, 5)]
+
+
+def test_no_jaxlib_keeps_the_jaxlib_pins_of_a_published_release(
+    root, index, fork_wheel, release, tmp_path):
+  copy = _linked_copy(index, tmp_path / "index")
+  install = copy / "install" / f"{release.label}.txt"
+  before = install.read_text()
+  assert before.count("jaxlib==") == 1 and before.count("--hash") == 4
+  proc = _fork(root, "index", "--out", str(copy), "--wheel", str(fork_wheel),
+               "--no-jaxlib")
+  assert proc.returncode == 0, proc.stderr
+  assert install.read_text() == before
+
+
+def test_index_refuses_a_tampered_published_wheel(root, index, fork_wheel,
+                                                  release, tmp_path):
+  copy = _linked_copy(index, tmp_path / "index")
+  jaxlib = sorted((copy / "files").glob("jaxlib-*.whl"))[-1]
+  _replace(jaxlib, jaxlib.read_bytes() + b"\0")
+  before = _tree(copy)
+  proc = _fork(root, "index", "--out", str(copy), "--wheel", str(fork_wheel),
+               "--no-jaxlib")
+  assert proc.returncode == 2
+  assert f"{jaxlib} does not match the index's ledger" in proc.stderr
+  assert _tree(copy) == before  # the forged hash was not published
+  page = (copy / "simple" / "jaxlib" / "index.html").read_text()
+  assert _sha(jaxlib.read_bytes()) not in page
+
+
+def test_index_refuses_an_edited_page(root, index, fork_wheel, tmp_path):
+  copy = _linked_copy(index, tmp_path / "index")
+  page = copy / "simple" / "jax" / "index.html"
+  forged = _sha(b"forged")
+  _replace(page, re.sub(r"#sha256=[0-9a-f]{64}", f"#sha256={forged}",
+                        page.read_text()).encode())
+  proc = _fork(root, "index", "--out", str(copy), "--wheel", str(fork_wheel),
+               "--no-jaxlib")
+  assert proc.returncode == 2
+  assert f"{page} does not match the index's ledger" in proc.stderr
+  assert forged in page.read_text()
+
+
+class _Crash(Exception):
+  pass
+
+
+def test_an_interrupted_publication_is_undone(tmp_path, monkeypatch):
+  out = tmp_path / "index"
+  a, b = _small_wheel(tmp_path, "0.1"), _small_wheel(tmp_path, "0.2")
+  index_lib.build(out, [a], {"0.1+calltf.1": [a.name]})
+  published = _tree(out)
+  write = index_lib._write_atomic
+
+  def crash_at_commit(path, data):
+    if path.name == index_lib.LEDGER:
+      raise _Crash()
+    write(path, data)
+
+  monkeypatch.setattr(index_lib, "_write_atomic", crash_at_commit)
+  with pytest.raises(_Crash):
+    index_lib.build(out, [b], {"0.2+calltf.1": [b.name]})
+  assert (out / "files" / b.name).exists()  # written, not committed
+  assert (out / index_lib.JOURNAL).exists()
+  monkeypatch.setattr(index_lib, "_write_atomic", write)
+  index_lib.build(out, [])
+  assert _tree(out) == published
+
+
+def test_an_interrupted_publication_after_its_commit_is_kept(tmp_path,
+                                                             monkeypatch):
+  out = tmp_path / "index"
+  a, b = _small_wheel(tmp_path, "0.1"), _small_wheel(tmp_path, "0.2")
+  index_lib.build(out, [a])
+  real_unlink = pathlib.Path.unlink
+
+  def crash_on_journal(self, *args, **kwargs):
+    if self.name == index_lib.JOURNAL:
+      raise _Crash()
+    return real_unlink(self, *args, **kwargs)
+
+  monkeypatch.setattr(pathlib.Path, "unlink", crash_on_journal)
+  with pytest.raises(_Crash):
+    index_lib.build(out, [b])
+  monkeypatch.setattr(pathlib.Path, "unlink", real_unlink)
+  index_lib.build(out, [])
+  assert not (out / index_lib.JOURNAL).exists()
+  assert len(_links(out / "simple" / "jax" / "index.html")) == 2
+
+
+# serve: the index's files, nothing else.
+
+
+def _get(url: str, method: str = "GET") -> tuple[int, bytes]:
+  request = urllib.request.Request(url, method=method,
+                                   data=b"x" if method in ("PUT", "POST")
+                                   else None)
+  try:
+    with urllib.request.urlopen(request, timeout=30) as response:
+      return response.status, response.read()
+  except urllib.error.HTTPError as e:
+    return e.code, e.read()
+
+
+def test_serve_lists_no_directories(server, index):
+  base = server.url.removesuffix("/simple/")
+  for path in ("/", "/files/", "/files", "/install/", "/simple/jax/../",
+               "/ledger.json", "/files/../ledger.json", "/%2e%2e/"):
+    status, body = _get(base + path)
+    assert status == 404, (path, status, body[:200])
+  status, body = _get(base + "/simple/")
+  assert status == 200 and b'href="jax/"' in body
+  status, _ = _get(base + "/simple/jax")  # redirected to /simple/jax/
+  assert status == 200
+
+
+def test_serve_follows_no_symlink_out_of_the_tree(root, index, release,
+                                                  tmp_path):
+  copy = _linked_copy(index, tmp_path / "index")
+  secret = tmp_path / "secret.txt"
+  secret.write_text("outside the index\n")
+  (copy / "files" / "secret.whl").symlink_to(secret)
+  install = copy / "install" / f"{release.label}.txt"
+  install.unlink()
+  install.symlink_to(secret)  # a published name, now a link out of the tree
+  server = _Server(root, copy)
+  try:
+    base = server.url.removesuffix("/simple/")
+    for path in ("/files/secret.whl",
+                 f"/install/{urllib.parse.quote(install.name)}"):
+      status, body = _get(base + path)
+      assert status == 404, (path, body)
+      assert b"outside the index" not in body
+  finally:
+    server.close()
+
+
+def test_serve_refuses_writes(server):
+  base = server.url.removesuffix("/simple/")
+  for method in ("PUT", "POST", "DELETE"):
+    status, _ = _get(base + "/files/new.whl", method=method)
+    assert status == 405, method

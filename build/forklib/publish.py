@@ -1,0 +1,213 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Uploading the fork to an index server the team runs, with twine.
+
+pypiserver, devpi, Artifactory, cloud artifact registries: every one accepts
+`twine upload`. `publish` uploads the fork's wheels, built here from the
+verified sdist and patches, and the jaxlib wheels verified against
+`jaxlib_build/pins.toml`; nothing else, and nothing whose hash it did not
+verify itself. Before uploading it reads what the server already holds (its
+simple index, with the same credentials twine uses): a file there with the
+same sha256 is skipped; one with a different sha256 stops everything before
+any upload, naming the file. After uploading it reads the server again and
+checks that every file there has the verified hash.
+
+twine comes from the running interpreter if it has the pinned version, else
+from a virtual environment in the cache that `publish` makes with pip.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+from forklib import ForkError
+from forklib import fetch
+from forklib import index as index_lib
+from forklib import jaxlib_mirror
+from forklib import log
+from forklib import scratch
+from forklib import tree as tree_lib
+from forklib import wheel as wheel_lib
+from forklib.manifest import Release
+
+TWINE_VERSION = "7.0.0"
+_PROBE = pathlib.Path(__file__).with_name("twine_probe.py")
+_CREDENTIALS_HELP = (
+    "twine takes credentials from TWINE_USERNAME and TWINE_PASSWORD, from "
+    "keyring, or from a .pypirc section given with --repository NAME.")
+
+
+def twine_python() -> str:
+  """An interpreter with twine==TWINE_VERSION: this one, or a cached venv."""
+  try:
+    if importlib.metadata.version("twine") == TWINE_VERSION:
+      return sys.executable
+  except importlib.metadata.PackageNotFoundError:
+    pass
+  venv = fetch.cache_root() / "venvs" / f"twine-{TWINE_VERSION}"
+  python = venv / "bin" / "python"
+  marker = venv / ".fork-env-complete"
+  if marker.exists():
+    return str(python)
+  if venv.exists():
+    shutil.rmtree(venv)
+  log.step("publish", f"installing twine=={TWINE_VERSION} into {venv}")
+  subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+  proc = subprocess.run(
+      [str(python), "-m", "pip", "install", "--quiet",
+       "--disable-pip-version-check", f"twine=={TWINE_VERSION}"],
+      capture_output=True, text=True)
+  if proc.returncode != 0:
+    raise ForkError(f"pip install twine=={TWINE_VERSION} failed (exit "
+                    f"{proc.returncode}):\n{proc.stdout[-2000:]}"
+                    f"{proc.stderr[-2000:]}")
+  marker.write_text(TWINE_VERSION)
+  return str(python)
+
+
+def _probe(python: str, twine_args: list[str], simple_url: str | None,
+           names: list[str]) -> dict:
+  files: dict[str, list[str]] = {}
+  for name in names:
+    files.setdefault(index_lib.project_of(name), []).append(name)
+  proc = subprocess.run(
+      [python, str(_PROBE)], capture_output=True, text=True,
+      input=json.dumps({"twine_args": twine_args, "simple_url": simple_url,
+                        "files": files}))
+  try:
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+  except (ValueError, IndexError):
+    raise ForkError(f"reading the server's index failed (exit "
+                    f"{proc.returncode}):\n{proc.stdout[-2000:]}"
+                    f"{proc.stderr[-2000:]}")
+  if "error" in answer:
+    raise ForkError(
+        f"could not read what the server holds: {answer['error']}. Check "
+        "--repository-url (or --repository) and --simple-url (devpi: "
+        "<server>/<user>/<index>/+simple/), and that the credentials may "
+        f"read the index. {_CREDENTIALS_HELP}")
+  return answer
+
+
+def _verified_files(project: tree_lib.Project, releases: list[Release],
+                    jaxlib: bool) -> list[tuple[pathlib.Path, str, str]]:
+  """(path, sha256, origin) of every file to publish, jaxlib first."""
+  jaxlibs: dict[str, tuple[pathlib.Path, str, str]] = {}
+  forks = []
+  pins = (jaxlib_mirror.load_pins(project.root / "jaxlib_build" / "pins.toml")
+          if jaxlib else {})
+  for release in releases:
+    if jaxlib:
+      if release.test_jaxlib not in pins:
+        raise ForkError(f"jaxlib {release.test_jaxlib} (test_jaxlib of jax "
+                        f"{release.version}) has no pins in "
+                        "jaxlib_build/pins.toml")
+      for pin in pins[release.test_jaxlib]:
+        jaxlibs[pin.name] = (jaxlib_mirror.fetch_wheel(pin), pin.sha256,
+                             "pinned in jaxlib_build/pins.toml")
+    wheel = wheel_lib.build(project, release, project.root / "dist")
+    forks.append((wheel, fetch.sha256_of(wheel),
+                  "built here from the verified sdist and patches"))
+  return [*jaxlibs.values(), *forks]
+
+
+def publish(project: tree_lib.Project, releases: list[Release], *,
+            repository_url: str | None = None,
+            repository: str | None = None,
+            simple_url: str | None = None,
+            config_file: str | None = None,
+            jaxlib: bool = True) -> list[str]:
+  """Uploads the fork's wheels of `releases` (and their jaxlib) with twine.
+
+  Args:
+    project: the repository.
+    releases: the releases whose wheels to publish.
+    repository_url: the server's upload URL (twine --repository-url).
+    repository: a .pypirc section instead (twine --repository).
+    simple_url: the server's simple index (default: <repository>/simple/,
+      else <repository>/+simple/ as devpi has it, whichever answers).
+    config_file: the .pypirc to read (twine's default when None).
+    jaxlib: also publish the pinned jaxlib wheels.
+
+  Returns:
+    The names of the files uploaded (files already there are skipped).
+
+  Raises:
+    ForkError: the server holds a different file under a name to publish
+      (nothing is uploaded then), an upload failed, or the server does not
+      hold the verified hash afterwards.
+  """
+  twine_args = (["--repository-url", repository_url] if repository_url
+                else ["--repository", repository or "pypi"])
+  if config_file:
+    twine_args += ["--config-file", config_file]
+  python = twine_python()
+  files = _verified_files(project, releases, jaxlib)
+  uploaded = []
+  with scratch.directory(fetch.cache_root() / "publish", "publish") as staging:
+    staged = []
+    for path, sha, origin in files:
+      copy = staging / path.name
+      shutil.copyfile(path, copy)
+      fetch.verify(copy, sha, origin=origin)
+      staged.append((copy, sha))
+    names = [p.name for p, _ in staged]
+    state = _probe(python, twine_args, simple_url, names)
+    server = state["repository"]
+    conflicts = [(p.name, sha, state["found"][p.name]) for p, sha in staged
+                 if p.name in state["found"] and state["found"][p.name] != sha]
+    if conflicts:
+      raise ForkError(
+          f"{server} already holds a different file under a name to publish; "
+          "nothing was uploaded:\n" + "\n".join(
+              f"  {name}: the server has sha256 {theirs}, the verified file "
+              f"has {ours}" for name, ours, theirs in conflicts)
+          + "\nPublished files are immutable. Find out where the server's "
+          "file came from; if it must go, remove it on the server, or bump "
+          "fork_release in patches/upstream.toml for a new fork build.")
+    for path, sha in staged:
+      if path.name in state["found"]:
+        log.step("publish", f"{path.name}: already on {server}, same sha256")
+        continue
+      log.step("publish", f"{path.name}: uploading to {server}")
+      cmd = [python, "-m", "twine", "upload", "--disable-progress-bar",
+             *twine_args, str(path)]
+      if not sys.stdin.isatty():
+        cmd.append("--non-interactive")
+      proc = subprocess.run(cmd, capture_output=True, text=True)
+      if proc.returncode != 0:
+        output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+        raise ForkError(
+            f"twine upload of {path.name} to {server} failed (exit "
+            f"{proc.returncode}):\n{output[-3000:].strip()}\n"
+            f"{_CREDENTIALS_HELP} Files uploaded before it stay; run again "
+            "to continue (they are skipped).")
+      uploaded.append(path.name)
+    after = _probe(python, twine_args, simple_url, names)["found"]
+    wrong = [f"{p.name}: {after.get(p.name) or 'not listed'} (verified "
+             f"{sha})" for p, sha in staged if after.get(p.name) != sha]
+    if wrong:
+      raise ForkError(f"after the upload, {server} does not serve the "
+                      "verified files:\n  " + "\n  ".join(wrong)
+                      + "\nCheck --simple-url; if it is right, the server "
+                      "changed the files: do not install from it.")
+  log.step("publish", f"{server}: {len(uploaded)} uploaded, "
+           f"{len(staged) - len(uploaded)} already there; all verified")
+  return uploaded
