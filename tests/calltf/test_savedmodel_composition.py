@@ -298,3 +298,16 @@ def test_embedded_model_whose_output_is_not_the_batch(tmp_path):
       jax.ShapeDtypeStruct(export.symbolic_shape("b, 4"), np.float32))
   assert str(exported.out_avals[0].shape) == "(2*b, 4)"
   assert_close(exported.call(x[:2]), stack(x[:2]), tol=TOL)
+
+
+def test_embedded_model_forward_mode_is_a_clear_error(level0):
+  """The SavedModel saves only its VJP: forward mode says so; grad works."""
+  f = call_tf(level0.f)
+  x = rng.normal(size=(3, 4)).astype(np.float32)
+  with pytest.raises(NotImplementedError,
+                     match="forward-mode derivatives.*saves only its"):
+    jax.jvp(f, (x,), (np.ones_like(x),))
+  with pytest.raises(NotImplementedError, match="Use reverse mode"):
+    jax.jacfwd(lambda x: jnp.sum(f(x)))(x)
+  assert_close(grad_sum_sq(f)(x), grad_sum_sq(lambda x: mlp(PARAMS, x))(x),
+               tol=TOL)

@@ -113,6 +113,59 @@ def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
   return module
 
 
+def serialize_module(module: ir.Module, target: str) -> bytes:
+  """``module`` as a portable artifact (VHLO) at StableHLO version ``target``.
+
+  jaxlib before 0.10 takes the module's bytecode, later ones the module;
+  jax serializes with shardy annotations where its backend does.
+  """
+  from jax._src import xla_bridge  # pylint: disable=g-import-not-at-top
+  ext = mlir_extension()
+  with_sdy = getattr(xla_bridge.get_backend(), "serialize_with_sdy", None)
+  extra = () if with_sdy is None else (with_sdy,)
+  try:
+    return ext.serialize_portable_artifact(module, target, *extra)
+  except TypeError:  # jaxlib < 0.10: bytecode in
+    return ext.serialize_portable_artifact(mlir.module_to_bytecode(module),
+                                           target, *extra)
+
+
+def stablehlo_version_jax_serializes() -> str:
+  """The StableHLO version ``jax.export`` serializes to (4 weeks back)."""
+  from jax._src.lib.mlir.dialects import hlo  # pylint: disable=g-import-not-at-top
+  return hlo.get_version_from_compatibility_requirement(
+      hlo.StablehloCompatibilityRequirement.WEEK_4)
+
+
+def smaller_stablehlo_version(a: str, b: str) -> str:
+  """The older of two StableHLO versions."""
+  from jax._src.lib.mlir.dialects import hlo  # pylint: disable=g-import-not-at-top
+  return hlo.get_smaller_version(a, b)
+
+
+def tensorflow_stablehlo_version() -> str | None:
+  """The StableHLO version TF's ``XlaCallModule`` deserializes with, if known."""
+  try:
+    from tensorflow.compiler.mlir.stablehlo import stablehlo as tf_stablehlo  # pylint: disable=g-import-not-at-top
+    return tf_stablehlo.get_current_version()
+  except (ImportError, AttributeError):
+    return None
+
+
+def tensorflow_reads(module_bytes: bytes) -> bool | None:
+  """Whether TF's StableHLO deserializer reads ``module_bytes`` (None: unknown)."""
+  try:
+    from tensorflow.compiler.mlir.stablehlo import stablehlo as tf_stablehlo  # pylint: disable=g-import-not-at-top
+    read = tf_stablehlo.deserialize_portable_artifact_str
+  except (ImportError, AttributeError):
+    return None
+  try:
+    read(module_bytes)
+    return True
+  except Exception:  # pylint: disable=broad-except
+    return False
+
+
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
   return mlir.refine_polymorphic_shapes(module)

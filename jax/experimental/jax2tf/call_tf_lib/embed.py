@@ -40,6 +40,7 @@ from jax import tree_util
 from jax._src import core
 from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import forward
 from jax.experimental.jax2tf.call_tf_lib import restored
 from jax.experimental.jax2tf.call_tf_lib import vmap
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -149,12 +150,20 @@ def call_embedded(embedded: restored.EmbeddedModule,
   vjp = _batched_call(vjp_fun, nr_args + len(exported.out_avals),
                       vmap.vjp_vmap_method(vmap_method))
 
-  @jax.custom_vjp
+  @jax.custom_jvp
   def call(*args):
     return tuple(primal(*args, *weights))
 
-  def call_fwd(*args):
-    return call(*args), args
+  def no_forward_mode(args, tangents):
+    del args, tangents
+    raise NotImplementedError(
+        f"call_tf cannot compute forward-mode derivatives (jax.jvp, "
+        f"jax.jacfwd, jax.hessian) of {exported.fun_name}: it is embedded "
+        "from a jax2tf SavedModel, which saves only its reverse-mode "
+        "derivative (the VJP). Use reverse mode: jax.grad, jax.vjp, "
+        "jax.jacrev (and jax.jacrev(jax.jacrev(f)) needs a saved gradient "
+        "of the gradient, which jax2tf does not save either). For forward "
+        "mode, call the JAX function the model was converted from.")
 
   def call_bwd(args, cts):
     if embedded.gradient_disabled is not None:
@@ -169,7 +178,9 @@ def call_embedded(embedded: restored.EmbeddedModule,
           "(and jax2tf.convert(..., with_gradient=True), the default).")
     return tuple(vjp(*args, *cts, *weights))
 
-  call.defvjp(call_fwd, call_bwd)
+  # Reverse mode transposes the linear tangent call with the saved VJP;
+  # forward mode would evaluate it, and says why it cannot.
+  forward.define_linear_jvp(call, no_forward_mode, call_bwd)
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 

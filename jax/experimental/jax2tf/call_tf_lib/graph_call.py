@@ -29,6 +29,7 @@ from jax._src import core
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
+import tensorflow as tf
 
 
 def custom_call(ctx: mlir.LoweringRuleContext, result_types: Sequence[ir.Type],
@@ -62,3 +63,40 @@ def custom_call(ctx: mlir.LoweringRuleContext, result_types: Sequence[ir.Type],
       result_shapes=result_shapes,
       api_version=2,
   )
+
+
+def without_variables(concrete_fn: Any) -> Any:
+  """``concrete_fn`` with the variables it captures frozen into constants.
+
+  TF runs a ``call_tf_graph`` function from the ``XlaCallModule``'s function
+  list with the custom call's operands as its arguments. ``call_tf`` passes
+  the values of captured variables there, but the function takes variable
+  handles (``DT_RESOURCE``), and TF aborts the whole process
+  (``Check failed: DataTypeCanUseMemcpy``). Upstream already snapshots the
+  values at lowering time; frozen, the snapshot lives in the function.
+
+  Args:
+    concrete_fn: the concrete function of a ``call_tf_graph`` call.
+
+  Returns:
+    ``concrete_fn`` itself if it captures no variable, else its frozen copy.
+
+  Raises:
+    ValueError: the variables cannot be frozen (the function assigns them).
+  """
+  if not any(t.dtype == tf.resource for t in concrete_fn.captured_inputs):
+    return concrete_fn
+  from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-import-not-at-top
+  try:
+    with tf.init_scope():
+      return convert_to_constants.convert_variables_to_constants_v2(
+          concrete_fn)
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(
+        "call_tf(..., call_tf_graph=True) runs the TensorFlow function in "
+        "TensorFlow at run time with the values its variables have now, "
+        "frozen into it; that fails for this function, which assigns a "
+        "variable or uses one in another way than reading it ("
+        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). "
+        "Return the new value from the function and assign the variable "
+        "outside call_tf, or call the function without call_tf_graph.") from e

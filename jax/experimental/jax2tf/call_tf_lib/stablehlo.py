@@ -158,3 +158,28 @@ def uses_shape_polymorphism(module_bytes: bytes) -> bool:
   with mlir.make_ir_context() as context:
     return module_uses_shape_polymorphism(
         compat.deserialize_module(module_bytes, context))
+
+
+def readable_by_tensorflow(module_bytes: bytes) -> bytes:
+  """A serialized module that TensorFlow's ``XlaCallModule`` can read.
+
+  ``jax.export`` serializes at the StableHLO version of four weeks ago, which
+  from jax 0.11 is newer than TensorFlow 2.21 reads (StableHLO 1.18 against
+  1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A module
+  TF cannot read is serialized again at TF's own version (or jax's, if
+  older); one it reads is returned unchanged.
+
+  Args:
+    module_bytes: a portable artifact, as ``Exported.mlir_module_serialized``.
+
+  Returns:
+    The same module, serialized at a version TF reads where needed.
+  """
+  tf_version = compat.tensorflow_stablehlo_version()
+  if tf_version is None or compat.tensorflow_reads(module_bytes) is not False:
+    return module_bytes
+  target = compat.smaller_stablehlo_version(
+      compat.stablehlo_version_jax_serializes(), tf_version)
+  with mlir.make_ir_context() as context:
+    module = compat.deserialize_module(module_bytes, context)
+    return compat.serialize_module(module, target)

@@ -1,0 +1,161 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Forward-mode autodiff of call_tf: jvp, jacfwd, hessian, and their mixes.
+
+Each transformation of a call_tf is checked against the same transformation
+of the function written in jnp, eagerly and under jit.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax.experimental import jax2tf
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from .util import ALL_METHODS
+from .util import assert_close
+from .util import check_eager_and_jit
+from .util import randn
+
+call_tf = jax2tf.call_tf
+N_ATOMS = 5
+
+
+def energy_tf(x):
+  """A Lennard-Jones energy of N_ATOMS atoms, R^(n x 3) -> R."""
+  d = x[:, None, :] - x[None, :, :]
+  r2 = tf.reduce_sum(d * d, -1) + tf.eye(N_ATOMS)
+  inv6 = 1. / r2 ** 3
+  return tf.reduce_sum(4. * (inv6 * inv6 - inv6) * (1. - tf.eye(N_ATOMS))) / 2.
+
+
+def energy_jnp(x):
+  d = x[:, None, :] - x[None, :, :]
+  r2 = jnp.sum(d * d, -1) + jnp.eye(N_ATOMS)
+  inv6 = 1. / r2 ** 3
+  return jnp.sum(4. * (inv6 * inv6 - inv6) * (1. - jnp.eye(N_ATOMS))) / 2.
+
+
+def _coords():
+  grid = np.stack(np.meshgrid(*[np.arange(2)] * 3), -1).reshape(-1, 3)[
+      :N_ATOMS]
+  return (grid * 1.2 + 0.05 * randn(N_ATOMS, 3)).astype(np.float32)
+
+
+def _keras():
+  model = tf.keras.Sequential([tf.keras.layers.Dense(6, activation="tanh"),
+                               tf.keras.layers.Dense(2)])
+  model.build((None, 3))
+  (w1, b1), (w2, b2) = [(l.kernel.numpy(), l.bias.numpy())
+                        for l in model.layers]
+  return model, lambda x: jnp.tanh(x @ w1 + b1) @ w2 + b2
+
+
+def _functions():
+  model, model_jnp = _keras()
+  return {
+      "energy": (energy_tf, energy_jnp, _coords()),
+      "keras": (lambda x: model(x), model_jnp, randn(4, 3)),
+      "two_outputs": (lambda x: (tf.sin(x) * x, tf.reduce_sum(x ** 3)),
+                      lambda x: (jnp.sin(x) * x, jnp.sum(x ** 3)), randn(3)),
+  }
+
+
+TRANSFORMS = {
+    "jvp": lambda f: (lambda x: jax.jvp(f, (x,), (jnp.ones_like(x),))),
+    "jacfwd": jax.jacfwd,
+    "hessian": jax.hessian,
+    "jacfwd(jacrev)": lambda f: jax.jacfwd(jax.jacrev(f)),
+    "jacrev(jacfwd)": lambda f: jax.jacrev(jax.jacfwd(f)),
+    "jacfwd(jacfwd)": lambda f: jax.jacfwd(jax.jacfwd(f)),
+}
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("name", ["energy", "keras", "two_outputs"])
+def test_forward_mode_matches_jax(name, transform):
+  f_tf, f_jnp, x = _functions()[name]
+  t = TRANSFORMS[transform]
+  check_eager_and_jit(t(call_tf(f_tf)), t(f_jnp), x, tol=2e-3)
+
+
+def test_custom_gradient_is_used_in_both_modes():
+  @tf.custom_gradient
+  def triple_grad(x):
+    def grad(dy):
+      return 3. * dy
+    return tf.identity(x), grad
+
+  f = call_tf(lambda x: triple_grad(x) * 2.)
+  x = randn(4)
+  expected = 6. * np.eye(4, dtype=np.float32)
+  for jac in (jax.jacfwd(f), jax.jacrev(f), jax.jit(jax.jacfwd(f))):
+    assert_close(jac(x), expected)
+  _, tangent = jax.jvp(f, (x,), (np.ones(4, np.float32),))
+  assert_close(tangent, 6. * np.ones(4, np.float32))
+
+
+def test_integer_and_unconnected_inputs_and_outputs():
+  def f_tf(x, n, unused):
+    del unused
+    return x * tf.cast(n, tf.float32), n + 1, tf.ones((2,))
+
+  def f_jnp(x, n, unused):
+    del unused
+    return x * n.astype(np.float32), n + 1, jnp.ones((2,))
+
+  args = (randn(3), np.int32(4), randn(2))
+  tangents = (np.ones(3, np.float32), np.zeros((), jax.dtypes.float0),
+              np.ones(2, np.float32))
+  for wrap in (lambda g: g, jax.jit):
+    out, out_t = wrap(lambda *a: jax.jvp(call_tf(f_tf), a, tangents))(*args)
+    ref, ref_t = jax.jvp(f_jnp, args, tangents)
+    assert_close(out, ref)
+    assert_close(out_t[0], ref_t[0])
+    assert out_t[1].dtype == jax.dtypes.float0  # integer output
+    assert_close(out_t[2], np.zeros(2, np.float32))  # unconnected output
+  jac = jax.jacfwd(lambda x: call_tf(f_tf)(x, np.int32(4), args[2])[0])
+  assert_close(jac(args[0]), 4. * np.eye(3, dtype=np.float32))
+
+
+def _broadcasting(name):
+  """A function that broadcasts over leading axes (for one-call methods)."""
+  f_tf = lambda x: tf.reduce_sum(tf.sin(x) ** 2, axis=-1)
+  f_jnp = lambda x: jnp.sum(jnp.sin(x) ** 2, axis=-1)
+  if name == "batch_polymorphic":  # rows of a leading batch axis
+    f_tf = lambda x: tf.sin(x) * x
+    f_jnp = lambda x: jnp.sin(x) * x
+  return f_tf, f_jnp
+
+
+@pytest.mark.parametrize("method", ALL_METHODS, ids=str)
+def test_vmap_of_forward_mode_with_every_method(method):
+  f_tf, f_jnp = _broadcasting(method)
+  f = call_tf(f_tf, vmap_method=method)
+  xs = randn(4, 2, 3)
+  for t in (jax.jacfwd, jax.hessian if method != "batch_polymorphic"
+            else jax.jacfwd,
+            lambda g: (lambda x: jax.jvp(g, (x,), (jnp.ones_like(x),))[1])):
+    check_eager_and_jit(jax.vmap(t(f)), jax.vmap(t(f_jnp)), xs, tol=1e-4)
+
+
+def test_forward_mode_under_jax2tf_convert_with_call_tf_graph():
+  f = call_tf(lambda x: tf.sin(x) * 2., call_tf_graph=True)
+  g = jax2tf.convert(lambda x: jax.jvp(f, (x,), (jnp.ones_like(x),))[1],
+                     with_gradient=False)
+  x = randn(3)
+  assert_close(tf.function(g, autograph=False)(x).numpy(), 2. * np.cos(x))
