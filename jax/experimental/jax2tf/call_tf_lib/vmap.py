@@ -196,6 +196,11 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     raise errors.symbolic_batch_error(axis_size, vmap_method)
 
   if vmap_method in (None, "vectorized"):
+    if core.is_constant_dim(axis_size) and axis_size == 1:
+      # A batch of one needs no vectorizing (jax.jacrev of a scalar function
+      # vmaps its VJP over one cotangent): one unbatched call.
+      outs = callee.call([a[0] if b else a for a, b in zip(args, is_batched)])
+      return [o[None] for o in outs], [0] * len(outs)
     batched_out_avals = [a.update(shape=(axis_size, *a.shape))
                          for a in out_avals]
     try:
