@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -39,18 +40,90 @@ from forklib.manifest import running_python
 _MARKER = ".fork-env-complete"
 
 
-def find_python(release: Release) -> str:
-  """An interpreter for `release`: this one if supported, else python3.X."""
-  if release.supports_python(running_python()):
+def _python_version_of(executable: str) -> str | None:
+  """"3.12" for a working interpreter, None if it does not run.
+
+  A pyenv shim on PATH exists for every installed version but fails unless
+  that version is active, so finding a file is not enough: it must run.
+  """
+  try:
+    proc = subprocess.run(
+        [executable, "-c",
+         "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, timeout=60)
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _pyenv_candidates(version: str) -> list[pathlib.Path]:
+  """Interpreters of Python `version` ("3.12") that pyenv knows about."""
+  pyenv = shutil.which("pyenv")
+  if not pyenv:
+    return []
+  found = []
+
+  def ask(*args: str) -> str:
+    try:
+      proc = subprocess.run([pyenv, *args], capture_output=True, text=True,
+                            timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+      return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+  for prefix in ask("prefix", version).splitlines():
+    found.append(pathlib.Path(prefix) / "bin" / f"python{version}")
+  root = ask("root")
+  if root:
+    versions = pathlib.Path(root) / "versions"
+    pattern = re.compile(rf"^{re.escape(version)}\.(\d+)$")
+    matches = [(int(m.group(1)), d) for d in
+               (versions.iterdir() if versions.is_dir() else [])
+               if (m := pattern.match(d.name))]
+    found += [d / "bin" / f"python{version}"
+              for _, d in sorted(matches, reverse=True)]
+  return found
+
+
+def python_for(version: str) -> str:
+  """A working interpreter of Python `version` ("3.12").
+
+  Looks at the Python running the tool, then `python3.X` on PATH, then the
+  pyenv installations of 3.X (`pyenv prefix 3.X`, then `$(pyenv root)/
+  versions/3.X.*`). Each candidate is run once to check its version.
+
+  Raises:
+    ForkError: no candidate runs, naming what was tried and how to install
+      the missing Python.
+  """
+  if running_python() == version:
     return sys.executable
-  for version in reversed(release.python):
-    found = shutil.which(f"python{version}")
-    if found:
-      return found
+  tried = []
+  candidates = [shutil.which(f"python{version}"),
+                *map(str, _pyenv_candidates(version))]
+  for candidate in candidates:
+    if not candidate or candidate in tried:
+      continue
+    tried.append(candidate)
+    if _python_version_of(candidate) == version:
+      return candidate
   raise ForkError(
-      f"jax {release.version} is built for Python {', '.join(release.python)}"
-      f"; this is Python {running_python()} and no python"
-      f"{release.python[-1]} is on PATH. Install one of them.")
+      f"Python {version} is needed and was not found: no working "
+      f"python{version} on PATH"
+      + (" or under pyenv" if shutil.which("pyenv") else "")
+      + (f" (tried {', '.join(tried)})" if tried else "")
+      + f". Install it (e.g. `pyenv install {version}`, or your system's "
+      f"python{version} package) and make sure `python{version}` runs, or "
+      "put its directory on PATH.")
+
+
+def find_python(release: Release) -> str:
+  """The interpreter for `release`'s venvs: its `test_python`."""
+  try:
+    return python_for(release.test_python)
+  except ForkError as e:
+    raise ForkError(f"jax {release.version} is tested with Python "
+                    f"{release.test_python}: {e}") from None
 
 
 def venv_python(venv: pathlib.Path) -> pathlib.Path:
