@@ -26,6 +26,10 @@ Commands:
                            writes patches/variants/VERSION/ where needed
   stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
                            one commit per patch, and their descriptions
+  baseline [VERSION...] --upstream-tests DIR
+                           run upstream's tests against upstream's own
+                           wheel; record what fails in
+                           tests/upstream_known_failures.toml
   demo                     build the wheel, install it in .venv, show it works
   test [-- PYTEST_ARGS]    for every release in the manifest (or --upstream):
                            build, install into a test venv, run pytest
@@ -45,6 +49,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "build"))
 
 from forklib import ForkError  # noqa: E402
+from forklib import baseline as baseline_lib  # noqa: E402
 from forklib import envs  # noqa: E402
 from forklib import fetch  # noqa: E402
 from forklib import index as index_lib  # noqa: E402
@@ -220,6 +225,25 @@ def cmd_test(args: argparse.Namespace) -> int:
   return 0 if all(r[2] == "passed" for r in rows) else 1
 
 
+def cmd_baseline(args: argparse.Namespace) -> int:
+  """Records which upstream tests fail on stock upstream, per release."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = ([manifest.get(v) for v in args.version] if args.version
+              else manifest.newest())
+  failed = []
+  for release in releases:
+    try:
+      baseline_lib.run(project, release,
+                       pathlib.Path(args.upstream_tests).resolve())
+    except ForkError as e:
+      if len(releases) == 1:
+        raise
+      print(f"error: jax {release.version}: {e}", file=sys.stderr)
+      failed.append(release.version)
+  return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(
       prog="python build/fork.py", description=__doc__.split("\n\n")[0],
@@ -285,6 +309,15 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("version", help="upstream release, e.g. 0.10.2")
   p.add_argument("--out", required=True, help="directory to create")
   p.set_defaults(func=cmd_stage)
+
+  p = sub.add_parser("baseline", help="record the upstream tests that fail "
+                      "on stock upstream (tests/upstream_known_failures.toml)")
+  p.add_argument("version", nargs="*",
+                 help="upstream releases (default: every release)")
+  p.add_argument("--upstream-tests", required=True, metavar="DIR",
+                 help="upstream's tests: jax-v<version>.tar.gz files or "
+                      "checkouts (e.g. ../shared/upstream-tests)")
+  p.set_defaults(func=cmd_baseline)
 
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
   p.add_argument("--upstream", dest="version",

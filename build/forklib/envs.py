@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from forklib import ForkError
 from forklib import fetch
@@ -140,7 +141,8 @@ def _pip(venv: pathlib.Path, *args: str) -> None:
 
 
 def _ensure(venv: pathlib.Path, release: Release, key: str,
-            requirements: list[str], wheel: pathlib.Path) -> pathlib.Path:
+            requirements: list[str], jax: pathlib.Path) -> pathlib.Path:
+  """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`."""
   marker = venv / _MARKER
   if marker.exists() and marker.read_text() == key:
     log.step("env", f"reusing {venv}")
@@ -152,13 +154,13 @@ def _ensure(venv: pathlib.Path, release: Release, key: str,
     log.step("env", f"creating {venv} with {python}")
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     log.step("env", "installing " + ", ".join(requirements)
-             + " and the patched jax (tensorflow-cpu is large: this takes a "
+             + f" and {jax.name} (tensorflow-cpu is large: this takes a "
              "minute or more the first time)")
-    _pip(venv, "install", "--quiet", str(wheel), *requirements)
+    _pip(venv, "install", "--quiet", str(jax), *requirements)
     marker.write_text(key)
-  log.step("env", f"installing {wheel.name} into {venv}")
+  log.step("env", f"installing {jax.name} into {venv}")
   _pip(venv, "install", "--quiet", "--force-reinstall", "--no-deps",
-       str(wheel))
+       str(jax))
   return venv
 
 
@@ -184,12 +186,48 @@ def test_requirements(project: tree_lib.Project) -> list[str]:
 
 def test_env(project: tree_lib.Project, release: Release,
              wheel: pathlib.Path) -> pathlib.Path:
-  """The cached test environment of `release`, with `wheel` installed."""
+  """The cached test environment of `release`, with the jax wheel `wheel`.
+
+  The environment is keyed by its exact pins (Python, jaxlib,
+  tensorflow-cpu, tests/requirements.txt); the wheel is reinstalled every
+  time, so the same environment serves the fork's wheel and, for `baseline`,
+  upstream's own (`stock_wheel`).
+  """
   requirements = _base_requirements(release) + test_requirements(project)
   key = _key(release, requirements)
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
   venv = fetch.cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
   return _ensure(venv, release, key, requirements, wheel)
+
+
+def stock_wheel(release: Release) -> pathlib.Path:
+  """Upstream's own jax wheel of `release`, from the registry, in the cache.
+
+  Raises:
+    ForkError: pip cannot get it, or what it got is not upstream's release
+      (a local version label: a fork's wheel on a configured index).
+  """
+  name = f"jax-{release.version}-py3-none-any.whl"
+  dest = fetch.cache_root() / "stock" / name
+  if dest.exists():
+    return dest
+  dest.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(prefix=".download-",
+                                   dir=dest.parent) as tmp:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+           "--only-binary", ":all:", "--disable-pip-version-check",
+           "--python-version", release.test_python, "--dest", tmp,
+           f"jax=={release.version}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    got = sorted(os.listdir(tmp))
+    if proc.returncode != 0 or got != [name]:
+      raise ForkError(
+          f"pip download of upstream's wheel jax=={release.version} gave "
+          f"{got or 'nothing'} (exit {proc.returncode}), expected {name}:\n"
+          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    os.replace(pathlib.Path(tmp) / name, dest)
+  log.step("env", f"upstream's {name}: sha256 {fetch.sha256_of(dest)}")
+  return dest
 
 
 def demo_env(project: tree_lib.Project, release: Release,
