@@ -290,7 +290,7 @@ def _summary_line(output: str) -> str:
   return ""
 
 
-def _read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
+def read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
                                               str | None]:
   """Outcomes from the plugin's report, and the test that never finished."""
   outcomes: dict[str, tuple[str, str]] = {}
@@ -357,7 +357,7 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
         rc = None
     output = log_path.read_text(encoding="utf-8", errors="replace")
     summary = _summary_line(output.rsplit("$ ", 1)[-1])
-    outcomes, unfinished = _read_report(report)
+    outcomes, unfinished = read_report(report)
     if rc is None:
       summaries.append(f"timed out after {timeout}s")
       if unfinished:
@@ -377,7 +377,7 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
                      "without it")
     exclude.write_text("\n".join([*outcomes, *crashed]) + "\n",
                        encoding="utf-8")
-  outcomes, _ = _read_report(report)
+  outcomes, _ = read_report(report)
   outcomes.update(crashed)
   return SuiteResult(suite=suite, outcomes=outcomes, summary=summaries,
                      seconds=time.monotonic() - start, log=log_path)
