@@ -39,6 +39,8 @@ Commands:
   matrix [--upstream-tests DIR]
                            every release in full; a table, written to
                            docs/compatibility.md
+  workflow [--check]       write .github/workflows/wheels.yml from the
+                           manifest
 
 Run `python build/fork.py <command> --help` for a command's options.
 """
@@ -68,6 +70,7 @@ from forklib import testrun  # noqa: E402
 from forklib import tree as tree_lib  # noqa: E402
 from forklib import upstream_tests  # noqa: E402
 from forklib import wheel as wheel_lib  # noqa: E402
+from forklib import workflow as workflow_lib  # noqa: E402
 
 
 def _project(args: argparse.Namespace) -> tree_lib.Project:
@@ -254,6 +257,18 @@ def cmd_baseline(args: argparse.Namespace) -> int:
   return 1 if failed else 0
 
 
+def cmd_workflow(args: argparse.Namespace) -> int:
+  """Writes (or checks) the GitHub Actions workflow from the manifest."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  if args.check:
+    workflow_lib.check(project.root, manifest)
+    print(f"{project.root / workflow_lib.PATH} matches {manifest.path}")
+  else:
+    print(workflow_lib.write(project.root, manifest))
+  return 0
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(
       prog="python build/fork.py", description=__doc__.split("\n\n")[0],
@@ -355,6 +370,13 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
   p.set_defaults(func=cmd_test, version=[], full=True, pytest_args=[],
                  write_compatibility=True)
+
+  p = sub.add_parser("workflow", help="write .github/workflows/wheels.yml "
+                      "from the manifest")
+  p.add_argument("--check", action="store_true",
+                 help="fail if the committed workflow is not the generated "
+                      "one")
+  p.set_defaults(func=cmd_workflow)
 
   args = parser.parse_args(argv)
   log.set_quiet(args.quiet)
