@@ -39,6 +39,7 @@ from forklib.manifest import Release
 from forklib.manifest import running_python
 
 _MARKER = ".fork-env-complete"
+_TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _python_version_of(executable: str) -> str | None:
@@ -177,11 +178,14 @@ def _base_requirements(release: Release) -> list[str]:
           f"tensorflow-cpu=={release.test_tensorflow}"]
 
 
-def test_requirements(project: tree_lib.Project) -> list[str]:
-  path = project.root / "tests" / "requirements.txt"
+def _requirements(path: pathlib.Path) -> list[str]:
   lines = path.read_text(encoding="utf-8").splitlines()
   return [l.split("#", 1)[0].strip() for l in lines
           if l.split("#", 1)[0].strip()]
+
+
+def test_requirements(project: tree_lib.Project) -> list[str]:
+  return _requirements(project.root / "tests" / "requirements.txt")
 
 
 def test_env(project: tree_lib.Project, release: Release,
@@ -277,3 +281,34 @@ def run_pytest(project: tree_lib.Project, release: Release,
   cmd = [str(venv_python(venv)), "-m", "pytest", *pytest_args]
   log.step("test", " ".join(cmd))
   return subprocess.run(cmd, cwd=project.root, env=env).returncode
+
+
+def ruff() -> str:
+  """A ruff executable of the version pinned in tests/requirements.txt.
+
+  The pin is the tool's own (this repository's tests/requirements.txt). The
+  ruff beside this Python is used if it has that version (as in the test
+  venv), else one installed into a cached venv of its own.
+  """
+  pins = _TOOL_ROOT / "tests" / "requirements.txt"
+  requirement = next(
+      (r for r in _requirements(pins)
+       if r.split("==", 1)[0].strip().lower() == "ruff" and "==" in r), None)
+  if requirement is None:
+    raise ForkError(f"ruff is not pinned (ruff==VERSION) in {pins}")
+  wanted = requirement.split("==", 1)[1].strip()
+  beside = pathlib.Path(sys.executable).parent / "ruff"
+  if beside.exists():
+    proc = subprocess.run([str(beside), "--version"], capture_output=True,
+                          text=True)
+    if proc.stdout.split()[-1:] == [wanted]:
+      return str(beside)
+  venv = fetch.cache_root() / "venvs" / f"tool-{requirement}"
+  if not (venv / _MARKER).exists():
+    if venv.exists():
+      shutil.rmtree(venv)
+    log.step("env", f"installing {requirement} into {venv}")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _pip(venv, "install", "--quiet", requirement)
+    (venv / _MARKER).write_text(requirement)
+  return str(venv / "bin" / "ruff")
