@@ -21,9 +21,10 @@ from `--upstream-tests DIR`, judged against stock upstream's failures.
 
 Modes (docs/maintainers.md says why):
 
-* `test`: the default release (the newest) in full, upstream's suites
-  included; every other release: its wheel, the smoke suite and
-  SMOKE_UPSTREAM_SUITES of upstream's. This is what CI runs.
+* `test`: the default release (the newest) in full; every other release:
+  its wheel and the smoke suite. Upstream's suites run on every release in
+  both modes (all of them take about 2 minutes a release). This is what CI
+  runs.
 * `test --upstream V` (repeatable): those releases in full.
 * `matrix` (or `test --full`): every release in full; also writes
   docs/compatibility.md.
@@ -52,15 +53,6 @@ SMOKE = "smoke"
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py")
-# Upstream's suites run on non-default releases in `test` (CI's budget,
-# docs/maintainers.md): the ones about call_tf and versions, which the fork's
-# patches change; the long jax2tf/shape_poly suites run in full mode only.
-SMOKE_UPSTREAM_SUITES = (
-    "jax/experimental/jax2tf/tests/call_tf_test.py",
-    "jax/experimental/jax2tf/tests/savedmodel_test.py",
-    "tests/version_test.py",
-    "tests/config_test.py",
-)
 KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
 
 
@@ -157,14 +149,12 @@ def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
   tree = upstream_tests.prepare(
       test_set, upstream_tests.test_patches(project.patches, release),
       upstream_tests.PYTEST_INI)
-  suites = (upstream_tests.SUITES if mode == FULL
-            else SMOKE_UPSTREAM_SUITES)
   print(f"\nupstream's tests of jax {release.version}, from "
         f"{test_set.describe()}, against the installed {release.label}:",
         flush=True)
   results = upstream_tests.run_all(
       python, tree, log_dir / "upstream", expect_version=release.label,
-      build_dir=project.root / "build", suites=suites)
+      build_dir=project.root / "build")
   known_path = project.root / KNOWN_FAILURES
   baseline = upstream_tests.load_known(known_path).get(release.version)
   judgement = upstream_tests.judge(results, test_set, baseline)
