@@ -137,6 +137,8 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
       _run_upstream(project, release, mode, python, tests_dir, log_dir, row)
   except ForkError as e:
     row.status = _first_line(str(e))
+  except subprocess.CalledProcessError as e:
+    row.status = f"{' '.join(map(str, e.cmd))} failed (exit {e.returncode})"
   row.seconds = time.monotonic() - start
   return row
 
