@@ -178,9 +178,15 @@ class _Reporter:
 
   def pytest_collectreport(self, report: Any) -> None:
     if report.failed:
+      # The error itself is the last `E   ` line ("ModuleNotFoundError: ..."),
+      # after "ImportError while importing test module ...".
+      text = str(report.longrepr)
+      errors = [l[1:].strip() for l in text.splitlines()
+                if l.startswith("E ") and l[1:].strip()]
+      message = errors[-1][:500] if errors else _first_line(report)
       self._write({"nodeid": report.nodeid or "<collection>",
                    "outcome": "error",
-                   "message": "collection failed: " + _first_line(report)})
+                   "message": "collection failed: " + message})
 
   def pytest_unconfigure(self, config: Any) -> None:
     del config

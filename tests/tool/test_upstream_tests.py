@@ -266,3 +266,20 @@ def test_every_release_has_a_stock_baseline(root):
                                                 b.call_tf_check)
     assert set(b.suites) == {s.rsplit("/", 1)[1]
                              for s in upstream_tests.SUITES}
+
+
+def test_a_suite_that_cannot_be_imported_is_an_error_saying_why(root,
+                                                                tmp_path):
+  import jax  # pylint: disable=g-import-not-at-top
+  tree = tmp_path / "tree"
+  _checkout(tree, _files(**{"tests/version_test.py":
+                            "import no_such_module_here\n" + PASSING}))
+  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
+  result = upstream_tests.run_suite(
+      pathlib.Path(sys.executable), tree, "tests/version_test.py",
+      tmp_path / "logs", expect_version=jax.__version__,
+      build_dir=root / "build")
+  assert result.failures == {
+      "tests/version_test.py": "collection failed: ModuleNotFoundError: No "
+                               "module named 'no_such_module_here'"}
+  assert result.summary and "error" in result.summary[0]
