@@ -421,6 +421,12 @@ class Baseline:
   suites: dict[str, str]
   failures: dict[str, tuple[str, str]]  # node id -> (outcome, message)
 
+  def seconds(self, suite: str) -> float | None:
+    """The stock run's time of `suite` (a path in SUITES), from its summary."""
+    m = re.search(r" in ([0-9.]+)s\b", self.suites.get(
+        suite.rsplit("/", 1)[1], ""))
+    return float(m.group(1)) if m else None
+
 
 def load_known(path: pathlib.Path) -> dict[str, Baseline]:
   """The known stock failures, by release; {} if the file does not exist."""

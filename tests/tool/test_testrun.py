@@ -102,3 +102,17 @@ def test_a_release_whose_queue_does_not_apply_is_reported(
   assert row.status.startswith("build fails: patch "
                                "0001-config-add-option.patch does not apply")
   assert row.fork is None and row.upstream is None
+
+
+def test_baseline_times_of_suites():
+  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  b = upstream_tests.Baseline(
+      version="0.6.2", tests="jax-v0.6.2", date="", versions={}, machine="",
+      call_tf_check="", failures={}, suites={
+          "shape_poly_test.py": "104 failed, 1491 passed in 492.75s (0:08:12)",
+          "version_test.py": "6 passed in 0.14s"})
+  assert b.seconds("jax/experimental/jax2tf/tests/shape_poly_test.py") == \
+      492.75
+  assert b.seconds("tests/version_test.py") == 0.14
+  assert b.seconds("tests/config_test.py") is None
+  assert 492.75 > testrun.SMOKE_SUITE_SECONDS > 0.14
