@@ -34,8 +34,6 @@ from forklib import tree as tree_lib
 from forklib import upstream_tests
 from forklib.manifest import Release
 
-KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
-
 # Stock call_tf, a small function, under jit and grad: what the TF pins of a
 # release must support.
 CALL_TF_CHECK = """\
@@ -91,7 +89,7 @@ def run(project: tree_lib.Project, release: Release,
       suites={r.name: "; ".join(r.summary) for r in results},
       failures={n: (o, m) for r in results for n, (o, m) in r.outcomes.items()
                 if o in upstream_tests.FAILING})
-  path = project.root / KNOWN_FAILURES
+  path = project.root / upstream_tests.KNOWN_FAILURES
   known = upstream_tests.load_known(path)
   known[release.version] = baseline
   upstream_tests.write_known(path, known)

@@ -274,10 +274,14 @@ def show_fork(project: tree_lib.Project, venv: pathlib.Path) -> int:
 def run_pytest(project: tree_lib.Project, release: Release,
                venv: pathlib.Path, wheel: pathlib.Path,
                pytest_args: list[str]) -> int:
-  """Runs the test suite with the test environment's Python."""
+  """Runs the test suite with the test environment's Python.
+
+  `build/` is on PYTHONPATH, so `-p forklib.pytest_plugin` can be passed.
+  """
   env = dict(os.environ, JAX_FORK_WHEEL=str(wheel),
              JAX_FORK_UPSTREAM=release.version,
-             JAX_FORK_TEST_VENV=str(venv))
+             JAX_FORK_TEST_VENV=str(venv),
+             PYTHONPATH=str(project.root / "build"))
   cmd = [str(venv_python(venv)), "-m", "pytest", *pytest_args]
   log.step("test", " ".join(cmd))
   return subprocess.run(cmd, cwd=project.root, env=env).returncode

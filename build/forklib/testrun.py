@@ -33,7 +33,6 @@ Modes (docs/maintainers.md says why):
 from __future__ import annotations
 
 import dataclasses
-import os
 import pathlib
 import subprocess
 import time
@@ -41,7 +40,6 @@ import time
 from forklib import ForkError
 from forklib import envs
 from forklib import fetch
-from forklib import log
 from forklib import tree as tree_lib
 from forklib import upstream_tests
 from forklib import wheel as wheel_lib
@@ -53,7 +51,6 @@ SMOKE = "smoke"
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py")
-KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
 # In smoke mode, an upstream suite that took longer than this on stock
 # upstream (its baseline) is left to full mode: upstream's shape_poly_test up
 # to 0.6.2 runs ~1700 harness cases (8 minutes here), the others take under
@@ -105,14 +102,9 @@ def _run_fork_suite(project: tree_lib.Project, release: Release,
   report = log_dir / "fork-suite.jsonl"
   report.unlink(missing_ok=True)
   paths = list(SMOKE_PATHS) if mode == SMOKE else []
-  env = dict(os.environ, JAX_FORK_WHEEL=str(wheel),
-             JAX_FORK_UPSTREAM=release.version, JAX_FORK_TEST_VENV=str(venv),
-             PYTHONPATH=str(project.root / "build"))
-  cmd = [str(envs.venv_python(venv)), "-m", "pytest", "-p",
-         "forklib.pytest_plugin", "--jax-fork-report", str(report),
-         "--jax-fork-expect-version", release.label, *paths, *pytest_args]
-  log.step("test", " ".join(cmd))
-  rc = subprocess.run(cmd, cwd=project.root, env=env).returncode
+  rc = envs.run_pytest(project, release, venv, wheel, [
+      "-p", "forklib.pytest_plugin", "--jax-fork-report", str(report),
+      "--jax-fork-expect-version", release.label, *paths, *pytest_args])
   return rc, _counts(report)
 
 
@@ -156,7 +148,7 @@ def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
   tree = upstream_tests.prepare(
       test_set, upstream_tests.test_patches(project.patches, release),
       upstream_tests.PYTEST_INI)
-  known_path = project.root / KNOWN_FAILURES
+  known_path = project.root / upstream_tests.KNOWN_FAILURES
   baseline = upstream_tests.load_known(known_path).get(release.version)
   suites, left = upstream_tests.SUITES, []
   if mode == SMOKE and baseline is not None:

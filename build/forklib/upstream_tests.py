@@ -66,6 +66,8 @@ SUITES = (
     "tests/version_test.py",
     "tests/config_test.py",
 )
+# Stock upstream's failures, per release (`baseline` writes it).
+KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
 _TESTS_DIR = "jax/experimental/jax2tf/tests/"
 _TAG_RE = re.compile(r"^jax-v(?P<version>[0-9]+(?:\.[0-9]+)*)(?:\.tar\.gz)?$")
 # Where a suite is killed: far above the slowest measured (docs/maintainers.md).
