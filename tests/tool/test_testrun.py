@@ -15,16 +15,15 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 from forklib import manifest as manifest_lib
 from forklib import testrun
 from forklib import tree as tree_lib
 
-from . import patchutil
 from .test_pipeline_synthetic import _config_patch
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
+from .test_pipeline_synthetic import synthetic  # noqa: F401
 
 MANIFEST = manifest_lib.load(
     pathlib.Path(__file__).resolve().parents[2] / "patches" / "upstream.toml")
@@ -82,19 +81,14 @@ def test_compatibility_page_keeps_the_hand_written_notes(tmp_path):
 
 
 def test_a_release_whose_queue_does_not_apply_is_reported(
-    tmp_path, setuptools_links, monkeypatch):  # noqa: F811
+    synthetic, monkeypatch):  # noqa: F811
   """No crash: the row says the build fails and why."""
-  links = tmp_path / "links"
-  links.mkdir()
-  for whl in setuptools_links.iterdir():
-    os.link(whl, links / whl.name)
-  sha = patchutil.make_sdist(links / "jax-9.9.9.tar.gz")
-  root = patchutil.make_project(
-      tmp_path / "project", sha,
-      patches={"0001-config-add-option.patch": _config_patch("drifted\n")})
+  root = synthetic["project"]
+  (root / "patches" / "0001-config-add-option.patch").write_text(
+      _config_patch("drifted\n"))
   monkeypatch.setenv("PIP_NO_INDEX", "1")
-  monkeypatch.setenv("PIP_FIND_LINKS", str(links))
-  monkeypatch.setenv("JAX_FORK_CACHE", str(tmp_path / "cache"))
+  monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
+  monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
   release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
   row = testrun.run_release(tree_lib.Project(root), release, testrun.SMOKE,
                             pytest_args=[], tests_dir=None)
