@@ -93,8 +93,9 @@ def run(project: tree_lib.Project, release: Release,
   known = upstream_tests.load_known(path)
   known[release.version] = baseline
   upstream_tests.write_known(path, known)
-  print(f"stock jax {release.version} ({', '.join(f'{k} {v}' for k, v in versions.items())}), "
-        f"upstream's tests from {test_set.describe()}:")
+  installed = ", ".join(f"{k} {v}" for k, v in versions.items())
+  print(f"stock jax {release.version} ({installed}), upstream's tests from "
+        f"{test_set.describe()}:")
   print(upstream_tests.report(results, None))
   print(f"  stock call_tf: {check}")
   print(f"{len(baseline.failures)} failing test(s) recorded in {path}")

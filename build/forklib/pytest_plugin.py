@@ -46,6 +46,7 @@ from typing import Any
 import pytest
 
 _TESTS_PACKAGE = "jax.experimental.jax2tf.tests"
+_JAX_KEY = pytest.StashKey[tuple[str, str]]()
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -94,7 +95,7 @@ def _check_installed_jax(config: Any) -> None:
     raise pytest.UsageError(
         f"the installed jax is {jax.__version__} from {location}, expected "
         f"{expected}: reinstall the wheel under test into {sys.prefix}.")
-  config._jax_fork_jax = (jax.__version__, str(location))  # pylint: disable=protected-access
+  config.stash[_JAX_KEY] = (jax.__version__, str(location))
 
 
 def pytest_configure(config: Any) -> None:
@@ -113,7 +114,7 @@ def pytest_configure(config: Any) -> None:
 
 
 def pytest_report_header(config: Any) -> list[str]:
-  found = getattr(config, "_jax_fork_jax", None)
+  found = config.stash.get(_JAX_KEY, None)
   return [f"jax under test: {found[0]} from {found[1]}"] if found else []
 
 
@@ -147,7 +148,7 @@ class _Reporter:
   """Writes each test's outcome as it finishes."""
 
   def __init__(self, path: pathlib.Path):
-    self._file = open(path, "a", encoding="utf-8")  # pylint: disable=consider-using-with
+    self._file = path.open("a", encoding="utf-8")
     self._current: dict[str, tuple[str, str]] = {}
 
   def _write(self, record: dict[str, str]) -> None:

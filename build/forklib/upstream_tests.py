@@ -127,11 +127,11 @@ def find_set(directory: pathlib.Path, version: str) -> TestSet:
       found.setdefault(m.group("version"), entry)
   earlier = [v for v in found if version_tuple(v) <= version_tuple(version)]
   if not earlier:
+    tags = ", ".join(sorted(found, key=version_tuple)) or "none"
     raise ForkError(
         f"{directory} holds no upstream tests for jax {version} or an earlier "
-        f"release (found: {', '.join(sorted(found, key=version_tuple)) or 'none'}"
-        f"). Add jax-v{version}.tar.gz (`git archive` of upstream's tag) or a "
-        "checkout of the tag named jax-v{version}.")
+        f"release (found: {tags}). Add jax-v{version}.tar.gz (`git archive` "
+        f"of upstream's tag) or a checkout of the tag named jax-v{version}.")
   best = max(earlier, key=version_tuple)
   path = found[best]
   name = path.name.removesuffix(".tar.gz")
@@ -428,6 +428,12 @@ class Baseline:
     m = re.search(r" in ([0-9.]+)s\b", self.suites.get(
         suite.rsplit("/", 1)[1], ""))
     return float(m.group(1)) if m else None
+
+  def test_count(self, suite: str) -> int:
+    """How many tests the stock run of `suite` ran, from its summary."""
+    return sum(int(n) for n in re.findall(
+        r"\b(\d+) (?:passed|failed|skipped|errors?|xfailed|xpassed)\b",
+        self.suites.get(suite.rsplit("/", 1)[1], "")))
 
 
 def load_known(path: pathlib.Path) -> dict[str, Baseline]:

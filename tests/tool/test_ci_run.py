@@ -49,8 +49,9 @@ def _ci(repo: pathlib.Path) -> subprocess.CompletedProcess:
 
 def test_readme_command_is_what_ci_runs(root):
   readme = (root / "README.md").read_text()
-  assert "python3 build/fork.py test --upstream-tests ../shared/upstream-tests" \
-      in readme
+  command = ("python3 build/fork.py test --upstream-tests "
+             "../shared/upstream-tests")
+  assert command in readme
 
 
 def test_upstream_tests_beside_the_clone(root, tmp_path):

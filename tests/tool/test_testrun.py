@@ -98,15 +98,33 @@ def test_a_release_whose_queue_does_not_apply_is_reported(
   assert row.fork is None and row.upstream is None
 
 
-def test_baseline_times_of_suites():
+def test_baseline_times_and_sizes_of_suites():
   from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
   b = upstream_tests.Baseline(
       version="0.6.2", tests="jax-v0.6.2", date="", versions={}, machine="",
       call_tf_check="", failures={}, suites={
-          "shape_poly_test.py": "104 failed, 1491 passed in 492.75s (0:08:12)",
+          "shape_poly_test.py": "104 failed, 1491 passed, 101 skipped in "
+                                "492.75s (0:08:12)",
+          "call_tf_test.py": "2 failed, 145 passed, 23 skipped, 1 subtests "
+                             "passed in 42.06s",
           "version_test.py": "6 passed in 0.14s"})
-  assert b.seconds("jax/experimental/jax2tf/tests/shape_poly_test.py") == \
-      492.75
+  shape_poly = "jax/experimental/jax2tf/tests/shape_poly_test.py"
+  call_tf = "jax/experimental/jax2tf/tests/call_tf_test.py"
+  assert b.seconds(shape_poly) == 492.75
   assert b.seconds("tests/version_test.py") == 0.14
   assert b.seconds("tests/config_test.py") is None
-  assert 492.75 > testrun.SMOKE_SUITE_SECONDS > 0.14
+  assert b.test_count(shape_poly) == 1696
+  assert b.test_count(call_tf) == 170  # "1 subtests passed" is not a test
+  assert (b.test_count(shape_poly) > testrun.SMOKE_SUITE_TESTS
+          > b.test_count(call_tf))
+
+
+def test_smoke_mode_leaves_only_huge_suites_to_full_mode(root):
+  """With the committed baselines: call_tf_test always runs."""
+  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  known = upstream_tests.load_known(root / upstream_tests.KNOWN_FAILURES)
+  left = {(v, s.rsplit("/", 1)[1]) for v, b in known.items()
+          for s in upstream_tests.SUITES
+          if b.test_count(s) > testrun.SMOKE_SUITE_TESTS}
+  assert left == {("0.6.2", "shape_poly_test.py"),
+                  ("0.4.38", "shape_poly_test.py")}

@@ -117,7 +117,8 @@ def test_find_set_without_an_earlier_tag_says_what_to_add(tests_dir):
   with pytest.raises(ForkError) as e:
     upstream_tests.find_set(tests_dir, "0.4.38")
   assert "no upstream tests for jax 0.4.38" in str(e.value)
-  assert "0.10.2, 0.11.0" in str(e.value) and "jax-v0.4.38" in str(e.value)
+  assert "0.10.2, 0.11.0" in str(e.value)
+  assert "a checkout of the tag named jax-v0.4.38." in str(e.value)
   with pytest.raises(ForkError, match="is not a directory"):
     upstream_tests.find_set(tests_dir / "missing", "0.10.2")
 
@@ -198,8 +199,8 @@ def test_a_source_tree_jax_is_refused(root, tmp_path):
   (fake / "__init__.py").write_text("__version__ = 'source'\n")
   tree = tmp_path / "tree"
   _checkout(tree, _files())
-  env = dict(os.environ,
-             PYTHONPATH=os.pathsep.join([str(fake.parent), str(root / "build")]))
+  path = os.pathsep.join([str(fake.parent), str(root / "build")])
+  env = dict(os.environ, PYTHONPATH=path)
   proc = subprocess.run(
       [sys.executable, "-m", "pytest", "-p", "forklib.pytest_plugin",
        "--jax-fork-upstream-tree", str(tree), str(tree / "tests")],
