@@ -171,7 +171,7 @@ def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
   if left:
     print("\n".join(left), flush=True)
     row.upstream_note = "; ".join(
-        filter(None, [row.upstream_note, f"{len(left)} slow suite(s) left "
+        filter(None, [row.upstream_note, f"{len(left)} large suite(s) left "
                       "to full mode"]))
   passed = sum(r.count("passed", "xfailed") for r in results)
   failed = sum(r.count(*upstream_tests.FAILING) for r in results)
