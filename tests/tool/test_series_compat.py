@@ -29,7 +29,7 @@ import pytest
 
 from forklib import fetch
 from forklib import patchq
-from forklib import stage as stage_lib
+from forklib import upstream_tests
 from forklib import tree as tree_lib
 
 
@@ -46,9 +46,8 @@ def upstream_tree(release, tmp_path) -> pathlib.Path:
   tree = tmp_path / "src" / f"jax-{release.version}"
   folder = os.environ.get("JAX_FORK_UPSTREAM_TESTS")
   if folder:
-    stage_lib.lay_upstream_tests(
-        stage_lib.upstream_tests_source(pathlib.Path(folder),
-                                        release.version), tree)
+    upstream_tests.lay_files(upstream_tests.source_files(
+        upstream_tests.find_set(pathlib.Path(folder), release.version)), tree)
   return tree
 
 
