@@ -28,6 +28,7 @@ import os
 import pathlib
 import re
 import shutil
+import tarfile
 import tempfile
 
 from forklib import ForkError

@@ -50,7 +50,8 @@ FULL = "full"
 SMOKE = "smoke"
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
-               "tests/calltf/test_installed_fork.py")
+               "tests/calltf/test_installed_fork.py",
+               "tests/calltf/test_compat.py")
 # In smoke mode, an upstream suite that ran more tests than this on stock
 # upstream (its baseline) is left to full mode: upstream's shape_poly_test up
 # to 0.6.2 runs ~1700 harness cases (3-8 minutes here); every other suite

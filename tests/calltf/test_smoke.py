@@ -15,9 +15,11 @@
 
 `python3 build/fork.py test` runs it (with tests/calltf/test_installed_fork.py)
 on every release but the default, which gets the whole suite: vmap of a TF
-function against vmap of the same function in jnp, jacrev, the jax2tf round
-trip (refused by default, run with the option and with "sequential"), and a
-restored jax2tf SavedModel embedded under vmap with "batch_polymorphic".
+function against vmap of the same function in jnp, jacrev, jacfwd and
+hessian, the jax2tf round trip (refused by default, run with the option and
+with "sequential"), a restored jax2tf SavedModel embedded under vmap with
+"batch_polymorphic", TF1 graph mode, an output shape TF leaves unknown, a
+function with a side effect, and call_tf_graph under a symbolic batch.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import jax
 from jax._src import config
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf import call_tf_batching
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import pytest
 import tensorflow as tf
@@ -61,7 +63,7 @@ def test_jacrev_matches_jnp():
 
 def test_round_trip_is_refused_by_default():
   round_trip = call_tf(jax2tf.convert(jnp.sin))
-  with pytest.raises(call_tf_batching.CallTfVectorizationError) as e:
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
     jax.vmap(round_trip)(X)
   assert "jax_call_tf_slow_vmap" in str(e.value)
   assert "vmap_method='sequential'" in str(e.value)
@@ -98,3 +100,62 @@ def test_restored_jax2tf_model_is_embedded_under_vmap(tmp_path):
   assert_close(jax.jit(grad)(x),
                jax.grad(lambda x: jnp.sum(jax.vmap(model)(x) ** 2))(x),
                tol=2e-4)
+
+
+def test_forward_mode_matches_jnp():
+  f = call_tf(energy_tf)
+  check_eager_and_jit(jax.jacfwd(f), jax.jacfwd(energy), X[0], tol=1e-4)
+  scalar = lambda g: (lambda x: jnp.sum(g(x)))
+  check_eager_and_jit(jax.hessian(scalar(f)), jax.hessian(scalar(energy)),
+                      X[0], tol=1e-3)
+
+
+def test_tf1_graph_mode_reads_variables_through_the_session():
+  w = randn(3, 2)
+  graph = tf.Graph()
+  with graph.as_default():
+    v = tf.compat.v1.Variable(w, use_resource=True)
+    x = tf.compat.v1.placeholder(tf.float32, (4, 3))
+    y = jax2tf.convert(
+        lambda x: jnp.sin(call_tf(lambda x: tf.matmul(x, v))(x)),
+        with_gradient=False)(x)
+    with tf.compat.v1.Session(graph=graph) as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      xs = randn(4, 3)
+      assert_close(sess.run(y, {x: xs}), jnp.sin(xs @ w), tol=1e-5)
+
+
+def test_an_output_shape_tf_leaves_unknown_is_inferred(tmp_path):
+  module = tf.Module()
+  module.f = tf.function(lambda x: tf.concat([x, 2. * x], 0),
+                         input_signature=[tf.TensorSpec((None, 3),
+                                                         tf.float32)])
+  tf.saved_model.save(module, str(tmp_path / "plain"))
+  restored = tf.saved_model.load(str(tmp_path / "plain"))
+  x = randn(2, 3)
+  assert_close(jax.jit(call_tf(restored.f))(x),
+               jnp.concatenate([x, 2. * x]))
+
+
+def test_a_side_effect_is_never_vectorized():
+  v = tf.Variable(0.)
+
+  def f(x):
+    v.assign_add(1.)
+    return x * 2.
+
+  with pytest.raises(call_tf_errors.CallTfVectorizationError):
+    jax.vmap(call_tf(f))(X[:, 0])
+  jax.vmap(call_tf(f, vmap_method="sequential"))(X[:, 0])
+  assert v.numpy() == len(X)
+
+
+def test_call_tf_graph_with_a_symbolic_batch():
+  f = call_tf(lambda x: tf.sin(x) * 2., vmap_method="batch_polymorphic",
+              call_tf_graph=True)
+  g = tf.function(jax2tf.convert(
+      lambda x: jax.vmap(f)(x[None])[0], polymorphic_shapes=["(b, 3)"],
+      with_gradient=False), autograph=False).get_concrete_function(
+          tf.TensorSpec((None, 3), tf.float32))
+  x = randn(5, 3)
+  assert_close(g(tf.constant(x)).numpy(), jnp.sin(x) * 2., tol=1e-5)
