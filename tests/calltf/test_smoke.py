@@ -116,11 +116,12 @@ def test_tf1_graph_mode_reads_variables_through_the_session():
   with graph.as_default():
     v = tf.compat.v1.Variable(w, use_resource=True)
     x = tf.compat.v1.placeholder(tf.float32, (4, 3))
-    y = jax2tf.convert(
-        lambda x: jnp.sin(call_tf(lambda x: tf.matmul(x, v))(x)),
-        with_gradient=False)(x)
     with tf.compat.v1.Session(graph=graph) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
+      # Converted (and lowered) in the session that holds the variable.
+      y = jax2tf.convert(
+          lambda x: jnp.sin(call_tf(lambda x: tf.matmul(x, v))(x)),
+          with_gradient=False)(x)
       xs = randn(4, 3)
       assert_close(sess.run(y, {x: xs}), jnp.sin(xs @ w), tol=1e-5)
 

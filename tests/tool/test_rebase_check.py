@@ -111,7 +111,10 @@ def test_a_clean_merge_that_leaves_an_undefined_name_is_a_conflict(project):
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_clean_merge_that_still_works_writes_the_variant(project):
-  project["add_release"]("# header\n" + OLD)
+  # A context line of the hunk changed upstream (a moved hunk would still
+  # apply, with an offset): the 3-way merge is clean and the file works.
+  project["add_release"](OLD.replace("PAD_11 = 11\n\ndef configure",
+                                     "PAD_11 = 11\n# configure\ndef configure"))
   proc = project["fork"]("rebase", "9.9.8", "--from", "9.9.9")
   assert proc.returncode == 0, proc.stdout + proc.stderr
   assert "1 patch(es) refreshed for jax 9.9.8" in proc.stdout
