@@ -382,8 +382,23 @@ def check() -> list[str]:
     need(name in fields, f"jax.export.Exported.{name}")
   need(hasattr(util, "partition_list") and hasattr(util, "merge_lists"),
        "jax._src.util.partition_list and merge_lists")
-  need(hasattr(core, "unsafe_am_i_under_a_jit"),
-       "jax._src.core.unsafe_am_i_under_a_jit")
+  for name in ("unsafe_am_i_under_a_jit", "is_constant_dim",
+               "is_constant_shape", "definitely_equal",
+               "definitely_equal_shape", "evaluate_shape"):
+    need(hasattr(core, name), f"jax._src.core.{name}")
+  from jax._src.export import shape_poly  # pylint: disable=g-import-not-at-top
+  for name in ("SymbolicScope", "all_dim_vars"):
+    need(hasattr(shape_poly, name), f"jax._src.export.shape_poly.{name}")
+  from jax._src.interpreters import ad  # pylint: disable=g-import-not-at-top
+  for name in ("instantiate_zeros", "is_undefined_primal", "Zero",
+               "primitive_jvps", "primitive_transposes"):
+    need(hasattr(ad, name), f"jax._src.interpreters.ad.{name}")
+  need(hasattr(mlir, "lower_fun") and hasattr(mlir, "register_lowering"),
+       "jax._src.interpreters.mlir.lower_fun and register_lowering")
+  from jax.experimental.jax2tf import jax2tf as jax2tf_internal  # pylint: disable=g-import-not-at-top
+  for name in ("inside_call_tf", "_to_jax_dtype", "_to_tf_dtype"):
+    need(hasattr(jax2tf_internal, name),
+         f"jax.experimental.jax2tf.jax2tf.{name}")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   need(pfor_converter_registry() is not None
        and "MatMul" in (pfor_converter_registry() or {}),
@@ -400,6 +415,11 @@ def check() -> list[str]:
   graph = tf.Graph()
   need(hasattr(getattr(graph, "_group_lock", None), "_group_member_counts"),
        "tf.Graph._group_lock._group_member_counts")
+  need(hasattr(graph, "_get_function"), "tf.Graph._get_function")
+  with graph.as_default():
+    op = tf.constant(0.).op
+  need(isinstance(getattr(op, "_is_stateful", None), bool),
+       "tf.Operation._is_stateful")
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")
