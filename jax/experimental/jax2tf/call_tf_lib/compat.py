@@ -166,6 +166,19 @@ def tensorflow_reads(module_bytes: bytes) -> bool | None:
     return False
 
 
+def hlo_to_module(hlo: bytes) -> ir.Module:
+  """A serialized HLO module as a StableHLO module, in the current context.
+
+  jaxlib from 0.6 converts it with ``hlo_to_stablehlo``; before, through an
+  ``XlaComputation`` (as upstream's ``call_tf`` lowering did then).
+  """
+  ext = mlir_extension()
+  if hasattr(ext, "hlo_to_stablehlo"):
+    return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
+  from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
+  return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
+
+
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
   return mlir.refine_polymorphic_shapes(module)
@@ -372,6 +385,9 @@ def check() -> list[str]:
          "mlir.custom_call(result_shapes=...)")
   need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
        "jaxlib's mlir.deserialize_portable_artifact")
+  need(hasattr(mlir_extension(), "hlo_to_stablehlo")
+       or hasattr(mlir, "xla_computation_to_mlir_module"),
+       "jaxlib's mlir.hlo_to_stablehlo (or mlir.xla_computation_to_mlir_module)")
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
   fields = {f.name for f in dataclasses.fields(_export.Exported)}
   for name in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals",
