@@ -187,7 +187,9 @@ def test_old_tensorflow_is_refused_with_the_versions(version):
   assert f"TensorFlow {version} is installed" in msg
   assert "needs TensorFlow 2.16 or newer" in msg
   assert "platform_name" in msg
-  assert "tensorflow<2.22,>=2.21" in msg  # the verified range of this build
+  # The verified range of this build: its `tensorflow` extra.
+  assert call_tf_compile._verified_tensorflow_range() in msg  # pylint: disable=protected-access
+  assert call_tf_compile._verified_tensorflow_range().startswith("tensorflow")  # pylint: disable=protected-access
 
 
 @pytest.mark.parametrize("version", ["2.16.0", "2.21.0", "2.22.0rc1",

@@ -60,7 +60,6 @@ _TRANSFORMS = dict(
 
 
 @unittest.skipIf(tf is None, "Test requires TensorFlow")
-@jtu.thread_unsafe_test_class()
 class CallTfForwardModeTest(jtu.JaxTestCase):
 
   def setUp(self):
