@@ -25,6 +25,7 @@ tensorflow-cpu are the versions the tests use, read from
 from __future__ import annotations
 
 import hashlib
+import os
 import pathlib
 import shutil
 import subprocess
@@ -54,9 +55,24 @@ def inside_venv() -> bool:
 
 
 def _release() -> dict[str, object]:
+  """The release the tool builds by default (as ``build/fork.py``).
+
+  ``$JAX_FORK_UPSTREAM`` if set, else the newest release listed in
+  ``patches/upstream.toml`` that supports this Python, else the newest one.
+  """
   with open(ROOT / "patches" / "upstream.toml", "rb") as f:
     releases = tomllib.load(f)["release"]
-  return releases[-1]
+  wanted = os.environ.get("JAX_FORK_UPSTREAM")
+  if wanted:
+    for r in releases:
+      if r["version"] == wanted:
+        return r
+    raise SystemExit(f"JAX_FORK_UPSTREAM={wanted} is not in "
+                     "patches/upstream.toml")
+  python = "%d.%d" % sys.version_info[:2]
+  key = lambda r: tuple(int(p) for p in str(r["version"]).split("."))
+  ours = [r for r in releases if python in [str(v) for v in r.get("python", [])]]
+  return max(ours or releases, key=key)
 
 
 def _wheel(release: dict[str, object]) -> pathlib.Path:
