@@ -22,6 +22,7 @@ benchmarks/results/before benchmarks/results``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+import functools
 import json
 import pathlib
 import sys
@@ -43,7 +44,16 @@ _STYLE = {
     "loop_of_jitted": dict(color="tab:red", marker="+", ls=":"),
     "tf": dict(color="tab:green", marker="D"),
     "tf2jax": dict(color="tab:brown", marker="*"),
+    "fwdacc": dict(color="tab:pink", marker="P", ls="-."),
 }
+# The steady-state target at N >= 100 (issues 9 and 12: "stays where it is").
+STEADY_LIMIT = 1.1
+# Issue 11: forward mode within this factor of min(native, tf2jax).
+FORWARD_LIMIT = 1.5
+# Issue 12: eager vmap of a reused call_tf object within this factor of native.
+EAGER_LIMIT = 3.0
+# Issue 12: RSS growth over the eager calls after warm-up, MB.
+MEMORY_LIMIT_MB = 10.0
 VECTORIZED = ("vectorized_pure", "vectorized")
 HAND_LOOPS = ("loop_of_jitted", "loop")
 
@@ -59,6 +69,22 @@ class Results:
     self.methods = data["methods"]
     self.by_key = {(r["workload"], r["method"], r["mode"], r["n"]): r
                    for r in data["records"]}
+
+  def workload(self, w: str) -> dict[str, Any]:
+    return next(x for x in self.workloads if x["name"] == w)
+
+  def is_forward(self, w: str) -> bool:
+    """Issue 11's workloads (forward mode, and jacrev next to it)."""
+    x = self.workload(w)
+    return bool(x.get("family")) and x.get("derivative") not in (
+        None, "jacrev") or (x.get("family") == "lj27")
+
+  def wrong(self, w: str, m: str, mode: str, n: int) -> bool:
+    """Whether the result disagreed with the eager, unbatched reference."""
+    r = self.rec(w, m, mode, n)
+    tol = self.workload(w).get("tol", 1e-4)
+    return bool(r and r.get("max_rel_err") is not None
+                and r["max_rel_err"] > tol)
 
   def rec(self, w: str, m: str, mode: str, n: int) -> dict[str, Any] | None:
     return self.by_key.get((w, m, mode, n))
@@ -112,7 +138,8 @@ def _cell(res: Results, w: str, m: str, mode: str, n: int, field: str,
     est = res.extrapolated(w, m, mode, n) if field == "steady" else None
     return f"*≈{fmt_time(est)}*" if est is not None else "*skipped*"
   ref = res.get(w, ref_method, "jit" if field != "steady" else mode, n, field)
-  return fmt_time(t) + ("" if m == ref_method else _ratio(t, ref))
+  mark = " **wrong**" if res.wrong(w, m, mode, n) else ""
+  return fmt_time(t) + ("" if m == ref_method else _ratio(t, ref)) + mark
 
 
 def table(res: Results, w: str, mode: str, field: str) -> str:
@@ -144,21 +171,31 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
   names = [w["name"] for w in res.workloads]
   big = [n for n in res.sizes if n >= 100]
 
-  def best_ref(w):
-    def ref(n):
-      ts = [res.get(w, m, "jit", n) for m in ("native", "tf2jax")]
-      ts = [t for t in ts if t]
-      return min(ts) if ts else None
-    return ref
+  best_ref = functools.partial(_best_ref, res)
+  forward = [w for w in names if res.is_forward(w)]
+  names = [w for w in names if not res.is_forward(w)]
 
   for w in names:
     for m in VECTORIZED:
       worst, at = _worst(res, w, m, best_ref(w), big)
       if worst is None:
         continue
-      rows.append((f"{m} within 1.2x of min(native, tf2jax), jit, N >= 100",
-                   w, f"worst {worst:.2f}x (N={at})",
-                   "met" if worst <= 1.2 else "NOT met"))
+      rows.append((f"{m} within {STEADY_LIMIT}x of min(native, tf2jax), jit, "
+                   "N >= 100", w, f"worst {worst:.2f}x (N={at})",
+                   "met" if worst <= STEADY_LIMIT else "NOT met"))
+  for w in forward:
+    d = res.workload(w).get("derivative")
+    if d not in ("jacfwd", "hessian", "jvp", "jacrev_jacfwd", "jacrev"):
+      continue
+    worst, at = _worst(res, w, "vectorized", best_ref(w), res.sizes)
+    if worst is None:
+      continue
+    issue = d in ("jacfwd", "hessian")
+    rows.append((f"{d} within {FORWARD_LIMIT}x of min(native, tf2jax), jit, "
+                 "every N" + ("" if issue else " (reported, no target)"), w,
+                 f"worst {worst:.2f}x (N={at})",
+                 ("met" if worst <= FORWARD_LIMIT else "NOT met") if issue
+                 else ("within" if worst <= FORWARD_LIMIT else "beyond")))
   for w in names:
     for m in VECTORIZED:
       cs = [res.get(w, m, "jit", n, "compile") for n in res.sizes
@@ -201,11 +238,275 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
   return rows
 
 
+def _best_ref(res: Results, w: str):
+  """``n -> min(native, tf2jax)`` under jit, leaving out wrong results."""
+  def ref(n):
+    ts = [res.get(w, m, "jit", n) for m in ("native", "tf2jax")
+          if not res.wrong(w, m, "jit", n)]
+    ts = [t for t in ts if t]
+    return min(ts) if ts else None
+  return ref
+
+
+def forward_table(res: Results) -> str:
+  """Issue 11: forward mode (and jacrev) per workload and N, jit."""
+  rows = ["| workload | N | native | tf2jax | fork | fork / min | fwdacc | "
+          "fwdacc / min |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+  names = [w["name"] for w in res.workloads]
+  fwd = [w for w in names if res.is_forward(w)]
+  if "energy_jac" in names and fwd:
+    fwd.insert(0, "energy_jac")
+  for w in fwd:
+    ref = _best_ref(res, w)
+    for n in res.sizes:
+      t = {m: res.get(w, m, "jit", n) for m in
+           ("native", "tf2jax", "vectorized", "fwdacc")}
+      if not t["vectorized"] and not t["native"]:
+        continue
+      r = ref(n)
+
+      def c(m):
+        return (fmt_time(t[m]) + (" **wrong**" if res.wrong(w, m, "jit", n)
+                                  else "")) if t[m] else "—"
+
+      def ratio(m):
+        return f"{t[m] / r:.2f}x" if t[m] and r else "—"
+      rows.append(f"| {w} | {n} | {c('native')} | {c('tf2jax')} | "
+                  f"{c('vectorized')} | {ratio('vectorized')} | {c('fwdacc')}"
+                  f" | {ratio('fwdacc')} |")
+  return "\n".join(rows)
+
+
+def eager_table(data: dict[str, Any]) -> str:
+  """Issue 12: eager vmap at one N, every method, ratio to native."""
+  e = data.get("eager")
+  if not e:
+    return ""
+  methods = [m["name"] for m in e["methods"]]
+  rows = ["| workload | " + " | ".join(methods) + " |",
+          "|---|" + "---:|" * len(methods)]
+  for w in dict.fromkeys(r["workload"] for r in e["rows"]):
+    by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
+    nat = by.get("native", {}).get("steady")
+    cells = []
+    for m in methods:
+      r = by.get(m, {})
+      if r.get("error"):
+        cells.append("fails")
+      elif r.get("steady") is None:
+        cells.append("—")
+      else:
+        cells.append(fmt_time(r["steady"]) + (
+            "" if m == "native" else _ratio(r["steady"], nat)))
+    rows.append(f"| {w} | " + " | ".join(cells) + " |")
+  return "\n".join(rows)
+
+
+def first_call_table(data: dict[str, Any]) -> str:
+  """Issue 12: first call under jit in fresh processes."""
+  fc = data.get("first_call")
+  if not fc:
+    return ""
+  rows = ["| workload | native | fork | tf2jax | fork - native (median of "
+          "pairs) | issue's fork - native | target | verdict |",
+          "|---|---:|---:|---:|---:|---:|---:|---|"]
+  for w, s in fc["summary"].items():
+    cell = lambda m: (fmt_time(s[m]["median"]) if m in s else "—")
+    extra, target = s.get("extra"), s.get("target_extra")
+    rows.append(
+        f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
+        f"{cell('tf2jax')} | {fmt_time(extra)} | "
+        f"{fmt_time(s.get('issue_extra'))} | <= {fmt_time(target)} | "
+        + ("met" if extra is not None and target and extra <= target
+           else "NOT met" if extra is not None and target else "") + " |")
+  return "\n".join(rows)
+
+
+def first_call_phases_table(data: dict[str, Any]) -> str:
+  """The fork's first call by phase (median over repeats)."""
+  fc = data.get("first_call")
+  if not fc:
+    return ""
+  ws = [w for w, s in fc["summary"].items() if "fork" in s]
+  names = []
+  for w in ws:
+    for p in fc["summary"][w]["fork"]["phases"]:
+      if p not in names:
+        names.append(p)
+  order = ["TF tracing: the unbatched function",
+           "TF tracing: inside the vectorized function (pfor's loop body)",
+           "TF autograph (pfor's tf.function wrappers)",
+           "TF pfor conversion (PFor.convert)",
+           "TF to HLO (experimental_get_compiler_ir)",
+           "overlay: side-effect scan of TF graphs",
+           "JAX trace: JAX and overlay Python", "JAX lowering", "XLA compile",
+           "run"]
+  names = [n for n in order if n in names] + [n for n in names
+                                              if n not in order]
+  rows = ["| phase | " + " | ".join(ws) + " |", "|---|" + "---:|" * len(ws)]
+  totals = {w: sum(fc["summary"][w]["fork"]["phases"].values()) for w in ws}
+  tf_share = {w: sum(v for k, v in fc["summary"][w]["fork"]["phases"].items()
+                     if k.startswith("TF ")) for w in ws}
+  for n in names:
+    cells = []
+    for w in ws:
+      v = fc["summary"][w]["fork"]["phases"].get(n, 0.)
+      cells.append(f"{fmt_time(v)}")
+    rows.append(f"| {n} | " + " | ".join(cells) + " |")
+  rows.append("| **TensorFlow's own (the TF rows)** | " + " | ".join(
+      f"**{fmt_time(tf_share[w])}** ({100 * tf_share[w] / totals[w]:.0f}%)"
+      for w in ws) + " |")
+  rows.append("| sum of phases (medians) | " + " | ".join(
+      fmt_time(totals[w]) for w in ws) + " |")
+  native = {w: fc["summary"][w].get("native", {}).get("phases", {})
+            for w in ws}
+  rows.append("| native JAX: trace + lower + XLA compile + run | " + " | ".join(
+      fmt_time(sum(v for k, v in native[w].items() if not k.startswith(
+          "build"))) for w in ws) + " |")
+  return "\n".join(rows)
+
+
+def memory_table(data: dict[str, Any]) -> str:
+  """Issue 12: RSS over eager calls, fork and native."""
+  mem = data.get("memory")
+  if not mem:
+    return ""
+  rows = ["| scenario | impl | start | after warm-up | end (before clear) | "
+          "growth after warm-up | after clear_caches + gc | after "
+          "malloc_trim | TF FuncGraphs alive: end / after clear |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+  mb = lambda v: "—" if v is None else f"{v:.0f} MB"
+  for r in mem["runs"]:
+    s = r.get("summary") or {}
+    if not s:
+      rows.append(f"| {r['scenario']} | {r['impl']} | fails: "
+                  f"{r.get('error', '')} |||||||")
+      continue
+    if "warm_mb" in s:
+      warm = mb(s["warm_mb"])
+      growth = f"{s['growth_after_warmup_mb']:+.1f} MB"
+    else:
+      warm = f"{mb(s.get('sizes 1..200'))} (1..200)"
+      growth = (f"{s['sizes 1..200 again'] - s['sizes 1..200']:+.1f} MB "
+                "(1..200 again); "
+                f"{s['sizes 201..400'] - s['sizes 1..200 again']:+.1f} MB "
+                "(201..400)")
+    rows.append(f"| {r['scenario']} | {r['impl']} | {mb(s['start_mb'])} | "
+                f"{warm} | {mb(s['before_clear_mb'])} | {growth} | "
+                f"{mb(s['cleared_mb'])} | {mb(s['trimmed_mb'])} | "
+                f"{s.get('funcgraphs_before_clear')} / "
+                f"{s.get('funcgraphs_cleared')} |")
+  return "\n".join(rows)
+
+
+def dispatch_table(data: dict[str, Any]) -> str:
+  """Issue 8: jitted calls at N=1, with and without an effect."""
+  rows_in = data.get("dispatch")
+  if not rows_in:
+    return ""
+  nat = next((r.get("steady") for r in rows_in if r["case"] == "native"),
+             None)
+  rows = ["| case | effects in the jaxpr | steady, jit, N=1 |",
+          "|---|---|---:|"]
+  for r in rows_in:
+    t = ("fails: " + r["error"] if r.get("error")
+         else fmt_time(r["steady"]) + ("" if r["case"] == "native"
+                                       else _ratio(r["steady"], nat)))
+    rows.append(f"| `{r['case']}`: {r['title']} | "
+                f"{', '.join(r.get('effects') or []) or 'none'} | {t} |")
+  return "\n".join(rows)
+
+
+def issue_targets(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+  """Issue 12's and 8's targets (eager, first call, memory, dispatch)."""
+  rows = []
+  e = data.get("eager")
+  if e:
+    for w in dict.fromkeys(r["workload"] for r in e["rows"]):
+      by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
+      nat = by.get("native", {}).get("steady")
+      for m in ("fork_reused", "fork_tf_function"):
+        t = by.get(m, {}).get("steady")
+        if t and nat:
+          rows.append((f"eager vmap, {m}, within {EAGER_LIMIT:g}x of native "
+                       f"eager, N={e['n']}", w, f"{t / nat:.2f}x "
+                       f"({fmt_time(t)} vs {fmt_time(nat)})",
+                       "met" if t / nat <= EAGER_LIMIT else "NOT met"))
+  fc = data.get("first_call")
+  if fc:
+    for w, s in fc["summary"].items():
+      if s.get("extra") is not None and s.get("target_extra"):
+        rows.append(("first jit call, fresh process: fork - native <= half "
+                     "the issue's", f"{w} (N={fc['n']})",
+                     f"{fmt_time(s['extra'])} (issue: "
+                     f"{fmt_time(s['issue_extra'])}, target <= "
+                     f"{fmt_time(s['target_extra'])})",
+                     "met" if s["extra"] <= s["target_extra"] else "NOT met"))
+  mem = data.get("memory")
+  if mem:
+    for r in mem["runs"]:
+      s = r.get("summary") or {}
+      if r["impl"] != "fork" or not s:
+        continue
+      if r["scenario"] == "one_object":
+        g = s["growth_after_warmup_mb"]
+        rows.append((f"RSS over {s['calls']} eager calls of one call_tf object"
+                     f", growth after warm-up < {MEMORY_LIMIT_MB:g} MB",
+                     "mlp128", f"{g:+.1f} MB", "met" if g < MEMORY_LIMIT_MB
+                     else "NOT met"))
+      elif r["scenario"] == "many_objects":
+        g = s["growth_last_half_mb"]
+        rows.append((f"RSS over {s['calls']} new call_tf objects: bounded "
+                     f"(growth over the last half < {MEMORY_LIMIT_MB:g} MB)",
+                     "mlp128", f"{g:+.1f} MB over the last half; "
+                     f"{s['end_mb'] - s['start_mb']:+.0f} MB in all",
+                     "met" if g < MEMORY_LIMIT_MB else "NOT met"))
+      elif r["scenario"] == "batch_sizes":
+        g = s["sizes 1..200 again"] - s["sizes 1..200"]
+        rows.append(("RSS over batch sizes 1..200, again: bounded "
+                     f"(second pass grows < {MEMORY_LIMIT_MB:g} MB)", "mlp128",
+                     f"{g:+.1f} MB", "met" if g < MEMORY_LIMIT_MB
+                     else "NOT met"))
+      if r["scenario"] in ("batch_sizes", "many_objects"):
+        left = s.get("funcgraphs_cleared")
+        rows.append(("jax.clear_caches() releases the fork's TF traces "
+                     "(FuncGraphs alive after clear + gc)",
+                     f"mlp128, {r['scenario']}",
+                     f"{s.get('funcgraphs_before_clear')} -> {left}; RSS "
+                     f"{s['before_clear_mb']:.0f} -> {s['cleared_mb']:.0f} MB "
+                     f"(start {s['start_mb']:.0f}, malloc_trim "
+                     f"{s['trimmed_mb']:.0f})",
+                     "met" if left == 0 else "NOT met"))
+  d = data.get("dispatch")
+  if d:
+    by = {r["case"]: r for r in d}
+    nat = by.get("native", {}).get("steady")
+    pure = by.get("pure", {})
+    if nat and pure.get("steady"):
+      ok = not pure.get("effects") and pure["steady"] / nat <= 1.2
+      rows.append(("pure TF function: no effect, jit dispatch about native "
+                   "(<= 1.2x), N=1", "small",
+                   f"{pure['steady'] / nat:.2f}x, effects: "
+                   f"{pure.get('effects') or 'none'}",
+                   "met" if ok else "NOT met"))
+    st = by.get("stateful", {})
+    if "effects" in st:
+      rows.append(("stateful TF function (tf.random.uniform) keeps its "
+                   "effect", "small + random",
+                   f"effects: {st.get('effects') or 'none'}"
+                   + (f", {fmt_time(st['steady'])}" if st.get("steady")
+                      else ""),
+                   "met" if st.get("effects") else "NOT met"))
+  return rows
+
+
 def side_effects_table(res: Results) -> str:
   """Steady jit time with has_side_effects=True (default) against False."""
   head = ("| workload | " + " | ".join(f"N={n}" for n in res.sizes) + " |")
   rows = [head, "|---|" + "---:|" * len(res.sizes)]
   for w in (w["name"] for w in res.workloads):
+    if res.is_forward(w):
+      continue
     cells = []
     for n in res.sizes:
       t_eff = res.get(w, "vectorized", "jit", n)
@@ -241,8 +542,51 @@ def _env_line(res: Results) -> str:
 
 def targets_table(res: Results) -> str:
   rows = ["| target | workload | measured | verdict |", "|---|---|---|---|"]
-  rows += [f"| {t} | {w} | {m} | {v} |" for t, w, m, v in targets(res)]
+  rows += [f"| {t} | {w} | {m} | {v} |" for t, w, m, v in
+           [*targets(res), *issue_targets(res.data)]]
   return "\n".join(rows)
+
+
+def _issue_sections(res: Results, heading: str) -> list[str]:
+  """Forward mode, eager, first call, memory, dispatch: Markdown parts."""
+  parts = []
+  ft = forward_table(res)
+  if ft.count("\n") > 1:
+    parts += [f"{heading} Forward mode under jit (issue 11)", "",
+              "Time per call of the batch; `fork` is `vmap` of the fork's "
+              "derivative of `call_tf(f)` (double-VJP tangents); `fwdacc` "
+              "the same derivative with tangents from "
+              "`tf.autodiff.ForwardAccumulator` (by hand, see methods.py); "
+              "ratios to the faster of native JAX and tf2jax, leaving out a "
+              "**wrong** result (disagrees with the eager, unbatched jnp "
+              "reference).", "", ft, ""]
+  et = eager_table(res.data)
+  if et:
+    parts += [f"{heading} Eager vmap, N={res.data['eager']['n']} (issue 12)",
+              "", "No `jax.jit` anywhere; median time per call, ratio to "
+              "native eager JAX.", "",
+              "\n".join(f"- `{m['name']}`: {m['title']}"
+                        for m in res.data["eager"]["methods"]), "", et, ""]
+  fc = first_call_table(res.data)
+  if fc:
+    f = res.data["first_call"]
+    parts += [f"{heading} First call under jit, fresh process (issue 12)", "",
+              f"Median of {f['repeats']} fresh processes per method, "
+              "interleaved; the extra is the median of per-repeat "
+              "(fork - native) differences.", "", fc, "",
+              "The fork's first call by phase (exclusive times, median):", "",
+              first_call_phases_table(res.data), ""]
+  mt = memory_table(res.data)
+  if mt:
+    parts += [f"{heading} Resident memory, eager vmap (issue 12)", "",
+              f"Fresh process per row; N={res.data['memory']['n']}, issue "
+              "12's MLP; warm-up = the first "
+              f"{res.data['memory']['warmup']} calls.", "", mt, ""]
+  dt = dispatch_table(res.data)
+  if dt:
+    parts += [f"{heading} Effects and dispatch under jit, N=1 (issue 8)", "",
+              dt, ""]
+  return parts
 
 
 def markdown(res: Results) -> str:
@@ -256,9 +600,10 @@ def markdown(res: Results) -> str:
            "## has_side_effects: True (call_tf's default) / False", "",
            "Steady state under jit of the vectorized path.", "",
            side_effects_table(res), ""]
+  parts += _issue_sections(res, "##")
   if res.sizes:
     n = max(res.sizes)
-    parts += [f"## Where the first jit call goes (N={n})", "",
+    parts += [f"## Where the first jit call goes (N={n}, same process)", "",
               breakdown_table(res, n), ""]
   methods_doc = "\n".join(f"- `{m['name']}`: {m['title']}"
                           for m in res.methods)
@@ -318,6 +663,8 @@ def plots(res: Results, out: pathlib.Path) -> list[pathlib.Path]:
   for ax, m in zip(axes, VECTORIZED):
     for w in res.workloads:
       name = w["name"]
+      if res.is_forward(name):
+        continue
       pts = [(n, res.get(name, m, "jit", n), res.get(name, "native", "jit", n))
              for n in res.sizes]
       pts = [(n, t / r) for n, t, r in pts if t and r]
@@ -359,9 +706,12 @@ def readme_block(data: dict[str, Any], out: pathlib.Path,
            f"![ratio to native]({rel}/ratio_to_native.png)", ""]
   for w in res.workloads:
     name = w["name"]
+    if res.is_forward(name):
+      continue
     parts += [f"**{name}** ({w['title']}):", "",
               table(res, name, "jit", "steady"), "",
               f"![{name}]({rel}/{name}.png)", ""]
+  parts += _issue_sections(res, "###")
   parts += ["### has_side_effects=True (default) / False, vectorized, jit", "",
             side_effects_table(res), ""]
   if res.sizes:
@@ -420,6 +770,7 @@ def main(argv: list[str]) -> int:
   """Redraws a report, or compares two runs: ``--compare BASE OTHER``."""
   if argv[:1] == ["--compare"]:
     base, other = (pathlib.Path(d) for d in argv[1:3])
+    name = argv[4] if argv[3:4] == ["--name"] else "comparison.md"
     data = []
     for d in (base, other):
       with open(d / "results.json") as f:
@@ -428,7 +779,7 @@ def main(argv: list[str]) -> int:
             f"call. `{base}` ({data[0]['environment']['date']}) → "
             f"`{other}` ({data[1]['environment']['date']}).\n\n"
             + comparison(*data) + "\n")
-    (other / "comparison.md").write_text(text)
+    (other / name).write_text(text)
     print(text)
     return 0
   out = pathlib.Path(argv[0] if argv else "benchmarks/results")
