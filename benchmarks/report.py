@@ -22,7 +22,6 @@ benchmarks/results/before benchmarks/results``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-import functools
 import json
 import pathlib
 import sys
@@ -70,6 +69,7 @@ class Results:
     self.by_key = {(r["workload"], r["method"], r["mode"], r["n"]): r
                    for r in data["records"]}
 
+
   def workload(self, w: str) -> dict[str, Any]:
     return next(x for x in self.workloads if x["name"] == w)
 
@@ -85,6 +85,21 @@ class Results:
     tol = self.workload(w).get("tol", 1e-4)
     return bool(r and r.get("max_rel_err") is not None
                 and r["max_rel_err"] > tol)
+
+  def ratio(self, w: str, m: str, mode: str, n: int,
+            refs: Sequence[str] = ("native",)) -> float | None:
+    """Steady time of ``m`` over that of the fastest of ``refs``: paired.
+
+    The ratio to each reference is paired by round (:func:`paired_ratio`);
+    the ratio to the fastest reference is the largest of them (a minimum
+    taken per round would favour whichever reference was luckier). Wrong
+    results of a reference are left out.
+    """
+    r = self.rec(w, m, mode, n)
+    qs = [paired_ratio(r, [self.rec(w, x, mode, n)]) for x in refs
+          if self.rec(w, x, mode, n) and not self.wrong(w, x, mode, n)]
+    qs = [q for q in qs if q is not None]
+    return max(qs) if qs else None
 
   def rec(self, w: str, m: str, mode: str, n: int) -> dict[str, Any] | None:
     return self.by_key.get((w, m, mode, n))
@@ -107,6 +122,35 @@ class Results:
       return None
     k = max(below)
     return self.get(w, m, mode, k) * n / k
+
+
+def paired_ratio(rec: dict[str, Any] | None,
+                 refs: Sequence[dict[str, Any]]) -> float | None:
+  """The median, over sampling rounds, of ``rec``'s time over the refs'.
+
+  The samples of all methods are taken round-robin, so sample ``i`` of every
+  method was taken in the same round, seconds apart. The machine is shared
+  and its speed drifts (here by 2-4x within minutes); the ratio within a
+  round cancels the drift, and the median over rounds discards the rounds
+  one method was unlucky in. Without samples: the ratio of the medians.
+  """
+  if not rec or not refs or rec.get("steady") is None:
+    return None
+  if any(r.get("steady") is None for r in refs):
+    return None
+  samples = [rec.get("samples") or []] + [r.get("samples") or [] for r in refs]
+  rounds = min(len(s) for s in samples)
+  if rounds == 0:
+    return rec["steady"] / min(r["steady"] for r in refs)
+  import statistics  # pylint: disable=g-import-not-at-top
+  return statistics.median(
+      samples[0][i] / min(s[i] for s in samples[1:]) for i in range(rounds))
+
+
+def _ratio_text(q: float | None) -> str:
+  if q is None:
+    return ""
+  return f" ({q:.2f}x)" if q < 10 else f" ({q:.0f}x)"
 
 
 def fmt_time(t: float | None) -> str:
@@ -137,9 +181,15 @@ def _cell(res: Results, w: str, m: str, mode: str, n: int, field: str,
   if t is None:
     est = res.extrapolated(w, m, mode, n) if field == "steady" else None
     return f"*≈{fmt_time(est)}*" if est is not None else "*skipped*"
-  ref = res.get(w, ref_method, "jit" if field != "steady" else mode, n, field)
   mark = " **wrong**" if res.wrong(w, m, mode, n) else ""
-  return fmt_time(t) + ("" if m == ref_method else _ratio(t, ref)) + mark
+  if m == ref_method:
+    return fmt_time(t) + mark
+  if field == "steady":
+    # Paired by sampling round (see paired_ratio).
+    return fmt_time(t) + _ratio_text(res.ratio(w, m, mode, n,
+                                               (ref_method,))) + mark
+  ref = res.get(w, ref_method, "jit", n, field)
+  return fmt_time(t) + _ratio(t, ref) + mark
 
 
 def table(res: Results, w: str, mode: str, field: str) -> str:
@@ -153,15 +203,16 @@ def table(res: Results, w: str, mode: str, field: str) -> str:
   return "\n".join(rows)
 
 
-def _worst(res: Results, w: str, m: str, ref_fn, sizes: Sequence[int]
-           ) -> tuple[float | None, int | None]:
+def _worst(res: Results, w: str, m: str, refs: Sequence[str],
+           sizes: Sequence[int]) -> tuple[float | None, int | None]:
+  """The largest paired ratio of ``m`` to the fastest of ``refs`` (jit)."""
   worst, at = None, None
   for n in sizes:
-    t, ref = res.get(w, m, "jit", n), ref_fn(n)
-    if t is None or not ref:
+    q = res.ratio(w, m, "jit", n, refs)
+    if q is None:
       continue
-    if worst is None or t / ref > worst:
-      worst, at = t / ref, n
+    if worst is None or q > worst:
+      worst, at = q, n
   return worst, at
 
 
@@ -171,7 +222,7 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
   names = [w["name"] for w in res.workloads]
   big = [n for n in res.sizes if n >= 100]
 
-  best_ref = functools.partial(_best_ref, res)
+  best_ref = lambda w: ("native", "tf2jax")
   forward = [w for w in names if res.is_forward(w)]
   names = [w for w in names if not res.is_forward(w)]
 
@@ -228,24 +279,12 @@ def targets(res: Results) -> list[tuple[str, str, str, str]]:
                    "met" if t / vec >= 100 else "NOT met"))
   if "energy_jac" in names:
     for m in VECTORIZED:
-      worst, at = _worst(res, "energy_jac", m,
-                         lambda n: res.get("energy_jac", "native", "jit", n),
-                         res.sizes)
+      worst, at = _worst(res, "energy_jac", m, ("native",), res.sizes)
       if worst is not None:
         rows.append((f"jacrev via {m} within 1.5x of native, every N",
                      "energy_jac", f"worst {worst:.2f}x (N={at})",
                      "met" if worst <= 1.5 else "NOT met"))
   return rows
-
-
-def _best_ref(res: Results, w: str):
-  """``n -> min(native, tf2jax)`` under jit, leaving out wrong results."""
-  def ref(n):
-    ts = [res.get(w, m, "jit", n) for m in ("native", "tf2jax")
-          if not res.wrong(w, m, "jit", n)]
-    ts = [t for t in ts if t]
-    return min(ts) if ts else None
-  return ref
 
 
 def forward_table(res: Results) -> str:
@@ -257,20 +296,19 @@ def forward_table(res: Results) -> str:
   if "energy_jac" in names and fwd:
     fwd.insert(0, "energy_jac")
   for w in fwd:
-    ref = _best_ref(res, w)
     for n in res.sizes:
       t = {m: res.get(w, m, "jit", n) for m in
            ("native", "tf2jax", "vectorized", "fwdacc")}
       if not t["vectorized"] and not t["native"]:
         continue
-      r = ref(n)
 
       def c(m):
         return (fmt_time(t[m]) + (" **wrong**" if res.wrong(w, m, "jit", n)
                                   else "")) if t[m] else "—"
 
-      def ratio(m):
-        return f"{t[m] / r:.2f}x" if t[m] and r else "—"
+      def ratio(m, n=n, w=w):
+        q = res.ratio(w, m, "jit", n, ("native", "tf2jax"))
+        return f"{q:.2f}x" if q else "—"
       rows.append(f"| {w} | {n} | {c('native')} | {c('tf2jax')} | "
                   f"{c('vectorized')} | {ratio('vectorized')} | {c('fwdacc')}"
                   f" | {ratio('fwdacc')} |")
@@ -287,7 +325,7 @@ def eager_table(data: dict[str, Any]) -> str:
           "|---|" + "---:|" * len(methods)]
   for w in dict.fromkeys(r["workload"] for r in e["rows"]):
     by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
-    nat = by.get("native", {}).get("steady")
+    nat = by.get("native")
     cells = []
     for m in methods:
       r = by.get(m, {})
@@ -297,7 +335,7 @@ def eager_table(data: dict[str, Any]) -> str:
         cells.append("—")
       else:
         cells.append(fmt_time(r["steady"]) + (
-            "" if m == "native" else _ratio(r["steady"], nat)))
+            "" if m == "native" else _ratio_text(paired_ratio(r, [nat]))))
     rows.append(f"| {w} | " + " | ".join(cells) + " |")
   return "\n".join(rows)
 
@@ -307,19 +345,34 @@ def first_call_table(data: dict[str, Any]) -> str:
   fc = data.get("first_call")
   if not fc:
     return ""
-  rows = ["| workload | native | fork | tf2jax | fork - native (median of "
-          "pairs) | issue's fork - native | target | verdict |",
-          "|---|---:|---:|---:|---:|---:|---:|---|"]
+  before = any("fork_before" in s for s in fc["summary"].values())
+  rows = ["| workload | native | fork | tf2jax | "
+          + ("fork before (older wheel) | " if before else "")
+          + "fork - native (of the minima) | issue's fork - native | "
+          "target | verdict |",
+          "|---|---:|---:|---:|" + ("---:|" if before else "")
+          + "---:|---:|---:|---|"]
   for w, s in fc["summary"].items():
-    cell = lambda m: (fmt_time(s[m]["median"]) if m in s else "—")
-    extra, target = s.get("extra"), s.get("target_extra")
+    cell = lambda m: (f"{fmt_time(s[m]['median'])} (min "
+                      f"{fmt_time(s[m]['min'])})" if m in s else "—")
+    extra, target = _first_call_extra(s), s.get("target_extra")
     rows.append(
         f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
-        f"{cell('tf2jax')} | {fmt_time(extra)} | "
+        f"{cell('tf2jax')} | "
+        + (f"{cell('fork_before')} | " if before else "")
+        + f"{fmt_time(extra)} (median of pairs {fmt_time(s.get('extra'))})"
+        " | "
         f"{fmt_time(s.get('issue_extra'))} | <= {fmt_time(target)} | "
         + ("met" if extra is not None and target and extra <= target
            else "NOT met" if extra is not None and target else "") + " |")
   return "\n".join(rows)
+
+
+def _first_call_extra(s: dict[str, Any]) -> float | None:
+  """The fork's extra first-call time: min(fork) - min(native)."""
+  if "fork" not in s or "native" not in s:
+    return None
+  return s["fork"]["min"] - s["native"]["min"]
 
 
 def first_call_phases_table(data: dict[str, Any]) -> str:
@@ -404,14 +457,14 @@ def dispatch_table(data: dict[str, Any]) -> str:
   rows_in = data.get("dispatch")
   if not rows_in:
     return ""
-  nat = next((r.get("steady") for r in rows_in if r["case"] == "native"),
-             None)
+  nat = next((r for r in rows_in if r["case"] == "native"), None)
   rows = ["| case | effects in the jaxpr | steady, jit, N=1 |",
           "|---|---|---:|"]
   for r in rows_in:
     t = ("fails: " + r["error"] if r.get("error")
-         else fmt_time(r["steady"]) + ("" if r["case"] == "native"
-                                       else _ratio(r["steady"], nat)))
+         else fmt_time(r["steady"]) + (
+             "" if r["case"] == "native"
+             else _ratio_text(paired_ratio(r, [nat] if nat else []))))
     rows.append(f"| `{r['case']}`: {r['title']} | "
                 f"{', '.join(r.get('effects') or []) or 'none'} | {t} |")
   return "\n".join(rows)
@@ -424,24 +477,27 @@ def issue_targets(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
   if e:
     for w in dict.fromkeys(r["workload"] for r in e["rows"]):
       by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
-      nat = by.get("native", {}).get("steady")
+      nat = by.get("native")
       for m in ("fork_reused", "fork_tf_function"):
-        t = by.get(m, {}).get("steady")
-        if t and nat:
+        q = paired_ratio(by.get(m), [nat] if nat else [])
+        if q:
           rows.append((f"eager vmap, {m}, within {EAGER_LIMIT:g}x of native "
-                       f"eager, N={e['n']}", w, f"{t / nat:.2f}x "
-                       f"({fmt_time(t)} vs {fmt_time(nat)})",
-                       "met" if t / nat <= EAGER_LIMIT else "NOT met"))
+                       f"eager, N={e['n']}", w, f"{q:.2f}x "
+                       f"({fmt_time(by[m]['steady'])} vs "
+                       f"{fmt_time(nat['steady'])})",
+                       "met" if q <= EAGER_LIMIT else "NOT met"))
   fc = data.get("first_call")
   if fc:
     for w, s in fc["summary"].items():
-      if s.get("extra") is not None and s.get("target_extra"):
+      extra = _first_call_extra(s)
+      if extra is not None and s.get("target_extra"):
         rows.append(("first jit call, fresh process: fork - native <= half "
                      "the issue's", f"{w} (N={fc['n']})",
-                     f"{fmt_time(s['extra'])} (issue: "
+                     f"{fmt_time(extra)} (of the minima; median of pairs "
+                     f"{fmt_time(s.get('extra'))}; issue: "
                      f"{fmt_time(s['issue_extra'])}, target <= "
                      f"{fmt_time(s['target_extra'])})",
-                     "met" if s["extra"] <= s["target_extra"] else "NOT met"))
+                     "met" if extra <= s["target_extra"] else "NOT met"))
   mem = data.get("memory")
   if mem:
     for r in mem["runs"]:
@@ -480,13 +536,14 @@ def issue_targets(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
   d = data.get("dispatch")
   if d:
     by = {r["case"]: r for r in d}
-    nat = by.get("native", {}).get("steady")
+    nat = by.get("native")
     pure = by.get("pure", {})
-    if nat and pure.get("steady"):
-      ok = not pure.get("effects") and pure["steady"] / nat <= 1.2
+    q = paired_ratio(pure, [nat]) if nat else None
+    if q:
+      ok = not pure.get("effects") and q <= 1.2
       rows.append(("pure TF function: no effect, jit dispatch about native "
                    "(<= 1.2x), N=1", "small",
-                   f"{pure['steady'] / nat:.2f}x, effects: "
+                   f"{q:.2f}x, effects: "
                    f"{pure.get('effects') or 'none'}",
                    "met" if ok else "NOT met"))
     st = by.get("stateful", {})
@@ -592,9 +649,12 @@ def _issue_sections(res: Results, heading: str) -> list[str]:
 def markdown(res: Results) -> str:
   """The full report."""
   parts = ["# Batched call_tf: measured results", "", _env_line(res), "",
-           "Times are per call of the whole batch; in parentheses the ratio "
-           "to native JAX (`jax.vmap` of the jnp function) measured in the "
-           "same run. *≈* marks a linear extrapolation of a method not "
+           "Times are per call of the whole batch (median of the samples); "
+           "in parentheses the ratio to native JAX (`jax.vmap` of the jnp "
+           "function), paired: the median over sampling rounds of the "
+           "ratio within a round (samples are taken round-robin; the shared "
+           "machine's speed drifts by 2-4x within minutes, which the "
+           "pairing cancels). Targets use the same ratios. *≈* marks a linear extrapolation of a method not "
            "measured at that N (a loop, too slow); *skipped* a method not "
            "measured.", "", "## Targets", "", targets_table(res), "",
            "## has_side_effects: True (call_tf's default) / False", "",
@@ -758,7 +818,8 @@ def comparison(base: dict[str, Any], other: dict[str, Any],
           if not (ra and rb and na and nb):
             cells.append("")
           elif mode == "jit":
-            cells.append(f"{ra / na:.2f}x → {rb / nb:.2f}x")
+            qa, qb = (r.ratio(w, m, mode, n) for r in (a, b))
+            cells.append(f"{qa:.2f}x → {qb:.2f}x")
           else:
             cells.append(f"{fmt_time(ra)} → {fmt_time(rb)}")
         if any(cells):
@@ -775,9 +836,10 @@ def main(argv: list[str]) -> int:
     for d in (base, other):
       with open(d / "results.json") as f:
         data.append(json.load(f))
-    text = ("Steady state under jit: ratio to native JAX; eager: time per "
-            f"call. `{base}` ({data[0]['environment']['date']}) → "
-            f"`{other}` ({data[1]['environment']['date']}).\n\n"
+    text = ("Steady state under jit: ratio to native JAX (paired by "
+            "sampling round, see the README); eager: median time per "
+            f"call. `{base.name}` ({data[0]['environment']['date']}) → "
+            f"`{other.name}` ({data[1]['environment']['date']}).\n\n"
             + comparison(*data) + "\n")
     (other / name).write_text(text)
     print(text)
