@@ -29,10 +29,21 @@ Commands:
                            writes patches/variants/VERSION/ where needed
   stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
                            one commit per patch, and their descriptions
+  baseline [VERSION...] --upstream-tests DIR
+                           run upstream's tests against upstream's own
+                           wheel; record what fails in
+                           tests/upstream_known_failures.toml
   demo                     build the wheel, install it in .venv, show it works
-  test [-- PYTEST_ARGS]    for every release in the manifest (or --upstream):
-                           build, install into a test venv, run pytest
-  matrix                   `test` for every release, with its table
+  test [--upstream-tests DIR] [-- PYTEST_ARGS]
+                           build, install into a test venv, run pytest (and
+                           upstream's own tests): the default release in
+                           full, the others' smoke suite (--upstream V: V in
+                           full)
+  matrix [--upstream-tests DIR]
+                           every release in full; a table, written to
+                           docs/compatibility.md
+  workflow [--check]       write .github/workflows/wheels.yml from the
+                           manifest
 
 Run `python build/fork.py <command> --help` for a command's options.
 """
@@ -48,6 +59,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "build"))
 
 from forklib import ForkError  # noqa: E402
+from forklib import baseline as baseline_lib  # noqa: E402
 from forklib import envs  # noqa: E402
 from forklib import fetch  # noqa: E402
 from forklib import index as index_lib  # noqa: E402
@@ -58,8 +70,11 @@ from forklib import patchq  # noqa: E402
 from forklib import publish as publish_lib  # noqa: E402
 from forklib import rebase as rebase_lib  # noqa: E402
 from forklib import stage as stage_lib  # noqa: E402
+from forklib import testrun  # noqa: E402
 from forklib import tree as tree_lib  # noqa: E402
+from forklib import upstream_tests  # noqa: E402
 from forklib import wheel as wheel_lib  # noqa: E402
+from forklib import workflow as workflow_lib  # noqa: E402
 
 
 def _project(args: argparse.Namespace) -> tree_lib.Project:
@@ -220,27 +235,61 @@ def cmd_demo(args: argparse.Namespace) -> int:
   return envs.show_fork(project, venv)
 
 
+def _tests_dir(args: argparse.Namespace) -> pathlib.Path | None:
+  return (pathlib.Path(args.upstream_tests).resolve() if args.upstream_tests
+          else None)
+
+
 def cmd_test(args: argparse.Namespace) -> int:
-  """Builds, installs and tests each release (all, or --upstream); a table."""
+  """Builds, installs and tests the releases (see forklib/testrun.py)."""
   project = _project(args)
   manifest = manifest_lib.load(project.manifest_path)
-  releases = ([manifest.get(args.version)] if args.version
-              else list(manifest.releases))
+  tests_dir = _tests_dir(args)
   rows = []
+  for release, mode in testrun.plan(manifest, args.version, args.full):
+    log.step("test", f"jax {release.label} ({mode})")
+    rows.append(testrun.run_release(project, release, mode,
+                                    pytest_args=list(args.pytest_args),
+                                    tests_dir=tests_dir))
+  print(testrun.summary(rows, tests_dir), flush=True)
+  if args.write_compatibility:
+    path = project.root / "docs" / "compatibility.md"
+    testrun.write_compatibility(path, rows, tests_dir,
+                                upstream_tests.today(),
+                                upstream_tests.machine())
+    print(f"wrote {path}")
+  return 0 if all(r.ok for r in rows) else 1
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+  """Records which upstream tests fail on stock upstream, per release."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = ([manifest.get(v) for v in args.version] if args.version
+              else manifest.newest())
+  failed = []
   for release in releases:
-    log.step("test", f"jax {release.label}")
-    wheel = wheel_lib.build(project, release, project.root / "dist")
-    venv = envs.test_env(project, release, wheel)
-    rc = envs.run_pytest(project, release, venv, wheel,
-                         list(args.pytest_args))
-    rows.append((release.label, wheel_lib.wheel_name(release),
-                 "passed" if rc == 0 else f"FAILED (pytest exit {rc})"))
-  if len(rows) > 1 or not args.version:
-    print("\nrelease matrix:")
-    width = max(len(r[0]) for r in rows)
-    for label, name, result in rows:
-      print(f"  {label:<{width}}  {result}")
-  return 0 if all(r[2] == "passed" for r in rows) else 1
+    try:
+      baseline_lib.run(project, release,
+                       pathlib.Path(args.upstream_tests).resolve())
+    except ForkError as e:
+      if len(releases) == 1:
+        raise
+      print(f"error: jax {release.version}: {e}", file=sys.stderr)
+      failed.append(release.version)
+  return 1 if failed else 0
+
+
+def cmd_workflow(args: argparse.Namespace) -> int:
+  """Writes (or checks) the GitHub Actions workflow from the manifest."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  if args.check:
+    workflow_lib.check(project.root, manifest)
+    print(f"{project.root / workflow_lib.PATH} matches {manifest.path}")
+  else:
+    print(workflow_lib.write(project.root, manifest))
+  return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
   p = sub.add_parser("wheel", help="build the patched wheel")
   p.add_argument("version", nargs="?",
-                 help="upstream release (default: newest for this Python)")
+                 help="upstream release (default: the newest in the manifest)")
   p.add_argument("--out", default=str(ROOT / "dist"),
                  help="directory for the wheel (default: dist/)")
   p.set_defaults(func=cmd_wheel)
@@ -334,22 +383,48 @@ def main(argv: list[str] | None = None) -> int:
                       "jax-vVERSION/), for patches that change them")
   p.set_defaults(func=cmd_stage)
 
+  p = sub.add_parser("baseline", help="record the upstream tests that fail "
+                      "on stock upstream (tests/upstream_known_failures.toml)")
+  p.add_argument("version", nargs="*",
+                 help="upstream releases (default: every release)")
+  p.add_argument("--upstream-tests", required=True, metavar="DIR",
+                 help="upstream's tests: jax-v<version>.tar.gz files or "
+                      "checkouts (e.g. ../shared/upstream-tests)")
+  p.set_defaults(func=cmd_baseline)
+
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
   p.add_argument("--upstream", dest="version",
-                 help="upstream release (default: newest for this Python)")
+                 help="upstream release (default: the newest in the manifest)")
   p.set_defaults(func=cmd_demo)
 
+  upstream_tests_help = ("upstream's own tests: a folder of jax-v<version>."
+                         "tar.gz files or checkouts of upstream's repository "
+                         "(e.g. ../shared/upstream-tests); without it they "
+                         "are not run, and the summary says so")
   p = sub.add_parser("test", help="build, install, run pytest, per release")
-  p.add_argument("--upstream", dest="version",
-                 help="only this upstream release (default: every release "
-                      "in the manifest)")
+  p.add_argument("--upstream", dest="version", action="append", default=[],
+                 help="only this upstream release, in full (repeatable; "
+                      "default: the default release in full, the others "
+                      "with the smoke suite)")
+  p.add_argument("--full", action="store_true",
+                 help="every release in full (as `matrix`)")
+  p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
-                 help="arguments after -- go to pytest")
-  p.set_defaults(func=cmd_test)
+                 help="arguments after -- go to the fork suite's pytest")
+  p.set_defaults(func=cmd_test, write_compatibility=False)
 
-  p = sub.add_parser("matrix", help="test every release of the manifest "
-                      "(the same as `test` without --upstream)")
-  p.set_defaults(func=cmd_test, version=None, pytest_args=[])
+  p = sub.add_parser("matrix", help="every release in full, a table, and "
+                      "docs/compatibility.md")
+  p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
+  p.set_defaults(func=cmd_test, version=[], full=True, pytest_args=[],
+                 write_compatibility=True)
+
+  p = sub.add_parser("workflow", help="write .github/workflows/wheels.yml "
+                      "from the manifest")
+  p.add_argument("--check", action="store_true",
+                 help="fail if the committed workflow is not the generated "
+                      "one")
+  p.set_defaults(func=cmd_workflow)
 
   args = parser.parse_args(argv)
   log.set_quiet(args.quiet)

@@ -25,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from forklib import ForkError
 from forklib import fetch
@@ -37,20 +39,93 @@ from forklib.manifest import Release
 from forklib.manifest import running_python
 
 _MARKER = ".fork-env-complete"
+_TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _python_version_of(executable: str) -> str | None:
+  """"3.12" for a working interpreter, None if it does not run.
+
+  A pyenv shim on PATH exists for every installed version but fails unless
+  that version is active, so finding a file is not enough: it must run.
+  """
+  try:
+    proc = subprocess.run(
+        [executable, "-c",
+         "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, timeout=60)
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _pyenv_candidates(version: str) -> list[pathlib.Path]:
+  """Interpreters of Python `version` ("3.12") that pyenv knows about."""
+  pyenv = shutil.which("pyenv")
+  if not pyenv:
+    return []
+  found = []
+
+  def ask(*args: str) -> str:
+    try:
+      proc = subprocess.run([pyenv, *args], capture_output=True, text=True,
+                            timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+      return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+  for prefix in ask("prefix", version).splitlines():
+    found.append(pathlib.Path(prefix) / "bin" / f"python{version}")
+  root = ask("root")
+  if root:
+    versions = pathlib.Path(root) / "versions"
+    pattern = re.compile(rf"^{re.escape(version)}\.(\d+)$")
+    matches = [(int(m.group(1)), d) for d in
+               (versions.iterdir() if versions.is_dir() else [])
+               if (m := pattern.match(d.name))]
+    found += [d / "bin" / f"python{version}"
+              for _, d in sorted(matches, reverse=True)]
+  return found
+
+
+def python_for(version: str) -> str:
+  """A working interpreter of Python `version` ("3.12").
+
+  Looks at the Python running the tool, then `python3.X` on PATH, then the
+  pyenv installations of 3.X (`pyenv prefix 3.X`, then `$(pyenv root)/
+  versions/3.X.*`). Each candidate is run once to check its version.
+
+  Raises:
+    ForkError: no candidate runs, naming what was tried and how to install
+      the missing Python.
+  """
+  if running_python() == version:
+    return sys.executable
+  tried = []
+  candidates = [shutil.which(f"python{version}"),
+                *map(str, _pyenv_candidates(version))]
+  for candidate in candidates:
+    if not candidate or candidate in tried:
+      continue
+    tried.append(candidate)
+    if _python_version_of(candidate) == version:
+      return candidate
+  raise ForkError(
+      f"Python {version} is needed and was not found: no working "
+      f"python{version} on PATH"
+      + (" or under pyenv" if shutil.which("pyenv") else "")
+      + (f" (tried {', '.join(tried)})" if tried else "")
+      + f". Install it (e.g. `pyenv install {version}`, or your system's "
+      f"python{version} package) and make sure `python{version}` runs, or "
+      "put its directory on PATH.")
 
 
 def find_python(release: Release) -> str:
-  """An interpreter for `release`: this one if supported, else python3.X."""
-  if release.supports_python(running_python()):
-    return sys.executable
-  for version in reversed(release.python):
-    found = shutil.which(f"python{version}")
-    if found:
-      return found
-  raise ForkError(
-      f"jax {release.version} is built for Python {', '.join(release.python)}"
-      f"; this is Python {running_python()} and no python"
-      f"{release.python[-1]} is on PATH. Install one of them.")
+  """The interpreter for `release`'s venvs: its `test_python`."""
+  try:
+    return python_for(release.test_python)
+  except ForkError as e:
+    raise ForkError(f"jax {release.version} is tested with Python "
+                    f"{release.test_python}: {e}") from None
 
 
 def venv_python(venv: pathlib.Path) -> pathlib.Path:
@@ -67,7 +142,8 @@ def _pip(venv: pathlib.Path, *args: str) -> None:
 
 
 def _ensure(venv: pathlib.Path, release: Release, key: str,
-            requirements: list[str], wheel: pathlib.Path) -> pathlib.Path:
+            requirements: list[str], jax: pathlib.Path) -> pathlib.Path:
+  """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`."""
   marker = venv / _MARKER
   if marker.exists() and marker.read_text() == key:
     log.step("env", f"reusing {venv}")
@@ -79,13 +155,13 @@ def _ensure(venv: pathlib.Path, release: Release, key: str,
     log.step("env", f"creating {venv} with {python}")
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     log.step("env", "installing " + ", ".join(requirements)
-             + " and the patched jax (tensorflow-cpu is large: this takes a "
+             + f" and {jax.name} (tensorflow-cpu is large: this takes a "
              "minute or more the first time)")
-    _pip(venv, "install", "--quiet", str(wheel), *requirements)
+    _pip(venv, "install", "--quiet", str(jax), *requirements)
     marker.write_text(key)
-  log.step("env", f"installing {wheel.name} into {venv}")
+  log.step("env", f"installing {jax.name} into {venv}")
   _pip(venv, "install", "--quiet", "--force-reinstall", "--no-deps",
-       str(wheel))
+       str(jax))
   return venv
 
 
@@ -102,21 +178,60 @@ def _base_requirements(release: Release) -> list[str]:
           f"tensorflow-cpu=={release.test_tensorflow}"]
 
 
-def test_requirements(project: tree_lib.Project) -> list[str]:
-  path = project.root / "tests" / "requirements.txt"
+def _requirements(path: pathlib.Path) -> list[str]:
   lines = path.read_text(encoding="utf-8").splitlines()
   return [l.split("#", 1)[0].strip() for l in lines
           if l.split("#", 1)[0].strip()]
 
 
+def test_requirements(project: tree_lib.Project) -> list[str]:
+  return _requirements(project.root / "tests" / "requirements.txt")
+
+
 def test_env(project: tree_lib.Project, release: Release,
              wheel: pathlib.Path) -> pathlib.Path:
-  """The cached test environment of `release`, with `wheel` installed."""
+  """The cached test environment of `release`, with the jax wheel `wheel`.
+
+  The environment is keyed by its exact pins (Python, jaxlib,
+  tensorflow-cpu, tests/requirements.txt); the wheel is reinstalled every
+  time, so the same environment serves the fork's wheel and, for `baseline`,
+  upstream's own (`stock_wheel`).
+  """
   requirements = _base_requirements(release) + test_requirements(project)
   key = _key(release, requirements)
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
   venv = fetch.cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
   return _ensure(venv, release, key, requirements, wheel)
+
+
+def stock_wheel(release: Release) -> pathlib.Path:
+  """Upstream's own jax wheel of `release`, from the registry, in the cache.
+
+  Raises:
+    ForkError: pip cannot get it, or what it got is not upstream's release
+      (a local version label: a fork's wheel on a configured index).
+  """
+  name = f"jax-{release.version}-py3-none-any.whl"
+  dest = fetch.cache_root() / "stock" / name
+  if dest.exists():
+    return dest
+  dest.parent.mkdir(parents=True, exist_ok=True)
+  with tempfile.TemporaryDirectory(prefix=".download-",
+                                   dir=dest.parent) as tmp:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+           "--only-binary", ":all:", "--disable-pip-version-check",
+           "--python-version", release.test_python, "--dest", tmp,
+           f"jax=={release.version}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    got = sorted(os.listdir(tmp))
+    if proc.returncode != 0 or got != [name]:
+      raise ForkError(
+          f"pip download of upstream's wheel jax=={release.version} gave "
+          f"{got or 'nothing'} (exit {proc.returncode}), expected {name}:\n"
+          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    os.replace(pathlib.Path(tmp) / name, dest)
+  log.step("env", f"upstream's {name}: sha256 {fetch.sha256_of(dest)}")
+  return dest
 
 
 def demo_env(project: tree_lib.Project, release: Release,
@@ -158,11 +273,52 @@ def show_fork(project: tree_lib.Project, venv: pathlib.Path) -> int:
 
 def run_pytest(project: tree_lib.Project, release: Release,
                venv: pathlib.Path, wheel: pathlib.Path,
-               pytest_args: list[str]) -> int:
-  """Runs the test suite with the test environment's Python."""
+               pytest_args: list[str],
+               upstream_tests: pathlib.Path | None = None) -> int:
+  """Runs the test suite with the test environment's Python.
+
+  `build/` is on PYTHONPATH, so `-p forklib.pytest_plugin` can be passed.
+  With `upstream_tests` (the folder of upstream's tests by tag), the tests
+  that need upstream's repository (git am and quilt of the whole queue,
+  stage) find it in $JAX_FORK_UPSTREAM_TESTS.
+  """
   env = dict(os.environ, JAX_FORK_WHEEL=str(wheel),
              JAX_FORK_UPSTREAM=release.version,
-             JAX_FORK_TEST_VENV=str(venv))
+             JAX_FORK_TEST_VENV=str(venv),
+             PYTHONPATH=str(project.root / "build"))
+  if upstream_tests is not None:
+    env["JAX_FORK_UPSTREAM_TESTS"] = str(upstream_tests.resolve())
   cmd = [str(venv_python(venv)), "-m", "pytest", *pytest_args]
   log.step("test", " ".join(cmd))
   return subprocess.run(cmd, cwd=project.root, env=env).returncode
+
+
+def ruff() -> str:
+  """A ruff executable of the version pinned in tests/requirements.txt.
+
+  The pin is the tool's own (this repository's tests/requirements.txt). The
+  ruff beside this Python is used if it has that version (as in the test
+  venv), else one installed into a cached venv of its own.
+  """
+  pins = _TOOL_ROOT / "tests" / "requirements.txt"
+  requirement = next(
+      (r for r in _requirements(pins)
+       if r.split("==", 1)[0].strip().lower() == "ruff" and "==" in r), None)
+  if requirement is None:
+    raise ForkError(f"ruff is not pinned (ruff==VERSION) in {pins}")
+  wanted = requirement.split("==", 1)[1].strip()
+  beside = pathlib.Path(sys.executable).parent / "ruff"
+  if beside.exists():
+    proc = subprocess.run([str(beside), "--version"], capture_output=True,
+                          text=True)
+    if proc.stdout.split()[-1:] == [wanted]:
+      return str(beside)
+  venv = fetch.cache_root() / "venvs" / f"tool-{requirement}"
+  if not (venv / _MARKER).exists():
+    if venv.exists():
+      shutil.rmtree(venv)
+    log.step("env", f"installing {requirement} into {venv}")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _pip(venv, "install", "--quiet", requirement)
+    (venv / _MARKER).write_text(requirement)
+  return str(venv / "bin" / "ruff")

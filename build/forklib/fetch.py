@@ -90,8 +90,12 @@ def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
   log.step("fetch", f"{release.sdist_name}: pip download jax=="
            f"{release.version} (source distribution)")
   with scratch.directory(sdists, "download") as tmp:
+    # --python-version: the sdist's Requires-Python may exclude the Python
+    # that runs the tool (0.11 and later require 3.12); the release's own
+    # Python is the one it is built for.
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
            "--no-binary", "jax", "--disable-pip-version-check",
+           "--python-version", release.test_python,
            "--dest", str(tmp), f"jax=={release.version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -40,7 +40,8 @@ class Release:
     version: the upstream JAX version, e.g. "0.10.2".
     sdist_sha256: sha256 of upstream's source distribution.
     fork_release: the fork release number <n> in "<version>+calltf.<n>".
-    python: the Python versions ("3.11", ...) this release is built for.
+    python: the Python versions ("3.11", ...) this release is built and
+      tested with; the first is the one the tests and the demo use.
     tensorflow: the verified TensorFlow range, e.g. ">=2.21,<2.22".
     jaxlib: the jaxlib range the wheel accepts.
     test_jaxlib: the exact jaxlib version tests install.
@@ -64,6 +65,11 @@ class Release:
   def sdist_name(self) -> str:
     return f"jax-{self.version}.tar.gz"
 
+  @property
+  def test_python(self) -> str:
+    """The Python version ("3.12") the test and demo venvs use."""
+    return self.python[0]
+
   def supports_python(self, python: str) -> bool:
     return python in self.python
 
@@ -83,17 +89,20 @@ class Manifest:
         f"upstream release {version!r} is not in {self.path} (it lists: "
         f"{known}). Add a [[release]] entry for it first.")
 
-  def default(self, python: str | None = None) -> Release:
-    """The newest release that supports `python` (default: this Python)."""
-    python = python or running_python()
-    candidates = [r for r in self.releases if r.supports_python(python)]
-    if not candidates:
-      raise ForkError(
-          f"no release in {self.path} supports Python {python}; the "
-          "releases support: " + "; ".join(
-              f"{r.version}: {', '.join(r.python)}" for r in self.releases)
-          + ". Run with a supported Python, or set JAX_FORK_UPSTREAM.")
-    return max(candidates, key=lambda r: version_tuple(r.version))
+  def default(self) -> Release:
+    """The default release: the newest in the manifest.
+
+    It does not depend on the Python that runs the tool: the fork's wheel is
+    pure Python and builds on any Python the tool runs on (3.11 or newer);
+    the venvs of `demo` and `test` use the release's own Python
+    (`Release.test_python`), found on PATH or under pyenv.
+    """
+    return max(self.releases, key=lambda r: version_tuple(r.version))
+
+  def newest(self) -> list[Release]:
+    """The releases, newest first."""
+    return sorted(self.releases, key=lambda r: version_tuple(r.version),
+                  reverse=True)
 
   def select(self, version: str | None) -> Release:
     """`version`, else $JAX_FORK_UPSTREAM, else the default release."""

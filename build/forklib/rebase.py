@@ -21,6 +21,13 @@ alone; one whose context moved is written, refreshed, to
 `patches/variants/<new>/<name>` (the series stays one list). A conflict stops
 everything, shows the conflicting diff and leaves the work repository for the
 maintainer, as the maintainer guide describes; nothing in patches/ changes.
+
+A merge without a textual conflict can still break the code, so after each
+patch git replays, `forklib/mergecheck.py` checks the Python files it
+touched: they must compile with the release's Python, and ruff's F821/F822
+must find no undefined name that upstream's own file does not have. A patch
+that fails is a conflict: the rebase stops there, naming the file and the
+problem.
 """
 
 from __future__ import annotations
@@ -29,14 +36,18 @@ import datetime
 import os
 import pathlib
 import re
+import shlex
 import subprocess
+import sys
 import tarfile
 import tempfile
 
 from forklib import ForkError
+from forklib import envs
 from forklib import fetch
 from forklib import gitcmd
 from forklib import log
+from forklib import mergecheck
 from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
@@ -117,11 +128,17 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
   _commit_tree(repo, fetch.fetch(target), target.version, "target")
   _git(repo, "checkout", "-q", "-b", "rebased", "source")
   log.step("rebase", f"replaying {len(queue)} patches from jax "
-           f"{source.version} onto {target.version} in {repo}")
+           f"{source.version} onto {target.version} in {repo}, checking "
+           "each merged patch's Python files (compile, undefined names)")
   proc = _git(repo, "rebase", "-q", "--committer-date-is-author-date",
+              "--exec", _merge_check_command(project, target),
               "--onto", "target", "source~" + str(len(queue)), "rebased",
               check=False)
   if proc.returncode != 0:
+    unmerged = _git(repo, "diff", "--name-only", "--diff-filter=U",
+                    check=False).stdout.split()
+    if not unmerged and "merge-check: " in proc.stdout + proc.stderr:
+      raise _broken_merge(repo, target, proc.stdout + proc.stderr)
     current = _git(repo, "log", "-1", "--format=%s", "REBASE_HEAD",
                    check=False).stdout.strip()
     diff = _git(repo, "diff", check=False).stdout
@@ -132,6 +149,31 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
         f"then run `python build/fork.py rebase {target.version} --resume "
         f"{repo}` to write the variants (see docs/maintainers.md).")
   return _export(project, target, repo, names, today)
+
+
+def _merge_check_command(project: tree_lib.Project, target: Release) -> str:
+  """The `git rebase --exec` command that checks each merged patch."""
+  args = [sys.executable, str(pathlib.Path(mergecheck.__file__).resolve()),
+          "--python", envs.find_python(target), "--ruff", envs.ruff(),
+          "--base", "target"]
+  return " ".join(shlex.quote(a) for a in args)
+
+
+def _broken_merge(repo: pathlib.Path, target: Release,
+                  output: str) -> ForkError:
+  """The error for a patch that merged cleanly but left a file broken."""
+  problems = [l.removeprefix("merge-check: ") for l in output.splitlines()
+              if l.startswith("merge-check: ")]
+  subject = _git(repo, "log", "-1", "--format=%s", "HEAD",
+                 check=False).stdout.strip()
+  return ForkError(
+      f"patch {subject!r} merged into jax {target.version} without a textual "
+      "conflict, but leaves Python code broken; this is a conflict, and "
+      "nothing in patches/ was changed:\n  "
+      + "\n  ".join(p.removeprefix(subject + ": ") for p in problems)
+      + f"\nFix it in {repo} (edit, `git commit -a --amend`, `git rebase "
+      f"--continue`), then run `python build/fork.py rebase {target.version} "
+      f"--resume {repo}` to write the variants (see docs/maintainers.md).")
 
 
 def _export(project: tree_lib.Project, target: Release, repo: pathlib.Path,

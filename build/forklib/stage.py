@@ -37,6 +37,7 @@ from forklib import gitcmd
 from forklib import log
 from forklib import patchq
 from forklib import tree as tree_lib
+from forklib import upstream_tests as upstream_tests_lib
 from forklib.manifest import Release
 
 # How code names an overlay module: `from jax.experimental.jax2tf import
@@ -127,38 +128,6 @@ def pull_request_text(patch: patchq.Patch, added: list[str]) -> str:
           "Files:\n" + "".join(f"- `{f}`\n" for f in files))
 
 
-def upstream_tests_source(folder: pathlib.Path, version: str) -> pathlib.Path:
-  """Upstream's tests at release `version` in `folder`: a tarball or a tree.
-
-  `folder` holds `jax-v<version>.tar.gz` (a `git archive` of upstream's
-  repository at the tag, one top-level directory) or `jax-v<version>/`, laid
-  out like upstream's repository.
-  """
-  for candidate in (folder / f"jax-v{version}.tar.gz",
-                    folder / f"jax-v{version}"):
-    if candidate.exists():
-      return candidate
-  raise ForkError(f"{folder} has no upstream tests for jax {version} "
-                  f"(jax-v{version}.tar.gz or jax-v{version}/)")
-
-
-def lay_upstream_tests(source: pathlib.Path, dest: pathlib.Path) -> None:
-  """Copies upstream's test files from `source` into the tree `dest`."""
-  if source.is_dir():
-    for f in source.rglob("*"):
-      if f.is_file():
-        target = dest / f.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
-    return
-  with tarfile.open(source) as tar:
-    for member in tar.getmembers():
-      parts = pathlib.PurePosixPath(member.name).parts[1:]
-      if member.isfile() and parts:
-        member.name = "/".join(parts)
-        tar.extract(member, dest, filter="data")
-
-
 def stage(project: tree_lib.Project, release: Release,
           out: pathlib.Path,
           upstream_tests: pathlib.Path | None = None) -> pathlib.Path:
@@ -169,7 +138,7 @@ def stage(project: tree_lib.Project, release: Release,
     release: the upstream release to stage on.
     out: the directory to create.
     upstream_tests: a folder of upstream's tests by tag (see
-      :func:`upstream_tests_source`); needed when a patch changes upstream's
+      `upstream_tests.find_set`); needed when a patch changes upstream's
       tests, which the sdist lacks. The base commit is then the sdist with
       those tests, as in upstream's repository.
 
@@ -192,7 +161,8 @@ def stage(project: tree_lib.Project, release: Release,
           "sdist does not carry: pass --upstream-tests DIR, a folder with "
           f"upstream's tests at jax-v{release.version} (a tarball or a "
           "checkout; see ../shared/upstream-tests)")
-    tests_source = upstream_tests_source(upstream_tests, release.version)
+    tests_source = upstream_tests_lib.find_set(upstream_tests,
+                                               release.version)
   modules = _overlay_modules(project)
   tests = staged_tests(project)
   unknown = sorted(set(tests) - {p.name for p in queue})
@@ -208,13 +178,14 @@ def stage(project: tree_lib.Project, release: Release,
     repo = staged / "repo"
     os.rename(staged / f"jax-{release.version}", repo)
     if tests_source is not None:
-      lay_upstream_tests(tests_source, repo)
+      upstream_tests_lib.lay_files(upstream_tests_lib.source_files(
+          tests_source), repo)
     _git(repo, "init", "-q", "-b", "call-tf-vmap")
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
          "commit", "-q", "-m",
          f"jax {release.version} (upstream sdist"
-         + (f", and tests from {tests_source.name})" if tests_source
+         + (f", and tests from {tests_source.path.name})" if tests_source
             else ")"))
     prs = staged / "pull-requests"
     prs.mkdir()

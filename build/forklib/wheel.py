@@ -126,9 +126,12 @@ def build(project: tree_lib.Project, release: Release,
   log.step("wheel", f"building jax {release.label} from {tree} "
            f"(SOURCE_DATE_EPOCH={epoch})")
   with scratch.directory(out_dir, "wheel") as tmp:
+    # The wheel is pure Python, the same whatever Python builds it; it keeps
+    # upstream's Requires-Python (0.11 and later: >=3.12), which pip would
+    # otherwise check against this interpreter.
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps",
-           "--disable-pip-version-check", "--wheel-dir", str(tmp),
-           str(project.root)]
+           "--ignore-requires-python", "--disable-pip-version-check",
+           "--wheel-dir", str(tmp), str(project.root)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
       raise ForkError(f"pip wheel failed (exit {proc.returncode}):\n"

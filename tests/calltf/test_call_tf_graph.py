@@ -122,3 +122,52 @@ def test_call_tf_graph_of_a_function_that_assigns_a_variable_is_an_error():
     assert "assigns a variable" in str(e) and "call_tf_graph" in str(e)
   else:
     raise AssertionError("expected a ValueError")
+
+
+_CYCLE_CASE = textwrap.dedent("""
+    import os, sys, tempfile
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np, tensorflow as tf, jax, jax.numpy as jnp
+    from jax.experimental import jax2tf
+    layer = tf.keras.layers.Dense(4, activation="tanh")
+    layer.build((None, 4))
+    w, b = (v.numpy() for v in layer.weights)
+    f = jax2tf.call_tf(layer, vmap_method="batch_polymorphic",
+                       call_tf_graph=True)
+    def model(x):  # a JAX model around the TF layer, vmapped over rows
+      return jnp.sum(jax.vmap(f)(x[:, None, :])[:, 0, :] ** 2, axis=-1)
+    def ref(x):
+      return jnp.sum(jnp.tanh(x @ w + b) ** 2, axis=-1)
+    module = tf.Module()
+    module.f = tf.function(
+        jax2tf.convert(model, polymorphic_shapes=["(b, 4)"]), autograph=False,
+        input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+    path = tempfile.mkdtemp()
+    tf.saved_model.save(module, path, options=tf.saved_model.SaveOptions(
+        experimental_custom_gradients=True))
+    restored = tf.saved_model.load(path)
+    for batch in (1, 5):
+      x = tf.constant(np.linspace(-1, 1, 4 * batch, dtype=np.float32)
+                      .reshape(batch, 4))
+      with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = restored.f(x)
+        total = tf.reduce_sum(y)
+      g = tape.gradient(total, x)
+      np.testing.assert_allclose(y.numpy(), ref(x.numpy()), rtol=1e-5,
+                                 atol=1e-5)
+      np.testing.assert_allclose(
+          g.numpy(), jax.grad(lambda x: jnp.sum(ref(x)))(x.numpy()),
+          rtol=1e-4, atol=1e-4)
+    print("ok")
+""")
+
+
+def test_the_composed_cycle_with_call_tf_graph_saves_and_reloads():
+  """A JAX model around a TF layer (call_tf_graph, symbolic batch), saved
+  with its gradient, reloaded, run and differentiated at two batch sizes."""
+  proc = subprocess.run([sys.executable, "-c", _CYCLE_CASE],
+                        capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, JAX_PLATFORMS="cpu"))
+  assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+  assert proc.stdout.strip().endswith("ok"), proc.stdout

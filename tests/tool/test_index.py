@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import urllib.error
@@ -38,10 +39,14 @@ import urllib.parse
 import urllib.request
 import zipfile
 
+import packaging.specifiers
 import pytest
 
 from forklib import ForkError
+from forklib import fetch
 from forklib import index as index_lib
+from forklib import jaxlib_mirror
+from forklib import manifest as manifest_lib
 
 
 class _Links(html.parser.HTMLParser):
@@ -63,6 +68,20 @@ def _links(page: pathlib.Path) -> list[dict[str, str]]:
 
 def _sha(data: bytes) -> str:
   return hashlib.sha256(data).hexdigest()
+
+
+def _jaxlib_pins(root: pathlib.Path, release: manifest_lib.Release
+                 ) -> list[jaxlib_mirror.PinnedWheel]:
+  """The jaxlib wheels `index` mirrors for `release`: its pins.toml entry."""
+  return jaxlib_mirror.load_pins(root / "jaxlib_build" / "pins.toml")[
+      release.test_jaxlib]
+
+
+def _upstream_requires_python(release: manifest_lib.Release) -> str:
+  """Requires-Python of upstream's sdist of `release` (verified, cached)."""
+  with tarfile.open(fetch.fetch(release)) as tar:
+    pkg_info = tar.extractfile(f"jax-{release.version}/PKG-INFO").read()
+  return email.parser.BytesParser().parsebytes(pkg_info)["Requires-Python"]
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +134,8 @@ def _pip(python: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
                         capture_output=True, text=True)
 
 
-def test_pages_link_every_file_with_hashes_and_metadata(index, fork_wheel,
-                                                        release):
+def test_pages_link_every_file_with_hashes_and_metadata(root, index,
+                                                        fork_wheel, release):
   root_links = [l["href"] for l in _links(index / "simple" / "index.html")]
   assert root_links == ["jax/", "jaxlib/"]
   jax_links = _links(index / "simple" / "jax" / "index.html")
@@ -130,13 +149,20 @@ def test_pages_link_every_file_with_hashes_and_metadata(index, fork_wheel,
   assert metadata == index_lib.wheel_metadata(wheel)
   assert link["data-core-metadata"] == f"sha256={_sha(metadata)}"
   assert link["data-dist-info-metadata"] == link["data-core-metadata"]
-  assert link["data-requires-python"] == ">=3.11"
+  # upstream's Requires-Python (>=3.11 up to 0.10.x, >=3.12 from 0.11),
+  # which admits the Python the release is tested with.
+  upstream = _upstream_requires_python(release)
+  assert link["data-requires-python"] == upstream
+  assert packaging.specifiers.SpecifierSet(upstream).contains(
+      release.test_python)
   assert email.parser.BytesParser().parsebytes(metadata)["Version"] == (
       release.label)
+  # jaxlib: exactly the wheels pinned for the release, with their hashes.
+  pins = _jaxlib_pins(root, release)
   jaxlib_links = _links(index / "simple" / "jaxlib" / "index.html")
-  assert {l["href"].split("#")[0].rsplit("/", 1)[1] for l in jaxlib_links} == {
-      f"jaxlib-{release.test_jaxlib}-cp{v}-cp{v}-manylinux_2_27_x86_64.whl"
-      for v in ("311", "312", "313")}
+  assert {urllib.parse.unquote(l["href"].split("#")[0].rsplit("/", 1)[1]):
+          l["href"].split("#sha256=")[1] for l in jaxlib_links} == {
+              p.name: p.sha256 for p in pins}
   install = (index / "install" / f"{release.label}.txt").read_text()
   assert f"jax=={release.label} --hash=sha256:{digest}" in install
 
@@ -150,8 +176,9 @@ def test_pip_installs_the_fork_from_the_index(server, release, tmp_path):
       [str(python), "-c", "import jax; print(jax.__version__, "
        "jax.__version_info__, jax.config.jax_call_tf_slow_vmap)"],
       capture_output=True, text=True, check=True).stdout.strip()
-  major, minor, patch = release.version.split(".")
-  assert out == f"{release.label} ({major}, {minor}, {patch}) False"
+  # __version_info__ is upstream's tuple, (0, 10, 2) or (0, 12, 0, 1).
+  version_info = manifest_lib.version_tuple(release.version)
+  assert out == f"{release.label} {version_info} False"
   log = "".join(server.log)
   wheel = urllib.parse.quote(f"jax-{release.label}-py3-none-any.whl")
   assert "GET /simple/jax/" in log
@@ -259,15 +286,18 @@ def _tree(path: pathlib.Path) -> dict[str, str]:
 
 def _small_wheel(directory: pathlib.Path, version: str,
                  project: str = "jax", requires_python: str = ">=3.11",
-                 payload: str = "") -> pathlib.Path:
-  """A minimal wheel of `project` (metadata and one module)."""
+                 payload: str = "", metadata: str = "") -> pathlib.Path:
+  """A minimal wheel of `project` (metadata and one module).
+
+  `metadata`: more METADATA lines, e.g. "Provides-Extra: tensorflow\\n".
+  """
   name = f"{project}-{version}"
   path = directory / f"{name}-py3-none-any.whl"
   with zipfile.ZipFile(path, "w") as z:
     z.writestr(f"{project}/__init__.py", f"{payload}\n")
     z.writestr(f"{name}.dist-info/METADATA",
                f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}"
-               f"\nRequires-Python: {requires_python}\n")
+               f"\nRequires-Python: {requires_python}\n{metadata}")
     z.writestr(f"{name}.dist-info/WHEEL", "Wheel-Version: 1.0\n")
     z.writestr(f"{name}.dist-info/RECORD", "")
   return path
@@ -339,7 +369,9 @@ def test_no_jaxlib_keeps_the_jaxlib_pins_of_a_published_release(
   copy = _linked_copy(index, tmp_path / "index")
   install = copy / "install" / f"{release.label}.txt"
   before = install.read_text()
-  assert before.count("jaxlib==") == 1 and before.count("--hash") == 4
+  jaxlibs = len(_jaxlib_pins(root, release))
+  assert before.count("jaxlib==") == 1
+  assert before.count("--hash") == 1 + jaxlibs  # the fork and each jaxlib
   proc = _fork(root, "index", "--out", str(copy), "--wheel", str(fork_wheel),
                "--no-jaxlib")
   assert proc.returncode == 0, proc.stderr

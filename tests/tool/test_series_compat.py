@@ -29,16 +29,8 @@ import pytest
 
 from forklib import fetch
 from forklib import patchq
+from forklib import upstream_tests
 from forklib import tree as tree_lib
-
-
-def _upstream_tests_tarball(release) -> pathlib.Path | None:
-  """Upstream's tests at the release's tag, if the run was given them."""
-  folder = os.environ.get("JAX_FORK_UPSTREAM_TESTS")
-  if not folder:
-    return None
-  tarball = pathlib.Path(folder) / f"jax-v{release.version}.tar.gz"
-  return tarball if tarball.exists() else None
 
 
 @pytest.fixture
@@ -46,20 +38,16 @@ def upstream_tree(release, tmp_path) -> pathlib.Path:
   """Upstream's repository at the release: its sdist, and its tests if known.
 
   Some patches also change upstream's tests, which the sdist lacks; without
-  them, the hunks for tests are left out (and checked by the upstream-tests
-  run instead).
+  them (no JAX_FORK_UPSTREAM_TESTS), the hunks for tests are left out (and
+  checked by the upstream-tests run instead).
   """
   with tarfile.open(fetch.fetch(release)) as tar:
     tar.extractall(tmp_path / "src", filter="data")
   tree = tmp_path / "src" / f"jax-{release.version}"
-  tests = _upstream_tests_tarball(release)
-  if tests is not None:
-    with tarfile.open(tests) as tar:
-      for member in tar.getmembers():
-        parts = pathlib.PurePosixPath(member.name).parts[1:]
-        if member.isfile() and parts:
-          member.name = "/".join(parts)
-          tar.extract(member, tree, filter="data")
+  folder = os.environ.get("JAX_FORK_UPSTREAM_TESTS")
+  if folder:
+    upstream_tests.lay_files(upstream_tests.source_files(
+        upstream_tests.find_set(pathlib.Path(folder), release.version)), tree)
   return tree
 
 

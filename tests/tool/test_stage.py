@@ -26,6 +26,7 @@ import pytest
 
 from forklib import patchq
 from forklib import tree as tree_lib
+from forklib import upstream_tests as upstream_tests_lib
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None,
                                 reason="git is not installed")
@@ -67,12 +68,14 @@ def test_stage_without_upstream_tests_says_what_to_pass(root, release,
   assert not (tmp_path / "out").exists()
 
 
-def test_one_commit_per_patch_in_series_order(root, release, staged):
+def test_one_commit_per_patch_in_series_order(root, release, staged,
+                                              upstream_tests):
   queue = patchq.load_queue(root / "patches", release.version)
   subjects = _git(staged / "repo", "log", "--reverse",
                   "--format=%s").splitlines()
+  tests = upstream_tests_lib.find_set(upstream_tests, release.version)
   assert subjects == [f"jax {release.version} (upstream sdist, and tests "
-                      f"from jax-v{release.version}.tar.gz)",
+                      f"from {tests.path.name})",
                       *(p.subject for p in queue)]
   descriptions = sorted(p.name for p in (staged / "pull-requests").iterdir())
   assert descriptions == sorted(p.name.removesuffix(".patch") + ".md"

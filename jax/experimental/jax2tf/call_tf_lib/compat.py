@@ -166,6 +166,19 @@ def tensorflow_reads(module_bytes: bytes) -> bool | None:
     return False
 
 
+def hlo_to_module(hlo: bytes) -> ir.Module:
+  """A serialized HLO module as a StableHLO module, in the current context.
+
+  jaxlib from 0.6 converts it with ``hlo_to_stablehlo``; before, through an
+  ``XlaComputation`` (as upstream's ``call_tf`` lowering did then).
+  """
+  ext = mlir_extension()
+  if hasattr(ext, "hlo_to_stablehlo"):
+    return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
+  from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
+  return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
+
+
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
   return mlir.refine_polymorphic_shapes(module)
@@ -372,6 +385,9 @@ def check() -> list[str]:
          "mlir.custom_call(result_shapes=...)")
   need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
        "jaxlib's mlir.deserialize_portable_artifact")
+  need(hasattr(mlir_extension(), "hlo_to_stablehlo")
+       or hasattr(mlir, "xla_computation_to_mlir_module"),
+       "jaxlib's mlir.hlo_to_stablehlo (or mlir.xla_computation_to_mlir_module)")
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
   fields = {f.name for f in dataclasses.fields(_export.Exported)}
   for name in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals",
@@ -382,8 +398,23 @@ def check() -> list[str]:
     need(name in fields, f"jax.export.Exported.{name}")
   need(hasattr(util, "partition_list") and hasattr(util, "merge_lists"),
        "jax._src.util.partition_list and merge_lists")
-  need(hasattr(core, "unsafe_am_i_under_a_jit"),
-       "jax._src.core.unsafe_am_i_under_a_jit")
+  for name in ("unsafe_am_i_under_a_jit", "is_constant_dim",
+               "is_constant_shape", "definitely_equal",
+               "definitely_equal_shape", "evaluate_shape"):
+    need(hasattr(core, name), f"jax._src.core.{name}")
+  from jax._src.export import shape_poly  # pylint: disable=g-import-not-at-top
+  for name in ("SymbolicScope", "all_dim_vars"):
+    need(hasattr(shape_poly, name), f"jax._src.export.shape_poly.{name}")
+  from jax._src.interpreters import ad  # pylint: disable=g-import-not-at-top
+  for name in ("instantiate_zeros", "is_undefined_primal", "Zero",
+               "primitive_jvps", "primitive_transposes"):
+    need(hasattr(ad, name), f"jax._src.interpreters.ad.{name}")
+  need(hasattr(mlir, "lower_fun") and hasattr(mlir, "register_lowering"),
+       "jax._src.interpreters.mlir.lower_fun and register_lowering")
+  from jax.experimental.jax2tf import jax2tf as jax2tf_internal  # pylint: disable=g-import-not-at-top
+  for name in ("inside_call_tf", "_to_jax_dtype", "_to_tf_dtype"):
+    need(hasattr(jax2tf_internal, name),
+         f"jax.experimental.jax2tf.jax2tf.{name}")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   need(pfor_converter_registry() is not None
        and "MatMul" in (pfor_converter_registry() or {}),
@@ -400,6 +431,11 @@ def check() -> list[str]:
   graph = tf.Graph()
   need(hasattr(getattr(graph, "_group_lock", None), "_group_member_counts"),
        "tf.Graph._group_lock._group_member_counts")
+  need(hasattr(graph, "_get_function"), "tf.Graph._get_function")
+  with graph.as_default():
+    op = tf.constant(0.).op
+  need(isinstance(getattr(op, "_is_stateful", None), bool),
+       "tf.Operation._is_stateful")
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")

@@ -81,7 +81,7 @@ def hlo_result_shapes(hlo: bytes) -> tuple[tuple[int, ...], ...]:
     The shapes of the results of its ``main``.
   """
   with mlir.make_ir_context():
-    module = ir.Module.parse(compat.mlir_extension().hlo_to_stablehlo(hlo))
+    module = compat.hlo_to_module(hlo)
     return static_result_shapes(
         cast(func_dialect.FuncOp, ir.SymbolTable(module.operation)["main"]))
 

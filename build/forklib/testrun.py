@@ -1,0 +1,283 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The `test` and `matrix` commands: build, install and test each release.
+
+Per release: build the fork's wheel (a queue that does not apply is reported
+as such, and the other releases go on), install it into the release's cached
+test venv (its Python, jaxlib and tensorflow-cpu), run the fork's suite
+(`full`: all of tests/; `smoke`: SMOKE_PATHS), then upstream's own suites
+from `--upstream-tests DIR`, judged against stock upstream's failures.
+
+Modes (docs/maintainers.md says why):
+
+* `test`: the default release (the newest) in full; every other release:
+  its wheel and the smoke suite. Upstream's suites run on every release, in
+  smoke mode those with at most SMOKE_SUITE_TESTS tests on stock upstream
+  (the output names the others). This is what CI runs.
+* `test --upstream V` (repeatable): those releases in full.
+* `matrix` (or `test --full`): every release in full; also writes
+  docs/compatibility.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import subprocess
+import time
+
+from forklib import ForkError
+from forklib import envs
+from forklib import fetch
+from forklib import tree as tree_lib
+from forklib import upstream_tests
+from forklib import wheel as wheel_lib
+from forklib.manifest import Manifest
+from forklib.manifest import Release
+
+FULL = "full"
+SMOKE = "smoke"
+# The fork's smoke suite: the core features on every release, in ~2 minutes.
+SMOKE_PATHS = ("tests/calltf/test_smoke.py",
+               "tests/calltf/test_installed_fork.py",
+               "tests/calltf/test_compat.py")
+# In smoke mode, an upstream suite that ran more tests than this on stock
+# upstream (its baseline) is left to full mode: upstream's shape_poly_test up
+# to 0.6.2 runs ~1700 harness cases (3-8 minutes here); every other suite
+# has under 200 and takes under 2 minutes (docs/maintainers.md, "CI"). A
+# count, not a time: the stock runs' times depend on the machine's load.
+SMOKE_SUITE_TESTS = 500
+
+
+@dataclasses.dataclass
+class Row:
+  """One release's result.
+
+  Attributes:
+    release: the release.
+    mode: FULL or SMOKE.
+    python: the venv's Python ("3.12.1"), or the wanted one if never made.
+    status: "ok", or what failed first.
+    fork: the fork suite's counts (passed, failed), or None if not run.
+    upstream: upstream's counts (passed, failed, unexpected), or None.
+    upstream_note: e.g. which test set was used.
+    seconds: wall time for the release.
+  """
+  release: Release
+  mode: str
+  python: str
+  status: str = "ok"
+  fork: tuple[int, int] | None = None
+  upstream: tuple[int, int, int] | None = None
+  upstream_note: str = ""
+  seconds: float = 0.0
+
+  @property
+  def ok(self) -> bool:
+    return self.status == "ok"
+
+
+def _counts(report: pathlib.Path) -> tuple[int, int]:
+  outcomes, unfinished = upstream_tests.read_report(report)
+  passed = sum(1 for o, _ in outcomes.values() if o in ("passed", "xfailed"))
+  failed = sum(1 for o, _ in outcomes.values()
+               if o in upstream_tests.FAILING) + (1 if unfinished else 0)
+  return passed, failed
+
+
+def _run_fork_suite(project: tree_lib.Project, release: Release,
+                    venv: pathlib.Path, wheel: pathlib.Path, mode: str,
+                    pytest_args: list[str], log_dir: pathlib.Path,
+                    tests_dir: pathlib.Path | None
+                    ) -> tuple[int, tuple[int, int]]:
+  """Runs the fork's own suite; returns pytest's exit code and counts."""
+  report = log_dir / "fork-suite.jsonl"
+  report.unlink(missing_ok=True)
+  paths = list(SMOKE_PATHS) if mode == SMOKE else []
+  rc = envs.run_pytest(project, release, venv, wheel, [
+      "-p", "forklib.pytest_plugin", "--jax-fork-report", str(report),
+      "--jax-fork-expect-version", release.label, *paths, *pytest_args],
+      upstream_tests=tests_dir)
+  return rc, _counts(report)
+
+
+def run_release(project: tree_lib.Project, release: Release, mode: str, *,
+                pytest_args: list[str], tests_dir: pathlib.Path | None,
+                ) -> Row:
+  """Builds, installs and tests one release; never raises a ForkError."""
+  start = time.monotonic()
+  row = Row(release=release, mode=mode, python=release.test_python)
+  log_dir = fetch.cache_root() / "logs" / f"test-{release.version}"
+  log_dir.mkdir(parents=True, exist_ok=True)
+  try:
+    wheel = wheel_lib.build(project, release, project.root / "dist")
+  except ForkError as e:
+    row.status = "build fails: " + _first_line(str(e))
+    row.seconds = time.monotonic() - start
+    return row
+  try:
+    venv = envs.test_env(project, release, wheel)
+    python = envs.venv_python(venv)
+    row.python = upstream_tests.versions_in(python)["python"]
+    rc, row.fork = _run_fork_suite(project, release, venv, wheel, mode,
+                                   pytest_args, log_dir, tests_dir)
+    if rc != 0:
+      row.status = f"fork suite fails (pytest exit {rc})"
+    if tests_dir is not None:
+      _run_upstream(project, release, mode, python, tests_dir, log_dir, row)
+  except ForkError as e:
+    row.status = _first_line(str(e))
+  except subprocess.CalledProcessError as e:
+    row.status = f"{' '.join(map(str, e.cmd))} failed (exit {e.returncode})"
+  row.seconds = time.monotonic() - start
+  return row
+
+
+def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
+                  python: pathlib.Path, tests_dir: pathlib.Path,
+                  log_dir: pathlib.Path, row: Row) -> None:
+  test_set = upstream_tests.find_set(tests_dir, release.version)
+  row.upstream_note = "" if test_set.exact else f"tests of {test_set.name}"
+  tree = upstream_tests.prepare(
+      test_set, upstream_tests.test_patches(project.patches, release),
+      upstream_tests.PYTEST_INI)
+  known_path = project.root / upstream_tests.KNOWN_FAILURES
+  baseline = upstream_tests.load_known(known_path).get(release.version)
+  suites, left = upstream_tests.SUITES, []
+  if mode == SMOKE and baseline is not None:
+    big = {s: n for s in suites
+           if (n := baseline.test_count(s)) and n > SMOKE_SUITE_TESTS}
+    suites = tuple(s for s in suites if s not in big)
+    left = [f"  {s.rsplit('/', 1)[1]}  NOT RUN in smoke mode: {n} tests on "
+            f"stock upstream (over {SMOKE_SUITE_TESTS}); `test --upstream "
+            f"{release.version}` and `matrix` run it" for s, n in big.items()]
+  print(f"\nupstream's tests of jax {release.version}, from "
+        f"{test_set.describe()}, against the installed {release.label}:",
+        flush=True)
+  results = upstream_tests.run_all(
+      python, tree, log_dir / "upstream", expect_version=release.label,
+      build_dir=project.root / "build", suites=suites)
+  judgement = upstream_tests.judge(results, test_set, baseline)
+  print(upstream_tests.report(results, judgement, known_path=known_path),
+        flush=True)
+  if left:
+    print("\n".join(left), flush=True)
+    row.upstream_note = "; ".join(
+        filter(None, [row.upstream_note, f"{len(left)} large suite(s) left "
+                      "to full mode"]))
+  passed = sum(r.count("passed", "xfailed") for r in results)
+  failed = sum(r.count(*upstream_tests.FAILING) for r in results)
+  row.upstream = (passed, failed, len(judgement.unexpected))
+  if not judgement.ok and row.ok:
+    row.status = (f"{len(judgement.unexpected)} upstream test(s) fail that "
+                  "pass on stock upstream")
+
+
+def _first_line(text: str) -> str:
+  return text.strip().splitlines()[0] if text.strip() else text
+
+
+def plan(manifest: Manifest, versions: list[str], full: bool
+         ) -> list[tuple[Release, str]]:
+  """Which releases run, in which mode, newest first."""
+  if versions:
+    return [(manifest.get(v), FULL) for v in versions]
+  default = manifest.default()
+  return [(r, FULL if full or r is default else SMOKE)
+          for r in manifest.newest()]
+
+
+def table(rows: list[Row]) -> list[list[str]]:
+  """The result table: a header and one row per release."""
+  out = [["release", "mode", "Python", "TensorFlow", "fork suite",
+          "upstream's tests", "time", "result"]]
+  for r in rows:
+    fork = (f"{r.fork[0]} passed, {r.fork[1]} failed" if r.fork else "-")
+    if r.upstream is None:
+      upstream = "not run"
+    else:
+      upstream = (f"{r.upstream[0]} passed, {r.upstream[1]} failed "
+                  f"({r.upstream[2]} beyond stock)")
+      if r.upstream_note:
+        upstream += f" [{r.upstream_note}]"
+    out.append([r.release.version, r.mode, r.python,
+                r.release.test_tensorflow, fork, upstream,
+                f"{r.seconds / 60:.1f} min", r.status])
+  return out
+
+
+def format_table(cells: list[list[str]]) -> str:
+  widths = [max(len(row[i]) for row in cells[:]) for i in range(len(cells[0]))]
+  return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                   for row in cells)
+
+
+def summary(rows: list[Row], tests_dir: pathlib.Path | None) -> str:
+  """The closing lines of `test` and `matrix`."""
+  lines = ["", "release matrix:", format_table(table(rows))]
+  if tests_dir is None:
+    lines += ["", "NOTE: upstream's own tests were NOT run: pass "
+              "--upstream-tests DIR (e.g. ../shared/upstream-tests; see "
+              "docs/maintainers.md). This run does not show that the fork "
+              "behaves like upstream."]
+  passed = sum(1 for r in rows if r.ok)
+  lines += ["", f"releases: {passed} passed, {len(rows) - passed} failed"]
+  return "\n".join(lines)
+
+
+# --- docs/compatibility.md ---------------------------------------------------
+
+_NOTES_MARK = "<!-- Hand-written below this line; `matrix` keeps it. -->"
+_DEFAULT_NOTES = f"""{_NOTES_MARK}
+
+## Notes per release
+
+(What does not work on a release, the exact error and what was tried.)
+"""
+
+
+def write_compatibility(path: pathlib.Path, rows: list[Row],
+                        tests_dir: pathlib.Path | None, date: str,
+                        machine: str) -> None:
+  """Writes the generated table, keeping the hand-written notes."""
+  notes = _DEFAULT_NOTES
+  if path.exists():
+    text = path.read_text(encoding="utf-8")
+    if _NOTES_MARK in text:
+      notes = text[text.index(_NOTES_MARK):]
+  cells = table(rows)
+  md = ["| " + " | ".join(cells[0]) + " |",
+        "|" + "---|" * len(cells[0])]
+  md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |"
+         for row in cells[1:]]
+  upstream = ("upstream's own tests at the release's tag, judged\n"
+              "against stock upstream's failures in\n"
+              "`tests/upstream_known_failures.toml`" if tests_dir
+              else "NOT upstream's own tests (no --upstream-tests)")
+  head = f"""# Compatibility
+
+Every release in `patches/upstream.toml`, built, installed into its own venv
+(its Python, jaxlib and tensorflow-cpu) and tested: the fork's suite and
+{upstream}. Generated by
+`python3 build/fork.py matrix --upstream-tests DIR` on {date}
+({machine}); do not edit the table by hand.
+
+{chr(10).join(md)}
+
+"result" is `ok`, or the first thing that failed: `build fails` means the
+patch queue does not apply to that release yet (`python3 build/fork.py
+check`).
+
+"""
+  path.write_text(head + notes, encoding="utf-8")

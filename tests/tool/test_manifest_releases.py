@@ -1,0 +1,83 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The manifest's releases agree with upstream's sdists and the jaxlib pins.
+
+Each release's sdist is fetched (verified against its pin) and read: its
+Requires-Python must admit the release's Python, and its jaxlib range must be
+the manifest's.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import tarfile
+
+import pytest
+
+from forklib import fetch
+from forklib import jaxlib_mirror
+from forklib import manifest as manifest_lib
+
+MANIFEST = manifest_lib.load(
+    pathlib.Path(__file__).resolve().parents[2] / "patches" / "upstream.toml")
+
+
+def test_the_default_is_the_newest_release(monkeypatch):
+  monkeypatch.delenv("JAX_FORK_UPSTREAM", raising=False)
+  assert MANIFEST.select(None).version == "0.12.0.1"
+  assert MANIFEST.default() is MANIFEST.newest()[0]
+  monkeypatch.setenv("JAX_FORK_UPSTREAM", "0.4.38")
+  assert MANIFEST.select(None).version == "0.4.38"
+
+
+def test_python_per_release():
+  for r in MANIFEST.releases:
+    new = manifest_lib.version_tuple(r.version) >= (0, 11)
+    expected = "3.12" if new else "3.11"
+    assert r.test_python == expected, r.version
+
+
+def _sdist_file(sdist, name: str) -> str:
+  with tarfile.open(sdist) as tar:
+    member = next(m for m in tar.getmembers()
+                  if m.name.split("/", 1)[-1] == name)
+    return tar.extractfile(member).read().decode()
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("release", MANIFEST.releases, ids=lambda r: r.version)
+def test_release_matches_upstreams_sdist(release):
+  sdist = fetch.fetch(release)
+  requires = re.search(r"^Requires-Python: >=(\d+)\.(\d+)$",
+                       _sdist_file(sdist, "PKG-INFO"), re.MULTILINE)
+  assert requires, "no Requires-Python in PKG-INFO"
+  minimum = (int(requires.group(1)), int(requires.group(2)))
+  for python in release.python:
+    assert manifest_lib.version_tuple(python) >= minimum, python
+  setup = _sdist_file(sdist, "setup.py")
+  assert "f'jaxlib >={_minimum_jaxlib_version}, <={_jax_version}'" in setup
+  minimum_jaxlib = re.search(r"^_minimum_jaxlib_version = ['\"]([^'\"]+)",
+                             _sdist_file(sdist, "jax/version.py"),
+                             re.MULTILINE).group(1)
+  assert release.jaxlib == f">={minimum_jaxlib},<={release.version}"
+
+
+@pytest.mark.parametrize("release", MANIFEST.releases, ids=lambda r: r.version)
+def test_jaxlib_of_each_release_is_pinned_for_its_python(root, release):
+  pins = jaxlib_mirror.load_pins(root / "jaxlib_build" / "pins.toml")
+  assert release.test_jaxlib in pins, release.test_jaxlib
+  pythons = {p.python_version for p in pins[release.test_jaxlib]}
+  assert set(release.python) <= pythons
+  assert all(p.platform.endswith("x86_64") for p in pins[release.test_jaxlib])

@@ -1,0 +1,130 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The test command's modes, its table and docs/compatibility.md."""
+
+from __future__ import annotations
+
+import pathlib
+
+from forklib import manifest as manifest_lib
+from forklib import testrun
+from forklib import tree as tree_lib
+
+from .test_pipeline_synthetic import _config_patch
+from .test_pipeline_synthetic import setuptools_links  # noqa: F401
+from .test_pipeline_synthetic import synthetic  # noqa: F401
+
+MANIFEST = manifest_lib.load(
+    pathlib.Path(__file__).resolve().parents[2] / "patches" / "upstream.toml")
+
+
+def test_plan_default_in_full_the_others_smoke():
+  plan = testrun.plan(MANIFEST, [], full=False)
+  assert [r.version for r, _ in plan] == [r.version for r in
+                                          MANIFEST.newest()]
+  assert plan[0] == (MANIFEST.default(), testrun.FULL)
+  assert {mode for _, mode in plan[1:]} == {testrun.SMOKE}
+
+
+def test_plan_full_and_chosen_releases():
+  assert {m for _, m in testrun.plan(MANIFEST, [], full=True)} == {
+      testrun.FULL}
+  assert [(r.version, m) for r, m in testrun.plan(
+      MANIFEST, ["0.4.38", "0.10.2"], full=False)] == [
+          ("0.4.38", testrun.FULL), ("0.10.2", testrun.FULL)]
+
+
+def _rows() -> list[testrun.Row]:
+  new, old = MANIFEST.newest()[0], MANIFEST.newest()[-1]
+  return [testrun.Row(release=new, mode=testrun.FULL, python="3.12.1",
+                      fork=(10, 0), upstream=(300, 44, 0), seconds=600),
+          testrun.Row(release=old, mode=testrun.SMOKE, python="3.11",
+                      status="build fails: patch 0001 does not apply",
+                      seconds=6)]
+
+
+def test_summary_says_when_upstream_tests_did_not_run():
+  text = testrun.summary(_rows(), None)
+  assert "upstream's own tests were NOT run" in text
+  assert text.rstrip().endswith("releases: 1 passed, 1 failed")
+  assert "build fails: patch 0001 does not apply" in text
+  assert "upstream's own tests were NOT run" not in testrun.summary(
+      _rows(), pathlib.Path("/x/upstream-tests"))
+
+
+def test_compatibility_page_keeps_the_hand_written_notes(tmp_path):
+  path = tmp_path / "compatibility.md"
+  testrun.write_compatibility(path, _rows(), pathlib.Path("upstream-tests"),
+                              "2026-11-30", "test machine")
+  text = path.read_text()
+  assert "| 0.12.0.1 | full | 3.12.1 | 2.21.0 | 10 passed, 0 failed |" in text
+  assert "build fails: patch 0001 does not apply" in text
+  path.write_text(text + "\n### 0.4.38\n\nNeeds TensorFlow 2.18.\n")
+  rows = _rows()
+  rows[1].status = "ok"
+  testrun.write_compatibility(path, rows, None, "2026-12-01", "test machine")
+  text = path.read_text()
+  assert "Needs TensorFlow 2.18." in text
+  assert "build fails: patch" not in text and "2026-12-01" in text
+  assert text.count("## Notes per release") == 1
+
+
+def test_a_release_whose_queue_does_not_apply_is_reported(
+    synthetic, monkeypatch):  # noqa: F811
+  """No crash: the row says the build fails and why."""
+  root = synthetic["project"]
+  (root / "patches" / "0001-config-add-option.patch").write_text(
+      _config_patch("drifted\n"))
+  monkeypatch.setenv("PIP_NO_INDEX", "1")
+  monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
+  monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
+  release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
+  row = testrun.run_release(tree_lib.Project(root), release, testrun.SMOKE,
+                            pytest_args=[], tests_dir=None)
+  assert not row.ok
+  assert row.status.startswith("build fails: patch "
+                               "0001-config-add-option.patch does not apply")
+  assert row.fork is None and row.upstream is None
+
+
+def test_baseline_times_and_sizes_of_suites():
+  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  b = upstream_tests.Baseline(
+      version="0.6.2", tests="jax-v0.6.2", date="", versions={}, machine="",
+      call_tf_check="", failures={}, suites={
+          "shape_poly_test.py": "104 failed, 1491 passed, 101 skipped in "
+                                "492.75s (0:08:12)",
+          "call_tf_test.py": "2 failed, 145 passed, 23 skipped, 1 subtests "
+                             "passed in 42.06s",
+          "version_test.py": "6 passed in 0.14s"})
+  shape_poly = "jax/experimental/jax2tf/tests/shape_poly_test.py"
+  call_tf = "jax/experimental/jax2tf/tests/call_tf_test.py"
+  assert b.seconds(shape_poly) == 492.75
+  assert b.seconds("tests/version_test.py") == 0.14
+  assert b.seconds("tests/config_test.py") is None
+  assert b.test_count(shape_poly) == 1696
+  assert b.test_count(call_tf) == 170  # "1 subtests passed" is not a test
+  assert (b.test_count(shape_poly) > testrun.SMOKE_SUITE_TESTS
+          > b.test_count(call_tf))
+
+
+def test_smoke_mode_leaves_only_huge_suites_to_full_mode(root):
+  """With the committed baselines: call_tf_test always runs."""
+  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  known = upstream_tests.load_known(root / upstream_tests.KNOWN_FAILURES)
+  left = {(v, s.rsplit("/", 1)[1]) for v, b in known.items()
+          for s in upstream_tests.SUITES
+          if b.test_count(s) > testrun.SMOKE_SUITE_TESTS}
+  assert left == {("0.6.2", "shape_poly_test.py"),
+                  ("0.4.38", "shape_poly_test.py")}
