@@ -55,6 +55,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import sysconfig
 import time
 from typing import Any
 
@@ -246,8 +247,8 @@ def _write_profile(prof: Any, path: str, title: str) -> None:
   s = io.StringIO()
   pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(45)
   text = s.getvalue()
-  for prefix in (str(pathlib.Path(sys.prefix)) + "/lib/python3.11/site-packages/",
-                 str(BENCH.parent) + "/"):
+  site = sysconfig.get_paths()["purelib"]
+  for prefix in (site + "/", str(BENCH.parent) + "/"):
     text = text.replace(prefix, "")
   out.write(text[text.find("   ncalls"):])
   with open(path, "a") as f:
