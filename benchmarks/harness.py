@@ -248,7 +248,8 @@ def _sections(args: argparse.Namespace, data: dict[str, Any],
   from benchmarks import memory
   # pylint: enable=g-import-not-at-top
   sections = args.sections.split(",")
-  if "eager" in sections:
+
+  def eager_section() -> None:
     names = _wanted(args, eager.WORKLOADS)
     if args.quick:
       names = [n for n in names if n != "energy_jac"]
@@ -258,21 +259,39 @@ def _sections(args: argparse.Namespace, data: dict[str, Any],
         "rows": eager.measure(
             [workloads_lib.by_name(n, str(cache)) for n in names],
             budget_s=0.3 if args.quick else 1.5, log=log)}
-  if "dispatch" in sections:
+
+  def dispatch_section() -> None:
     log("[bench] dispatch at N=1: effects")
     data["dispatch"] = dispatch.measure(budget_s=0.3 if args.quick else 1.0,
                                         log=log)
-  if "first_call" in sections:
+
+  def first_call_section() -> None:
     names = _wanted(args, first_call.WORKLOADS)
     log(f"[bench] first call under jit in fresh processes: {', '.join(names)}")
     data["first_call"] = first_call.measure(
         names, repeats=1 if args.quick else 5,
         profile_path=None if args.quick
         else BENCH / "results" / "first_call_profile.txt", log=log)
-  if "memory" in sections:
+
+  def memory_section() -> None:
     log("[bench] resident memory over eager calls, fresh processes")
     data["memory"] = memory.measure(calls=100 if args.quick else 1000,
                                     log=log)
+
+  for name, section in (("eager", eager_section),
+                        ("dispatch", dispatch_section),
+                        ("first_call", first_call_section),
+                        ("memory", memory_section)):
+    if name not in sections:
+      continue
+    # A section that fails loses only itself, not the run's other results.
+    try:
+      section()
+    except Exception as e:  # pylint: disable=broad-except
+      msg = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+      log(f"[bench] section {name} FAILED: {msg}")
+      traceback.print_exc()
+      data.setdefault("section_errors", {})[name] = msg
 
 
 def run(args: argparse.Namespace, full_sizes: Sequence[int],
@@ -320,6 +339,8 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
       "methods": [{"name": m.name, "title": m.title} for m in methods],
       "records": [dataclasses.asdict(r) for r in records],
   }
+  with open(out / "results.json", "w") as f:  # kept if a section crashes
+    json.dump(data, f, indent=1)
   _sections(args, data, cache, log)
   env["total_seconds"] = round(time.perf_counter() - start, 1)
   env["command"] = " ".join(["python3 benchmarks/run.py", *sys.argv[1:]])

@@ -601,6 +601,8 @@ def targets_table(res: Results) -> str:
   rows = ["| target | workload | measured | verdict |", "|---|---|---|---|"]
   rows += [f"| {t} | {w} | {m} | {v} |" for t, w, m, v in
            [*targets(res), *issue_targets(res.data)]]
+  rows += [f"| section `{name}` | | crashed: `{msg}` | not measured |"
+           for name, msg in res.data.get("section_errors", {}).items()]
   return "\n".join(rows)
 
 
