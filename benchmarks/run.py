@@ -16,7 +16,7 @@
 
 Run from the repository root:
 
-  python3 benchmarks/run.py            # the full run (about 35 minutes)
+  python3 benchmarks/run.py            # the full run (about 30 minutes)
   python3 benchmarks/run.py --quick    # a smoke run (about 8 minutes)
 
 The script creates (or reuses) ``benchmarks/.venv`` with the patched wheel
