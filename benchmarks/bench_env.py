@@ -16,10 +16,12 @@
 Standard library only: this runs before anything is installed. The wheel is
 taken from ``dist/`` (built with ``python3 build/fork.py wheel`` if there is
 none), copied aside before installing (so that a concurrent rebuild does not
-disturb the install), and reinstalled whenever its sha256 changes. jaxlib and
-tensorflow-cpu are the versions the tests use, read from
-``patches/upstream.toml``; the benchmark's own tools are pinned in
-``benchmarks/requirements.txt``.
+disturb the install), and reinstalled whenever its sha256 changes. The
+release is the tool's default (the newest in ``patches/upstream.toml``, or
+``$JAX_FORK_UPSTREAM``), the venv's Python is that release's test Python
+(found as the tool finds it, ``build/forklib/envs.py``), and jaxlib and
+tensorflow-cpu are the versions the tests use; the benchmark's own tools are
+pinned in ``benchmarks/requirements.txt``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+  from forklib.manifest import Release
 
 BENCH = pathlib.Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -53,14 +58,33 @@ def inside_venv() -> bool:
   return pathlib.Path(sys.prefix).resolve() == VENV.resolve()
 
 
-def _release() -> dict[str, object]:
-  with open(ROOT / "patches" / "upstream.toml", "rb") as f:
-    releases = tomllib.load(f)["release"]
-  return releases[-1]
+def _forklib() -> None:
+  """Makes the project's own tool library (``build/forklib``) importable.
+
+  It is standard library only, like this module.
+  """
+  build = str(ROOT / "build")
+  if build not in sys.path:
+    sys.path.insert(0, build)
 
 
-def _wheel(release: dict[str, object]) -> pathlib.Path:
-  pattern = f"jax-{release['version']}+calltf.*-py3-none-any.whl"
+def _release() -> Release:
+  """The release the tool builds by default (as ``build/fork.py``).
+
+  ``$JAX_FORK_UPSTREAM`` if set, else the newest release listed in
+  ``patches/upstream.toml``, whatever Python runs this.
+  """
+  _forklib()
+  from forklib import ForkError  # pylint: disable=g-import-not-at-top
+  from forklib import manifest  # pylint: disable=g-import-not-at-top
+  try:
+    return manifest.load(ROOT / "patches" / "upstream.toml").select(None)
+  except ForkError as e:
+    raise SystemExit(str(e)) from None
+
+
+def _wheel(release: Release) -> pathlib.Path:
+  pattern = f"jax-{release.version}+calltf.*-py3-none-any.whl"
   wheels = sorted((ROOT / "dist").glob(pattern))
   if not wheels:
     _log("no patched wheel in dist/: building it with "
@@ -73,24 +97,27 @@ def _wheel(release: dict[str, object]) -> pathlib.Path:
   return wheels[-1]
 
 
-def _requirements(release: dict[str, object]) -> list[str]:
+def _requirements(release: Release) -> list[str]:
   lines = (BENCH / "requirements.txt").read_text().splitlines()
   own = [l.split("#", 1)[0].strip() for l in lines]
-  return [f"jaxlib=={release['test_jaxlib']}",
-          f"tensorflow-cpu=={release['test_tensorflow']}",
+  return [f"jaxlib=={release.test_jaxlib}",
+          f"tensorflow-cpu=={release.test_tensorflow}",
           *[l for l in own if l]]
 
 
-def _python(release: dict[str, object]) -> str:
-  """An interpreter of a Python version the release supports."""
-  versions = [str(v) for v in release.get("python", [])]
-  if not versions or "%d.%d" % sys.version_info[:2] in versions:
-    return sys.executable
-  for version in reversed(versions):
-    if found := shutil.which(f"python{version}"):
-      return found
-  raise SystemExit(f"the benchmark needs Python {', '.join(versions)}; none "
-                   "is on PATH")
+def _python(release: Release) -> str:
+  """The interpreter of the release's test Python (as the tests' venvs).
+
+  Found by the project's own finder, which runs each candidate: a pyenv shim
+  named ``python3.12`` exists on PATH whether or not it works.
+  """
+  _forklib()
+  from forklib import ForkError  # pylint: disable=g-import-not-at-top
+  from forklib import envs  # pylint: disable=g-import-not-at-top
+  try:
+    return envs.find_python(release)
+  except ForkError as e:
+    raise SystemExit(str(e)) from None
 
 
 def _pip(*args: str) -> None:

@@ -84,10 +84,29 @@ def _quiet() -> None:
   warnings.filterwarnings("ignore")
 
 
+# The reference values: this many examples, one by one, op by op.
+REF_EXAMPLES = 4
+
+
+def _reference(w: workloads_lib.Workload, x_np: np.ndarray) -> np.ndarray:
+  """The jnp function's result on the first examples, eagerly, unbatched.
+
+  Eager and unbatched on purpose: jaxlib 0.10.2's XLA:CPU miscompiles
+  native JAX's own ``jit(vmap(jacrev(jacfwd(energy))))`` (6% off, see the
+  README), so a jitted native result is no reference.
+  """
+  f = workloads_lib.per_example(w, w.jnp_fn)
+  with jax.disable_jit():
+    rows = [np.asarray(f(jax.numpy.asarray(x)), np.float64)
+            for x in x_np[:REF_EXAMPLES]]
+  return np.stack(rows)
+
+
 def _rel_err(result: Any, ref: np.ndarray | None) -> float | None:
   if ref is None:
     return None
-  r = np.asarray(result, np.float64).reshape(ref.shape)
+  r = np.asarray(result, np.float64)
+  r = r.reshape((r.shape[0], *ref.shape[1:]))[:ref.shape[0]]
   return float(np.max(np.abs(r - ref)) / (np.max(np.abs(ref)) + 1e-30))
 
 
@@ -139,13 +158,15 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
     last: dict[tuple[str, str], tuple[int, float, float]] = {}
     stopped: dict[tuple[str, str], str] = {}
     for n in sizes:
+      if w.max_n is not None and n > w.max_n:
+        continue
       x_np = w.inputs(n)
       prepared: list[tuple[Record, methods_lib.Method, timing.Prepared]] = []
       for m in methods:
-        if not m.applies(w):
+        if not (m.applies(w) and w.runs(m.name)):
           continue
         for mode in modes:
-          if mode not in m.modes:
+          if mode not in m.modes or mode not in w.modes:
             continue
           rec = Record(w.name, m.name, mode, n)
           records.append(rec)
@@ -178,8 +199,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             continue
           prepared.append((rec, m, p))
       timing.sample_interleaved([p for _, _, p in prepared])
-      ref = next((np.asarray(p.result, np.float64) for r, _, p in prepared
-                  if r.method == "native" and r.mode == "jit"), None)
+      ref = _reference(w, x_np)
       for rec, m, p in prepared:
         t = p.timing()
         last[(m.name, rec.mode)] = (n, t.first_call - t.steady, t.steady)
@@ -187,7 +207,8 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             t.first_call, t.steady, t.compile)
         rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample
         rec.max_rel_err = _rel_err(t.result, ref)
-        if rec.mode == "jit" and m.name in BREAKDOWN_METHODS:
+        if (rec.mode == "jit" and m.name in BREAKDOWN_METHODS
+            and w.derivative in (None, "jacrev")):
           # Two more fresh compilations: keep the fastest (noisy machine).
           for _ in range(2):
             b = timing.compile_breakdown(
@@ -204,6 +225,73 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
             + (f"  MISMATCH {rec.max_rel_err:.1e}" if bad else ""))
       del prepared
   return records
+
+
+SECTIONS = ("steady", "eager", "first_call", "memory", "dispatch")
+
+
+def _wanted(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
+  """``names``, restricted to ``--workloads`` if given."""
+  if not args.workloads:
+    return list(names)
+  wanted = args.workloads.split(",")
+  return [n for n in names if n in wanted]
+
+
+def _sections(args: argparse.Namespace, data: dict[str, Any],
+              cache: pathlib.Path, log) -> None:
+  """The measurements besides the steady-state tables, into ``data``."""
+  # pylint: disable=g-import-not-at-top
+  from benchmarks import dispatch
+  from benchmarks import eager
+  from benchmarks import first_call
+  from benchmarks import memory
+  # pylint: enable=g-import-not-at-top
+  sections = args.sections.split(",")
+
+  def eager_section() -> None:
+    names = _wanted(args, eager.WORKLOADS)
+    if args.quick:
+      names = [n for n in names if n != "energy_jac"]
+    log(f"[bench] eager vmap, N={eager.N}: {', '.join(names)}")
+    data["eager"] = {
+        "n": eager.N, "methods": eager.methods_doc(),
+        "rows": eager.measure(
+            [workloads_lib.by_name(n, str(cache)) for n in names],
+            budget_s=0.3 if args.quick else 1.5, log=log)}
+
+  def dispatch_section() -> None:
+    log("[bench] dispatch at N=1: effects")
+    data["dispatch"] = dispatch.measure(budget_s=0.3 if args.quick else 1.0,
+                                        log=log)
+
+  def first_call_section() -> None:
+    names = _wanted(args, first_call.WORKLOADS)
+    log(f"[bench] first call under jit in fresh processes: {', '.join(names)}")
+    data["first_call"] = first_call.measure(
+        names, repeats=1 if args.quick else 5,
+        profile_path=None if args.quick
+        else BENCH / "results" / "first_call_profile.txt", log=log)
+
+  def memory_section() -> None:
+    log("[bench] resident memory over eager calls, fresh processes")
+    data["memory"] = memory.measure(calls=100 if args.quick else 1000,
+                                    log=log)
+
+  for name, section in (("eager", eager_section),
+                        ("dispatch", dispatch_section),
+                        ("first_call", first_call_section),
+                        ("memory", memory_section)):
+    if name not in sections:
+      continue
+    # A section that fails loses only itself, not the run's other results.
+    try:
+      section()
+    except Exception as e:  # pylint: disable=broad-except
+      msg = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+      log(f"[bench] section {name} FAILED: {msg}")
+      traceback.print_exc()
+      data.setdefault("section_errors", {})[name] = msg
 
 
 def run(args: argparse.Namespace, full_sizes: Sequence[int],
@@ -228,34 +316,49 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
   modes = [m for m in args.modes.split(",") if m]
   budget_s = args.budget or (0.1 if args.quick else 0.4)
   max_config_s = args.max_config_seconds or (5. if args.quick else 15.)
+  unknown = set(args.sections.split(",")) - set(SECTIONS)
+  if unknown:
+    raise SystemExit(f"unknown sections {sorted(unknown)}; known: "
+                     + ",".join(SECTIONS))
   env = _environment()
   print(f"[bench] jax {env['jax']}, jaxlib {env['jaxlib']}, tensorflow "
         f"{env['tensorflow']}, tf2jax {env['tf2jax']}; {env['machine']}",
         flush=True)
-  records = measure_all(
-      workloads, methods, sizes, modes, budget_s=budget_s,
-      max_config_s=max_config_s, quick=args.quick,
-      log=lambda s: print(s, flush=True))
-  env["total_seconds"] = round(time.perf_counter() - start, 1)
-  env["command"] = " ".join(["python3 benchmarks/run.py", *sys.argv[1:]])
+  log = lambda s: print(s, flush=True)
+  records = []
+  if "steady" in args.sections.split(","):
+    records = measure_all(
+        workloads, methods, sizes, modes, budget_s=budget_s,
+        max_config_s=max_config_s, quick=args.quick, log=log)
   data = {
       "environment": env,
       "sizes": list(sizes),
-      "workloads": [{"name": w.name, "title": w.title} for w in workloads],
+      "workloads": [{"name": w.name, "title": w.title, "tol": w.tol,
+                     "derivative": w.derivative, "family": w.family}
+                    for w in workloads],
       "methods": [{"name": m.name, "title": m.title} for m in methods],
       "records": [dataclasses.asdict(r) for r in records],
   }
+  with open(out / "results.json", "w") as f:  # kept if a section crashes
+    json.dump(data, f, indent=1)
+  _sections(args, data, cache, log)
+  env["total_seconds"] = round(time.perf_counter() - start, 1)
+  env["command"] = " ".join(["python3 benchmarks/run.py", *sys.argv[1:]])
   with open(out / "results.json", "w") as f:
     json.dump(data, f, indent=1)
   report.write(data, out)
   default_run = not (args.quick or args.workloads
                      or args.methods or args.sizes or args.out
-                     or args.modes != "jit,eager")
+                     or args.modes != "jit,eager"
+                     or args.sections != ",".join(SECTIONS))
   if default_run and not args.no_readme:
     report.update_readme(data, BENCH / "README.md", out)
-  before = BENCH / "results" / "before"
-  if default_run and (before / "results.json").exists():
-    report.main(["--compare", str(before), str(out)])
+  if default_run:
+    for base, name in (("before", "comparison.md"),
+                       ("pre-restructure", "comparison-restructure.md")):
+      base_dir = BENCH / "results" / base
+      if (base_dir / "results.json").exists():
+        report.main(["--compare", str(base_dir), str(out), "--name", name])
   print(f"[bench] done in {env['total_seconds']:.0f} s; wrote "
         f"{out / 'results.md'} and its plots", flush=True)
   return 0

@@ -72,8 +72,12 @@ class Method:
 
 
 def _per_example(w: wl.Workload, f: Callable[[Any], Any]) -> Callable[[Any], Any]:
-  """The per-example function: ``f`` or, for a Jacobian workload, jacrev."""
-  return jax.jacrev(f) if w.jacobian else f
+  """The per-example function: ``f`` or the workload's derivative of it."""
+  return wl.per_example(w, f)
+
+
+def _plain_or_jacrev(w: wl.Workload) -> bool:
+  return w.derivative in (None, "jacrev")
 
 
 def _maybe_jit(f: Callable[[Any], Any], mode: str) -> Callable[[Any], Any]:
@@ -132,6 +136,8 @@ def _tf_batched(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
   """TensorFlow itself: tf.vectorized_map, batch_jacobian for the Jacobian."""
   del n
   tf_fn = w.tf_fn
+  if not _plain_or_jacrev(w):
+    raise ValueError(f"no TensorFlow form of {w.derivative!r}")
 
   def batched(xs):
     if not w.jacobian:
@@ -157,8 +163,69 @@ def _tf2jax(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
   return _maybe_jit(jax.vmap(_per_example(w, fn)), mode)
 
 
+def _fwdacc_jvp_tf(tf_fn: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+  """``(x, t) -> J t`` with ``tf.autodiff.ForwardAccumulator``."""
+  def jvp_tf(x, t):
+    with tf.autodiff.ForwardAccumulator(x, t) as acc:
+      y = tf_fn(x)
+    return acc.jvp(y, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+  return jvp_tf
+
+
+def _jacobian_tf(tf_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+  """``x -> df/dx`` of one example with ``tf.GradientTape``."""
+  def jac_tf(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = tf_fn(x)
+    if y.shape.rank == 0:
+      return tape.gradient(y, x)
+    return tape.jacobian(y, x, experimental_use_pfor=True)
+  return jac_tf
+
+
+def _with_tf_jvp(primal_tf: Callable[[Any], Any],
+                 jvp_tf: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
+  """``call_tf(primal_tf)`` whose JVP is ``call_tf(jvp_tf)`` (custom_jvp)."""
+  primal = jax2tf.call_tf(primal_tf)
+  jvp_call = jax2tf.call_tf(jvp_tf)
+
+  @jax.custom_jvp
+  def f(x):
+    return primal(x)
+
+  @f.defjvp
+  def f_jvp(primals, tangents):
+    # The primal by its own call, as the fork's JVP rule does: the primal
+    # output of a JVP rule must not depend on the tangents.
+    return primal(primals[0]), jvp_call(primals[0], tangents[0])
+  return f
+
+
+def _fwdacc(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
+  """Forward mode with TF's ForwardAccumulator instead of the fork's JVP.
+
+  The fork computes tangents as a double VJP (``call_tf_lib/forward.py``);
+  this is the formulation issue 11 proposed, built by hand from call_tf: a
+  ``jax.custom_jvp`` whose JVP is a ``call_tf`` of a function that runs
+  ``tf.autodiff.ForwardAccumulator``. For ``hessian`` it is TF's
+  forward-over-reverse: the accumulator over a ``GradientTape`` Jacobian.
+  Not correct for functions with a ``tf.custom_gradient`` (the accumulator
+  ignores it); the benchmark functions have none.
+  """
+  del n
+  if w.derivative in ("jvp", "jacfwd"):
+    f = _with_tf_jvp(w.tf_fn, _fwdacc_jvp_tf(w.tf_fn))
+    return _maybe_jit(jax.vmap(_per_example(w, f)), mode)
+  if w.derivative == "hessian":
+    jac_tf = _jacobian_tf(w.tf_fn)
+    g = _with_tf_jvp(jac_tf, _fwdacc_jvp_tf(jac_tf))
+    return _maybe_jit(jax.vmap(jax.jacfwd(g)), mode)
+  raise ValueError(f"fwdacc does not do {w.derivative!r}")
+
+
 def _one_call(method: str) -> Callable[[wl.Workload], bool]:
-  return lambda w: method in w.one_call_methods and not w.jacobian
+  return lambda w: method in w.one_call_methods and w.derivative is None
 
 
 ALL_METHODS: tuple[Method, ...] = (
@@ -179,16 +246,22 @@ ALL_METHODS: tuple[Method, ...] = (
            _call_tf("batch_polymorphic"),
            applies=_one_call("batch_polymorphic")),
     Method("loop", "hand-written Python loop of call_tf calls (under jit: "
-           "unrolled into the program)", _loop,
+           "unrolled into the program)", _loop, applies=_plain_or_jacrev,
            max_n={"jit": 100, "eager": 1000}, compile_grows=("jit",)),
     Method("loop_of_jitted", "hand-written Python loop calling a jitted "
            "per-example call_tf", _loop_of_jitted, modes=("jit",),
+           applies=_plain_or_jacrev,
            max_n={"jit": 1000}),
     Method("tf", "TensorFlow: tf.vectorized_map (and batch_jacobian) in "
            "tf.function(jit_compile=True); eagerly, without XLA", _tf_batched,
-           framework="tf"),
+           applies=_plain_or_jacrev, framework="tf"),
     Method("tf2jax", "tf2jax.convert of the TF function, then jax.vmap",
            _tf2jax),
+    Method("fwdacc", "forward mode by hand with tf.autodiff.ForwardAccumulator"
+           " (a custom_jvp whose JVP is a call_tf; hessian: the accumulator "
+           "over a GradientTape Jacobian), instead of the fork's double VJP",
+           _fwdacc, modes=("jit",),
+           applies=lambda w: w.derivative in ("jvp", "jacfwd", "hessian")),
 )
 
 

@@ -25,10 +25,15 @@ Prints, per workload:
 * a census of the compiled HLO (dots, transposes, copies, gathers, while
   loops, converts, fusions, custom calls) of native JAX and the vectorized
   path, and their steady-state times;
-* the dispatch cost of ``has_side_effects=True`` at N=1.
+* the dispatch cost of ``has_side_effects=True`` at N=1;
+* for the forward-mode workloads (issue 11), the HLO census and steady
+  time of native JAX, tf2jax, the fork (double-VJP tangents) and ``fwdacc``
+  (tangents from ``tf.autodiff.ForwardAccumulator``);
 
 and finally the effect of XLA:CPU's YNNPACK fusions on native JAX (a child
-process with ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=``).
+process with ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=``), on
+speed, and on correctness (native ``jit(vmap(jacrev(jacfwd(energy))))``
+against the eager, unbatched result).
 """
 
 from __future__ import annotations
@@ -50,9 +55,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from absl import logging as absl_logging  # noqa: E402
 import jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
-from jax.experimental.jax2tf import call_tf_batching  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib import vmap_tf  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from benchmarks import methods as methods_lib  # noqa: E402
 from benchmarks import timing  # noqa: E402
 from benchmarks import workloads as wl  # noqa: E402
 
@@ -92,16 +99,15 @@ def _instrument() -> None:
   gcf = _ct._get_concrete_function_tf  # pylint: disable=protected-access
   _ct._get_concrete_function_tf = functools.lru_cache(128)(  # pylint: disable=protected-access
       TIMERS.wrap("TF tracing (incl. pfor)", gcf.__wrapped__))
-  probe = call_tf_batching._xla_conversion_error  # pylint: disable=protected-access
-  call_tf_batching._xla_conversion_error = TIMERS.wrap(  # pylint: disable=protected-access
+  probe = vmap_tf._xla_conversion_error  # pylint: disable=protected-access
+  vmap_tf._xla_conversion_error = TIMERS.wrap(  # pylint: disable=protected-access
       "probe: TF->HLO", probe)
-  from jax.experimental.jax2tf import call_tf_compile  # pylint: disable=g-import-not-at-top
-  call_tf_compile.compile_to_hlo = TIMERS.wrap(
-      "all TF->HLO", call_tf_compile.compile_to_hlo)
+  compile_lib.compile_to_hlo = TIMERS.wrap(
+      "all TF->HLO", compile_lib.compile_to_hlo)
 
 
 def _per_example(w: wl.Workload, f: Callable[[Any], Any]) -> Callable[..., Any]:
-  return jax.jacrev(f) if w.jacobian else f
+  return wl.per_example(w, f)
 
 
 def _census(hlo: str) -> dict[str, int]:
@@ -168,20 +174,42 @@ def dispatch(w: wl.Workload) -> None:
         f"{t[False]:.1f} us, native {t['native']:.1f} us")
 
 
+def forward(w: wl.Workload, n: int) -> None:
+  """Forward mode: HLO census and steady time, native, fork and fwdacc."""
+  x = jax.device_put(w.inputs(n))
+  builds = {m.name: m for m in methods_lib.ALL_METHODS
+            if m.name in ("native", "vectorized", "fwdacc", "tf2jax")
+            and m.applies(w)}
+  fns = {k: m.build(w, "jit", n) for k, m in builds.items()}
+  prepared = {k: timing.prepare(lambda f=f: f, x, "jax", budget_s=0.5)
+              for k, f in fns.items()}
+  timing.sample_interleaved(list(prepared.values()))
+  for k, f in fns.items():
+    census = _census(f.lower(x).compile().as_text())
+    print(f"  N={n} {k:10s} steady {prepared[k].timing().steady * 1e3:8.3f} "
+          "ms  HLO: " + ", ".join(f"{op} {c}" for op, c in census.items()
+                                   if c))
+
+
 _YNN_CHILD = """
 import os, sys
 sys.path.insert(0, {root!r})
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import jax
 from benchmarks import timing, workloads as wl
+import numpy as np
 for w in wl.all_workloads({cache!r}):
-  if w.name not in ("energy", "energy_jac", "mlp"):
+  if w.name not in ("energy", "energy_jac", "mlp", "energy_jacrev_jacfwd"):
     continue
-  f = jax.vmap(jax.jacrev(w.jnp_fn) if w.jacobian else w.jnp_fn)
-  for n in (1000, 10000):
+  f = jax.vmap(wl.per_example(w, w.jnp_fn))
+  for n in ((1,) if w.max_n == 1 else (1000, 10000)):
     x = jax.device_put(w.inputs(n))
     t = timing.measure(lambda: jax.jit(f), x, "jax", budget_s=0.5)
-    print(f"{{w.name}} {{n}} {{t.steady * 1e3:.3f}}")
+    with jax.disable_jit():
+      ref = np.asarray(wl.per_example(w, w.jnp_fn)(x[0]), np.float64)
+    got = np.asarray(t.result, np.float64)[0]
+    err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+    print(f"{{w.name}} {{n}} {{t.steady * 1e3:.3f}} {{err:.1e}}")
 """
 
 
@@ -196,12 +224,14 @@ def ynn(root: str, cache: str) -> None:
         env=env, capture_output=True, text=True, check=True).stdout
     for line in out.split("\n"):
       if line.strip():
-        name, n, ms = line.split()
-        results[(name, int(n), label)] = float(ms)
+        name, n, ms, err = line.split()
+        results[(name, int(n), label)] = (float(ms), float(err))
   for name, n in sorted({(k[0], k[1]) for k in results}):
-    d, o = results[(name, n, "default")], results[(name, n, "ynn off")]
-    print(f"  native {name:10s} N={n:<6d} default {d:8.3f} ms, YNN fusions "
-          f"off {o:8.3f} ms ({d / o:.2f}x)")
+    (d, de), (o, oe) = (results[(name, n, "default")],
+                        results[(name, n, "ynn off")])
+    print(f"  native {name:10s} N={n:<6d} default {d:8.3f} ms (rel. error "
+          f"{de:.0e}), YNN fusions off {o:8.3f} ms (rel. error {oe:.0e}) "
+          f"({d / o:.2f}x)")
 
 
 def main(argv: list[str]) -> int:
@@ -209,6 +239,8 @@ def main(argv: list[str]) -> int:
   p.add_argument("--sizes", default="1000,10000")
   p.add_argument("--workloads")
   p.add_argument("--no-ynn", action="store_true")
+  p.add_argument("--forward-n", type=int, default=100,
+                 help="batch size of the forward-mode census")
   args = p.parse_args(argv)
   absl_logging.set_verbosity(absl_logging.ERROR)
   tf.get_logger().setLevel("ERROR")
@@ -220,11 +252,20 @@ def main(argv: list[str]) -> int:
   for w in wl.all_workloads(cache):
     if args.workloads and w.name not in args.workloads.split(","):
       continue
+    if w.derivative not in (None, "jacrev"):
+      continue
     print(f"{w.name}: {w.title}", flush=True)
     first_call(w, sizes[0])
     for n in sizes:
       hlo_and_steady(w, n)
     dispatch(w)
+  for w in wl.all_workloads(cache):
+    if w.derivative not in ("jvp", "jacfwd", "hessian"):
+      continue
+    if args.workloads and w.name not in args.workloads.split(","):
+      continue
+    print(f"{w.name} (forward mode): {w.title}", flush=True)
+    forward(w, args.forward_n)
   if not args.no_ynn:
     print("XLA:CPU YNNPACK fusions (native JAX)", flush=True)
     ynn(root, cache)

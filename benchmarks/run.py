@@ -16,8 +16,8 @@
 
 Run from the repository root:
 
-  python3 benchmarks/run.py            # the full run (about 12 minutes)
-  python3 benchmarks/run.py --quick    # a smoke run (about 2 minutes)
+  python3 benchmarks/run.py            # the full run (about 30 minutes)
+  python3 benchmarks/run.py --quick    # a smoke run (about 8 minutes)
 
 The script creates (or reuses) ``benchmarks/.venv`` with the patched wheel
 from ``dist/`` and re-runs itself there. It writes ``results.json``,
@@ -60,6 +60,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                  "native,vectorized,tf2jax (native is always included)")
   p.add_argument("--sizes", help="comma-separated batch sizes")
   p.add_argument("--modes", default="jit,eager", help="jit, eager or both")
+  p.add_argument("--sections",
+                 default="steady,eager,first_call,memory,dispatch",
+                 help="comma-separated subset of: steady (the tables by N, "
+                 "forward mode included), eager (eager vmap at N=256), "
+                 "first_call (fresh processes), memory (RSS over eager "
+                 "calls), dispatch (effects at N=1)")
   p.add_argument("--out", help="output directory (default results/ or "
                  "results/quick/)")
   p.add_argument("--budget", type=float, default=None,

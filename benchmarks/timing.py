@@ -112,7 +112,7 @@ class Prepared:
 def prepare(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
             *, sample_s: float = 0.01, budget_s: float = 1.0,
             min_samples: int = 3, max_samples: int = 15,
-            warmup: int = 2) -> Prepared:
+            warmup: int = 2, warmup_s: float = 0.05) -> Prepared:
   """Times the first call of a fresh callable, warms it up, plans samples.
 
   Args:
@@ -124,6 +124,7 @@ def prepare(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
     min_samples: at least this many samples, whatever the budget.
     max_samples: at most this many samples.
     warmup: calls after the first, not timed (one if it is slow).
+    warmup_s: warm up for at least this long too (fast functions).
 
   Returns:
     The :class:`Prepared` callable, no sample taken yet.
@@ -132,13 +133,20 @@ def prepare(build: Callable[[], Callable[[Any], Any]], x: Any, framework: str,
   fn = build()
   result = block(fn(x), framework)
   first_call = time.perf_counter() - t0
-  one = first_call
-  for _ in range(warmup):
+  # Warm up for at least `warmup` calls and about `warmup_s`: the first calls
+  # after a compilation can be slow, and one slow call would make the samples
+  # single calls of a cold function. The call time that plans the samples
+  # is the median of the second half of the warm-up.
+  times: list[float] = []
+  start = time.perf_counter()
+  while (len(times) < warmup
+         or (time.perf_counter() - start < warmup_s and len(times) < 1000)):
     t0 = time.perf_counter()
     block(fn(x), framework)
-    one = max(time.perf_counter() - t0, 1e-7)
-    if one > budget_s / 4:  # a slow call: one warm-up call is enough
+    times.append(max(time.perf_counter() - t0, 1e-7))
+    if times[-1] > budget_s / 4:  # a slow call: one warm-up call is enough
       break
+  one = statistics.median(times[len(times) // 2:])
   k = max(1, int(sample_s / one))
   n_samples = int(min(max_samples, max(min_samples, budget_s / (k * one))))
   return Prepared(fn, x, framework, first_call, result, k, n_samples)

@@ -16,16 +16,24 @@
 Each :class:`Workload` describes one example (the unbatched function); the
 methods in :mod:`benchmarks.methods` batch it over ``N`` examples. The ``tf``
 and ``jnp`` versions compute the same numbers, which the harness checks.
+
+A workload may ask for a derivative of the function instead of the function
+(``derivative``): ``jacrev``, ``jacfwd``, ``hessian`` (``jacfwd(jacrev)``),
+``jacrev_jacfwd``, or ``jvp`` (the tangent along a fixed direction); every
+method applies the same JAX transformation to its own version of the
+function (:func:`per_example`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 import dataclasses
+import functools
 import os
 import tempfile
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf
@@ -34,6 +42,12 @@ import tensorflow as tf
 MLP_IN, MLP_HIDDEN = 64, 256
 # The molecular energy: n atoms in R^3.
 N_ATOMS = 16
+# The Lennard-Jones energy of issue 11: 27 atoms (a 3x3x3 lattice) -> R.
+LJ_ATOMS = 27
+# The MLP of issue 12: R^64 -> R, 128 tanh units.
+MLP128_HIDDEN = 128
+# The derivatives a workload may ask for (see per_example).
+DERIVATIVES = (None, "jacrev", "jacfwd", "hessian", "jacrev_jacfwd", "jvp")
 # The Keras model: R^16 -> R, two hidden layers of 64 ReLU units.
 KERAS_IN, KERAS_HIDDEN = 16, 64
 
@@ -48,32 +62,85 @@ class Workload:
     example_shape: the shape of one example (the vmapped argument).
     tf_fn: the TensorFlow function of one example.
     jnp_fn: the same function in ``jax.numpy``.
-    jacobian: if True, every method computes the Jacobian of the function
-      (``jax.jacrev``; ``GradientTape.batch_jacobian`` in TensorFlow).
+    derivative: what every method computes per example: None (the
+      function), or a JAX transformation of it, one of ``DERIVATIVES``
+      (``jacrev`` is ``GradientTape.batch_jacobian`` in TensorFlow).
     one_call_methods: the one-call ``vmap_method``\\ s that are correct for
       ``tf_fn`` (it handles extra leading axes itself).
     tol: relative tolerance of the check against the jnp reference.
+    methods: if set, only these methods run it (``native`` always does).
+    modes: the modes it runs in.
+    max_n: if set, the largest batch size measured (large Hessians).
+    family: the function's name without the derivative (``energy``).
   """
   name: str
   title: str
   example_shape: tuple[int, ...]
   tf_fn: Callable[[Any], Any]
   jnp_fn: Callable[[Any], Any]
-  jacobian: bool = False
+  derivative: str | None = None
   one_call_methods: tuple[str, ...] = ()
   tol: float = 1e-4
+  methods: tuple[str, ...] | None = None
+  modes: tuple[str, ...] = ("jit", "eager")
+  max_n: int | None = None
+  family: str = ""
+
+  @property
+  def jacobian(self) -> bool:
+    """Whether every method computes the Jacobian with ``jax.jacrev``."""
+    return self.derivative == "jacrev"
+
+  def runs(self, method: str) -> bool:
+    """Whether ``method`` runs this workload."""
+    return (method == "native" or self.methods is None
+            or method in self.methods)
 
   def inputs(self, n: int, seed: int = 0) -> np.ndarray:
     """``n`` examples, float32, stacked along axis 0."""
     rng = np.random.default_rng(seed)
-    if self.name.startswith("energy"):
+    if self.name.startswith(("energy", "lj")):
       # Atoms near the sites of a cubic lattice: no two atoms too close.
-      side = int(np.ceil(N_ATOMS ** (1 / 3)))
+      atoms = self.example_shape[0]
+      side = int(np.ceil(atoms ** (1 / 3) - 1e-9))
       grid = np.array([[i, j, k] for i in range(side) for j in range(side)
-                       for k in range(side)][:N_ATOMS], np.float32)
-      x = 1.2 * grid + 0.1 * rng.standard_normal((n, N_ATOMS, 3))
+                       for k in range(side)][:atoms], np.float32)
+      x = 1.2 * grid + 0.1 * rng.standard_normal((n, atoms, 3))
       return x.astype(np.float32)
     return rng.standard_normal((n, *self.example_shape)).astype(np.float32)
+
+  def tangent(self) -> np.ndarray:
+    """The fixed direction of the ``jvp`` workloads (one example's shape)."""
+    rng = np.random.default_rng(99)
+    return rng.standard_normal(self.example_shape).astype(np.float32)
+
+
+def per_example(w: Workload, f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+  """What every method computes for one example: ``f`` or its derivative.
+
+  Args:
+    w: the workload (its ``derivative``).
+    f: one example's function, in the method's own form (jnp, call_tf,
+      tf2jax).
+
+  Returns:
+    ``f``, or the JAX transformation of it that ``w.derivative`` names.
+  """
+  d = w.derivative
+  if d is None:
+    return f
+  if d == "jacrev":
+    return jax.jacrev(f)
+  if d == "jacfwd":
+    return jax.jacfwd(f)
+  if d == "hessian":
+    return jax.hessian(f)
+  if d == "jacrev_jacfwd":
+    return jax.jacrev(jax.jacfwd(f))
+  if d == "jvp":
+    v = w.tangent()
+    return lambda x: jax.jvp(f, (x,), (jnp.asarray(v),))[1]
+  raise ValueError(f"unknown derivative {d!r}; known: {DERIVATIVES}")
 
 
 # --- R^7 -> R^2: sum of squares and product --------------------------------
@@ -113,6 +180,24 @@ def mlp_jnp(x):
   return (h @ MLP_W2)[..., 0] + MLP_B2
 
 
+# --- issue 12's MLP: R^64 -> R, 128 tanh units --------------------------------
+
+MLP128_W1 = (_rng.standard_normal((MLP_IN, MLP128_HIDDEN)) / 8).astype(
+    np.float32)
+MLP128_B1 = (0.1 * _rng.standard_normal(MLP128_HIDDEN)).astype(np.float32)
+MLP128_W2 = (_rng.standard_normal((MLP128_HIDDEN, 1)) / 12).astype(np.float32)
+
+
+def mlp128_tf(x):
+  h = tf.tanh(tf.einsum("...i,ij->...j", x, MLP128_W1) + MLP128_B1)
+  return tf.einsum("...j,jk->...k", h, MLP128_W2)[..., 0] + MLP_B2
+
+
+def mlp128_jnp(x):
+  h = jnp.tanh(x @ MLP128_W1 + MLP128_B1)
+  return (h @ MLP128_W2)[..., 0] + MLP_B2
+
+
 # --- the molecular energy: R^(n x 3) -> R^3 ------------------------------------
 
 def energy_tf(x):
@@ -133,6 +218,24 @@ def energy_jnp(x):
   lj = 2. * jnp.sum((1. - jnp.eye(n)) * (inv6 * inv6 - inv6))
   rg = jnp.mean(jnp.sum((x - jnp.mean(x, 0)) ** 2, -1))
   return jnp.stack([lj, rg, jnp.sum(jnp.sin(x))])
+
+
+# --- issue 11's Lennard-Jones energy: R^(27 x 3) -> R ---------------------------
+
+def lj_tf(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = tf.shape(x)[0]
+  r2 = tf.reduce_sum(d * d, -1) + tf.eye(n)
+  inv6 = 1. / (r2 * r2 * r2)
+  return 2. * tf.reduce_sum((1. - tf.eye(n)) * (inv6 * inv6 - inv6))
+
+
+def lj_jnp(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = x.shape[0]
+  r2 = jnp.sum(d * d, -1) + jnp.eye(n)
+  inv6 = 1. / (r2 * r2 * r2)
+  return 2. * jnp.sum((1. - jnp.eye(n)) * (inv6 * inv6 - inv6))
 
 
 # --- a Keras model reloaded from a SavedModel ----------------------------------
@@ -182,6 +285,43 @@ class KerasSavedModel:
     return x
 
 
+# The methods that run the forward-mode workloads (issue 11).
+FORWARD_METHODS = ("native", "vectorized", "tf2jax", "fwdacc")
+_DERIVATIVE_TITLES = {
+    "jvp": "jax.jvp along a fixed direction (the tangent)",
+    "jacfwd": "jax.jacfwd",
+    "hessian": "jax.hessian (jacfwd of jacrev)",
+    "jacrev_jacfwd": "jax.jacrev(jax.jacfwd(f))",
+    "jacrev": "jax.jacrev",
+}
+
+
+def _forward_workloads() -> list[Workload]:
+  """Issue 11's rows: forward mode next to jacrev, energy and the LJ energy."""
+  out = []
+  for fam, shape, tf_fn, jnp_fn, title in (
+      ("energy", (N_ATOMS, 3), energy_tf, energy_jnp,
+       f"the energy R^({N_ATOMS}x3) -> R^3"),
+      ("lj27", (LJ_ATOMS, 3), lj_tf, lj_jnp,
+       f"Lennard-Jones energy of {LJ_ATOMS} atoms R^({LJ_ATOMS}x3) -> R")):
+    for d in ("jacrev", "jvp", "jacfwd", "hessian", "jacrev_jacfwd"):
+      if fam == "energy" and d == "jacrev":
+        continue  # that is energy_jac, with every method
+      # Native JAX's jacrev(jacfwd) takes 0.1-1 s per example on XLA:CPU
+      # (and is wrong, see the README): one example only. Hessians are
+      # large (up to 81x81 per example): N <= 1000.
+      max_n = (1 if d == "jacrev_jacfwd"
+               else 1000 if d == "hessian" or fam == "lj27" and d == "jacfwd"
+               else None)
+      out.append(Workload(
+          f"{fam}_{d}", f"{_DERIVATIVE_TITLES[d]} of {title}", shape, tf_fn,
+          jnp_fn, derivative=d, tol=1e-3,
+          methods=FORWARD_METHODS if d != "jacrev_jacfwd"
+          else FORWARD_METHODS[:3],
+          modes=("jit",), max_n=max_n, family=fam))
+  return out
+
+
 def all_workloads(cache_dir: str | None = None) -> list[Workload]:
   """The benchmark's workloads, in report order.
 
@@ -196,20 +336,44 @@ def all_workloads(cache_dir: str | None = None) -> list[Workload]:
   return [
       Workload("small", "R^7 -> R^2: sum of squares and product", (7,),
                small_tf, small_jnp,
-               one_call_methods=("expand_dims", "broadcast_all")),
+               one_call_methods=("expand_dims", "broadcast_all"),
+               family="small"),
       Workload("mlp", f"MLP layer R^{MLP_IN} -> R ({MLP_HIDDEN} tanh units, "
                "fixed weights)", (MLP_IN,), mlp_tf, mlp_jnp,
-               one_call_methods=("expand_dims", "broadcast_all")),
+               one_call_methods=("expand_dims", "broadcast_all"),
+               family="mlp"),
       Workload("mlp_matvec", "the MLP layer written with tf.linalg.matvec",
-               (MLP_IN,), mlp_matvec_tf, mlp_jnp),
+               (MLP_IN,), mlp_matvec_tf, mlp_jnp, family="mlp_matvec"),
       Workload("energy", f"molecular energy R^({N_ATOMS}x3) -> R^3 "
                "(Lennard-Jones, radius of gyration, sum of sines)",
-               (N_ATOMS, 3), energy_tf, energy_jnp),
+               (N_ATOMS, 3), energy_tf, energy_jnp, family="energy"),
       Workload("energy_jac", f"Jacobian of the energy: R^({N_ATOMS}x3) -> "
                f"R^(3x{N_ATOMS}x3), jax.jacrev", (N_ATOMS, 3), energy_tf,
-               energy_jnp, jacobian=True, tol=1e-3),
+               energy_jnp, derivative="jacrev", tol=1e-3, family="energy"),
       Workload("keras", f"Keras MLP R^{KERAS_IN} -> R ({KERAS_HIDDEN}-"
                f"{KERAS_HIDDEN} ReLU) reloaded from a SavedModel",
                (1, KERAS_IN), keras_model.tf_fn, keras_model.jnp_fn,
-               one_call_methods=("batch_polymorphic",)),
+               one_call_methods=("batch_polymorphic",), family="keras"),
+      *_forward_workloads(),
   ]
+
+
+def mlp128() -> Workload:
+  """Issue 12's MLP (64-128-1, tanh): the eager and first-call rows."""
+  return Workload("mlp128", f"MLP R^{MLP_IN} -> R ({MLP128_HIDDEN} tanh units)"
+                  ", issue 12's", (MLP_IN,), mlp128_tf, mlp128_jnp,
+                  one_call_methods=("expand_dims", "broadcast_all"),
+                  family="mlp128")
+
+
+@functools.cache
+def _all_by_name(cache_dir: str | None) -> dict[str, Workload]:
+  return {w.name: w for w in [*all_workloads(cache_dir), mlp128()]}
+
+
+def by_name(name: str, cache_dir: str | None = None) -> Workload:
+  """The workload called ``name`` (``mlp128`` included)."""
+  found = _all_by_name(cache_dir)
+  if name not in found:
+    raise ValueError(f"unknown workload {name!r}; known: {sorted(found)}")
+  return found[name]

@@ -1,0 +1,373 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The first call under ``jax.jit`` in a fresh process, broken down (issue 12).
+
+Each measurement is its own Python process: import JAX and TensorFlow, put
+the input on the device, warm JAX's backend with a trivial jitted function,
+then time the first call of ``jax.jit(jax.vmap(f))`` (``jacrev`` for a
+Jacobian workload): build, trace, lower, XLA compile, run. Native JAX,
+the fork's ``call_tf`` and tf2jax alternate, repeat after repeat, so that
+"fork minus native" compares neighbours in time.
+
+In the fork's processes the phases are timed by wrapping TensorFlow's and
+the overlay's functions (exclusive time: a phase's nested phases are
+subtracted), which costs microseconds:
+
+* TF tracing (FuncGraph building): of the unbatched function, and inside
+  ``jax.vmap``'s vectorized function (pfor's loop body and its wrappers);
+* TF autograph (the functions pfor wraps in ``tf.function``);
+* pfor's conversion (``PFor.convert``);
+* TF to HLO (``experimental_get_compiler_ir``);
+* the overlay's side-effect scan of TF graphs;
+* what is left of JAX's trace (JAX and the overlay's own Python), JAX's
+  lowering, XLA's compilation, the run.
+
+``--profile`` writes a cProfile of one fork first call per workload
+(a separate process: the profiler's overhead would distort the timings).
+
+Run from the repository root in the benchmark venv::
+
+  benchmarks/.venv/bin/python -m benchmarks.first_call [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from collections.abc import Callable, Sequence
+import contextlib
+import functools
+import importlib
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from typing import Any
+
+BENCH = pathlib.Path(__file__).resolve().parent
+WORKLOADS = ("mlp128", "energy", "energy_jac")
+METHODS = ("native", "fork", "tf2jax")
+N = 100
+# Issue 12's first calls when it was filed: (fork, native) seconds.
+ISSUE_TODAY = {"mlp128": (0.20, 0.04), "energy": (0.34, 0.18),
+               "energy_jac": (1.03, 0.41)}
+
+
+class Phases:
+  """Exclusive wall time of nested phases (a phase minus its sub-phases)."""
+
+  def __init__(self):
+    self.exclusive: dict[str, float] = collections.defaultdict(float)
+    self.count: dict[str, int] = collections.defaultdict(int)
+    self._stack: list[list[Any]] = []
+
+  def _push(self, name: str) -> None:
+    self._stack.append([name, time.perf_counter(), 0.])
+
+  def _pop(self) -> None:
+    name, t0, child = self._stack.pop()
+    elapsed = time.perf_counter() - t0
+    self.exclusive[name] += elapsed - child
+    self.count[name] += 1
+    if self._stack:
+      self._stack[-1][2] += elapsed
+
+  def names(self) -> list[str]:
+    return [s[0] for s in self._stack]
+
+  @contextlib.contextmanager
+  def phase(self, name: str):
+    self._push(name)
+    try:
+      yield
+    finally:
+      self._pop()
+
+  def wrap(self, name: str | Callable[..., str], f: Callable[..., Any]
+           ) -> Callable[..., Any]:
+    """``f`` timed as phase ``name`` (or ``name(*args, **kwargs)``)."""
+    @functools.wraps(f)
+    def timed(*args, **kwargs):
+      self._push(name(*args, **kwargs) if callable(name) else name)
+      try:
+        return f(*args, **kwargs)
+      finally:
+        self._pop()
+    return timed
+
+
+TF_TRACE_UNBATCHED = "TF tracing: the unbatched function"
+TF_TRACE_VMAP = "TF tracing: inside the vectorized function (pfor's loop body)"
+TF_AUTOGRAPH = "TF autograph (pfor's tf.function wrappers)"
+TF_PFOR = "TF pfor conversion (PFor.convert)"
+TF_HLO = "TF to HLO (experimental_get_compiler_ir)"
+OVERLAY_EFFECTS = "overlay: side-effect scan of TF graphs"
+JAX_TRACE = "JAX trace: JAX and overlay Python"
+JAX_LOWER = "JAX lowering"
+XLA_COMPILE = "XLA compile"
+BUILD = "build the function (tf2jax: convert)"
+RUN = "run"
+TF_PHASES = (TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH, TF_PFOR, TF_HLO)
+
+
+def instrument(phases: Phases) -> None:
+  """Wraps TF's and the overlay's functions to time the phases."""
+  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.autograph.impl import api as ag_api
+  from tensorflow.python.eager.polymorphic_function import tracing_compilation
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib
+  # pylint: enable=g-import-not-at-top
+
+  def trace_name(function_type, type_context, func_graph, tracing_options):
+    del function_type, type_context
+    name = getattr(tracing_options, "name", "") or func_graph.name
+    inside = any(n in (TF_TRACE_VMAP, TF_PFOR) for n in phases.names())
+    return TF_TRACE_VMAP if inside or "_vmap_" in name else TF_TRACE_UNBATCHED
+
+  tracing_compilation._create_concrete_function = phases.wrap(  # pylint: disable=protected-access
+      trace_name, tracing_compilation._create_concrete_function)  # pylint: disable=protected-access
+  ag_api._convert_actual = phases.wrap(TF_AUTOGRAPH, ag_api._convert_actual)  # pylint: disable=protected-access
+  pfor_lib.PFor.convert = phases.wrap(TF_PFOR, pfor_lib.PFor.convert)
+  # The overlay's modules, where this version of it has them (a run against
+  # an older wheel, for a before/after comparison, times what it can).
+  for module, attr, name in (("compile", "_compile_eager", TF_HLO),
+                             ("effects", "side_effect_ops", OVERLAY_EFFECTS)):
+    try:
+      mod = importlib.import_module(
+          f"jax.experimental.jax2tf.call_tf_lib.{module}")
+      setattr(mod, attr, phases.wrap(name, getattr(mod, attr)))
+    except (ImportError, AttributeError):
+      pass
+
+
+def _child(workload: str, method: str, n: int, profile: str | None) -> None:
+  """One fresh process: one first call, its phases as a JSON line."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  sys.path.insert(0, str(BENCH.parent))
+  # pylint: disable=g-import-not-at-top
+  import jax
+  from jax.experimental import jax2tf
+  import numpy as np
+  import tensorflow as tf
+  from benchmarks import workloads as wl
+  # pylint: enable=g-import-not-at-top
+  tf.get_logger().setLevel("ERROR")
+  w = wl.by_name(workload, str(BENCH / ".cache"))
+  x = jax.block_until_ready(jax.device_put(w.inputs(n)))
+  jax.block_until_ready(jax.jit(lambda a: a * 2)(x))  # the backend is up
+  phases = Phases()
+  if method == "fork":
+    instrument(phases)
+  prof = None
+  if profile:
+    import cProfile  # pylint: disable=g-import-not-at-top
+    prof = cProfile.Profile()
+    prof.enable()
+  t0 = time.perf_counter()
+  with phases.phase(BUILD):
+    if method == "native":
+      f = w.jnp_fn
+    elif method == "fork":
+      f = jax2tf.call_tf(w.tf_fn)
+    else:
+      import tf2jax  # pylint: disable=g-import-not-at-top
+      jax_fn, params = tf2jax.convert(tf.function(w.tf_fn, autograph=False),
+                                      np.zeros(w.example_shape, np.float32))
+      f = lambda a: jax_fn(params, a)[0]
+    g = jax.jit(jax.vmap(wl.per_example(w, f)))
+  with phases.phase(JAX_TRACE):
+    traced = g.trace(x)
+  with phases.phase(JAX_LOWER):
+    lowered = traced.lower()
+  with phases.phase(XLA_COMPILE):
+    compiled = lowered.compile()
+  with phases.phase(RUN):
+    jax.block_until_ready(compiled(x))
+  total = time.perf_counter() - t0
+  if prof is not None:
+    prof.disable()
+    _write_profile(prof, profile, f"{workload} N={n}, the fork's first call "
+                   f"under jit in a fresh process: {total * 1e3:.0f} ms "
+                   "(with the profiler's overhead)")
+  print("RESULT " + json.dumps({
+      "workload": workload, "method": method, "n": n, "total": total,
+      "phases": dict(phases.exclusive), "counts": dict(phases.count)}),
+        flush=True)
+
+
+def _package(filename: str) -> str:
+  if "call_tf_lib" in filename:
+    return "overlay (call_tf_lib)"
+  if filename.endswith("jax2tf/call_tf.py"):
+    return "call_tf.py"
+  if "/tensorflow/" in filename or "__autograph_generated" in filename:
+    return "tensorflow (Python)"
+  if "/jax/" in filename or "/jaxlib/" in filename:
+    return "jax (Python)"
+  if "/benchmarks/" in filename:
+    return "the workload's own Python"
+  return "other Python"
+
+
+def _write_profile(prof: Any, path: str, title: str) -> None:
+  """Exclusive time by package, then the top functions by cumulative time."""
+  import io  # pylint: disable=g-import-not-at-top
+  import pstats  # pylint: disable=g-import-not-at-top
+  st = pstats.Stats(prof)
+  by_pkg: dict[str, float] = collections.defaultdict(float)
+  for (filename, _, _), (_, _, tt, _, callers) in st.stats.items():  # pytype: disable=attribute-error
+    if filename == "~":  # a builtin (C): charge its callers' packages
+      total_ct = sum(c[2] for c in callers.values()) or 1.
+      for (cf, _, _), c in callers.items():
+        by_pkg[f"C, called from {_package(cf)}"] += tt * c[2] / total_ct
+    else:
+      by_pkg[_package(filename)] += tt
+  total = sum(by_pkg.values())
+  out = io.StringIO()
+  out.write(f"{title}\n\nExclusive time by package (builtins charged to "
+            "their callers):\n")
+  for k, v in sorted(by_pkg.items(), key=lambda kv: -kv[1]):
+    out.write(f"  {v * 1e3:8.1f} ms  {100 * v / total:5.1f}%  {k}\n")
+  out.write("\nTop functions by cumulative time:\n")
+  s = io.StringIO()
+  pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(45)
+  text = s.getvalue()
+  site = sysconfig.get_paths()["purelib"]
+  for prefix in (site + "/", str(BENCH.parent) + "/"):
+    text = text.replace(prefix, "")
+  out.write(text[text.find("   ncalls"):])
+  with open(path, "a") as f:
+    f.write(out.getvalue() + "\n")
+
+
+def _run_child(workload: str, method: str, n: int,
+               profile: str | None = None,
+               python: str | None = None) -> dict[str, Any]:
+  cmd = [python or sys.executable, "-m", "benchmarks.first_call", "--child",
+         workload, method, str(n)] + (["--profile", profile] if profile else [])
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  out = subprocess.run(cmd, cwd=BENCH.parent, env=env, capture_output=True,
+                       text=True, check=False)
+  for line in out.stdout.splitlines():
+    if line.startswith("RESULT "):
+      return json.loads(line[len("RESULT "):])
+  return {"workload": workload, "method": method, "n": n,
+          "error": (out.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+
+
+def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
+            repeats: int = 5, profile_path: pathlib.Path | None = None,
+            log=print, before_python: str | None = None) -> dict[str, Any]:
+  """Fresh-process first calls, ``repeats`` times, methods interleaved.
+
+  Args:
+    workloads: workload names.
+    n: the batch size.
+    repeats: processes per workload and method.
+    profile_path: if set, a cProfile of one fork first call per workload
+      is written there.
+    log: progress.
+    before_python: if set, the interpreter of another environment (an older
+      wheel of the fork): its ``call_tf`` runs as method ``fork_before``,
+      interleaved with the others.
+
+  Returns:
+    ``{"n", "repeats", "runs": [...], "summary": {workload: {...}}}``:
+    per workload and method the median and minimum first call, the median
+    of each phase, and the fork's extra over native (median of the
+    per-repeat differences).
+  """
+  runs = []
+  methods = METHODS + (("fork_before",) if before_python else ())
+  for r in range(repeats):
+    for w in workloads:
+      for m in methods:
+        if m == "fork_before":
+          res = _run_child(w, "fork", n, python=before_python)
+          res["method"] = m
+        else:
+          res = _run_child(w, m, n)
+        res["repeat"] = r
+        runs.append(res)
+        log(f"  first call {w:10s} N={n} {m:7s} repeat {r}: "
+            + (f"{res['total'] * 1e3:7.0f} ms" if "total" in res
+               else f"FAILED {res['error']}"))
+  if profile_path is not None:
+    profile_path.write_text("")
+    for w in workloads:
+      _run_child(w, "fork", n, profile=str(profile_path))
+  summary = {}
+  for w in workloads:
+    s: dict[str, Any] = {}
+    for m in methods:
+      ok = [x for x in runs if x["workload"] == w and x["method"] == m
+            and "total" in x]
+      if not ok:
+        continue
+      names = sorted({p for x in ok for p in x["phases"]})
+      s[m] = {"median": statistics.median(x["total"] for x in ok),
+              "min": min(x["total"] for x in ok),
+              "phases": {p: statistics.median(x["phases"].get(p, 0.)
+                                              for x in ok) for p in names}}
+    diffs = []
+    for r in range(repeats):
+      pair = {x["method"]: x["total"] for x in runs
+              if x["workload"] == w and x["repeat"] == r and "total" in x}
+      if "fork" in pair and "native" in pair:
+        diffs.append(pair["fork"] - pair["native"])
+    if diffs:
+      s["extra"] = statistics.median(diffs)
+      s["extra_runs"] = diffs
+    if w in ISSUE_TODAY:
+      fork, native = ISSUE_TODAY[w]
+      s["issue_extra"] = fork - native
+      s["target_extra"] = (fork - native) / 2
+    summary[w] = s
+  return {"n": n, "repeats": repeats, "runs": runs, "summary": summary}
+
+
+def main(argv: list[str]) -> int:
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p.add_argument("--child", nargs=3, metavar=("WORKLOAD", "METHOD", "N"))
+  p.add_argument("--profile", help="append a cProfile of the call to FILE")
+  p.add_argument("--repeats", type=int, default=5)
+  p.add_argument("--workloads", default=",".join(WORKLOADS))
+  p.add_argument("--n", type=int, default=N)
+  p.add_argument("--out", help="write the JSON here")
+  p.add_argument("--before-python", help="also run the fork_before method "
+                 "with this interpreter (a venv with an older wheel)")
+  args = p.parse_args(argv)
+  if args.child:
+    w, m, n = args.child
+    _child(w, m, int(n), args.profile)
+    return 0
+  data = measure(args.workloads.split(","), args.n, args.repeats,
+                 BENCH / "results" / "first_call_profile.txt"
+                 if args.profile else None,
+                 before_python=args.before_python)
+  text = json.dumps(data, indent=1)
+  if args.out:
+    pathlib.Path(args.out).write_text(text)
+  for w, s in data["summary"].items():
+    print(w, {k: (round(v["median"], 3) if isinstance(v, dict) else v)
+              for k, v in s.items() if k != "extra_runs"})
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))
