@@ -266,6 +266,23 @@ def pfor_converter_registry() -> dict[str, Any] | None:
   return registry if isinstance(registry, dict) else None
 
 
+def pfor_modules_wrapping_functions() -> list[Any]:
+  """pfor's modules that wrap their own closures in ``def_function.function``.
+
+  ``control_flow_ops.pfor`` wraps the loop under XLA, and ``pfor`` a function
+  call or a while loop it converts. Empty if TF moved them: the closures are
+  then traced with autograph, as TF does.
+  """
+  try:
+    from tensorflow.python.ops.parallel_for import control_flow_ops  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return []
+  return [m for m in (control_flow_ops, pfor_lib)
+          if callable(getattr(getattr(m, "def_function", None), "function",
+                              None))]
+
+
 def pfor_wrap(value: Any, is_stacked: bool) -> Any:
   """``pfor.wrap``: a converter's result."""
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -419,6 +436,8 @@ def check() -> list[str]:
   need(pfor_converter_registry() is not None
        and "MatMul" in (pfor_converter_registry() or {}),
        "tensorflow pfor._pfor_converter_registry['MatMul']")
+  need(len(pfor_modules_wrapping_functions()) == 2,
+       "tensorflow control_flow_ops.def_function and pfor.def_function")
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
        "tensorflow ops._gradient_registry.lookup")
