@@ -89,6 +89,9 @@ def test_first_jit_vmap_call_does_each_step_once(counts):
   assert counts["pfor"] == 1
   # The trial compile's HLO is the lowering's.
   assert counts["tf_to_hlo"] == 1
+  # One scan per function (unbatched, vectorized): abstract evaluation's and
+  # the compile's variable-write check share it.
+  assert counts["side_effect_scan"] == 2
   # pfor's own tf.function wrappers are traced without autograph.
   assert counts["autograph"] == 0
 
