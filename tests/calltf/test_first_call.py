@@ -94,6 +94,8 @@ def test_first_jit_vmap_call_does_each_step_once(counts):
   assert counts["side_effect_scan"] == 2
   # pfor's own tf.function wrappers are traced without autograph.
   assert counts["autograph"] == 0
+  # TF is asked for the HLO of a platform: no eager op to find a device.
+  assert counts["eager_device_probe"] == 0
 
 
 def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
@@ -104,6 +106,7 @@ def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
   # jacrev's VJP is vectorized twice (over the cotangents, then the batch):
   # pfor converts a function call of the inner vectorization.
   assert counts["autograph"] == 0
+  assert counts["eager_device_probe"] == 0
   # Each vectorized function: its trial compile is the lowering's.
   assert counts["tf_to_hlo"] <= 3
 
