@@ -264,10 +264,13 @@ def test_calls_compiled_into_the_program_are_not_effectful(method):
 
 
 def test_concurrent_traces_leave_tensorflow_as_they_found_it():
-  """The rule swaps a pfor converter and filters TF's log while it traces."""
+  """The rule swaps a pfor converter and pfor's ``def_function`` (autograph
+  off), and filters TF's log, while it traces."""
   import threading  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.ops.parallel_for import control_flow_ops  # pylint: disable=g-import-not-at-top
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
   original = pfor_lib._pfor_converter_registry["MatMul"]  # pylint: disable=protected-access
+  def_functions = (control_flow_ops.def_function, pfor_lib.def_function)
   logger = tf.get_logger()
   filters, handlers = list(logger.filters), list(logger.handlers)
   w = randn(3, 2)
@@ -289,6 +292,8 @@ def test_concurrent_traces_leave_tensorflow_as_they_found_it():
     t.join()
   assert not errors, errors
   assert pfor_lib._pfor_converter_registry["MatMul"] is original  # pylint: disable=protected-access
+  assert control_flow_ops.def_function is def_functions[0]
+  assert pfor_lib.def_function is def_functions[1]
   assert logger.filters == filters and logger.handlers == handlers
 
 

@@ -266,6 +266,23 @@ def pfor_converter_registry() -> dict[str, Any] | None:
   return registry if isinstance(registry, dict) else None
 
 
+def pfor_modules_wrapping_functions() -> list[Any]:
+  """pfor's modules that wrap their own closures in ``def_function.function``.
+
+  ``control_flow_ops.pfor`` wraps the loop under XLA, and ``pfor`` a function
+  call or a while loop it converts. Empty if TF moved them: the closures are
+  then traced with autograph, as TF does.
+  """
+  try:
+    from tensorflow.python.ops.parallel_for import control_flow_ops  # pylint: disable=g-import-not-at-top
+    from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return []
+  return [m for m in (control_flow_ops, pfor_lib)
+          if callable(getattr(getattr(m, "def_function", None), "function",
+                              None))]
+
+
 def pfor_wrap(value: Any, is_stacked: bool) -> Any:
   """``pfor.wrap``: a converter's result."""
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -277,14 +294,36 @@ def compiler_ir_of_concrete_function(concrete_fn: Any,
   """TF's compiler IR getter for ``concrete_fn`` specialized to ``specs``.
 
   ``compiler_ir.from_concrete_function`` (TF 2.13+) compiles exactly the
-  given concrete function; None if TF lacks it.
+  given concrete function; None if TF lacks it. Called with a
+  ``platform_name``, the getter returned here asks TF for the IR directly:
+  TF's own getter first runs an eager op (``random_normal``) to find the
+  "preferred" device, whose name TF does not use once it has the platform;
+  in a fresh process that op is the first eager one, 15-25 ms of a first
+  call (measured). Without a platform, TF's getter.
   """
   try:
+    from tensorflow.python.eager import context as tf_context  # pylint: disable=g-import-not-at-top
     from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
   except ImportError:
     return None
   fn = getattr(compiler_ir, "from_concrete_function", None)
-  return None if fn is None else fn(concrete_fn, list(specs))
+  if fn is None:
+    return None
+  specs = list(specs)
+  tf_getter = fn(concrete_fn, specs)  # checks that the shapes are static
+  get_ir = getattr(tf_context.context(), "get_compiler_ir", None)
+  if get_ir is None or "platform_name" not in inspect.signature(
+      get_ir).parameters:
+    return tf_getter
+
+  def getter(stage: str = "hlo", platform_name: str | None = None) -> Any:
+    if platform_name is None:
+      return tf_getter(stage=stage)
+    res = get_ir(device_name=None, platform_name=platform_name,
+                 function_name=concrete_fn.name, flat_args=specs,
+                 captured_inputs=concrete_fn.captured_inputs, stage=stage)
+    return res if stage.endswith("_serialized") else res.decode("utf-8")
+  return getter
 
 
 def restored_gradient_function(op_type: str) -> Any | None:
@@ -419,6 +458,8 @@ def check() -> list[str]:
   need(pfor_converter_registry() is not None
        and "MatMul" in (pfor_converter_registry() or {}),
        "tensorflow pfor._pfor_converter_registry['MatMul']")
+  need(len(pfor_modules_wrapping_functions()) == 2,
+       "tensorflow control_flow_ops.def_function and pfor.def_function")
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
        "tensorflow ops._gradient_registry.lookup")
@@ -443,6 +484,10 @@ def check() -> list[str]:
     from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
     need(hasattr(compiler_ir, "from_concrete_function"),
          "tensorflow compiler_ir.from_concrete_function")
+    from tensorflow.python.eager import context as tf_context  # pylint: disable=g-import-not-at-top
+    need("platform_name" in inspect.signature(
+        tf_context.context().get_compiler_ir).parameters,
+         "tensorflow context.get_compiler_ir(platform_name=...)")
   except ImportError:
     problems.append("tensorflow.python.eager.polymorphic_function.compiler_ir")
   return problems

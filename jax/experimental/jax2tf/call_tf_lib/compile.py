@@ -156,15 +156,19 @@ def _compile_graph_mode(concrete_fn: Any, specs: Sequence[tf.TensorSpec],
         stage="hlo_serialized", platform_name=platform)
 
 
-def _check_no_variable_writes(concrete_fn: Any) -> None:
+def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
+                              ) -> None:
   """Raises a clear error for a function that writes variables.
 
   XLA compiles such a function into one that returns the new values of the
   variables as extra results, which call_tf cannot embed (upstream failed
   with an obscure length mismatch).
+
+  Args:
+    side_effect_ops: the function's ops with side effects
+      (:func:`.effects.side_effect_ops`).
   """
-  writes = [(t, n) for t, n in effects.side_effect_ops(concrete_fn.graph)
-            if effects.writes_variable(t)]
+  writes = [(t, n) for t, n in side_effect_ops if effects.writes_variable(t)]
   if writes:
     op_type, node = writes[0]
     raise errors.CallTfStatefulFunctionError(
@@ -184,7 +188,9 @@ def _compile_eager_cached(function_flat_tf: Any,
                           platform: str) -> bytes:
   with jax2tf_internal.inside_call_tf():
     concrete_fn = function_flat_tf.get_concrete_function(*specs)
-  _check_no_variable_writes(concrete_fn)
+  # The scan abstract evaluation made (cached): the graph is walked once.
+  _check_no_variable_writes(
+      effects.function_side_effect_ops(function_flat_tf, specs))
   with jax2tf_internal.inside_call_tf():
     return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
 
@@ -213,5 +219,5 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
     return _compile_eager_cached(function_flat_tf, specs, platform)
   with jax2tf_internal.inside_call_tf():
     concrete_fn = function_flat_tf.get_concrete_function(*specs)
-    _check_no_variable_writes(concrete_fn)
+    _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     return _compile_graph_mode(concrete_fn, specs, platform)

@@ -1,0 +1,128 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The work of a first call under jax.jit, counted (issue 12).
+
+Not timed: each test counts what a first call of ``jit(vmap(call_tf(f)))``
+(or its ``jacrev``) asks of TensorFlow, so that work repeated between
+tracing, vectorizing, the trial compile and the real compile shows up as a
+count that grew.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+from jax.experimental import jax2tf
+from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib import effects
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from .util import assert_close
+from .util import randn
+
+call_tf = jax2tf.call_tf
+X = randn(5, 3)
+
+
+@pytest.fixture
+def counts(monkeypatch):
+  """Counts calls of TF's and the overlay's work, by kind."""
+  from tensorflow.python.autograph.impl import api as autograph_api  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  found = collections.Counter()
+
+  def count(obj, attr, kind):
+    original = getattr(obj, attr)
+
+    @functools.wraps(original)
+    def counted(*args, **kwargs):
+      found[kind] += 1
+      return original(*args, **kwargs)
+    monkeypatch.setattr(obj, attr, counted)
+
+  count(autograph_api, "_convert_actual", "autograph")
+  count(pfor_lib.PFor, "convert", "pfor")
+  count(call_tf_compile, "_compile_eager", "tf_to_hlo")
+  count(effects, "side_effect_ops", "side_effect_scan")
+  count(compiler_ir, "maybe_get_device_name", "eager_device_probe")
+  jax.clear_caches()
+  return found
+
+
+def _fresh_function(calls):
+  """A TF function not traced before; counts the runs of its Python."""
+  w = randn(3, 4)
+  b = randn(4)
+
+  def f(x):
+    calls.append(1)
+    return tf.tanh(tf.linalg.matvec(tf.constant(w.T), x) + b)
+
+  def f_np(x):
+    return np.tanh(x @ w + b)
+  return f, f_np
+
+
+def test_first_jit_vmap_call_does_each_step_once(counts):
+  calls = []
+  f, f_np = _fresh_function(calls)
+  assert_close(jax.jit(jax.vmap(call_tf(f)))(X), f_np(X), tol=1e-5)
+  # f's Python runs to trace the unbatched function (for the output shapes
+  # and the side-effect check) and inside pfor's loop body.
+  assert len(calls) == 2
+  assert counts["pfor"] == 1
+  # The trial compile's HLO is the lowering's.
+  assert counts["tf_to_hlo"] == 1
+  # One scan per function (unbatched, vectorized): abstract evaluation's and
+  # the compile's variable-write check share it.
+  assert counts["side_effect_scan"] == 2
+  # pfor's own tf.function wrappers are traced without autograph.
+  assert counts["autograph"] == 0
+  # TF is asked for the HLO of a platform: no eager op to find a device.
+  assert counts["eager_device_probe"] == 0
+
+
+def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
+  calls = []
+  f, _ = _fresh_function(calls)
+  jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
+  assert jac.shape == (5, 4, 3)
+  # jacrev's VJP is vectorized twice (over the cotangents, then the batch):
+  # pfor converts a function call of the inner vectorization.
+  assert counts["autograph"] == 0
+  assert counts["eager_device_probe"] == 0
+  # Each vectorized function: its trial compile is the lowering's.
+  assert counts["tf_to_hlo"] <= 3
+
+
+def test_the_loop_body_sees_autograph_as_the_unbatched_trace_does():
+  """Autograph's status inside f is the same unbatched and vectorized."""
+  from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-import-not-at-top
+  seen = []
+
+  def f(x):
+    seen.append(ag_ctx.control_status_ctx().status)
+    return x * 2.
+
+  g = call_tf(f)
+  jax.jit(g)(X[0])
+  jax.jit(jax.vmap(g))(X)
+  jax.vmap(g)(X)
+  assert len(seen) >= 3
+  assert len(set(seen)) == 1, seen
