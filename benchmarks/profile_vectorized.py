@@ -142,12 +142,8 @@ def first_call(w: wl.Workload, n: int) -> None:
               f"{second * 1e3:.1f} ms]"))
 
 
-def hlo_and_steady(w: wl.Workload, n: int) -> None:
-  """Prints the HLO census and steady-state time, native and vectorized."""
-  x = jax.device_put(w.inputs(n))
-  fns = {"native": jax.jit(jax.vmap(_per_example(w, w.jnp_fn))),
-         "vectorized": jax.jit(jax.vmap(_per_example(
-             w, jax2tf.call_tf(w.tf_fn, has_side_effects=False))))}
+def _print_census_and_steady(fns: dict[str, Any], x: Any, n: int) -> None:
+  """Times the jitted ``fns`` on ``x`` side by side; prints each HLO census."""
   prepared = {k: timing.prepare(lambda f=f: f, x, "jax", budget_s=0.5)
               for k, f in fns.items()}
   timing.sample_interleaved(list(prepared.values()))
@@ -156,6 +152,15 @@ def hlo_and_steady(w: wl.Workload, n: int) -> None:
     print(f"  N={n} {k:10s} steady {prepared[k].timing().steady * 1e3:8.3f} "
           "ms  HLO: " + ", ".join(f"{op} {c}" for op, c in census.items()
                                    if c))
+
+
+def hlo_and_steady(w: wl.Workload, n: int) -> None:
+  """Prints the HLO census and steady-state time, native and vectorized."""
+  x = jax.device_put(w.inputs(n))
+  fns = {"native": jax.jit(jax.vmap(_per_example(w, w.jnp_fn))),
+         "vectorized": jax.jit(jax.vmap(_per_example(
+             w, jax2tf.call_tf(w.tf_fn, has_side_effects=False))))}
+  _print_census_and_steady(fns, x, n)
 
 
 def dispatch(w: wl.Workload) -> None:
@@ -181,14 +186,7 @@ def forward(w: wl.Workload, n: int) -> None:
             if m.name in ("native", "vectorized", "fwdacc", "tf2jax")
             and m.applies(w)}
   fns = {k: m.build(w, "jit", n) for k, m in builds.items()}
-  prepared = {k: timing.prepare(lambda f=f: f, x, "jax", budget_s=0.5)
-              for k, f in fns.items()}
-  timing.sample_interleaved(list(prepared.values()))
-  for k, f in fns.items():
-    census = _census(f.lower(x).compile().as_text())
-    print(f"  N={n} {k:10s} steady {prepared[k].timing().steady * 1e3:8.3f} "
-          "ms  HLO: " + ", ".join(f"{op} {c}" for op, c in census.items()
-                                   if c))
+  _print_census_and_steady(fns, x, n)
 
 
 _YNN_CHILD = """
