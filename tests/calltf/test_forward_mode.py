@@ -159,3 +159,81 @@ def test_forward_mode_under_jax2tf_convert_with_call_tf_graph():
                      with_gradient=False)
   x = randn(3)
   assert_close(tf.function(g, autograph=False)(x).numpy(), 2. * np.cos(x))
+
+
+def test_custom_gradient_inside_a_called_tf_function_is_used():
+  # Forward mode takes tf.autodiff.ForwardAccumulator's fast path only when
+  # no op overrides its gradient; the override here sits in a tf.function
+  # the function calls (a PartitionedCall), and must still be found.
+  @tf.custom_gradient
+  def triple_grad(x):
+    return tf.identity(x), lambda dy: 3. * dy
+
+  inner = tf.function(lambda x: triple_grad(x) * 2., autograph=False)
+  f = call_tf(lambda x: inner(x) + x)
+  x = randn(3)
+  expected = 7. * np.eye(3, dtype=np.float32)
+  for jac in (jax.jacfwd(f), jax.jit(jax.jacfwd(f)), jax.jacrev(f)):
+    assert_close(jac(x), expected)
+
+
+def test_gradient_override_map_gives_the_same_jacobian_in_both_modes():
+  # TF2's GradientTape, which reverse mode uses, does not read
+  # gradient_override_map (only tf.gradients does): the gradient is the
+  # registered one of Identity. Forward mode must agree with reverse mode.
+  grad_name = "CallTfForkTestTimesFive"
+
+  @tf.RegisterGradient(grad_name)
+  def _times_five(op, dy):
+    del op
+    return 5. * dy
+
+  def f_tf(x):
+    with tf.compat.v1.get_default_graph().gradient_override_map(
+        {"Identity": grad_name}):
+      return tf.identity(x) * 2.
+
+  f = call_tf(f_tf)
+  x = randn(3)
+  assert_close(jax.jacrev(f)(x), 2. * np.eye(3, dtype=np.float32))
+  assert_close(jax.jacfwd(f)(x), jax.jacrev(f)(x))
+
+
+def test_gradient_override_ops_finds_overrides_in_called_functions():
+  from jax.experimental.jax2tf.call_tf_lib import forward  # pylint: disable=g-import-not-at-top
+
+  @tf.custom_gradient
+  def triple_grad(x):
+    return tf.identity(x), lambda dy: 3. * dy
+
+  inner = tf.function(lambda x: triple_grad(x), autograph=False)
+  spec = tf.TensorSpec((3,), tf.float32)
+  with_override = tf.function(lambda x: inner(x) * 2., autograph=False)
+  plain = tf.function(lambda x: tf.sin(x) * 2., autograph=False)
+  found = forward.gradient_override_ops(
+      with_override.get_concrete_function(spec).graph)
+  assert [op_type for op_type, _ in found] == ["IdentityN"]
+  assert not forward.gradient_override_ops(
+      plain.get_concrete_function(spec).graph)
+
+
+def test_unbatched_tangent_under_vmap_transposes_to_a_sum():
+  # vmap over the primal with one tangent for the whole batch: the batched
+  # tangent map keeps the tangent unbatched, and its transpose (reverse mode
+  # through it) sums the cotangent over the batch.
+  f_tf = lambda x: tf.sin(x) * x
+  f_jnp = lambda x: jnp.sin(x) * x
+  # A jax.Array: JAX 0.12 asserts on a NumPy array vmapped into any
+  # custom_jvp under jit ("non-canonical constant"), call_tf or not.
+  xs = jnp.asarray(randn(4, 3))
+
+  def pushforward(f):
+    return lambda t: jnp.sum(
+        jax.vmap(lambda x: jax.jvp(f, (x,), (t,))[1])(xs) ** 2)
+
+  t = randn(3)
+  for wrap in (lambda g: g, jax.jit):
+    assert_close(wrap(pushforward(call_tf(f_tf)))(t),
+                 pushforward(f_jnp)(t))
+    assert_close(wrap(jax.grad(pushforward(call_tf(f_tf))))(t),
+                 jax.grad(pushforward(f_jnp))(t))

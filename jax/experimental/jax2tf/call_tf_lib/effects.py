@@ -28,7 +28,7 @@ once for the whole batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import functools
 from typing import Any
 
@@ -84,6 +84,30 @@ def _module_has_side_effects(op: Any) -> bool:
   return False
 
 
+def graph_ops(graph: Any) -> Iterator[Any]:
+  """Every op of ``graph`` and of the functions it calls, each graph once.
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Yields:
+    The ops, in graph order, each graph's before those of the functions it
+    calls; the ops that call functions (``PartitionedCall``, ``While``, ...)
+    too.
+  """
+  seen: set[int] = set()
+  todo = [graph]
+  while todo:
+    g = todo.pop(0)
+    if id(g) in seen:
+      continue
+    seen.add(id(g))
+    for op in g.get_operations():
+      yield op
+      if op.type in _CALLS:
+        todo += _called_graphs(op)
+
+
 def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
   """The ops with side effects in ``graph`` and the functions it calls.
 
@@ -94,26 +118,16 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
     ``(op_type, node_name)`` of each op with side effects, in graph order.
   """
   found: list[tuple[str, str]] = []
-  seen: set[int] = set()
-  todo = [graph]
-  while todo:
-    g = todo.pop(0)
-    if id(g) in seen:
-      continue
-    seen.add(id(g))
-    for op in g.get_operations():
-      if op.type in _CALLS:
-        called = _called_graphs(op)
-        if called:
-          todo += called
-          continue
-      if op.type == "XlaCallModule":
-        # TF registers it as stateful; a jax2tf module has side effects only
-        # if it threads a token (ordered effects) or calls TF functions.
-        if _module_has_side_effects(op):
-          found.append((op.type, op.name))
-      elif op.type not in _READS_ONLY and op._is_stateful:  # pylint: disable=protected-access
+  for op in graph_ops(graph):
+    if op.type in _CALLS and _called_graphs(op):
+      continue  # Its body is inspected instead.
+    if op.type == "XlaCallModule":
+      # TF registers it as stateful; a jax2tf module has side effects only
+      # if it threads a token (ordered effects) or calls TF functions.
+      if _module_has_side_effects(op):
         found.append((op.type, op.name))
+    elif op.type not in _READS_ONLY and op._is_stateful:  # pylint: disable=protected-access
+      found.append((op.type, op.name))
   return found
 
 
