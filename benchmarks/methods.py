@@ -205,8 +205,9 @@ def _with_tf_jvp(primal_tf: Callable[[Any], Any],
 def _fwdacc(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
   """Forward mode with TF's ForwardAccumulator instead of the fork's JVP.
 
-  The fork computes tangents as a double VJP (``call_tf_lib/forward.py``);
-  this is the formulation issue 11 proposed, built by hand from call_tf: a
+  The fork's JVP rule (``call_tf_lib/forward.py``) computes tangents with
+  the accumulator where it is exact, else with a double VJP; this is the
+  formulation issue 11 proposed, built by hand from call_tf: a
   ``jax.custom_jvp`` whose JVP is a ``call_tf`` of a function that runs
   ``tf.autodiff.ForwardAccumulator``. For ``hessian`` it is TF's
   forward-over-reverse: the accumulator over a ``GradientTape`` Jacobian.
@@ -259,7 +260,7 @@ ALL_METHODS: tuple[Method, ...] = (
            _tf2jax),
     Method("fwdacc", "forward mode by hand with tf.autodiff.ForwardAccumulator"
            " (a custom_jvp whose JVP is a call_tf; hessian: the accumulator "
-           "over a GradientTape Jacobian), instead of the fork's double VJP",
+           "over a GradientTape Jacobian), instead of the fork's JVP rule",
            _fwdacc, modes=("jit",),
            applies=lambda w: w.derivative in ("jvp", "jacfwd", "hessian")),
 )

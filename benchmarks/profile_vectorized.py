@@ -27,8 +27,8 @@ Prints, per workload:
   path, and their steady-state times;
 * the dispatch cost of ``has_side_effects=True`` at N=1;
 * for the forward-mode workloads (issue 11), the HLO census and steady
-  time of native JAX, tf2jax, the fork (double-VJP tangents) and ``fwdacc``
-  (tangents from ``tf.autodiff.ForwardAccumulator``);
+  time of native JAX, tf2jax, the fork (its JVP rule) and ``fwdacc`` (the
+  same derivative by hand, tangents from ``tf.autodiff.ForwardAccumulator``);
 
 and finally the effect of XLA:CPU's YNNPACK fusions on native JAX (a child
 process with ``XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=``), on

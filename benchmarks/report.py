@@ -613,9 +613,10 @@ def _issue_sections(res: Results, heading: str) -> list[str]:
   if ft.count("\n") > 1:
     parts += [f"{heading} Forward mode under jit (issue 11)", "",
               "Time per call of the batch; `fork` is `vmap` of the fork's "
-              "derivative of `call_tf(f)` (double-VJP tangents); `fwdacc` "
-              "the same derivative with tangents from "
-              "`tf.autodiff.ForwardAccumulator` (by hand, see methods.py); "
+              "derivative of `call_tf(f)` (its JVP rule: tangents from "
+              "`tf.autodiff.ForwardAccumulator` where exact, else a double "
+              "VJP); `fwdacc` the same derivative written by hand with "
+              "the accumulator (see methods.py); "
               "ratios to the faster of native JAX and tf2jax, leaving out a "
               "**wrong** result (disagrees with the eager, unbatched jnp "
               "reference).", "", ft, ""]
