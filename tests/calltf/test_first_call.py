@@ -83,9 +83,9 @@ def test_first_jit_vmap_call_does_each_step_once(counts):
   calls = []
   f, f_np = _fresh_function(calls)
   assert_close(jax.jit(jax.vmap(call_tf(f)))(X), f_np(X), tol=1e-5)
-  # f's Python runs to trace the unbatched function (for the output shapes
-  # and the side-effect check) and inside pfor's loop body.
-  assert len(calls) == 2
+  # f's Python runs once, to trace the unbatched function (for the output
+  # shapes and the side-effect check); pfor vectorizes that trace.
+  assert len(calls) == 1
   assert counts["pfor"] == 1
   # The trial compile's HLO is the lowering's.
   assert counts["tf_to_hlo"] == 1
@@ -111,8 +111,8 @@ def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
   assert counts["tf_to_hlo"] <= 3
 
 
-def test_the_loop_body_sees_autograph_as_the_unbatched_trace_does():
-  """Autograph's status inside f is the same unbatched and vectorized."""
+def test_vectorizing_reuses_the_unbatched_trace_and_its_autograph_status():
+  """f's Python runs once; where it runs again, autograph's status is the same."""
   from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-import-not-at-top
   seen = []
 
@@ -124,5 +124,9 @@ def test_the_loop_body_sees_autograph_as_the_unbatched_trace_does():
   jax.jit(g)(X[0])
   jax.jit(jax.vmap(g))(X)
   jax.vmap(g)(X)
-  assert len(seen) >= 3
+  # pfor vectorizes the unbatched trace, eagerly and under jit.
+  assert len(seen) == 1
+  # A one-call method runs f on the batch: a trace of its own.
+  jax.jit(jax.vmap(call_tf(f, vmap_method="expand_dims")))(X)
+  assert len(seen) == 3  # call_tf(f) is a new object: unbatched, batched.
   assert len(set(seen)) == 1, seen

@@ -255,8 +255,9 @@ def disabled_safety_check(name: str) -> Any:
 def pfor_converter_registry() -> dict[str, Any] | None:
   """pfor's registry of op converters, or None if TF moved it.
 
-  Only an optimization reads it (a better ``MatMul`` converter); without it
-  pfor's own converters are used.
+  Our converters wrap pfor's (see :mod:`.pfor`); without the registry pfor's
+  own converters are used, and the vectorized function runs the Python
+  function again instead of calling the unbatched trace.
   """
   try:
     from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -264,6 +265,36 @@ def pfor_converter_registry() -> dict[str, Any] | None:
   except (ImportError, AttributeError):
     return None
   return registry if isinstance(registry, dict) else None
+
+
+def find_function(graph: Any, name: str) -> Any | None:
+  """The function ``name`` in ``graph``'s library or an outer graph's.
+
+  Args:
+    graph: a ``tf.Graph``; a ``FuncGraph`` has an ``outer_graph``.
+    name: the function's name, as a call op's ``f`` attribute has it.
+
+  Returns:
+    TF's function object (with its ``graph``), or None.
+  """
+  while graph is not None:
+    found = graph._get_function(name)  # pylint: disable=protected-access
+    if found is not None:
+      return found
+    graph = getattr(graph, "outer_graph", None)
+  return None
+
+
+def add_function_from_outer_graphs(graph: Any, name: str) -> None:
+  """Adds function ``name`` to ``graph``'s library if only an outer graph has it.
+
+  pfor looks the function of a call it converts up in the call's own graph
+  only; see :func:`.pfor._call_of_outer_function`.
+  """
+  if graph._get_function(name) is None:  # pylint: disable=protected-access
+    found = find_function(graph, name)
+    if found is not None:
+      graph._add_function_recursive(found)  # pylint: disable=protected-access
 
 
 def pfor_modules_wrapping_functions() -> list[Any]:
@@ -455,9 +486,9 @@ def check() -> list[str]:
     need(hasattr(jax2tf_internal, name),
          f"jax.experimental.jax2tf.jax2tf.{name}")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  need(pfor_converter_registry() is not None
-       and "MatMul" in (pfor_converter_registry() or {}),
-       "tensorflow pfor._pfor_converter_registry['MatMul']")
+  for op_type in ("MatMul", "PartitionedCall", "StatefulPartitionedCall"):
+    need(op_type in (pfor_converter_registry() or {}),
+         f"tensorflow pfor._pfor_converter_registry[{op_type!r}]")
   need(len(pfor_modules_wrapping_functions()) == 2,
        "tensorflow control_flow_ops.def_function and pfor.def_function")
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
@@ -472,7 +503,8 @@ def check() -> list[str]:
   graph = tf.Graph()
   need(hasattr(getattr(graph, "_group_lock", None), "_group_member_counts"),
        "tf.Graph._group_lock._group_member_counts")
-  need(hasattr(graph, "_get_function"), "tf.Graph._get_function")
+  for name in ("_get_function", "_add_function_recursive"):
+    need(hasattr(graph, name), f"tf.Graph.{name}")
   with graph.as_default():
     op = tf.constant(0.).op
   need(isinstance(getattr(op, "_is_stateful", None), bool),

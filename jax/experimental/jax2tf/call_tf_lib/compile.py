@@ -36,6 +36,7 @@ from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import traces
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -186,8 +187,7 @@ def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
 def _compile_eager_cached(function_flat_tf: Any,
                           specs: tuple[tf.TensorSpec, ...],
                           platform: str) -> bytes:
-  with jax2tf_internal.inside_call_tf():
-    concrete_fn = function_flat_tf.get_concrete_function(*specs)
+  concrete_fn = traces.concrete_function(function_flat_tf, specs)
   # The scan abstract evaluation made (cached): the graph is walked once.
   _check_no_variable_writes(
       effects.function_side_effect_ops(function_flat_tf, specs))
@@ -217,7 +217,7 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
   specs = tuple(specs)
   if captures.executing_eagerly_outside_functions():
     return _compile_eager_cached(function_flat_tf, specs, platform)
+  concrete_fn = traces.concrete_function(function_flat_tf, specs)
   with jax2tf_internal.inside_call_tf():
-    concrete_fn = function_flat_tf.get_concrete_function(*specs)
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     return _compile_graph_mode(concrete_fn, specs, platform)

@@ -33,7 +33,7 @@ import functools
 from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+from jax.experimental.jax2tf.call_tf_lib import traces
 import tensorflow as tf
 
 # Stateful in TensorFlow's op registry, but only reading state.
@@ -64,13 +64,9 @@ def _called_graphs(op: Any) -> list[Any]:
     names = ([attr.func.name] if attr.HasField("func")
              else [f.name for f in attr.list.func])
     for name in names:
-      g = op.graph
-      while g is not None:
-        f = g._get_function(name)  # pylint: disable=protected-access
-        if f is not None:
-          graphs.append(f.graph)
-          break
-        g = getattr(g, "outer_graph", None)
+      f = compat.find_function(op.graph, name)
+      if f is not None:
+        graphs.append(f.graph)
   return graphs
 
 
@@ -135,9 +131,8 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
 def _concrete_side_effect_ops(function_flat_tf: Any,
                               sig: tuple[tf.TensorSpec, ...]
                               ) -> tuple[tuple[str, str], ...]:
-  with jax2tf_internal.inside_call_tf():
-    concrete = function_flat_tf.get_concrete_function(*sig)
-  return tuple(side_effect_ops(concrete.graph))
+  return tuple(side_effect_ops(
+      traces.concrete_function(function_flat_tf, sig).graph))
 
 
 compat.register_cache(_concrete_side_effect_ops,

@@ -145,6 +145,45 @@ def _matmul_of_stacked_column(original: Callable[[Any], Any]
   return convert
 
 
+def _call_of_outer_function(original: Callable[[Any], Any]
+                            ) -> Callable[[Any], Any]:
+  """pfor's converter for function calls, finding functions of outer graphs.
+
+  pfor looks the called function up in the call op's own graph. A call that
+  pfor copied into a function it builds (converting the body of a call, it
+  copies a loop-invariant call as it is) names a function that only an outer
+  graph has: vectorizing a vectorized function, such as ``jacfwd`` of
+  ``jacfwd``, whose tangents ``tf.autodiff.ForwardAccumulator`` computes
+  with function calls, then failed with ``AttributeError: 'NoneType' object
+  has no attribute 'graph'``. The function is added to the call's graph.
+  """
+  def convert(pfor_input):
+    compat.add_function_from_outer_graphs(pfor_input.op.graph,
+                                          pfor_input.get_attr("f").name)
+    return original(pfor_input)
+  return convert
+
+
+# Our converters, each wrapping pfor's own for that op type.
+_CONVERTERS = {
+    "MatMul": _matmul_of_stacked_column,
+    "PartitionedCall": _call_of_outer_function,
+    "StatefulPartitionedCall": _call_of_outer_function,
+}
+
+
+def converts_calls_of_outer_functions() -> bool:
+  """Whether pfor, as we run it, converts a call of an outer graph's function.
+
+  False if TF moved pfor's converter registry: then the vectorized function
+  must not call functions of the unbatched trace (see
+  :func:`.vmap_tf._batched_tf_functions`).
+  """
+  registry = compat.pfor_converter_registry()
+  return registry is not None and all(
+      k in registry for k in ("PartitionedCall", "StatefulPartitionedCall"))
+
+
 # The modules whose closures pfor wraps in tf.function.
 _PFOR_MODULES = ("tensorflow.python.ops.parallel_for.",)
 
@@ -192,7 +231,7 @@ class _Converters:
 
   def __enter__(self) -> None:
     _PFOR_LOCK.acquire()
-    self._saved = None
+    self._saved: tuple[dict[str, Any], dict[str, Any]] | None = None
     self._def_functions = []
     for module in compat.pfor_modules_wrapping_functions():
       original = module.def_function
@@ -200,18 +239,20 @@ class _Converters:
         self._def_functions.append((module, original))
         module.def_function = _DefFunctionWithoutAutograph(original)
     registry = compat.pfor_converter_registry()
-    if registry is None or "MatMul" not in registry:
+    if registry is None:
       return  # another TF layout: pfor's converters as they are
-    self._saved = (registry, registry["MatMul"])
-    registry["MatMul"] = _matmul_of_stacked_column(registry["MatMul"])
+    self._saved = (registry, {op: registry[op] for op in _CONVERTERS
+                              if op in registry})
+    for op, original in self._saved[1].items():
+      registry[op] = _CONVERTERS[op](original)
 
   def __exit__(self, *exc: Any) -> None:
     try:
       for module, original in self._def_functions:
         module.def_function = original
       if self._saved is not None:
-        registry, original = self._saved
-        registry["MatMul"] = original
+        registry, originals = self._saved
+        registry.update(originals)
     finally:
       _PFOR_LOCK.release()
 

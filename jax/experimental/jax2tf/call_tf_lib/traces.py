@@ -31,17 +31,33 @@ empties every cache, so that the next call traces again.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 import threading
 from typing import Any
 import weakref
 
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 
 # Signatures kept per call_tf object; beyond it the least recent is dropped.
 MAX_SIGNATURES = 64
 
 _ALL: weakref.WeakSet[TraceCache] = weakref.WeakSet()
+
+
+def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
+  """``function_flat_tf``'s concrete function for ``specs``, as call_tf traces it.
+
+  Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
+  it), and cached by TensorFlow: the same as upstream's
+  ``_get_concrete_function_tf``.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param).
+    specs: the argument specs (``args_flat_sig_tf``).
+  """
+  with jax2tf_internal.inside_call_tf():
+    return function_flat_tf.get_concrete_function(*specs)
 
 
 class TraceCache:

@@ -40,6 +40,7 @@ from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import pfor
+from jax.experimental.jax2tf.call_tf_lib import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap
 import tensorflow as tf
 
@@ -146,8 +147,10 @@ class _TfCallee:
     """The arguments and params of the ``call_tf_p`` of a batched call."""
     params = self.params
     eager_fn, staged_fn = _batched_tf_functions(
-        params["callable_flat_tf"], vmap_method, is_batched, batch_arg,
-        tuple(_tf_shape(a.shape) for a in out_avals), params["call_tf_graph"])
+        params["callable_flat_tf"], params["function_flat_tf"],
+        tuple(params["args_flat_sig_tf"]), vmap_method, is_batched,
+        batch_arg, tuple(_tf_shape(a.shape) for a in out_avals),
+        params["call_tf_graph"])
     new_sig = tuple(tf.TensorSpec(_tf_shape(compat.typeof(a).shape), s.dtype)
                     for a, s in zip(args, params["args_flat_sig_tf"]))
     return list(args), dict(params, callable_flat_tf=eager_fn,
@@ -219,6 +222,8 @@ def _check_results(results: Sequence[Any],
 @functools.lru_cache(maxsize=256)
 def _batched_tf_functions(
     callable_flat_tf: Callable[..., Any],
+    function_flat_tf: Any,
+    sig: tuple[tf.TensorSpec, ...],
     vmap_method: str | None,
     is_batched: tuple[bool, ...],
     batch_arg: int,
@@ -230,8 +235,16 @@ def _batched_tf_functions(
   Cached on the unbatched callable: ``call_tf`` makes one per ``call_tf``
   object and argument signature, so repeated calls reuse the vectorization.
 
+  pfor vectorizes the unbatched function's concrete function, which the
+  unbatched call's abstract evaluation traced: called in pfor's loop body,
+  pfor converts its graph's ops, and the Python function (the user's, a
+  ``GradientTape`` VJP) does not run a second time. The one-call methods
+  call the Python function on batched shapes.
+
   Args:
     callable_flat_tf: the unbatched flat TF callable (a primitive param).
+    function_flat_tf: its ``tf.function`` (a primitive param).
+    sig: the unbatched argument specs (a primitive param).
     vmap_method: None, "vectorized" or one of the one-call methods.
     is_batched: which flat arguments carry the batch at axis 0.
     batch_arg: an argument batched under vmap (its axis 0 is the batch).
@@ -254,10 +267,14 @@ def _batched_tf_functions(
     if vmap_method not in (None, "vectorized"):
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
+    if pfor.converts_calls_of_outer_functions():
+      unbatched_fn = traces.concrete_function(function_flat_tf, sig)
+    else:
+      unbatched_fn = functools.partial(inner, check_output_avals=False)
 
     def body(elems):
-      res = inner(*util.merge_lists(list(is_batched), unbatched, list(elems)),
-                  check_output_avals=False)
+      res = unbatched_fn(*util.merge_lists(list(is_batched), unbatched,
+                                           list(elems)))
       # pfor needs an output; a function without results is pure (one with
       # side effects is never vectorized), so nothing is lost.
       return tuple(res) if n_out else (tf.zeros((), tf.int32),)
