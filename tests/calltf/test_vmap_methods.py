@@ -317,3 +317,18 @@ def test_jax_clear_caches_clears_the_rules_caches():
   assert all(c.cache_info().currsize for c in caches)
   jax.clear_caches()
   assert not any(c.cache_info().currsize for c in caches)
+
+
+def test_a_pfor_failure_restores_what_the_rule_swapped():
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
+  swapped = ("MatMul", "PartitionedCall", "StatefulPartitionedCall")
+  registry = pfor_lib._pfor_converter_registry  # pylint: disable=protected-access
+  originals = {op: registry[op] for op in swapped}
+  warnings_on = deprecation._PRINT_DEPRECATION_WARNINGS  # pylint: disable=protected-access
+  f = call_tf(lambda x: tf.ensure_shape(
+      tf.numpy_function(np.sin, [x], tf.float32, stateful=False), x.shape))
+  with pytest.raises(ValueError, match="PyFunc"):
+    jax.jit(jax.vmap(f))(randn(4, 3))
+  assert {op: registry[op] for op in swapped} == originals
+  assert deprecation._PRINT_DEPRECATION_WARNINGS is warnings_on  # pylint: disable=protected-access

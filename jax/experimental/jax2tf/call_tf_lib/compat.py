@@ -27,7 +27,8 @@ raise :class:`InternalsChangedError`, which says what changed and what to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+import contextlib
 import dataclasses
 import inspect
 from typing import Any
@@ -297,6 +298,33 @@ def add_function_from_outer_graphs(graph: Any, name: str) -> None:
       graph._add_function_recursive(found)  # pylint: disable=protected-access
 
 
+@contextlib.contextmanager
+def tf_deprecation_checks_off() -> Iterator[None]:
+  """TF's deprecation warnings off, restored on exit (even on an error).
+
+  Each call of a TF function with deprecated arguments then skips binding
+  its arguments by name to look for them (``tf_inspect.getcallargs``, about
+  0.5 ms a call): pfor copies every loop-invariant op with the deprecated
+  ``Graph.create_op``, 150-200 ms of the first ``jit(vmap(jacrev(f)))`` of
+  the benchmarks' energy. TF's own ``deprecation.silence()`` does not
+  restore the setting when its body raises. Nothing if TF moved it.
+  """
+  try:
+    from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    deprecation = None
+  if not isinstance(getattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", None),
+                    bool):
+    yield
+    return
+  saved = deprecation._PRINT_DEPRECATION_WARNINGS  # pylint: disable=protected-access
+  deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    deprecation._PRINT_DEPRECATION_WARNINGS = saved  # pylint: disable=protected-access
+
+
 def pfor_modules_wrapping_functions() -> list[Any]:
   """pfor's modules that wrap their own closures in ``def_function.function``.
 
@@ -489,6 +517,9 @@ def check() -> list[str]:
   for op_type in ("MatMul", "PartitionedCall", "StatefulPartitionedCall"):
     need(op_type in (pfor_converter_registry() or {}),
          f"tensorflow pfor._pfor_converter_registry[{op_type!r}]")
+  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
+  need(isinstance(getattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", None),
+                  bool), "tensorflow deprecation._PRINT_DEPRECATION_WARNINGS")
   need(len(pfor_modules_wrapping_functions()) == 2,
        "tensorflow control_flow_ops.def_function and pfor.def_function")
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top

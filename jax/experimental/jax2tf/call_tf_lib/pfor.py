@@ -227,10 +227,13 @@ _PFOR_LOCK = threading.RLock()
 
 
 class _Converters:
-  """Installs our pfor converters while pfor traces."""
+  """Installs our pfor converters while pfor traces, TF's deprecation checks off."""
 
   def __enter__(self) -> None:
     _PFOR_LOCK.acquire()
+    # pfor copies loop-invariant ops with the deprecated Graph.create_op.
+    self._deprecation_checks_off = compat.tf_deprecation_checks_off()
+    self._deprecation_checks_off.__enter__()
     self._saved: tuple[dict[str, Any], dict[str, Any]] | None = None
     self._def_functions = []
     for module in compat.pfor_modules_wrapping_functions():
@@ -253,6 +256,7 @@ class _Converters:
       if self._saved is not None:
         registry, originals = self._saved
         registry.update(originals)
+      self._deprecation_checks_off.__exit__(None, None, None)
     finally:
       _PFOR_LOCK.release()
 
