@@ -112,7 +112,7 @@ def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
 
 
 def test_vectorizing_reuses_the_unbatched_trace_and_its_autograph_status():
-  """f's Python runs once; where it runs again, autograph's status is the same."""
+  """f's Python runs once; run again, it sees the same autograph status."""
   from tensorflow.python.autograph.core import ag_ctx  # pylint: disable=g-import-not-at-top
   seen = []
 

@@ -287,7 +287,7 @@ def find_function(graph: Any, name: str) -> Any | None:
 
 
 def add_function_from_outer_graphs(graph: Any, name: str) -> None:
-  """Adds function ``name`` to ``graph``'s library if only an outer graph has it.
+  """Adds function ``name`` to ``graph`` if only an outer graph has it.
 
   pfor looks the function of a call it converts up in the call's own graph
   only; see :func:`.pfor._call_of_outer_function`.

@@ -227,7 +227,7 @@ _PFOR_LOCK = threading.RLock()
 
 
 class _Converters:
-  """Installs our pfor converters while pfor traces, TF's deprecation checks off."""
+  """Our pfor converters while pfor traces, TF's deprecation checks off."""
 
   def __enter__(self) -> None:
     _PFOR_LOCK.acquire()

@@ -46,7 +46,7 @@ _ALL: weakref.WeakSet[TraceCache] = weakref.WeakSet()
 
 
 def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
-  """``function_flat_tf``'s concrete function for ``specs``, as call_tf traces it.
+  """The concrete function of ``function_flat_tf`` for ``specs``.
 
   Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
   it), and cached by TensorFlow: the same as upstream's
