@@ -177,26 +177,48 @@ def test_custom_gradient_inside_a_called_tf_function_is_used():
     assert_close(jac(x), expected)
 
 
+_TIMES_FIVE = "CallTfForkTestTimesFive"
+try:
+  tf.RegisterGradient(_TIMES_FIVE)(lambda op, dy: 5. * dy)
+except KeyError:  # registered already (the module imported twice)
+  pass
+
+
 def test_gradient_override_map_gives_the_same_jacobian_in_both_modes():
   # TF2's GradientTape, which reverse mode uses, does not read
   # gradient_override_map (only tf.gradients does): the gradient is the
-  # registered one of Identity. Forward mode must agree with reverse mode.
-  grad_name = "CallTfForkTestTimesFive"
-
-  @tf.RegisterGradient(grad_name)
-  def _times_five(op, dy):
-    del op
-    return 5. * dy
+  # registered one of Identity. Forward mode must agree with reverse mode,
+  # and takes the double VJP, as for any override.
+  from jax.experimental.jax2tf.call_tf_lib import forward  # pylint: disable=g-import-not-at-top
 
   def f_tf(x):
     with tf.compat.v1.get_default_graph().gradient_override_map(
-        {"Identity": grad_name}):
+        {"Identity": _TIMES_FIVE}):
       return tf.identity(x) * 2.
 
+  spec = tf.TensorSpec((3,), tf.float32)
+  found = forward.gradient_override_ops(
+      tf.function(f_tf, autograph=False).get_concrete_function(spec).graph)
+  assert [op_type for op_type, _ in found] == ["Identity"]
   f = call_tf(f_tf)
   x = randn(3)
   assert_close(jax.jacrev(f)(x), 2. * np.eye(3, dtype=np.float32))
   assert_close(jax.jacfwd(f)(x), jax.jacrev(f)(x))
+
+
+def test_forward_mode_of_a_tensor_list_loop():
+  # tf.map_fn's TensorList loop: the accumulator fails to trace it where
+  # XLA compiles it, so the tangents come from the double VJP.
+  f_tf = lambda x: tf.map_fn(lambda r: tf.sin(r) * r, x)
+  f_jnp = lambda x: jnp.sin(x) * x
+  x, t = randn(3), randn(3)
+  jvp = lambda f: (lambda x: jax.jvp(f, (x,), (t,))[1])
+  check_eager_and_jit(jvp(call_tf(f_tf)), jvp(f_jnp), x, tol=1e-5)
+  # pfor cannot vectorize the loop for XLA: sequential batches it.
+  seq = call_tf(f_tf, vmap_method="sequential")
+  check_eager_and_jit(jax.jacfwd(seq), jax.jacfwd(f_jnp), x, tol=1e-5)
+  check_eager_and_jit(jax.hessian(lambda x: seq(x).sum()),
+                      jax.hessian(lambda x: f_jnp(x).sum()), x, tol=1e-4)
 
 
 def test_gradient_override_ops_finds_overrides_in_called_functions():

@@ -265,12 +265,17 @@ def test_calls_compiled_into_the_program_are_not_effectful(method):
 
 
 def test_concurrent_traces_leave_tensorflow_as_they_found_it():
-  """The rule swaps a pfor converter and pfor's ``def_function`` (autograph
-  off), and filters TF's log, while it traces."""
+  """The rule swaps pfor converters and pfor's ``def_function`` (autograph
+  off), turns TF's deprecation checks off and filters TF's log, while it
+  traces."""
   import threading  # pylint: disable=g-import-not-at-top
   from tensorflow.python.ops.parallel_for import control_flow_ops  # pylint: disable=g-import-not-at-top
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
-  original = pfor_lib._pfor_converter_registry["MatMul"]  # pylint: disable=protected-access
+  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
+  swapped = ("MatMul", "PartitionedCall", "StatefulPartitionedCall")
+  registry = pfor_lib._pfor_converter_registry  # pylint: disable=protected-access
+  originals = {op: registry[op] for op in swapped}
+  warnings_on = deprecation._PRINT_DEPRECATION_WARNINGS  # pylint: disable=protected-access
   def_functions = (control_flow_ops.def_function, pfor_lib.def_function)
   logger = tf.get_logger()
   filters, handlers = list(logger.filters), list(logger.handlers)
@@ -292,7 +297,8 @@ def test_concurrent_traces_leave_tensorflow_as_they_found_it():
   for t in threads:
     t.join()
   assert not errors, errors
-  assert pfor_lib._pfor_converter_registry["MatMul"] is original  # pylint: disable=protected-access
+  assert {op: registry[op] for op in swapped} == originals
+  assert deprecation._PRINT_DEPRECATION_WARNINGS is warnings_on  # pylint: disable=protected-access
   assert control_flow_ops.def_function is def_functions[0]
   assert pfor_lib.def_function is def_functions[1]
   assert logger.filters == filters and logger.handlers == handlers

@@ -307,7 +307,9 @@ def tf_deprecation_checks_off() -> Iterator[None]:
   0.5 ms a call): pfor copies every loop-invariant op with the deprecated
   ``Graph.create_op``, 150-200 ms of the first ``jit(vmap(jacrev(f)))`` of
   the benchmarks' energy. TF's own ``deprecation.silence()`` does not
-  restore the setting when its body raises. Nothing if TF moved it.
+  restore the setting when its body raises. Nothing if TF moved it. The
+  setting is global: while it is off, no thread logs TF deprecation
+  warnings.
   """
   try:
     from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top

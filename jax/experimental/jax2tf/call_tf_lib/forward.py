@@ -180,6 +180,9 @@ def _has_tangent_space(x: Any) -> bool:
       dtypes.result_type(x), np.inexact)
 
 
+# Signatures whose choice of tangent computation is kept, per call_tf.
+_MAX_SIGNATURES = 64
+
 # The attribute TensorFlow sets on an op whose gradient is overridden: by
 # ``tf.custom_gradient`` (on its ``IdentityN``, also under
 # ``tf.recompute_grad`` and ``tf.grad_pass_through``) or by
@@ -210,17 +213,47 @@ def _accumulator_is_exact(callable_tf: Callable[..., Any],
   It does for real inputs and outputs when no op overrides its gradient: it
   computes each op's JVP from the op type's registered gradient. It ignores
   an override (``tf.custom_gradient``), so such a function needs the double
-  VJP. Decided on a trace of ``callable_tf`` of its own, never run.
+  VJP. And it must trace where XLA compiles the function: it fails there on
+  some graphs that the double VJP differentiates (a ``tf.map_fn``'s
+  TensorList loop: "dtype variant is not compatible with 1 of dtype
+  int64"). Decided on a trace of its own (``jit_compile=True``, never run).
+
+  Args:
+    callable_tf: the function.
+    flat_args: its flat arguments (tensors of the trace that asks).
+    args_tree: their pytree structure (``callable_tf``'s positional args).
+    watched: ``(argument, tangent)`` pairs of the arguments with tangents.
+
+  Returns:
+    True if the accumulator is exact and traces; False if the double VJP is
+    needed.
   """
   if any(a.dtype.is_complex for a, _ in watched):
     return False
+  watched_ids = [id(a) for a, _ in watched]
+  positions = [i for i, a in enumerate(flat_args) if id(a) in watched_ids]
+
   def probe(*args):
-    res = callable_tf(*args_tree.unflatten(list(args)))
-    return [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
-  concrete = tf.function(probe, autograph=False).get_concrete_function(
-      *[tf.TensorSpec(a.shape, a.dtype) for a in flat_args])
-  return (not any(o.dtype.is_complex for o in concrete.outputs)
-          and not gradient_override_ops(concrete.graph))
+    primals, tangents = args[:len(flat_args)], args[len(flat_args):]
+    with tf.autodiff.ForwardAccumulator(
+        [primals[i] for i in positions], list(tangents)) as acc:
+      res = callable_tf(*args_tree.unflatten(list(primals)))
+    outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
+    if any(o.dtype.is_complex for o in outs):
+      raise TypeError("complex results")
+    return outs + [
+        acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        for o in outs if o.dtype.is_floating]
+
+  specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat_args]
+  try:
+    concrete = tf.function(probe, autograph=False, jit_compile=True
+                           ).get_concrete_function(
+                               *specs, *[specs[i] for i in positions])
+  except Exception:  # pylint: disable=broad-except
+    # The double VJP then differentiates it, or raises the function's error.
+    return False
+  return not gradient_override_ops(concrete.graph)
 
 
 def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
@@ -262,6 +295,8 @@ def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
                   a.dtype) for a in flat_args),
            tuple(t is not None for t in flat_tangents))
     if key not in exact:
+      if len(exact) >= _MAX_SIGNATURES:
+        exact.clear()
       exact[key] = _accumulator_is_exact(callable_tf, flat_args, args_tree,
                                          watched)
     if exact[key]:

@@ -14,7 +14,10 @@
 """TensorFlow's vectorizer (``tf.vectorized_map``, pfor), and its failures.
 
 :func:`vectorized_map` runs pfor without its fallback to a while loop (a slow
-path must never be silent), with a better converter for ``MatMul``.
+path must never be silent), with converters of our own wrapping pfor's: a
+better one for ``MatMul``, and function calls that find their function in an
+outer graph; pfor's own wrappers are traced without autograph, and TF's
+deprecation checks are off while it runs.
 :func:`pfor_failure` and :func:`xla_failure` read the op that pfor or tf2xla
 failed on out of their messages, which is all TensorFlow gives: pfor's errors
 are re-raised by ``tf.function`` as new exceptions without the original.
@@ -22,7 +25,8 @@ are re-raised by ``tf.function`` as new exceptions without the original.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+import contextlib
 import logging
 import re
 import threading
@@ -155,7 +159,10 @@ def _call_of_outer_function(original: Callable[[Any], Any]
   graph has: vectorizing a vectorized function, such as ``jacfwd`` of
   ``jacfwd``, whose tangents ``tf.autodiff.ForwardAccumulator`` computes
   with function calls, then failed with ``AttributeError: 'NoneType' object
-  has no attribute 'graph'``. The function is added to the call's graph.
+  has no attribute 'graph'``. The function is added to the call's graph:
+  the graph pfor converts, which may be a cached concrete function's (an
+  inner ``vmap``'s vectorized function). Adding a function definition to
+  its library changes nothing else in it.
   """
   def convert(pfor_input):
     compat.add_function_from_outer_graphs(pfor_input.op.graph,
@@ -181,7 +188,8 @@ def converts_calls_of_outer_functions() -> bool:
   """
   registry = compat.pfor_converter_registry()
   return registry is not None and all(
-      k in registry for k in ("PartitionedCall", "StatefulPartitionedCall"))
+      op in registry for op, converter in _CONVERTERS.items()
+      if converter is _call_of_outer_function)
 
 
 # The modules whose closures pfor wraps in tf.function.
@@ -198,12 +206,13 @@ class _DefFunctionWithoutAutograph:
   (measured: 50 ms of a 64-128-1 MLP's first call under ``jit(vmap)``, 90 ms
   under ``jacrev``), and changes nothing they build: their calls are to TF's
   own functions, which autograph does not convert. The one difference is the
-  autograph status the loop body runs under: disabled, as when call_tf traces
-  the unbatched function (``tf.function(autograph=False)``) and as pfor runs
-  it outside XLA; TF-internal ``tf_convert`` users (``tf.map_fn`` bodies)
-  then see the same status batched and unbatched. Functions of other
-  modules (a user's ``pfor_config.reduce``) and other threads' pfor keep
-  TF's default.
+  autograph status the loop body runs under, where it runs Python (the
+  vectorized methods call the unbatched trace instead, unless TF moved
+  pfor's converter registry): disabled, as when call_tf traces the
+  unbatched function (``tf.function(autograph=False)``) and as pfor runs it
+  outside XLA; TF-internal ``tf_convert`` users (``tf.map_fn`` bodies) then
+  see the same status batched and unbatched. Functions of other modules (a
+  user's ``pfor_config.reduce``) and other threads' pfor keep TF's default.
   """
 
   def __init__(self, module: Any):
@@ -221,44 +230,35 @@ class _DefFunctionWithoutAutograph:
     return self._module.function(func, **kwargs)
 
 
-# pfor's converter registry is global: converters are swapped in and out
-# under this lock, so that concurrent traces do not undo each other.
+# pfor's converter registry and def_function are global: they are swapped in
+# and out under this lock, so that concurrent traces do not undo each other.
 _PFOR_LOCK = threading.RLock()
 
 
-class _Converters:
-  """Our pfor converters while pfor traces, TF's deprecation checks off."""
+@contextlib.contextmanager
+def _converters() -> Iterator[None]:
+  """While pfor traces: our converters, pfor's wrappers without autograph.
 
-  def __enter__(self) -> None:
-    _PFOR_LOCK.acquire()
-    # pfor copies loop-invariant ops with the deprecated Graph.create_op.
-    self._deprecation_checks_off = compat.tf_deprecation_checks_off()
-    self._deprecation_checks_off.__enter__()
-    self._saved: tuple[dict[str, Any], dict[str, Any]] | None = None
-    self._def_functions = []
+  Also TF's deprecation checks off, as pfor copies every loop-invariant op
+  with the deprecated ``Graph.create_op`` (see
+  :func:`.compat.tf_deprecation_checks_off`). That setting is global to the
+  process: other threads' TF calls log no deprecation warning while it
+  lasts. Everything is restored on exit, after an error too.
+  """
+  with (_PFOR_LOCK, compat.tf_deprecation_checks_off(),
+        contextlib.ExitStack() as undo):
     for module in compat.pfor_modules_wrapping_functions():
       original = module.def_function
       if not isinstance(original, _DefFunctionWithoutAutograph):  # reentry
-        self._def_functions.append((module, original))
         module.def_function = _DefFunctionWithoutAutograph(original)
+        undo.callback(setattr, module, "def_function", original)
     registry = compat.pfor_converter_registry()
-    if registry is None:
-      return  # another TF layout: pfor's converters as they are
-    self._saved = (registry, {op: registry[op] for op in _CONVERTERS
-                              if op in registry})
-    for op, original in self._saved[1].items():
-      registry[op] = _CONVERTERS[op](original)
-
-  def __exit__(self, *exc: Any) -> None:
-    try:
-      for module, original in self._def_functions:
-        module.def_function = original
-      if self._saved is not None:
-        registry, originals = self._saved
-        registry.update(originals)
-      self._deprecation_checks_off.__exit__(None, None, None)
-    finally:
-      _PFOR_LOCK.release()
+    if registry is not None:  # else another TF layout: pfor's own converters
+      originals = {op: registry[op] for op in _CONVERTERS if op in registry}
+      undo.callback(registry.update, originals)
+      for op, original in originals.items():
+        registry[op] = _CONVERTERS[op](original)
+    yield
 
 
 def vectorized_map(body: Callable[[Any], Any], batched: Sequence[Any]
@@ -272,6 +272,6 @@ def vectorized_map(body: Callable[[Any], Any], batched: Sequence[Any]
   Returns:
     What ``tf.vectorized_map`` returns.
   """
-  with _Converters():
+  with _converters():
     return tf.vectorized_map(body, tuple(batched),
                              fallback_to_while_loop=False, warn=False)

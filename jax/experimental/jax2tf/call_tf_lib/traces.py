@@ -55,6 +55,9 @@ def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
   Args:
     function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param).
     specs: the argument specs (``args_flat_sig_tf``).
+
+  Returns:
+    The ``ConcreteFunction``, traced on first use.
   """
   with jax2tf_internal.inside_call_tf():
     return function_flat_tf.get_concrete_function(*specs)

@@ -184,8 +184,8 @@ def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
 
 def _python_function(callable_flat_tf: Callable[..., Any]
                      ) -> Callable[..., Any]:
-  # The batched callables are tf.functions; call their Python function so
-  # that nested vmap does not nest tf.function calls.
+  # The batched callables are tf.functions; the one-call methods call their
+  # Python function, so that nested vmap does not nest tf.function calls.
   return getattr(callable_flat_tf, "python_function", callable_flat_tf)
 
 
