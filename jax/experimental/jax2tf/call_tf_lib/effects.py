@@ -80,6 +80,25 @@ def _module_has_side_effects(op: Any) -> bool:
   return False
 
 
+def _ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
+  """:func:`graph_ops`, each op with the graphs of the functions it calls.
+
+  The list is empty for an op that calls no function (or whose functions
+  are not found); each graph is walked once.
+  """
+  seen: set[int] = set()
+  todo = [graph]
+  while todo:
+    g = todo.pop(0)
+    if id(g) in seen:
+      continue
+    seen.add(id(g))
+    for op in g.get_operations():
+      called = _called_graphs(op) if op.type in _CALLS else []
+      yield op, called
+      todo += called
+
+
 def graph_ops(graph: Any) -> Iterator[Any]:
   """Every op of ``graph`` and of the functions it calls, each graph once.
 
@@ -91,17 +110,8 @@ def graph_ops(graph: Any) -> Iterator[Any]:
     calls; the ops that call functions (``PartitionedCall``, ``While``, ...)
     too.
   """
-  seen: set[int] = set()
-  todo = [graph]
-  while todo:
-    g = todo.pop(0)
-    if id(g) in seen:
-      continue
-    seen.add(id(g))
-    for op in g.get_operations():
-      yield op
-      if op.type in _CALLS:
-        todo += _called_graphs(op)
+  for op, _ in _ops_and_called_graphs(graph):
+    yield op
 
 
 def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
@@ -114,8 +124,8 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
     ``(op_type, node_name)`` of each op with side effects, in graph order.
   """
   found: list[tuple[str, str]] = []
-  for op in graph_ops(graph):
-    if op.type in _CALLS and _called_graphs(op):
+  for op, called in _ops_and_called_graphs(graph):
+    if called:
       continue  # Its body is inspected instead.
     if op.type == "XlaCallModule":
       # TF registers it as stateful; a jax2tf module has side effects only
