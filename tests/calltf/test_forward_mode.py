@@ -20,7 +20,9 @@ of the function written in jnp, eagerly and under jit.
 from __future__ import annotations
 
 import jax
+from jax._src import config
 from jax.experimental import jax2tf
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -219,6 +221,22 @@ def test_forward_mode_of_a_tensor_list_loop():
   check_eager_and_jit(jax.jacfwd(seq), jax.jacfwd(f_jnp), x, tol=1e-5)
   check_eager_and_jit(jax.hessian(lambda x: seq(x).sum()),
                       jax.hessian(lambda x: f_jnp(x).sum()), x, tol=1e-4)
+
+
+def test_hessian_of_a_tensor_list_loop_fails_to_vectorize_clearly():
+  # pfor's converter for the VJP's TensorList loop raises a TypeError of its
+  # own under jit(hessian); that is a failure to vectorize like any other:
+  # a CallTfVectorizationError naming the op, or with the option, a loop.
+  f_tf = lambda x: tf.reduce_sum(tf.map_fn(lambda r: tf.sin(r) * r, x))
+  f_jnp = lambda x: jnp.sum(jnp.sin(x) * x)
+  x = randn(3)
+  hess = jax.jit(jax.hessian(call_tf(f_tf)))
+  with pytest.raises(call_tf_errors.CallTfVectorizationError,
+                     match=r"(?s)cannot vectorize op '\w+'.*TensorFlow said: "):
+    hess(x)
+  with config.call_tf_slow_vmap(True):
+    assert_close(jax.jit(jax.hessian(call_tf(f_tf)))(x),
+                 jax.hessian(f_jnp)(x), tol=1e-4)
 
 
 def test_gradient_override_ops_finds_overrides_in_called_functions():

@@ -88,13 +88,17 @@ def pfor_failure(e: BaseException, logs: Sequence[str] = ()
     ``(op_type, node_name)`` (either may be None) if ``e`` is a pfor failure,
     else None.
   """
+  pfor_logs = [l for l in logs if _PFOR_LOG_PREFIX in l]
   if not isinstance(e, (ValueError, NotImplementedError)):
-    return None
+    # A converter that fails otherwise (a TypeError converting a TensorList
+    # loop's gradient) is a failure to vectorize too, if pfor logged it.
+    if not pfor_logs:
+      return None
+    return next(filter(None, map(_op_of_pfor_log, pfor_logs)), (None, None))
   msg = str(e)
   if m := _NO_PFOR_RE.search(msg):
     node = _NODE_NAME_RE.search(msg[m.end():])
     return m.group(1), node.group(1) if node else None
-  pfor_logs = [l for l in logs if _PFOR_LOG_PREFIX in l]
   if m := _LOOP_INVARIANT_RE.search(msg):
     for log in pfor_logs:
       op = _NODE_OP_RE.search(log)
@@ -103,10 +107,18 @@ def pfor_failure(e: BaseException, logs: Sequence[str] = ()
         return m.group(1), node.group(1) if node else None
     return m.group(1), None
   for log in pfor_logs:  # another pfor converter error: the log names the op
-    if op := _NODE_OP_RE.search(log):
-      node = _NODE_NAME_RE.search(log)
-      return op.group(1), node.group(1) if node else None
+    if failure := _op_of_pfor_log(log):
+      return failure
   return None
+
+
+def _op_of_pfor_log(log: str) -> tuple[str | None, str | None] | None:
+  """``(op_type, node_name)`` of the op a pfor error log names, or None."""
+  op = _NODE_OP_RE.search(log)
+  if op is None:
+    return None
+  node = _NODE_NAME_RE.search(log)
+  return op.group(1), node.group(1) if node else None
 
 
 def xla_failure(e: BaseException | str) -> tuple[str | None, str | None]:
