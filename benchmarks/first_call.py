@@ -17,8 +17,10 @@ Each measurement is its own Python process: import JAX and TensorFlow, put
 the input on the device, warm JAX's backend with a trivial jitted function,
 then time the first call of ``jax.jit(jax.vmap(f))`` (``jacrev`` for a
 Jacobian workload): build, trace, lower, XLA compile, run. Native JAX,
-the fork's ``call_tf`` and tf2jax alternate, repeat after repeat, so that
-"fork minus native" compares neighbours in time.
+the fork's ``call_tf``, tf2jax and TensorFlow's own ``tf.vectorized_map``
+(``batch_jacobian`` for a Jacobian) in a ``tf.function(jit_compile=True)``
+alternate, repeat after repeat, so that "fork minus native" compares
+neighbours in time.
 
 In the fork's processes the phases are timed by wrapping TensorFlow's and
 the overlay's functions (exclusive time: a phase's nested phases are
@@ -61,7 +63,7 @@ from typing import Any
 
 BENCH = pathlib.Path(__file__).resolve().parent
 WORKLOADS = ("mlp128", "energy", "energy_jac")
-METHODS = ("native", "fork", "tf2jax")
+METHODS = ("native", "fork", "tf2jax", "tf")
 N = 100
 # Issue 12's first calls when it was filed: (fork, native) seconds.
 ISSUE_TODAY = {"mlp128": (0.20, 0.04), "energy": (0.34, 0.18),
@@ -121,6 +123,8 @@ JAX_TRACE = "JAX trace: JAX and overlay Python"
 JAX_LOWER = "JAX lowering"
 XLA_COMPILE = "XLA compile"
 BUILD = "build the function (tf2jax: convert)"
+TF_FIRST_CALL = ("TF: trace, pfor, XLA compile and run "
+                 "(tf.function(jit_compile=True))")
 RUN = "run"
 TF_PHASES = (TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH, TF_PFOR, TF_HLO)
 
@@ -164,6 +168,7 @@ def _child(workload: str, method: str, n: int, profile: str | None) -> None:
   from jax.experimental import jax2tf
   import numpy as np
   import tensorflow as tf
+  from benchmarks import methods as methods_lib
   from benchmarks import workloads as wl
   # pylint: enable=g-import-not-at-top
   tf.get_logger().setLevel("ERROR")
@@ -178,27 +183,38 @@ def _child(workload: str, method: str, n: int, profile: str | None) -> None:
     import cProfile  # pylint: disable=g-import-not-at-top
     prof = cProfile.Profile()
     prof.enable()
+  x_tf = tf.constant(np.asarray(x))
   t0 = time.perf_counter()
-  with phases.phase(BUILD):
-    if method == "native":
-      f = w.jnp_fn
-    elif method == "fork":
-      f = jax2tf.call_tf(w.tf_fn)
-    else:
-      import tf2jax  # pylint: disable=g-import-not-at-top
-      jax_fn, params = tf2jax.convert(tf.function(w.tf_fn, autograph=False),
-                                      np.zeros(w.example_shape, np.float32))
-      f = lambda a: jax_fn(params, a)[0]
-    g = jax.jit(jax.vmap(wl.per_example(w, f)))
-  with phases.phase(JAX_TRACE):
-    traced = g.trace(x)
-  with phases.phase(JAX_LOWER):
-    lowered = traced.lower()
-  with phases.phase(XLA_COMPILE):
-    compiled = lowered.compile()
-  with phases.phase(RUN):
-    jax.block_until_ready(compiled(x))
-  total = time.perf_counter() - t0
+  if method == "tf":
+    # TensorFlow's own: tf.vectorized_map (batch_jacobian for a Jacobian)
+    # in a tf.function compiled with XLA, as the steady-state "tf" method.
+    with phases.phase(BUILD):
+      (tf_method,) = methods_lib.by_name("tf")
+      g_tf = tf_method.build(w, "jit", n)
+    with phases.phase(TF_FIRST_CALL):
+      g_tf(x_tf).numpy()
+    total = time.perf_counter() - t0
+  else:
+    with phases.phase(BUILD):
+      if method == "native":
+        f = w.jnp_fn
+      elif method == "fork":
+        f = jax2tf.call_tf(w.tf_fn)
+      else:
+        import tf2jax  # pylint: disable=g-import-not-at-top
+        jax_fn, params = tf2jax.convert(tf.function(w.tf_fn, autograph=False),
+                                        np.zeros(w.example_shape, np.float32))
+        f = lambda a: jax_fn(params, a)[0]
+      g = jax.jit(jax.vmap(wl.per_example(w, f)))
+    with phases.phase(JAX_TRACE):
+      traced = g.trace(x)
+    with phases.phase(JAX_LOWER):
+      lowered = traced.lower()
+    with phases.phase(XLA_COMPILE):
+      compiled = lowered.compile()
+    with phases.phase(RUN):
+      jax.block_until_ready(compiled(x))
+    total = time.perf_counter() - t0
   if prof is not None:
     prof.disable()
     _write_profile(prof, profile, f"{workload} N={n}, the fork's first call "

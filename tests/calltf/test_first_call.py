@@ -28,6 +28,7 @@ import jax
 from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
 from jax.experimental.jax2tf.call_tf_lib import effects
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -130,3 +131,24 @@ def test_vectorizing_reuses_the_unbatched_trace_and_its_autograph_status():
   jax.jit(jax.vmap(call_tf(f, vmap_method="expand_dims")))(X)
   assert len(seen) == 3  # call_tf(f) is a new object: unbatched, batched.
   assert len(set(seen)) == 1, seen
+
+
+def test_eager_per_example_gradients_reuse_the_vjp(counts):
+  """The VJP's call_tf is kept: a second eager call traces nothing."""
+  calls = []
+  w, b = randn(3, 4), randn(4)
+
+  def f(x):
+    calls.append(1)
+    return tf.reduce_sum(tf.tanh(tf.linalg.matvec(tf.constant(w.T), x) + b))
+
+  f_jnp = lambda x: jnp.sum(jnp.tanh(x @ w + b))
+  g = call_tf(f)
+  for transform in (jax.grad, jax.jacrev):
+    per_example = jax.vmap(transform(g))
+    assert_close(per_example(X), jax.vmap(transform(f_jnp))(X), tol=1e-5)
+    runs, pfors = len(calls), counts["pfor"]
+    assert_close(per_example(X), jax.vmap(transform(f_jnp))(X), tol=1e-5)
+    # Neither f's Python (in the VJP's GradientTape) nor pfor ran again.
+    assert len(calls) == runs
+    assert counts["pfor"] == pfors

@@ -17,6 +17,13 @@ The VJP (``tf.GradientTape``) is a second ``call_tf`` of a TF function of the
 arguments and the output cotangents. :func:`vjp_call_args` gives it what the
 forward call has that it needs too: ``call_tf_graph`` and, with it, the
 cotangents' shapes (TF cannot infer them for a symbolic batch).
+
+The VJP's TF function depends only on the function given to ``call_tf``, so
+each ``call_tf`` object keeps the ``call_tf`` of its VJP, by
+:func:`vjp_call_key`, and with it the VJP's traces and vectorized functions:
+a backward pass, eager or traced, does not trace (and vectorize) the VJP
+again. The rules are those of the forward call's traces
+(:mod:`.traces`), and ``jax.clear_caches()`` clears both.
 """
 
 from __future__ import annotations
@@ -60,3 +67,19 @@ def vjp_call_args(args_jax: Any, call_tf_graph: bool) -> dict[str, Any]:
               output_shape_dtype=tree_util.tree_map(
                   _cotangent_shape_dtype, args_jax,
                   is_leaf=lambda x: x is None))
+
+
+def vjp_call_key(vjp_args: dict[str, Any]) -> Any:
+  """What the ``call_tf`` of the VJP is kept by, for :func:`vjp_call_args`.
+
+  Args:
+    vjp_args: what :func:`vjp_call_args` returned.
+
+  Returns:
+    A hashable key: the keyword arguments, with ``output_shape_dtype``
+    flattened to its tree structure and leaves.
+  """
+  def flat(v: Any) -> tuple[Any, ...]:
+    leaves, treedef = tree_util.tree_flatten(v, is_leaf=lambda x: x is None)
+    return tuple(leaves), treedef
+  return tuple(sorted((k, flat(v)) for k, v in vjp_args.items()))

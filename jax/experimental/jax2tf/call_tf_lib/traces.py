@@ -64,7 +64,11 @@ def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
 
 
 class TraceCache:
-  """The flat callables of one ``call_tf`` object, by argument signature."""
+  """The flat callables of one ``call_tf`` object, by argument signature.
+
+  Also what else one ``call_tf`` object keeps by signature: the ``call_tf``
+  of its VJP (see :func:`.autodiff.vjp_call_key`).
+  """
 
   def __init__(self):
     self._entries: collections.OrderedDict[Hashable, tuple[Any, ...]] = (
@@ -88,15 +92,27 @@ class TraceCache:
       The triple given by the first call with ``key``: this call's own if it
       is the first.
     """
+    return self.get(key, lambda: (callable_flat_tf, function_flat_tf,
+                                  res_treedef))
+
+  def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+    """The value kept for ``key``; ``make()``'s, kept, if there is none.
+
+    Args:
+      key: the argument signature; if it is not hashable, nothing is kept.
+      make: builds the value.
+
+    Returns:
+      The value the first call with ``key`` made.
+    """
     try:
       hash(key)
     except TypeError:
-      return callable_flat_tf, function_flat_tf, res_treedef
+      return make()
     with self._lock:
       found = self._entries.get(key)
       if found is None:
-        found = (callable_flat_tf, function_flat_tf, res_treedef)
-        self._entries[key] = found
+        found = self._entries[key] = make()
         while len(self._entries) > MAX_SIGNATURES:
           self._entries.popitem(last=False)
       else:
