@@ -346,11 +346,11 @@ def first_call_table(data: dict[str, Any]) -> str:
   if not fc:
     return ""
   before = any("fork_before" in s for s in fc["summary"].values())
-  rows = ["| workload | native | fork | tf2jax | "
+  rows = ["| workload | native | fork | tf2jax | TF (vectorized_map) | "
           + ("fork before (older wheel) | " if before else "")
           + "fork - native (of the minima) | issue's fork - native | "
           "target | verdict |",
-          "|---|---:|---:|---:|" + ("---:|" if before else "")
+          "|---|---:|---:|---:|---:|" + ("---:|" if before else "")
           + "---:|---:|---:|---|"]
   for w, s in fc["summary"].items():
     cell = lambda m: (f"{fmt_time(s[m]['median'])} (min "
@@ -358,7 +358,7 @@ def first_call_table(data: dict[str, Any]) -> str:
     extra, target = _first_call_extra(s), s.get("target_extra")
     rows.append(
         f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
-        f"{cell('tf2jax')} | "
+        f"{cell('tf2jax')} | {cell('tf')} | "
         + (f"{cell('fork_before')} | " if before else "")
         + f"{fmt_time(extra)} (median of pairs {fmt_time(s.get('extra'))})"
         " | "
