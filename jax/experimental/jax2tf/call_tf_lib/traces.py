@@ -71,7 +71,7 @@ class TraceCache:
   """
 
   def __init__(self):
-    self._entries: collections.OrderedDict[Hashable, tuple[Any, ...]] = (
+    self._entries: collections.OrderedDict[Hashable, Any] = (
         collections.OrderedDict())
     self._lock = threading.Lock()
     _ALL.add(self)
