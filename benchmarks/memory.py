@@ -20,6 +20,8 @@ as it goes:
 
 * ``one_object``: 1000 eager ``jax.vmap`` calls (N=256) of one ``call_tf``
   object (native: of one jnp function);
+* ``per_example_grads``: 1000 eager ``jax.vmap(jax.grad(...))`` calls of one
+  ``call_tf`` object: per-example gradients, which run the VJP's ``call_tf``;
 * ``batch_sizes``: one object over batch sizes 1..200, twice, then 201..400;
 * ``many_objects``: 1000 calls, each of a new ``call_tf`` object (native: a
   new Python function each time);
@@ -49,7 +51,7 @@ import time
 from typing import Any
 
 BENCH = pathlib.Path(__file__).resolve().parent
-SCENARIOS = ("one_object", "batch_sizes", "many_objects")
+SCENARIOS = ("one_object", "per_example_grads", "batch_sizes", "many_objects")
 IMPLS = ("fork", "native")
 N = 256
 CALLS = 1000
@@ -105,8 +107,9 @@ def _child(scenario: str, impl: str, calls: int) -> None:
   big = jax.device_put(w.inputs(N))
   t0 = time.perf_counter()
   point("start", 0, count=True)
-  if scenario == "one_object":
-    f = jax.vmap(new_fn())
+  if scenario in ("one_object", "per_example_grads"):
+    f = (jax.vmap(new_fn()) if scenario == "one_object"
+         else jax.vmap(jax.grad(new_fn())))
     for i in range(1, calls + 1):
       jax.block_until_ready(f(big))
       if i in (1, 10, WARMUP) or i % 100 == 0:
