@@ -92,9 +92,7 @@ def pfor_failure(e: BaseException, logs: Sequence[str] = ()
   if not isinstance(e, (ValueError, NotImplementedError)):
     # A converter that fails otherwise (a TypeError converting a TensorList
     # loop's gradient) is a failure to vectorize too, if pfor logged it.
-    if not pfor_logs:
-      return None
-    return next(filter(None, map(_op_of_pfor_log, pfor_logs)), (None, None))
+    return (_logged_op(pfor_logs) or (None, None)) if pfor_logs else None
   msg = str(e)
   if m := _NO_PFOR_RE.search(msg):
     node = _NODE_NAME_RE.search(msg[m.end():])
@@ -106,19 +104,17 @@ def pfor_failure(e: BaseException, logs: Sequence[str] = ()
         node = _NODE_NAME_RE.search(log)
         return m.group(1), node.group(1) if node else None
     return m.group(1), None
-  for log in pfor_logs:  # another pfor converter error: the log names the op
-    if failure := _op_of_pfor_log(log):
-      return failure
+  return _logged_op(pfor_logs)  # another converter error: the log names it
+
+
+def _logged_op(pfor_logs: Sequence[str]
+               ) -> tuple[str | None, str | None] | None:
+  """``(op_type, node_name)`` of the first op pfor's error logs name."""
+  for log in pfor_logs:
+    if op := _NODE_OP_RE.search(log):
+      node = _NODE_NAME_RE.search(log)
+      return op.group(1), node.group(1) if node else None
   return None
-
-
-def _op_of_pfor_log(log: str) -> tuple[str | None, str | None] | None:
-  """``(op_type, node_name)`` of the op a pfor error log names, or None."""
-  op = _NODE_OP_RE.search(log)
-  if op is None:
-    return None
-  node = _NODE_NAME_RE.search(log)
-  return op.group(1), node.group(1) if node else None
 
 
 def xla_failure(e: BaseException | str) -> tuple[str | None, str | None]:
