@@ -25,9 +25,11 @@ import collections
 import functools
 
 import jax
+from jax._src import config
 from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
 from jax.experimental.jax2tf.call_tf_lib import effects
+from jax.experimental.jax2tf.call_tf_lib import pfor as call_tf_pfor
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -59,6 +61,7 @@ def counts(monkeypatch):
 
   count(autograph_api, "_convert_actual", "autograph")
   count(pfor_lib.PFor, "convert", "pfor")
+  count(call_tf_pfor, "vectorized_map", "vectorize")
   count(call_tf_compile, "_compile_eager", "tf_to_hlo")
   count(effects, "side_effect_ops", "side_effect_scan")
   count(compiler_ir, "maybe_get_device_name", "eager_device_probe")
@@ -99,17 +102,32 @@ def test_first_jit_vmap_call_does_each_step_once(counts):
   assert counts["eager_device_probe"] == 0
 
 
-def test_first_jit_vmap_jacrev_call_does_not_autograph(counts):
+def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
   calls = []
   f, _ = _fresh_function(calls)
   jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
   assert jac.shape == (5, 4, 3)
   # jacrev's VJP is vectorized twice (over the cotangents, then the batch):
-  # pfor converts a function call of the inner vectorization.
+  # pfor converts a function call of the inner vectorization. jacrev's
+  # primal output, which jit drops, is never vectorized.
+  assert counts["vectorize"] == 2
+  # Only the program's one call is converted to HLO: not the inner
+  # vectorization, which the outer one calls.
+  assert counts["tf_to_hlo"] == 1
   assert counts["autograph"] == 0
   assert counts["eager_device_probe"] == 0
-  # Each vectorized function: its trial compile is the lowering's.
-  assert counts["tf_to_hlo"] <= 3
+
+
+def test_with_the_fallback_the_rule_vectorizes_while_it_can_fall_back(counts):
+  calls = []
+  f, _ = _fresh_function(calls)
+  with config.call_tf_slow_vmap(True):
+    jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
+  assert jac.shape == (5, 4, 3)
+  # Each vmap vectorizes and converts at trace time, to fall back if it must:
+  # jacrev's primal output too, and the inner vectorization of the VJP.
+  assert counts["vectorize"] == 3
+  assert counts["tf_to_hlo"] == 3
 
 
 def test_vectorizing_reuses_the_unbatched_trace_and_its_autograph_status():

@@ -316,7 +316,6 @@ def test_jax_clear_caches_clears_the_rules_caches():
 
   jax.jit(jax.vmap(call_tf(g)))(X)
   caches = [vmap_tf._batched_tf_functions,  # pylint: disable=protected-access
-            vmap_tf._xla_conversion_error,  # pylint: disable=protected-access
             call_tf_compile._compile_eager_cached,  # pylint: disable=protected-access
             # upstream's, registered by patch 0015
             call_tf_module._get_concrete_function_tf]  # pylint: disable=protected-access

@@ -36,6 +36,7 @@ from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import pfor
 from jax.experimental.jax2tf.call_tf_lib import traces
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
@@ -195,8 +196,9 @@ def _compile_eager_cached(function_flat_tf: Any,
     return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
 
 
-# Under jit, the batching rule compiles the vectorized function to probe XLA
-# compatibility, and the lowering compiles it again: the HLO is shared.
+# Under jit with the slow-vmap fallback, the batching rule compiles the
+# vectorized function to probe XLA compatibility, and the lowering compiles
+# it again: the HLO is shared.
 compat.register_cache(_compile_eager_cached, "call_tf: HLO of TF functions")
 
 
@@ -212,12 +214,41 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
   Returns:
     The serialized HLO. Its parameters are the arguments, then the values
     the function captures, in the order of its ``captured_inputs``.
+
+  Raises:
+    errors.CallTfVectorizationError: ``function_flat_tf`` is a function
+      ``jax.vmap`` vectorized, and XLA cannot compile it although it compiles
+      the unbatched function: pfor made ops XLA cannot compile.
   """
   check_tensorflow_version()
   specs = tuple(specs)
+  try:
+    return _compile_to_hlo(function_flat_tf, specs, platform)
+  except errors.CallTfVectorizationError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except
+    made_from = traces.vectorized_from(function_flat_tf)
+    if made_from is None or not _compiles(made_from.function_flat_tf,
+                                          made_from.sig, platform):
+      raise
+    raise errors.xla_compile_error(*pfor.xla_failure(e),
+                                   made_from.vmap_method, e) from e
+
+
+def _compile_to_hlo(function_flat_tf: Any, specs: tuple[tf.TensorSpec, ...],
+                    platform: str) -> bytes:
   if captures.executing_eagerly_outside_functions():
     return _compile_eager_cached(function_flat_tf, specs, platform)
   concrete_fn = traces.concrete_function(function_flat_tf, specs)
   with jax2tf_internal.inside_call_tf():
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     return _compile_graph_mode(concrete_fn, specs, platform)
+
+
+def _compiles(function_flat_tf: Any, specs: tuple[tf.TensorSpec, ...],
+              platform: str) -> bool:
+  try:
+    compile_to_hlo(function_flat_tf, specs, platform)
+    return True
+  except Exception:  # pylint: disable=broad-except
+    return False

@@ -23,7 +23,8 @@ variable reads are allowed in a pure function (a Keras model is pure).
 jitted program calling it keeps JAX's fast dispatch path), while a function
 with side effects keeps ``has_side_effects``'s meaning. And ``jax.vmap``
 never vectorizes a function with side effects, since pfor would run them
-once for the whole batch.
+once for the whole batch; so a function it vectorized is pure, and needs no
+tracing to say so.
 """
 
 from __future__ import annotations
@@ -179,14 +180,21 @@ def effect_only_if_needed(abstract_eval: Callable[..., Any],
 
   Args:
     abstract_eval: upstream's abstract evaluation rule, which adds ``effect``
-      (the unordered ``CallTfEffect``) whenever ``has_side_effects``.
+      (the unordered ``CallTfEffect``) whenever ``has_side_effects``, and
+      traces the function.
     effect: that effect.
 
   Returns:
     The rule, dropping ``effect`` for a pure TF function called without
-    ``call_tf_graph`` (see :func:`needs_effect`).
+    ``call_tf_graph`` (see :func:`needs_effect`). A function ``jax.vmap``
+    vectorized (:func:`.traces.vectorized_from`) is pure and its avals are
+    known: the rule does not trace it, so that it is vectorized only where
+    it is needed (see :mod:`.vmap_tf`).
   """
   def rule(*args_flat_avals: Any, **params: Any) -> tuple[Any, Any]:
+    if (not params["ordered"] and params["output_avals"] is not None
+        and traces.vectorized_from(params["function_flat_tf"]) is not None):
+      return params["output_avals"], set()
     out_avals, effs = abstract_eval(*args_flat_avals, **params)
     if effect in effs and not needs_effect(
         params["function_flat_tf"], params["args_flat_sig_tf"],

@@ -26,12 +26,18 @@ signature (structure, shapes, dtypes, and the declared
 read then, not on later calls. Eagerly (no ``jax.jit``, no ``jax.vmap``),
 ``call_tf`` still runs ``f`` as Python on every call. ``jax.clear_caches()``
 empties every cache, so that the next call traces again.
+
+:func:`mark_vectorized` records the vectorized ``tf.function``s that
+``jax.vmap`` makes: their avals are known and they are pure, so abstract
+evaluation need not trace them, and a vectorization waits until a lowering
+or an eager call needs it (see :mod:`.vmap_tf`).
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Hashable, Sequence
+import dataclasses
 import threading
 from typing import Any
 import weakref
@@ -61,6 +67,43 @@ def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
   """
   with jax2tf_internal.inside_call_tf():
     return function_flat_tf.get_concrete_function(*specs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Vectorized:
+  """What a vectorized ``function_flat_tf`` of ``jax.vmap`` was made from.
+
+  Attributes:
+    function_flat_tf: the unbatched ``tf.function`` (a ``call_tf_p`` param).
+    sig: its argument specs.
+    vmap_method: the method that vectorized it (None or "vectorized").
+  """
+  function_flat_tf: Any
+  sig: tuple[Any, ...]
+  vmap_method: str | None
+
+
+# Keyed weakly: an entry lives as long as the vectorized function, which the
+# batching rule's cache holds (and jax.clear_caches() releases).
+_VECTORIZED: weakref.WeakKeyDictionary[Any, Vectorized] = (
+    weakref.WeakKeyDictionary())
+
+
+def mark_vectorized(function_flat_tf: Any, made_from: Vectorized) -> None:
+  """Records that ``function_flat_tf`` is ``made_from`` vectorized.
+
+  Only for functions whose results are the unbatched function's, batched
+  (known avals), and whose unbatched function has no side effects.
+  """
+  _VECTORIZED[function_flat_tf] = made_from
+
+
+def vectorized_from(function_flat_tf: Any) -> Vectorized | None:
+  """What ``function_flat_tf`` vectorizes, or None if it is not vectorized."""
+  try:
+    return _VECTORIZED.get(function_flat_tf)
+  except TypeError:  # not weakly referenceable: not one of ours
+    return None
 
 
 class TraceCache:

@@ -100,6 +100,15 @@ def slow_vmap_enabled() -> bool:
   return bool(config.call_tf_slow_vmap.value)
 
 
+def falls_back(vmap_method: str | None) -> bool:
+  """Whether a call that cannot be vectorized runs sequentially instead.
+
+  Only the default method does, with the ``jax_call_tf_slow_vmap`` option
+  on; otherwise a failure to vectorize is an error, whenever it shows.
+  """
+  return vmap_method is None and slow_vmap_enabled()
+
+
 class Unvectorizable(Exception):
   """Raised by :meth:`Callee.call_vectorized` when it cannot vectorize.
 
@@ -147,7 +156,10 @@ class Callee(Protocol):
     """One vectorized call; batched arguments carry the batch at axis 0.
 
     Raises:
-      Unvectorizable: the function cannot be vectorized.
+      Unvectorizable: the function cannot be vectorized, and
+        :func:`falls_back` says that it matters now. Otherwise a callee may
+        leave the vectorizing until the call is lowered or run, and raise
+        :class:`~.errors.CallTfVectorizationError` then.
     """
 
 
@@ -172,7 +184,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
   if all(d is None for d in dims):
     outs = callee.call(args)
     return list(outs), [None] * len(outs)
-  slow_ok = vmap_method is None and slow_vmap_enabled()
+  slow_ok = falls_back(vmap_method)
   if ordered and vmap_method != "sequential" and not slow_ok:
     raise errors.ordered_error(vmap_method)
 

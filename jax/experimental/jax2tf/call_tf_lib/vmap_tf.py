@@ -21,6 +21,18 @@ checked against the batched shapes. Either way, the batched function becomes
 the ``callable_flat_tf``/``function_flat_tf`` of a new ``call_tf_p``, so
 eager execution, lowering, nested ``vmap`` and the VJP work as for any call.
 
+pfor runs where the vectorized function is first traced. With the
+``jax_call_tf_slow_vmap`` fallback possible, that is the batching rule (and
+under ``jax.jit`` it also converts the result to HLO), so that a failure
+can still fall back to a loop. Otherwise nothing can change the outcome, and
+the rule only records the function (:func:`.traces.mark_vectorized`), whose
+avals it knows: pfor runs when the call is lowered, run eagerly, or batched
+again by an outer ``vmap``, and a failure raises
+:class:`~.errors.CallTfVectorizationError` there. So under ``jax.jit`` a
+call that jit drops (``jax.jacrev``'s primal output) is never vectorized,
+and an inner ``vmap``'s vectorized function is converted to HLO only inside
+the outer one's.
+
 A flat TF callable of ``call_tf_p`` takes the keyword argument
 ``check_output_avals`` (default True); with False it does not check its
 results against the unbatched ``output_shape_dtype``, which batched shapes
@@ -107,38 +119,42 @@ class _TfCallee:
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     params = self.params
-    side_effects = effects.function_side_effect_ops(
-        params["function_flat_tf"], params["args_flat_sig_tf"])
-    if side_effects:
-      raise vmap.Unvectorizable(
-          errors.stateful_error(*side_effects[0], vmap_method))
+    if traces.vectorized_from(params["function_flat_tf"]) is None:
+      # (A vectorized function is pure: its unbatched function was checked.)
+      side_effects = effects.function_side_effect_ops(
+          params["function_flat_tf"], params["args_flat_sig_tf"])
+      if side_effects:
+        raise vmap.Unvectorizable(
+            errors.stateful_error(*side_effects[0], vmap_method))
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)
-    # Trace the vectorized function now (graph mode, no XLA): pfor fails
-    # here, where falling back is still possible, eagerly and under jit. It
-    # fills the concrete-function cache that abstract eval and lowering use.
-    with pfor.LogCapture() as logs:
-      try:
-        self.prim.abstract_eval(*map(compat.typeof, new_args), **new_params)
-      except Exception as e:  # pylint: disable=broad-except
-        failure = pfor.pfor_failure(e, logs.messages)
-        if failure is None:
-          raise
-        raise vmap.Unvectorizable(
-            errors.pfor_error(*failure, vmap_method, e)) from e
-    if core.unsafe_am_i_under_a_jit() and not params["call_tf_graph"]:
-      # Ops pfor emits may not compile with XLA (DynamicStitch for a tf.cond
-      # on a batched predicate). Convert now, to fall back or explain; if the
-      # unbatched function does not convert either, the lowering reports it.
-      err = _xla_conversion_error(new_params["function_flat_tf"],
-                                  new_params["args_flat_sig_tf"])
-      if err is not None and _xla_conversion_error(
-          params["function_flat_tf"],
-          tuple(params["args_flat_sig_tf"])) is None:
-        raise vmap.Unvectorizable(errors.xla_compile_error(
-            *pfor.xla_failure(err), vmap_method, err))
+    if vmap.falls_back(vmap_method):
+      # Vectorize now, while falling back is still possible.
+      self._try_vectorizing(new_params)
+    # Otherwise pfor runs when the call is lowered, run eagerly, or batched
+    # again by an outer vmap, and a failure raises there: under jit, a call
+    # that jit drops (jacrev's primal output) is never vectorized, and an
+    # inner vmap's function is only converted to HLO once vectorized again.
     return list(self.prim.bind(*new_args, **new_params))
+
+  def _try_vectorizing(self, new_params: dict[str, Any]) -> None:
+    """Traces (and under jit converts) the vectorized function now.
+
+    Raises:
+      vmap.Unvectorizable: pfor cannot vectorize the function, or, under
+        jit, XLA cannot compile what pfor made though it compiles the
+        unbatched function.
+    """
+    fn, sig = new_params["function_flat_tf"], new_params["args_flat_sig_tf"]
+    try:
+      traces.concrete_function(fn, sig)
+      if core.unsafe_am_i_under_a_jit() and not self.params["call_tf_graph"]:
+        # Ops pfor emits may not compile with XLA (DynamicStitch for a tf.cond
+        # on a batched predicate). The HLO is cached for the lowering.
+        _try_compile(fn, sig)
+    except errors.CallTfVectorizationError as e:
+      raise vmap.Unvectorizable(e) from e.__cause__
 
   def _batched(self, args: Sequence[Any], is_batched: tuple[bool, ...],
                batch_arg: int, vmap_method: str | None,
@@ -159,23 +175,22 @@ class _TfCallee:
                             output_avals=tuple(out_avals))
 
 
-@functools.lru_cache(maxsize=256)
-def _xla_conversion_error(function_flat_tf: Callable[..., Any],
-                          sig: tuple[tf.TensorSpec, ...]) -> str | None:
-  """Converts ``function_flat_tf`` to HLO; the error message or None.
+def _try_compile(function_flat_tf: Callable[..., Any],
+                 sig: tuple[tf.TensorSpec, ...]) -> None:
+  """Converts a vectorized function to HLO, as its lowering will.
 
-  The HLO itself is cached by :mod:`.compile` for the lowering to reuse.
+  Raises:
+    errors.CallTfVectorizationError: XLA cannot compile what pfor made (see
+      :func:`.compile.compile_to_hlo`). Other failures are left to the
+      lowering to report, as they would be without ``jax.vmap``.
   """
   try:
     compile_lib.compile_to_hlo(function_flat_tf, sig,
                                compile_lib.default_tf_platform())
-    return None
-  except Exception as e:  # pylint: disable=broad-except
-    return f"{type(e).__name__}: {e}"
-
-
-compat.register_cache(_xla_conversion_error,
-                      "call_tf: XLA conversion of vectorized functions")
+  except errors.CallTfVectorizationError:
+    raise
+  except Exception:  # pylint: disable=broad-except
+    pass
 
 
 def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
@@ -279,7 +294,16 @@ def _batched_tf_functions(
       # side effects is never vectorized), so nothing is lost.
       return tuple(res) if n_out else (tf.zeros((), tf.int32),)
 
-    res = pfor.vectorized_map(body, batched)
+    # pfor runs wherever this is traced (the batching rule, the lowering, an
+    # eager call, an outer vmap): its failures are explained here.
+    with pfor.LogCapture() as logs:
+      try:
+        res = pfor.vectorized_map(body, batched)
+      except Exception as e:  # pylint: disable=broad-except
+        failure = pfor.pfor_failure(e, logs.messages)
+        if failure is None:
+          raise
+        raise errors.pfor_error(*failure, vmap_method, e) from e
     return list(res) if n_out else []
 
   def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
@@ -296,6 +320,9 @@ def _batched_tf_functions(
   eager_fn = tf.function(batched_flat_tf, autograph=False, jit_compile=False)
   staged_fn = tf.function(batched_flat_tf, autograph=False,
                           jit_compile=not call_tf_graph)
+  if vmap_method in (None, "vectorized") and not call_tf_graph:
+    traces.mark_vectorized(staged_fn, traces.Vectorized(
+        function_flat_tf, sig, vmap_method))
   return eager_fn, staged_fn
 
 
