@@ -345,6 +345,37 @@ def pfor_modules_wrapping_functions() -> list[Any]:
                               None))]
 
 
+def watch_variables(variables: Sequence[Any]) -> None:
+  """Records ``variables`` as used by the graph being built and its outers.
+
+  What calling a concrete function does for the variables it captures, so
+  that the enclosing ``tf.function`` lists them in its ``variables``.
+  Nothing outside a ``FuncGraph``.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  watch = getattr(tf_ops.get_default_graph(), "watch_variable", None)
+  if watch is not None:
+    for v in variables:
+      watch(v)
+
+
+def set_stack_traces(ops: Sequence[Any]) -> None:
+  """Gives ops without a stack trace the current one, as op creation does.
+
+  ``import_graph_def`` leaves the ops it makes without one, and pfor's
+  error log reads it. Nothing if TF moved ``TF_SetOpStackTrace``.
+  """
+  from tensorflow.python.client import pywrap_tf_session  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.util import tf_stack  # pylint: disable=g-import-not-at-top
+  set_trace = getattr(pywrap_tf_session, "TF_SetOpStackTrace", None)
+  if set_trace is None:
+    return
+  trace = tf_stack.extract_stack(stacklevel=2)
+  for op in ops:
+    if op.traceback is None:
+      set_trace(op._c_op, trace)  # pylint: disable=protected-access
+
+
 def pfor_wrap(value: Any, is_stacked: bool) -> Any:
   """``pfor.wrap``: a converter's result."""
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -539,6 +570,12 @@ def check() -> list[str]:
        "tf.Graph._group_lock._group_member_counts")
   for name in ("_get_function", "_add_function_recursive"):
     need(hasattr(graph, name), f"tf.Graph.{name}")
+  from tensorflow.python.framework import func_graph  # pylint: disable=g-import-not-at-top
+  need(hasattr(func_graph.FuncGraph, "watch_variable"),
+       "tensorflow FuncGraph.watch_variable")
+  from tensorflow.python.client import pywrap_tf_session  # pylint: disable=g-import-not-at-top
+  need(hasattr(pywrap_tf_session, "TF_SetOpStackTrace"),
+       "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():
     op = tf.constant(0.).op
   need(isinstance(getattr(op, "_is_stateful", None), bool),

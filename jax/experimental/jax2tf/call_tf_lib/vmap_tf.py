@@ -251,7 +251,8 @@ def _batched_tf_functions(
   object and argument signature, so repeated calls reuse the vectorization.
 
   pfor vectorizes the unbatched function's concrete function, which the
-  unbatched call's abstract evaluation traced: called in pfor's loop body,
+  unbatched call's abstract evaluation traced: copied into pfor's loop body
+  (:func:`.pfor.inlined`), or called there if its graph calls functions,
   pfor converts its graph's ops, and the Python function (the user's, a
   ``GradientTape`` VJP) does not run a second time. The one-call methods
   call the Python function on batched shapes.
@@ -282,10 +283,12 @@ def _batched_tf_functions(
     if vmap_method not in (None, "vectorized"):
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
-    if pfor.converts_calls_of_outer_functions():
-      unbatched_fn = traces.concrete_function(function_flat_tf, sig)
-    else:
-      unbatched_fn = functools.partial(inner, check_output_avals=False)
+    concrete_fn = traces.concrete_function(function_flat_tf, sig)
+    unbatched_fn = pfor.inlined(concrete_fn)
+    in_place = unbatched_fn is not None
+    if not in_place:
+      unbatched_fn = (concrete_fn if pfor.converts_calls_of_outer_functions()
+                      else functools.partial(inner, check_output_avals=False))
 
     def body(elems):
       res = unbatched_fn(*util.merge_lists(list(is_batched), unbatched,
@@ -298,7 +301,7 @@ def _batched_tf_functions(
     # eager call, an outer vmap): its failures are explained here.
     with pfor.LogCapture() as logs:
       try:
-        res = pfor.vectorized_map(body, batched)
+        res = pfor.vectorized_map(body, batched, loop_in_place=in_place)
       except Exception as e:  # pylint: disable=broad-except
         failure = pfor.pfor_failure(e, logs.messages)
         if failure is None:
