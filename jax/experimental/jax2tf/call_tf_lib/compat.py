@@ -359,6 +359,33 @@ def watch_variables(variables: Sequence[Any]) -> None:
       watch(v)
 
 
+@contextlib.contextmanager
+def outside_xla_context() -> Iterator[None]:
+  """Hides, while it lasts, the XLA context of the graphs being built.
+
+  ``tf.function(jit_compile=True)`` marks the graph it traces with an
+  ``XLAControlFlowContext``, and a function traced while it is being built
+  sees it, even under ``tf.init_scope``: pfor then wraps its loop in a
+  function of its own. Restored on exit, after an error too. Nothing if TF
+  moved the graph's control-flow context.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  hidden = []
+  graph = tf_ops.get_default_graph()
+  try:
+    while graph is not None:
+      get = getattr(graph, "_get_control_flow_context", None)
+      context = get() if get is not None else None
+      if context is not None and context.IsXLAContext():
+        graph._set_control_flow_context(None)  # pylint: disable=protected-access
+        hidden.append((graph, context))
+      graph = getattr(graph, "outer_graph", None)
+    yield
+  finally:
+    for graph, context in hidden:
+      graph._set_control_flow_context(context)  # pylint: disable=protected-access
+
+
 def set_stack_traces(ops: Sequence[Any]) -> None:
   """Gives ops without a stack trace the current one, as op creation does.
 

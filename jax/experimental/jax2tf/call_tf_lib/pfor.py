@@ -219,7 +219,18 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
   # values instead (a placeholder left in would reach XLA, which rejects it).
   inputs = [t.name for t in graph.inputs]
   input_ops = {t.op.name for t in graph.inputs}
-  nodes = [n for n in graph_def.node if n.name not in input_ops]
+  outputs = [t.name for t in graph.outputs]
+  # Only the ops the outputs need: pfor leaves the ops it converted in the
+  # graph it converts in place, unused (an inner vmap's, eagerly traced).
+  by_name = {n.name: n for n in graph_def.node}
+  needed, stack = set(), [o.split(":")[0] for o in outputs]
+  while stack:
+    name = stack.pop()
+    if name not in needed and name in by_name:
+      needed.add(name)
+      stack.extend(i.lstrip("^").split(":")[0] for i in by_name[name].input)
+  nodes = [n for n in graph_def.node
+           if n.name in needed and n.name not in input_ops]
   used = set()
   for node in nodes:
     for name in node.input:
@@ -230,7 +241,6 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
         used.add(name if ":" in name else name + ":0")
   del graph_def.node[:]
   graph_def.node.extend(nodes)
-  outputs = [t.name for t in graph.outputs]
   imported = [o for o in outputs if o not in inputs]
   captured = list(concrete_fn.captured_inputs)
   variables = list(concrete_fn.variables)
@@ -286,14 +296,11 @@ class _DefFunctionWithoutAutograph:
   outside XLA; TF-internal ``tf_convert`` users (``tf.map_fn`` bodies) then
   see the same status batched and unbatched. Functions of other modules (a
   user's ``pfor_config.reduce``) and other threads' pfor keep TF's default.
-  With ``loop_in_place``, the loop closure is not wrapped at all (see
-  :func:`vectorized_map`).
   """
 
-  def __init__(self, module: Any, loop_in_place: bool):
+  def __init__(self, module: Any):
     self._module = module
     self._thread = threading.get_ident()
-    self._loop_in_place = loop_in_place
 
   def __getattr__(self, name: str) -> Any:
     return getattr(self._module, name)
@@ -302,15 +309,8 @@ class _DefFunctionWithoutAutograph:
     if (threading.get_ident() == self._thread and func is not None
         and str(getattr(func, "__module__", None) or "").startswith(
             _PFOR_MODULES)):
-      if (self._loop_in_place
-          and getattr(func, "__qualname__", None) == _PFOR_LOOP):
-        return func
       kwargs.setdefault("autograph", False)
     return self._module.function(func, **kwargs)
-
-
-# The loop closure control_flow_ops.pfor wraps in a tf.function under XLA.
-_PFOR_LOOP = "pfor.<locals>.f"
 
 
 # pfor's converter registry and def_function are global: they are swapped in
@@ -319,12 +319,8 @@ _PFOR_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
-def _converters(loop_in_place: bool) -> Iterator[None]:
+def _converters() -> Iterator[None]:
   """While pfor traces: our converters, pfor's wrappers without autograph.
-
-  With ``loop_in_place``, pfor's loop is built in the current graph even
-  under XLA (a ``tf.function(jit_compile=True)``), where pfor would wrap it
-  in a function of its own (see :func:`vectorized_map`).
 
   Also TF's deprecation checks off, as pfor copies every loop-invariant op
   with the deprecated ``Graph.create_op`` (see
@@ -335,13 +331,10 @@ def _converters(loop_in_place: bool) -> Iterator[None]:
   with (_PFOR_LOCK, compat.tf_deprecation_checks_off(),
         contextlib.ExitStack() as undo):
     for module in compat.pfor_modules_wrapping_functions():
-      current = module.def_function
-      original = (current._module  # pylint: disable=protected-access
-                  if isinstance(current, _DefFunctionWithoutAutograph)
-                  else current)  # the outer one's, when pfor is reentered
-      module.def_function = _DefFunctionWithoutAutograph(original,
-                                                         loop_in_place)
-      undo.callback(setattr, module, "def_function", current)
+      original = module.def_function
+      if not isinstance(original, _DefFunctionWithoutAutograph):  # reentry
+        module.def_function = _DefFunctionWithoutAutograph(original)
+        undo.callback(setattr, module, "def_function", original)
     registry = compat.pfor_converter_registry()
     if registry is not None:  # else another TF layout: pfor's own converters
       originals = {op: registry[op] for op in _CONVERTERS if op in registry}
@@ -351,22 +344,17 @@ def _converters(loop_in_place: bool) -> Iterator[None]:
     yield
 
 
-def vectorized_map(body: Callable[[Any], Any], batched: Sequence[Any], *,
-                   loop_in_place: bool = False) -> Any:
+def vectorized_map(body: Callable[[Any], Any], batched: Sequence[Any]
+                   ) -> Any:
   """``tf.vectorized_map`` without its silent fallback to a while loop.
 
   Args:
     body: the per-element function of the batched arguments (a tuple).
     batched: the batched arguments, batch at axis 0.
-    loop_in_place: build pfor's loop in the current graph, not in a function
-      of its own as pfor does under XLA. For a body without function calls
-      (:func:`inlined`): a vectorized function that an outer ``vmap`` calls
-      is then itself one graph, which the outer pfor converts in place too.
-      XLA compiles the result either way.
 
   Returns:
     What ``tf.vectorized_map`` returns.
   """
-  with _converters(loop_in_place):
+  with _converters():
     return tf.vectorized_map(body, tuple(batched),
                              fallback_to_while_loop=False, warn=False)

@@ -283,11 +283,16 @@ def _batched_tf_functions(
     if vmap_method not in (None, "vectorized"):
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
-    concrete_fn = traces.concrete_function(function_flat_tf, sig)
-    unbatched_fn = pfor.inlined(concrete_fn)
-    in_place = unbatched_fn is not None
-    if not in_place:
-      unbatched_fn = (concrete_fn if pfor.converts_calls_of_outer_functions()
+    # An inner vmap's function is copied from its eager variant, traced
+    # outside XLA: there its pfor loop is in its graph, not in a function
+    # that pfor makes under XLA, which would keep it from being copied.
+    with compat.outside_xla_context():
+      unbatched_fn = pfor.inlined(traces.concrete_function(
+          callable_flat_tf if traces.vectorized_from(function_flat_tf)
+          else function_flat_tf, sig))
+    if unbatched_fn is None:
+      unbatched_fn = (traces.concrete_function(function_flat_tf, sig)
+                      if pfor.converts_calls_of_outer_functions()
                       else functools.partial(inner, check_output_avals=False))
 
     def body(elems):
@@ -301,7 +306,7 @@ def _batched_tf_functions(
     # eager call, an outer vmap): its failures are explained here.
     with pfor.LogCapture() as logs:
       try:
-        res = pfor.vectorized_map(body, batched, loop_in_place=in_place)
+        res = pfor.vectorized_map(body, batched)
       except Exception as e:  # pylint: disable=broad-except
         failure = pfor.pfor_failure(e, logs.messages)
         if failure is None:
