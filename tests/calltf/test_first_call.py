@@ -112,7 +112,7 @@ def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
   # primal output, which jit drops, is never vectorized.
   assert counts["vectorize"] == 2
   # Only the program's one call is converted to HLO: not the inner
-  # vectorization, which the outer one calls.
+  # vectorization, which the outer one copies.
   assert counts["tf_to_hlo"] == 1
   assert counts["autograph"] == 0
   assert counts["eager_device_probe"] == 0
