@@ -288,7 +288,9 @@ def _run_child(workload: str, method: str, n: int,
 
 def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
             repeats: int = 5, profile_path: pathlib.Path | None = None,
-            log=print, before_python: str | None = None) -> dict[str, Any]:
+            log=print, before_python: str | None = None,
+            before_native: bool = False,
+            methods: Sequence[str] = METHODS) -> dict[str, Any]:
   """Fresh-process first calls, ``repeats`` times, methods interleaved.
 
   Args:
@@ -301,26 +303,34 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
     before_python: if set, the interpreter of another environment (an older
       wheel of the fork): its ``call_tf`` runs as method ``fork_before``,
       interleaved with the others.
+    before_native: with ``before_python``, also run native JAX there
+      (``native_before``), for an older wheel built on another JAX release:
+      its extra is then over its own JAX's native first call.
+    methods: the methods run in this interpreter (a subset of ``METHODS``;
+      ``native`` and ``fork`` for the extra).
 
   Returns:
     ``{"n", "repeats", "runs": [...], "summary": {workload: {...}}}``:
     per workload and method the median and minimum first call, the median
     of each phase, and the fork's extra over native (median of the
-    per-repeat differences).
+    per-repeat differences); with ``before_python``, the older wheel's extra
+    and, per repeat, the ratio of the two extras.
   """
   runs = []
-  methods = METHODS + (("fork_before",) if before_python else ())
+  methods = tuple(methods) + (
+      (("native_before",) if before_native else ()) + ("fork_before",)
+      if before_python else ())
   for r in range(repeats):
     for w in workloads:
       for m in methods:
-        if m == "fork_before":
-          res = _run_child(w, "fork", n, python=before_python)
+        if m.endswith("_before"):
+          res = _run_child(w, m[:-len("_before")], n, python=before_python)
           res["method"] = m
         else:
           res = _run_child(w, m, n)
         res["repeat"] = r
         runs.append(res)
-        log(f"  first call {w:10s} N={n} {m:7s} repeat {r}: "
+        log(f"  first call {w:10s} N={n} {m:13s} repeat {r}: "
             + (f"{res['total'] * 1e3:7.0f} ms" if "total" in res
                else f"FAILED {res['error']}"))
   if profile_path is not None:
@@ -340,15 +350,24 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
               "min": min(x["total"] for x in ok),
               "phases": {p: statistics.median(x["phases"].get(p, 0.)
                                               for x in ok) for p in names}}
-    diffs = []
+    diffs, diffs_before, ratios = [], [], []
+    native_before = "native_before" if before_native else "native"
     for r in range(repeats):
       pair = {x["method"]: x["total"] for x in runs
               if x["workload"] == w and x["repeat"] == r and "total" in x}
       if "fork" in pair and "native" in pair:
         diffs.append(pair["fork"] - pair["native"])
+        if "fork_before" in pair and native_before in pair:
+          diffs_before.append(pair["fork_before"] - pair[native_before])
+          ratios.append(diffs[-1] / diffs_before[-1])
     if diffs:
       s["extra"] = statistics.median(diffs)
       s["extra_runs"] = diffs
+    if ratios:
+      s["extra_before"] = statistics.median(diffs_before)
+      s["extra_before_runs"] = diffs_before
+      s["extra_ratio"] = statistics.median(ratios)
+      s["extra_ratio_runs"] = ratios
     if w in ISSUE_TODAY:
       fork, native = ISSUE_TODAY[w]
       s["issue_extra"] = fork - native
@@ -367,7 +386,17 @@ def main(argv: list[str]) -> int:
   p.add_argument("--out", help="write the JSON here")
   p.add_argument("--before-python", help="also run the fork_before method "
                  "with this interpreter (a venv with an older wheel)")
+  p.add_argument("--before-native", action="store_true",
+                 help="also run native JAX with --before-python's "
+                 "interpreter (an older wheel on another JAX release)")
+  p.add_argument("--methods", default=",".join(METHODS),
+                 help="the methods run in this interpreter")
   args = p.parse_args(argv)
+  unknown = set(args.methods.split(",")) - set(METHODS)
+  if unknown:
+    p.error(f"unknown --methods {sorted(unknown)}; choose from {METHODS}")
+  if args.before_native and not args.before_python:
+    p.error("--before-native needs --before-python")
   if args.child:
     w, m, n = args.child
     _child(w, m, int(n), args.profile)
@@ -375,13 +404,15 @@ def main(argv: list[str]) -> int:
   data = measure(args.workloads.split(","), args.n, args.repeats,
                  BENCH / "results" / "first_call_profile.txt"
                  if args.profile else None,
-                 before_python=args.before_python)
+                 before_python=args.before_python,
+                 before_native=args.before_native,
+                 methods=args.methods.split(","))
   text = json.dumps(data, indent=1)
   if args.out:
     pathlib.Path(args.out).write_text(text)
   for w, s in data["summary"].items():
     print(w, {k: (round(v["median"], 3) if isinstance(v, dict) else v)
-              for k, v in s.items() if k != "extra_runs"})
+              for k, v in s.items() if not k.endswith("_runs")})
   return 0
 
 

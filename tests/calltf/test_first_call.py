@@ -118,6 +118,41 @@ def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
   assert counts["eager_device_probe"] == 0
 
 
+def test_jacrev_of_a_scalar_function_vectorizes_only_over_the_batch(counts):
+  w, b = randn(3, 4), randn(4)
+
+  def f(x):
+    return tf.reduce_sum(tf.tanh(tf.linalg.matvec(tf.constant(w.T), x) + b))
+
+  f_jnp = lambda x: jnp.sum(jnp.tanh(x @ w + b))
+  jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
+  assert_close(jac, jax.vmap(jax.jacrev(f_jnp))(X), tol=1e-5)
+  # jacrev's own vmap is over a basis of one cotangent: the VJP is called on
+  # it, not vectorized (the vmap dispatcher's batch of one). Only the batch
+  # is vectorized.
+  assert counts["vectorize"] == 1
+  assert counts["pfor"] == 1
+  assert counts["tf_to_hlo"] == 1
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_batch_of_one_calls_the_function_on_its_example(counts, jit):
+  """A batch of one is an unbatched call on the example, not pfor."""
+  calls = []
+  f, f_np = _fresh_function(calls)
+  g = jax.vmap(call_tf(f))
+  if jit:
+    g = jax.jit(g)
+  x1 = X[:1]
+  out = g(x1)
+  assert out.shape == (1, 4)
+  assert_close(out, f_np(x1), tol=1e-5)
+  # One unbatched call, as without vmap: the trace (and eagerly, as
+  # upstream's eager call_tf does, f's Python on the example).
+  assert counts["pfor"] == 0
+  assert len(calls) == (1 if jit else 2)
+
+
 def test_with_the_fallback_the_rule_vectorizes_while_it_can_fall_back(counts):
   calls = []
   f, _ = _fresh_function(calls)
