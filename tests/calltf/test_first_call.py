@@ -118,6 +118,24 @@ def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
   assert counts["eager_device_probe"] == 0
 
 
+def test_nested_vmap_of_control_flow_vectorizes_each_vmap_once(counts):
+  w = randn(3, 4)
+
+  def f(x):
+    # A tf.cond: the graph calls functions, which pfor's copy cannot take.
+    y = tf.linalg.matvec(tf.constant(w.T), x)
+    return tf.cond(tf.shape(x)[0] > 1, lambda: tf.sin(tf.sin(y)),
+                   lambda: tf.cos(y))
+
+  f_jnp = lambda x: jnp.sin(jnp.sin(x @ w))
+  jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
+  assert_close(jac, jax.vmap(jax.jacrev(f_jnp))(X), tol=1e-5)
+  # The inner vectorization is called, from its staged variant, and not
+  # also vectorized eagerly for a copy that pfor would refuse.
+  assert counts["vectorize"] == 2
+  assert counts["tf_to_hlo"] == 1
+
+
 def test_jacrev_of_a_scalar_function_vectorizes_only_over_the_batch(counts):
   w, b = randn(3, 4), randn(4)
 

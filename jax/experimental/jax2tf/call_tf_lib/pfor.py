@@ -214,7 +214,7 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
   """
   graph = concrete_fn.graph
   graph_def = graph.as_graph_def()
-  if graph_def.library.function or graph_def.library.gradient:
+  if _calls_functions(graph_def):
     return None
   # The argument (and capture) placeholders are left out: their uses get the
   # values instead (a placeholder left in would reach XLA, which rejects it).
@@ -261,6 +261,19 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
     results = dict(zip(imported, returned))
     return [values[o] if o in values else results[o] for o in outputs]
   return call
+
+
+def _calls_functions(graph_def: Any) -> bool:
+  return bool(graph_def.library.function or graph_def.library.gradient)
+
+
+def calls_functions(concrete_fn: Any) -> bool:
+  """Whether a traced TF function calls functions (:func:`inlined` refuses).
+
+  Args:
+    concrete_fn: a traced TF function.
+  """
+  return _calls_functions(concrete_fn.graph.as_graph_def())
 
 
 def converts_calls_of_outer_functions() -> bool:

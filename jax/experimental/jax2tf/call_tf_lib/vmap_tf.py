@@ -234,6 +234,22 @@ def _check_results(results: Sequence[Any],
   return checked
 
 
+def _copyable_when_vectorized(function_flat_tf: Any) -> bool:
+  """Whether a vectorized function's vectorization can be copied by pfor.
+
+  Its unbatched function (through nested ``vmap``\ s) calls no functions:
+  then pfor's vectorization of it calls none either, and
+  :func:`.pfor.inlined` copies it. Asked before the eager variant is traced
+  for the copy, so that a function with control flow is not vectorized
+  twice (eagerly for the copy, then staged for the call).
+  """
+  made_from = traces.vectorized_from(function_flat_tf)
+  while made_from is not None:
+    root, sig = made_from.function_flat_tf, made_from.sig
+    made_from = traces.vectorized_from(root)
+  return not pfor.calls_functions(traces.concrete_function(root, sig))
+
+
 @functools.lru_cache(maxsize=256)
 def _batched_tf_functions(
     callable_flat_tf: Callable[..., Any],
@@ -283,13 +299,20 @@ def _batched_tf_functions(
     if vmap_method not in (None, "vectorized"):
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
-    # An inner vmap's function is copied from its eager variant, traced
-    # outside XLA: there its pfor loop is in its graph, not in a function
-    # that pfor makes under XLA, which would keep it from being copied.
-    with compat.outside_xla_context():
-      unbatched_fn = pfor.inlined(traces.concrete_function(
-          callable_flat_tf if traces.vectorized_from(function_flat_tf)
-          else function_flat_tf, sig))
+    if traces.vectorized_from(function_flat_tf) is None:
+      unbatched_fn = pfor.inlined(
+          traces.concrete_function(function_flat_tf, sig))
+    elif _copyable_when_vectorized(function_flat_tf):
+      # An inner vmap's function is copied from its eager variant, traced
+      # outside XLA: there its pfor loop is in its graph, not in a function
+      # that pfor makes under XLA, which would keep it from being copied.
+      with compat.outside_xla_context():
+        unbatched_fn = pfor.inlined(
+            traces.concrete_function(callable_flat_tf, sig))
+    else:
+      # Called, from its staged variant: pfor's control flow ops compile
+      # with XLA only if made in its context.
+      unbatched_fn = None
     if unbatched_fn is None:
       unbatched_fn = (traces.concrete_function(function_flat_tf, sig)
                       if pfor.converts_calls_of_outer_functions()
