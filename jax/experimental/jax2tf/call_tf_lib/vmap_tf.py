@@ -237,7 +237,7 @@ def _check_results(results: Sequence[Any],
 def _copyable_when_vectorized(function_flat_tf: Any) -> bool:
   """Whether a vectorized function's vectorization can be copied by pfor.
 
-  Its unbatched function (through nested ``vmap``\ s) calls no functions:
+  Its unbatched function (beneath every nested ``vmap``) calls no functions:
   then pfor's vectorization of it calls none either, and
   :func:`.pfor.inlined` copies it. Asked before the eager variant is traced
   for the copy, so that a function with control flow is not vectorized
