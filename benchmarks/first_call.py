@@ -159,8 +159,24 @@ def instrument(phases: Phases) -> None:
       pass
 
 
-def _child(workload: str, method: str, n: int, profile: str | None) -> None:
-  """One fresh process: one first call, its phases as a JSON line."""
+def _warm_tensorflow() -> None:
+  """TF's one-time work: a trivial function traced and converted to HLO."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  f = tf.function(lambda a: a * 2., jit_compile=True, autograph=False)
+  spec = tf.TensorSpec((2,), tf.float32)
+  f.get_concrete_function(spec)
+  f.experimental_get_compiler_ir(spec)(stage="hlo_serialized",
+                                       platform_name="CPU")
+
+
+def _child(workload: str, method: str, n: int, profile: str | None,
+           warm_tf: bool = False) -> None:
+  """One fresh process: one first call, its phases as a JSON line.
+
+  With ``warm_tf``, TensorFlow's one-time work (its first trace, its first
+  conversion to HLO) is done before the clock starts, as JAX's backend is:
+  the first call of a function in a process that has used TF before.
+  """
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   sys.path.insert(0, str(BENCH.parent))
   # pylint: disable=g-import-not-at-top
@@ -175,6 +191,8 @@ def _child(workload: str, method: str, n: int, profile: str | None) -> None:
   w = wl.by_name(workload, str(BENCH / ".cache"))
   x = jax.block_until_ready(jax.device_put(w.inputs(n)))
   jax.block_until_ready(jax.jit(lambda a: a * 2)(x))  # the backend is up
+  if warm_tf:
+    _warm_tensorflow()
   phases = Phases()
   if method == "fork":
     instrument(phases)
@@ -273,9 +291,11 @@ def _write_profile(prof: Any, path: str, title: str) -> None:
 
 def _run_child(workload: str, method: str, n: int,
                profile: str | None = None,
-               python: str | None = None) -> dict[str, Any]:
+               python: str | None = None,
+               warm_tf: bool = False) -> dict[str, Any]:
   cmd = [python or sys.executable, "-m", "benchmarks.first_call", "--child",
-         workload, method, str(n)] + (["--profile", profile] if profile else [])
+         workload, method, str(n)] + (["--profile", profile] if profile else []
+                                     ) + (["--warm-tf"] if warm_tf else [])
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
   out = subprocess.run(cmd, cwd=BENCH.parent, env=env, capture_output=True,
                        text=True, check=False)
@@ -290,7 +310,8 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
             repeats: int = 5, profile_path: pathlib.Path | None = None,
             log=print, before_python: str | None = None,
             before_native: bool = False,
-            methods: Sequence[str] = METHODS) -> dict[str, Any]:
+            methods: Sequence[str] = METHODS,
+            warm_tf: bool = False) -> dict[str, Any]:
   """Fresh-process first calls, ``repeats`` times, methods interleaved.
 
   Args:
@@ -308,6 +329,8 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
       its extra is then over its own JAX's native first call.
     methods: the methods run in this interpreter (a subset of ``METHODS``;
       ``native`` and ``fork`` for the extra).
+    warm_tf: every process does TF's one-time work before the clock starts
+      (see :func:`_child`).
 
   Returns:
     ``{"n", "repeats", "runs": [...], "summary": {workload: {...}}}``:
@@ -324,10 +347,11 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
     for w in workloads:
       for m in methods:
         if m.endswith("_before"):
-          res = _run_child(w, m[:-len("_before")], n, python=before_python)
+          res = _run_child(w, m[:-len("_before")], n, python=before_python,
+                           warm_tf=warm_tf)
           res["method"] = m
         else:
-          res = _run_child(w, m, n)
+          res = _run_child(w, m, n, warm_tf=warm_tf)
         res["repeat"] = r
         runs.append(res)
         log(f"  first call {w:10s} N={n} {m:13s} repeat {r}: "
@@ -373,7 +397,8 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
       s["issue_extra"] = fork - native
       s["target_extra"] = (fork - native) / 2
     summary[w] = s
-  return {"n": n, "repeats": repeats, "runs": runs, "summary": summary}
+  return {"n": n, "repeats": repeats, "warm_tf": warm_tf, "runs": runs,
+          "summary": summary}
 
 
 def main(argv: list[str]) -> int:
@@ -391,6 +416,9 @@ def main(argv: list[str]) -> int:
                  "interpreter (an older wheel on another JAX release)")
   p.add_argument("--methods", default=",".join(METHODS),
                  help="the methods run in this interpreter")
+  p.add_argument("--warm-tf", action="store_true",
+                 help="do TensorFlow's one-time work (first trace, first "
+                 "conversion to HLO) before the clock starts")
   args = p.parse_args(argv)
   unknown = set(args.methods.split(",")) - set(METHODS)
   if unknown:
@@ -399,14 +427,15 @@ def main(argv: list[str]) -> int:
     p.error("--before-native needs --before-python")
   if args.child:
     w, m, n = args.child
-    _child(w, m, int(n), args.profile)
+    _child(w, m, int(n), args.profile, args.warm_tf)
     return 0
   data = measure(args.workloads.split(","), args.n, args.repeats,
                  BENCH / "results" / "first_call_profile.txt"
                  if args.profile else None,
                  before_python=args.before_python,
                  before_native=args.before_native,
-                 methods=args.methods.split(","))
+                 methods=args.methods.split(","),
+                 warm_tf=args.warm_tf)
   text = json.dumps(data, indent=1)
   if args.out:
     pathlib.Path(args.out).write_text(text)
