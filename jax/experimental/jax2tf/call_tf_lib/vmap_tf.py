@@ -238,11 +238,12 @@ def _copyable_when_vectorized(function_flat_tf: Any) -> bool:
   """Whether a vectorized function's vectorization can be copied by pfor.
 
   Its unbatched function (beneath every nested ``vmap``) calls no functions:
-  then pfor's vectorization of it calls none either (unless pfor falls back
-  to a loop for an op it cannot convert), and :func:`.pfor.inlined` copies
-  it. Asked before the eager variant is traced for the copy, so that a
-  function with control flow is not vectorized twice (eagerly for the copy,
-  then staged for the call).
+  then pfor's vectorization of it normally calls none either (pfor's
+  fallback to a loop is off), and :func:`.pfor.inlined` copies it; if it
+  does, the copy is refused and the staged variant is called, as before.
+  Asked before the eager variant is traced for the copy, so that a function
+  with control flow is not vectorized twice (eagerly for the copy, then
+  staged for the call).
   """
   made_from = traces.vectorized_from(function_flat_tf)
   while made_from is not None:
