@@ -18,12 +18,14 @@ meets them; a pair of fresh processes differs by up to 170 ms on a shared
 machine. This measures, in one warm process, with less noise:
 
 * **each new function's first call**: ``jax.jit(jax.vmap(g))`` of a new
-  function again and again (the workload's function plus a new constant, so
-  that no cache hits), native JAX and the fork alternating, N=100. The
-  median over the functions after the first is the fork's extra work per
-  new function, without any one-time setup of the process;
-* **TensorFlow's conversion to HLO** (``experimental_get_compiler_ir``,
-  stage ``hlo_serialized``, what ``call_tf`` asks for) of small functions
+  Python function again and again (the workload's function plus a new
+  constant; a new function object, so no cache hits), native JAX and the
+  fork in turn (which goes first alternates), N=100, each fork result
+  checked against native's. The median over the functions after the first
+  is the fork's extra work per new function, without any one-time setup of
+  the process;
+* **TensorFlow's conversion to HLO** (``experimental_get_compiler_ir``, the
+  stage ``call_tf`` asks for, ``hlo_serialized``) of small functions
   on a ``(100, 64)`` argument, each traced once and converted
   ``--repeats`` times: a trivial one, one ``MatMul`` by a ``(64, 128)``
   constant, the same product as one and as two ``tf.einsum``\\ s, the
@@ -39,8 +41,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+import datetime
 import json
 import os
+import pathlib
+import platform
 import statistics
 import sys
 import time
@@ -55,14 +60,16 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import workloads as wl  # noqa: E402
 
+BENCH = pathlib.Path(__file__).resolve().parent
 N = 100
 WORKLOADS = ("mlp128", "energy", "energy_jac")
 
 
-def _ms(f: Callable[[], Any]) -> float:
+def _ms(f: Callable[[], Any]) -> tuple[float, Any]:
+  """Calls ``f``: its wall time in ms, and what it returned."""
   t0 = time.perf_counter()
-  f()
-  return (time.perf_counter() - t0) * 1e3
+  out = f()
+  return (time.perf_counter() - t0) * 1e3, out
 
 
 def new_functions(workload: str, functions: int) -> dict[str, Any]:
@@ -73,24 +80,30 @@ def new_functions(workload: str, functions: int) -> dict[str, Any]:
     functions: how many new functions of each method.
 
   Returns:
-    The times (ms) of every first call, per method, and the medians over
-    the functions after the first.
+    ``times_ms``: every first call's time (ms), per method;
+    ``median_ms``: their medians over the functions after the first;
+    ``extra_median_ms`` and ``extra_range_ms``: the median and the range of
+    the per-function differences, fork minus native, over the same.
+
+  Raises:
+    AssertionError: if a fork result is not native's, within the
+      workload's tolerance.
   """
-  w = wl.by_name(workload)
+  w = wl.by_name(workload, str(BENCH / ".cache"))
   x = jax.block_until_ready(jax.device_put(w.inputs(N)))
   times: dict[str, list[float]] = {"native": [], "fork": []}
   for i in range(functions):
     c = np.float32(i)
-    results = {}
-    for method in times:
+    results: dict[str, Any] = {}
+    # Which method goes first alternates: no order bias.
+    for method in ("native", "fork") if i % 2 == 0 else ("fork", "native"):
       if method == "native":
         f = lambda a, c=c: w.jnp_fn(a) + c
       else:
         f = jax2tf.call_tf(lambda a, c=c: w.tf_fn(a) + c)
       g = jax.jit(jax.vmap(wl.per_example(w, f)))
-      t0 = time.perf_counter()
-      results[method] = jax.block_until_ready(g(x))
-      times[method].append((time.perf_counter() - t0) * 1e3)
+      ms, results[method] = _ms(lambda g=g: jax.block_until_ready(g(x)))
+      times[method].append(ms)
     # A first call that computes something else would time nothing useful;
     # the tolerance is the harness's (max error over the reference's max).
     fork, ref = (np.asarray(results[m], np.float64) for m in ("fork", "native"))
@@ -106,6 +119,7 @@ def new_functions(workload: str, functions: int) -> dict[str, Any]:
 
 
 def _conversions() -> list[tuple[str, Callable[..., Any]]]:
+  """The functions whose conversion is timed, with their table names."""
   w1 = wl.MLP128_W1
   return [
       ("trivial (`tf.sin`)", lambda x: tf.sin(x)),
@@ -136,7 +150,7 @@ def conversions(repeats: int) -> list[dict[str, Any]]:
   for name, fn in _conversions():
     f = tf.function(fn, jit_compile=True, autograph=False)
     getter = f.experimental_get_compiler_ir(spec)
-    ts = [_ms(lambda: getter(stage="hlo_serialized", platform_name="CPU"))
+    ts = [_ms(lambda: getter(stage="hlo_serialized", platform_name="CPU"))[0]
           for _ in range(repeats)]
     rows.append({"function": name, "first_ms": ts[0],
                  "median_ms": statistics.median(ts[1:])})
@@ -144,6 +158,7 @@ def conversions(repeats: int) -> list[dict[str, Any]]:
 
 
 def _report(result: dict[str, Any]) -> str:
+  """The results as two Markdown tables."""
   lines = ["## Each new function's first call, N=100, one warm process", "",
            "| workload | native | fork | extra (median) | extra (range) |",
            "|---|---:|---:|---:|---:|"]
@@ -160,7 +175,27 @@ def _report(result: dict[str, Any]) -> str:
   return "\n".join(lines)
 
 
+def _warm_tensorflow() -> None:
+  """TF's one-time work: a function traced and converted to HLO."""
+  f = tf.function(lambda a: a * 2., jit_compile=True, autograph=False)
+  f.experimental_get_compiler_ir(tf.TensorSpec((2,), tf.float32))(
+      stage="hlo_serialized", platform_name="CPU")
+
+
+def _environment(argv: Sequence[str]) -> dict[str, Any]:
+  """When, where and how this ran: the JSON's provenance."""
+  return {
+      "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
+      "command": " ".join(["python -m benchmarks.first_call_parts", *argv]),
+      "jax": jax.__version__, "tensorflow": tf.__version__,
+      "numpy": np.__version__, "python": platform.python_version(),
+      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+                 f"{platform.system()}",
+  }
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+  """Runs both parts, prints the tables, writes the JSON (``--out``)."""
   p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
   p.add_argument("--functions", type=int, default=25,
                  help="new functions per method and workload (default 25)")
@@ -179,9 +214,10 @@ def main(argv: Sequence[str] | None = None) -> None:
   tf.get_logger().setLevel("ERROR")
   # JAX's backend and TF's first conversion, before anything is timed.
   jax.block_until_ready(jax.jit(lambda a: a * 2)(np.ones(3, np.float32)))
+  _warm_tensorflow()
   result = {
       "n": N, "functions": args.functions, "repeats": args.repeats,
-      "jax": jax.__version__, "tensorflow": tf.__version__,
+      **_environment(sys.argv[1:] if argv is None else argv),
       "conversions": conversions(args.repeats),
       "new_functions": {name: new_functions(name, args.functions)
                         for name in args.workloads.split(",")},
