@@ -159,7 +159,7 @@ def instrument(phases: Phases) -> None:
       pass
 
 
-def _warm_tensorflow() -> None:
+def warm_tensorflow() -> None:
   """TF's one-time work: a trivial function traced and converted to HLO."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   f = tf.function(lambda a: a * 2., jit_compile=True, autograph=False)
@@ -192,7 +192,7 @@ def _child(workload: str, method: str, n: int, profile: str | None,
   x = jax.block_until_ready(jax.device_put(w.inputs(n)))
   jax.block_until_ready(jax.jit(lambda a: a * 2)(x))  # the backend is up
   if warm_tf:
-    _warm_tensorflow()
+    warm_tensorflow()
   phases = Phases()
   if method == "fork":
     instrument(phases)

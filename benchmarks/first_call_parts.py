@@ -41,11 +41,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-import datetime
 import json
 import os
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -58,6 +56,8 @@ from jax.experimental import jax2tf  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from benchmarks import first_call  # noqa: E402
+from benchmarks import harness  # noqa: E402
 from benchmarks import workloads as wl  # noqa: E402
 
 BENCH = pathlib.Path(__file__).resolve().parent
@@ -105,9 +105,9 @@ def new_functions(workload: str, functions: int) -> dict[str, Any]:
       ms, results[method] = _ms(lambda g=g: jax.block_until_ready(g(x)))
       times[method].append(ms)
     # A first call that computes something else would time nothing useful;
-    # the tolerance is the harness's (max error over the reference's max).
-    fork, ref = (np.asarray(results[m], np.float64) for m in ("fork", "native"))
-    err = np.max(np.abs(fork - ref)) / (np.max(np.abs(ref)) + 1e-30)
+    # checked as the harness checks every method.
+    err = harness.rel_err(results["fork"],
+                          np.asarray(results["native"], np.float64))
     if not err <= w.tol:
       raise AssertionError(f"{workload}: the fork's result differs from "
                            f"native's by {err:.2e} (tolerance {w.tol:.0e})")
@@ -175,25 +175,6 @@ def _report(result: dict[str, Any]) -> str:
   return "\n".join(lines)
 
 
-def _warm_tensorflow() -> None:
-  """TF's one-time work: a function traced and converted to HLO."""
-  f = tf.function(lambda a: a * 2., jit_compile=True, autograph=False)
-  f.experimental_get_compiler_ir(tf.TensorSpec((2,), tf.float32))(
-      stage="hlo_serialized", platform_name="CPU")
-
-
-def _environment(argv: Sequence[str]) -> dict[str, Any]:
-  """When, where and how this ran: the JSON's provenance."""
-  return {
-      "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"),
-      "command": " ".join(["python -m benchmarks.first_call_parts", *argv]),
-      "jax": jax.__version__, "tensorflow": tf.__version__,
-      "numpy": np.__version__, "python": platform.python_version(),
-      "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
-                 f"{platform.system()}",
-  }
-
-
 def main(argv: Sequence[str] | None = None) -> None:
   """Runs both parts, prints the tables, writes the JSON (``--out``)."""
   p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -214,10 +195,13 @@ def main(argv: Sequence[str] | None = None) -> None:
   tf.get_logger().setLevel("ERROR")
   # JAX's backend and TF's first conversion, before anything is timed.
   jax.block_until_ready(jax.jit(lambda a: a * 2)(np.ones(3, np.float32)))
-  _warm_tensorflow()
+  first_call.warm_tensorflow()
+  command = sys.argv[1:] if argv is None else argv
   result = {
       "n": N, "functions": args.functions, "repeats": args.repeats,
-      **_environment(sys.argv[1:] if argv is None else argv),
+      **harness.environment(),
+      "command": " ".join(["python -m benchmarks.first_call_parts",
+                           *command]),
       "conversions": conversions(args.repeats),
       "new_functions": {name: new_functions(name, args.functions)
                         for name in args.workloads.split(",")},

@@ -102,7 +102,8 @@ def _reference(w: workloads_lib.Workload, x_np: np.ndarray) -> np.ndarray:
   return np.stack(rows)
 
 
-def _rel_err(result: Any, ref: np.ndarray | None) -> float | None:
+def rel_err(result: Any, ref: np.ndarray | None) -> float | None:
+  """Max abs error of ``result`` over the max abs of ``ref`` (None: no ref)."""
   if ref is None:
     return None
   r = np.asarray(result, np.float64)
@@ -110,7 +111,8 @@ def _rel_err(result: Any, ref: np.ndarray | None) -> float | None:
   return float(np.max(np.abs(r - ref)) / (np.max(np.abs(ref)) + 1e-30))
 
 
-def _environment() -> dict[str, Any]:
+def environment() -> dict[str, Any]:
+  """Versions, date and machine: the provenance of a results file."""
   import jaxlib  # pylint: disable=g-import-not-at-top
   import tf2jax  # pylint: disable=g-import-not-at-top
   return {
@@ -206,7 +208,7 @@ def measure_all(workloads: Sequence[workloads_lib.Workload],
         rec.first_call, rec.steady, rec.compile = (
             t.first_call, t.steady, t.compile)
         rec.samples, rec.calls_per_sample = t.samples, t.calls_per_sample
-        rec.max_rel_err = _rel_err(t.result, ref)
+        rec.max_rel_err = rel_err(t.result, ref)
         if (rec.mode == "jit" and m.name in BREAKDOWN_METHODS
             and w.derivative in (None, "jacrev")):
           # Two more fresh compilations: keep the fastest (noisy machine).
@@ -320,7 +322,7 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
   if unknown:
     raise SystemExit(f"unknown sections {sorted(unknown)}; known: "
                      + ",".join(SECTIONS))
-  env = _environment()
+  env = environment()
   print(f"[bench] jax {env['jax']}, jaxlib {env['jaxlib']}, tensorflow "
         f"{env['tensorflow']}, tf2jax {env['tf2jax']}; {env['machine']}",
         flush=True)
