@@ -48,7 +48,8 @@ def assert_close(actual: Any, expected: Any, tol: float = 1e-5) -> None:
     if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer):
       np.testing.assert_array_equal(a, e)
     else:
-      np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64),
+      wide = np.complex128 if np.iscomplexobj(a) else np.float64
+      np.testing.assert_allclose(a.astype(wide), e.astype(wide),
                                  rtol=tol, atol=tol)
 
 

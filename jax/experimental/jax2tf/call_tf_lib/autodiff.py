@@ -28,11 +28,14 @@ again. The rules are those of the forward call's traces
 
 from __future__ import annotations
 
+from collections.abc import Callable
+import functools
 from typing import Any
 
 import jax
 from jax import dtypes
 from jax import tree_util
+from jax.experimental.jax2tf.call_tf_lib import compat
 import numpy as np
 
 
@@ -83,3 +86,57 @@ def vjp_call_key(vjp_args: dict[str, Any]) -> Any:
     leaves, treedef = tree_util.tree_flatten(v, is_leaf=lambda x: x is None)
     return tuple(leaves), treedef
   return tuple(sorted((k, flat(v)) for k, v in vjp_args.items()))
+
+
+def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
+  """The VJP's TF function, its gradients built as outside XLA.
+
+  ``call_tf`` traces it for XLA, where TF's gradient of ``Slice`` is an
+  ``XlaDynamicUpdateSlice``, which has neither a gradient (``jax.hessian``
+  differentiates the VJP) nor a pfor converter (``jax.jacrev`` vectorizes
+  it); see :func:`.compat.slice_gradient_outside_xla`.
+
+  Args:
+    tf_vjp_fun: ``call_tf``'s VJP, ``(args, cotangents) -> cotangents``.
+
+  Returns:
+    The same function of the same arguments.
+  """
+  @functools.wraps(tf_vjp_fun)
+  def vjp_fun(*args: Any) -> Any:
+    with compat.slice_gradient_outside_xla():
+      return tf_vjp_fun(*args)
+  return vjp_fun
+
+
+def _conj(x: Any) -> Any:
+  if x is None or not dtypes.issubdtype(dtypes.result_type(x),
+                                        np.complexfloating):
+    return x
+  return jax.numpy.conj(x)
+
+
+def vjp_in_jax_convention(vjp_call: Callable[[Any, Any], Any], args_jax: Any,
+                          ct_res_jax: Any) -> Any:
+  """``call_tf``'s VJP, in JAX's convention for complex values.
+
+  TF's gradient of a complex function is the conjugate of JAX's VJP: for a
+  holomorphic ``f``, ``tape.gradient`` with output gradient ``u`` gives
+  ``u * conj(f'(z))``, where JAX's VJP gives ``u * f'(z)``. Upstream
+  returned TF's, so ``jax.jacrev(..., holomorphic=True)`` gave
+  ``conj(f'(z))`` while ``jax.jacfwd`` gives ``f'(z)``, and compositions of
+  the two modes were wrong. In JAX's convention the VJP is
+  ``conj(tf_vjp(conj(u)))``; real values are unchanged.
+
+  Args:
+    vjp_call: the ``call_tf`` of the VJP's TF function.
+    args_jax: the primal arguments.
+    ct_res_jax: the output cotangents.
+
+  Returns:
+    The argument cotangents, in JAX's convention.
+  """
+  is_leaf = lambda x: x is None
+  cts = vjp_call(args_jax, tree_util.tree_map(_conj, ct_res_jax,
+                                              is_leaf=is_leaf))
+  return tree_util.tree_map(_conj, cts, is_leaf=is_leaf)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import dataclasses
 import inspect
+import threading
 from typing import Any
 
 from jax import tree_util
@@ -386,6 +387,51 @@ def outside_xla_context() -> Iterator[None]:
       graph._set_control_flow_context(context)  # pylint: disable=protected-access
 
 
+_SLICE_GRADIENT_LOCK = threading.RLock()
+_slice_gradient_depth = 0
+
+
+@contextlib.contextmanager
+def slice_gradient_outside_xla() -> Iterator[None]:
+  """While it lasts, TF's ``Slice`` gradient is built as outside XLA.
+
+  In an XLA context (a ``tf.function(jit_compile=True)`` being traced) TF's
+  gradient of ``Slice`` (of ``tf.concat``'s gradient, ``x[1:]``, every
+  ``tf.slice``) is an ``XlaDynamicUpdateSlice``, which has neither a
+  gradient nor a pfor converter: forward mode and ``jax.vmap`` of a VJP
+  failed on it. Outside, it is a ``Pad`` of the same values, which has
+  both, and which XLA compiles as well. The gradient function registered
+  for ``Slice`` is wrapped meanwhile (other threads building a ``Slice``
+  gradient then get the ``Pad`` too: the same values). Nothing if TF moved
+  its gradient registry.
+  """
+  global _slice_gradient_depth
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(getattr(tf_ops, "_gradient_registry", None),
+                     "_registry", None)
+  entry = registry.get("Slice") if isinstance(registry, dict) else None
+  if not isinstance(entry, dict) or "type" not in entry:
+    yield
+    return
+  with _SLICE_GRADIENT_LOCK:
+    if _slice_gradient_depth == 0:
+      original = entry["type"]
+
+      def slice_gradient(*args, **kwargs):
+        with outside_xla_context():
+          return original(*args, **kwargs)
+      slice_gradient.original = original  # type: ignore[attr-defined]
+      entry["type"] = slice_gradient
+    _slice_gradient_depth += 1
+  try:
+    yield
+  finally:
+    with _SLICE_GRADIENT_LOCK:
+      _slice_gradient_depth -= 1
+      if _slice_gradient_depth == 0:
+        entry["type"] = entry["type"].original
+
+
 def set_stack_traces(ops: Sequence[Any]) -> None:
   """Gives ops without a stack trace the current one, as op creation does.
 
@@ -444,6 +490,24 @@ def compiler_ir_of_concrete_function(concrete_fn: Any,
                  captured_inputs=concrete_fn.captured_inputs, stage=stage)
     return res if stage.endswith("_serialized") else res.decode("utf-8")
   return getter
+
+
+def has_registered_gradient(op_type: str) -> bool:
+  """Whether TF registers a gradient function for ``op_type``.
+
+  False for op types registered as not differentiable
+  (``tf.no_gradient``) and for those not registered at all; True if TF
+  moved its gradient registry, so that callers never invent a missing
+  gradient.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  if registry is None or not hasattr(registry, "lookup"):
+    return True
+  try:
+    return registry.lookup(op_type) is not None
+  except LookupError:
+    return False
 
 
 def restored_gradient_function(op_type: str) -> Any | None:

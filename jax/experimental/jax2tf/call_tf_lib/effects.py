@@ -58,6 +58,33 @@ def writes_variable(op_type: str) -> bool:
   return op_type.startswith(_WRITES_PREFIXES)
 
 
+_PYTHON_OPS = frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"})
+_PRINT_OPS = frozenset({"PrintV2", "Print"})
+
+
+def describe_effect(op_type: str) -> str:
+  """What an op with side effects does, for messages.
+
+  Args:
+    op_type: the TF op type.
+
+  Returns:
+    A clause such as "which assigns a TensorFlow variable".
+  """
+  if writes_variable(op_type):
+    return "which assigns a TensorFlow variable"
+  if op_type in _PYTHON_OPS:
+    return ("which runs Python code (tf.py_function or tf.numpy_function), "
+            "which TensorFlow treats as having side effects")
+  if op_type in _PRINT_OPS:
+    return "which prints"
+  if op_type == "Assert":
+    return "which checks an assertion"
+  if "Random" in op_type or op_type.startswith(("Stateful", "Multinomial")):
+    return "which draws random numbers from a stateful generator"
+  return "which has side effects"
+
+
 def _called_graphs(op: Any) -> list[Any]:
   """The graphs of the functions ``op`` calls (its function attributes)."""
   graphs = []

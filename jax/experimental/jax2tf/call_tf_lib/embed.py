@@ -77,6 +77,10 @@ class _EmbeddedCallee:
     del is_batched, vmap_method, out_avals  # the dispatcher checks results
     return self.call(args)
 
+  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+    del vmap_method
+    return None  # a jax2tf module: JAX code, pure
+
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:

@@ -57,6 +57,13 @@ class CallTfStatefulFunctionError(ValueError):
   """A TF function with side effects where ``call_tf`` cannot run them."""
 
 
+class CallTfDerivativeError(ValueError):
+  """A derivative of ``call_tf`` that TensorFlow cannot compute.
+
+  Raised rather than returning zeros for it.
+  """
+
+
 def describe_op(op_type: str | None, node_name: str | None) -> str:
   """"op 'T' (node 'N')" for messages."""
   where = f"op '{op_type}'" if op_type else "an op"
@@ -102,15 +109,44 @@ def pfor_error(op_type: str | None, node_name: str | None,
 
 
 def stateful_error(op_type: str, node_name: str | None,
-                   vmap_method: str | None) -> CallTfVectorizationError:
-  """The function has an op with side effects; pfor would run it once."""
+                   vmap_method: str | None, *, effect: str = "",
+                   under_jit: bool = False, writes_variable: bool = False
+                   ) -> CallTfVectorizationError:
+  """The function has an op with side effects; one call would run it once.
+
+  Args:
+    op_type: the op with side effects.
+    node_name: its node.
+    vmap_method: the method that would make fewer calls than the batch.
+    effect: what the op does (:func:`.effects.describe_effect`).
+    under_jit: whether the call is under ``jax.jit``.
+    writes_variable: whether the op assigns a variable, which no call under
+      ``jax.jit`` can do.
+  """
+  effect = effect or "which has side effects"
+  op = f"{describe_op(op_type, node_name)}, {effect}"
+  if under_jit and writes_variable:
+    return CallTfVectorizationError(
+        f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
+        f"the TensorFlow function has {op}. Under jax.jit call_tf compiles "
+        "the function with XLA into the JAX program, where a variable "
+        "assignment cannot happen, with or without jax.vmap. Call it "
+        "outside jax.jit, where call_tf runs it in TensorFlow eager mode "
+        "and vmap_method='sequential' runs it once per batch element; or "
+        "return the new value from the function and assign the variable "
+        "outside call_tf.", op_type, node_name)
+  if vmap_method in ("expand_dims", "broadcast_all", "batch_polymorphic"):
+    return CallTfVectorizationError(
+        f"jax.vmap of call_tf (vmap_method={vmap_method!r}) makes one "
+        "TensorFlow call for the whole batch, but the TensorFlow function "
+        f"has {op}: it would run once instead of once per batch element. "
+        "Pass vmap_method='sequential' to call_tf to run the function once "
+        "per batch element.", op_type, node_name)
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the TensorFlow "
-      f"function has {describe_op(op_type, node_name)}, which has side "
-      "effects (it writes state, prints, or draws random numbers). "
-      "tf.vectorized_map (pfor) would run it once for the whole batch "
-      "instead of once per batch element, so call_tf does not vectorize "
-      f"it. {what_to_do(vmap_method)}",
+      f"function has {op}. tf.vectorized_map (pfor) would run it once for "
+      "the whole batch instead of once per batch element, so call_tf does "
+      f"not vectorize it. {what_to_do(vmap_method)}",
       op_type, node_name)
 
 
@@ -130,13 +166,21 @@ def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: str | None, cause: BaseException | str
                       ) -> CallTfVectorizationError:
   """pfor vectorized the function, but XLA cannot compile the result."""
+  if op_type and op_type.startswith(("TensorList", "TensorArray")):
+    why = ("pfor vectorizes a tf.map_fn, tf.scan or TensorArray loop into "
+           "TensorList ops whose element shapes XLA cannot infer")
+  elif op_type in ("DynamicStitch", "ParallelDynamicStitch", "Where",
+                   "DynamicPartition"):
+    why = ("pfor turns a tf.cond or tf.while_loop whose predicate depends on "
+           "the batched values into ops with data-dependent shapes, which "
+           "XLA does not support")
+  else:
+    why = "pfor made an op that XLA cannot compile in this function"
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
       "tf.vectorized_map (pfor) vectorized the TensorFlow function, but XLA "
-      f"cannot compile the result: {describe_op(op_type, node_name)}. pfor "
-      "turns a tf.cond or tf.while_loop whose predicate depends on the "
-      "batched values into ops with data-dependent shapes, which XLA does "
-      "not support (eagerly, without jax.jit, the vectorized call works). "
+      f"cannot compile the result: {describe_op(op_type, node_name)}. {why} "
+      "(eagerly, without jax.jit, the vectorized call may work). "
       f"{what_to_do(vmap_method)}\nTensorFlow said: {first_line(cause)}",
       op_type, node_name)
 
@@ -191,3 +235,18 @@ def result_count_error(vmap_method: str | None, got: int, expected: int
   return ValueError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the batched "
       f"function returned {got} results, expected {expected}.")
+
+
+def tangent_unknown_error(index: int, op_types: Sequence[str]
+                          ) -> CallTfDerivativeError:
+  """Forward mode: TF computes no tangent for a connected output."""
+  ops = (" (op types without a gradient of their gradient here: "
+         + ", ".join(repr(t) for t in op_types) + ")") if op_types else ""
+  return CallTfDerivativeError(
+      f"Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian) of "
+      f"call_tf: TensorFlow computes no tangent for result {index} of the "
+      f"function, although the result depends on the differentiated "
+      f"arguments: an op on the way has no second-order gradient{ops}. "
+      "call_tf does not return zeros for it. Reverse mode works: use "
+      "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
+      "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")

@@ -50,6 +50,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import mlir
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import effects
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import vmap
 import numpy as np
 import tensorflow as tf
@@ -286,6 +287,10 @@ def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   exact: dict[Any, bool] = {}
 
   def tf_jvp_fun(args_tf, tangents_tf):
+    with compat.slice_gradient_outside_xla():
+      return jvp_fun(args_tf, tangents_tf)
+
+  def jvp_fun(args_tf, tangents_tf):
     flat_args, args_tree = tree_util.tree_flatten(args_tf)
     flat_tangents = tree_util.tree_leaves(
         tangents_tf, is_leaf=lambda t: t is None)
@@ -301,32 +306,83 @@ def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
         exact.clear()
       exact[key] = _accumulator_is_exact(callable_tf, flat_args, args_tree,
                                          watched)
-    if exact[key]:
-      with tf.autodiff.ForwardAccumulator(
-          sources, [t for _, t in watched]) as acc:
+    # A persistent tape beside the tangents: where TF computes no tangent
+    # for an output that reverse mode finds connected (an op on the way has
+    # no gradient of its gradient), the tangent is unknown, not zero.
+    with tf.GradientTape(persistent=True) as tape:
+      tape.watch(sources)
+      if exact[key]:
+        with tf.autodiff.ForwardAccumulator(
+            sources, [t for _, t in watched]) as acc:
+          res = callable_tf(*args_tf)
+      else:
         res = callable_tf(*args_tf)
-      outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
-      return [acc.jvp(r, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-              for r in outs if r.dtype.is_floating or r.dtype.is_complex]
-    with tf.GradientTape() as inner:
-      inner.watch(sources)
-      res = callable_tf(*args_tf)
     outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
     outs = [r for r in outs if r.dtype.is_floating or r.dtype.is_complex]
     if not outs:
       return []
-    us = [tf.zeros_like(r) for r in outs]
-    with tf.GradientTape() as outer:
-      outer.watch(us)
-      vjps = inner.gradient(
-          outs, sources, output_gradients=us,
-          unconnected_gradients=tf.UnconnectedGradients.ZERO)
-      dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
-                                    if v.dtype.is_complex else v * t)
-                      for v, (_, t) in zip(vjps, watched)])
-    return outer.gradient(dot, us,
-                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    if exact[key]:
+      jvps = [acc.jvp(r, unconnected_gradients=tf.UnconnectedGradients.NONE)
+              for r in outs]
+    else:
+      # The double VJP. The VJP is linear in the cotangents u, so the
+      # gradient with respect to them is the same at any u; at u = 0 some
+      # TF gradients are not finite (cumulative_logsumexp's takes the log
+      # of the cotangent), so u = 1.
+      us = [tf.ones_like(r) for r in outs]
+      with tf.GradientTape() as outer:
+        outer.watch(us)
+        vjps = tape.gradient(
+            outs, sources, output_gradients=us,
+            unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
+                                      if v.dtype.is_complex else v * t)
+                        for v, (_, t) in zip(vjps, watched)])
+      jvps = outer.gradient(dot, us,
+                            unconnected_gradients=tf.UnconnectedGradients.NONE)
+    return [_dense_tangent(tape, j, r, sources, i)
+            for i, (j, r) in enumerate(zip(jvps, outs))]
   return tf_jvp_fun
+
+
+def _dense_tangent(tape: Any, jvp: Any, out: Any, sources: Sequence[Any],
+                   index: int) -> Any:
+  """The tangent of ``out`` as a dense tensor; zero only if it is zero.
+
+  TF gives no tangent (None) both for an output that does not depend on the
+  perturbed arguments, whose tangent is zero, and for one whose tangent it
+  cannot compute: an op on the way has a gradient but no gradient of that
+  gradient (``ResizeBilinear``, whose gradient ``ResizeBilinearGrad`` has
+  none), which forward mode needs. Reverse mode tells them apart: an output
+  it finds connected to the arguments has a tangent TF did not compute.
+
+  Raises:
+    errors.CallTfDerivativeError: the tangent is unknown.
+  """
+  if jvp is not None:
+    return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
+  grads = tape.gradient(out, list(sources),
+                        unconnected_gradients=tf.UnconnectedGradients.NONE)
+  if any(g is not None for g in grads):
+    raise errors.tangent_unknown_error(
+        index, [] if tf.executing_eagerly() else _ops_without_gradient(
+            out.graph))
+  return tf.zeros_like(out)
+
+
+def _ops_without_gradient(graph: Any) -> list[str]:
+  """The op types of ``graph`` whose gradients have no gradient of their own.
+
+  Those are what forward mode cannot differentiate: the op types, among
+  those in the graph, that TF registers as not differentiable or not at
+  all, and that are themselves the gradients of other ops.
+  """
+  found = set()
+  for op in graph.get_operations():
+    if op.type.endswith("Grad") and not compat.has_registered_gradient(
+        op.type):
+      found.add(op.type)
+  return sorted(found)
 
 
 def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],

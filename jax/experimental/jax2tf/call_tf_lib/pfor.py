@@ -232,6 +232,8 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
       stack.extend(i.lstrip("^").split(":")[0] for i in by_name[name].input)
   nodes = [n for n in graph_def.node
            if n.name in needed and n.name not in input_ops]
+  for node in nodes:
+    _drop_colocation_with(node, input_ops)
   used = set()
   for node in nodes:
     for name in node.input:
@@ -261,6 +263,27 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
     results = dict(zip(imported, returned))
     return [values[o] if o in values else results[o] for o in outputs]
   return call
+
+
+def _drop_colocation_with(node: Any, names: set[str]) -> None:
+  """Removes ``node``'s colocation constraints with the ops ``names``.
+
+  A gradient graph colocates ops with the tensors they differentiate (a
+  ``tf.gather``'s gradient: ``Shape`` with its argument). The argument
+  placeholders are not imported, so such a constraint would name an unknown
+  node, which ``import_graph_def`` refuses ("expects to be colocated with
+  unknown node"). Colocation is a placement hint; the values the imported
+  ops get are where the caller has them.
+  """
+  if "_class" not in node.attr:
+    return
+  kept = [c for c in node.attr["_class"].list.s
+          if not (c.startswith(b"loc:@") and c[5:].decode() in names)]
+  if kept:
+    del node.attr["_class"].list.s[:]
+    node.attr["_class"].list.s.extend(kept)
+  else:
+    del node.attr["_class"]
 
 
 def _calls_functions(graph_def: Any) -> bool:

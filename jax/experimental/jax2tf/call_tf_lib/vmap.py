@@ -150,6 +150,14 @@ class Callee(Protocol):
       out_avals: the results the call must return.
     """
 
+  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+    """The error for a batch made with ``vmap_method``, if it has effects.
+
+    A call with side effects is made once per batch element (the
+    sequential method) or refused: every other method makes fewer calls
+    than the batch has elements. None for a call without side effects.
+    """
+
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
@@ -202,6 +210,12 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
 
   if vmap_method == "sequential" or (ordered and slow_ok):
     return sequential()
+  # Every other method makes fewer calls than the batch has elements (a
+  # batch of one too: the result must not depend on the batch size).
+  if (side_effect := callee.side_effect_error(vmap_method)) is not None:
+    if slow_ok:
+      return sequential()
+    raise side_effect
   if not core.is_constant_dim(axis_size) and not callee.supports_symbolic_batch:
     if slow_ok:
       return sequential()

@@ -115,17 +115,25 @@ class _TfCallee:
         out_avals)
     return list(self.prim.bind(*new_args, **new_params))
 
+  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+    params = self.params
+    if traces.vectorized_from(params["function_flat_tf"]) is not None:
+      return None  # pure: its unbatched function was checked
+    side_effects = effects.function_side_effect_ops(
+        params["function_flat_tf"], params["args_flat_sig_tf"])
+    if not side_effects:
+      return None
+    op_type, node_name = side_effects[0]
+    return errors.stateful_error(
+        op_type, node_name, vmap_method,
+        effect=effects.describe_effect(op_type),
+        under_jit=core.unsafe_am_i_under_a_jit(),
+        writes_variable=effects.writes_variable(op_type))
+
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     params = self.params
-    if traces.vectorized_from(params["function_flat_tf"]) is None:
-      # (A vectorized function is pure: its unbatched function was checked.)
-      side_effects = effects.function_side_effect_ops(
-          params["function_flat_tf"], params["args_flat_sig_tf"])
-      if side_effects:
-        raise vmap.Unvectorizable(
-            errors.stateful_error(*side_effects[0], vmap_method))
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)

@@ -1,0 +1,252 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Every answer is right or refused: derivatives, effects, complex values.
+
+Each test here is a case that returned a wrong number, or refused with an
+error that pointed the wrong way, and is checked against a TF-only
+reference (`tf.GradientTape`, `tape.jacobian`, a loop of TF calls) or the
+same function in `jnp`.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax.experimental import jax2tf
+from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from .util import assert_close
+
+call_tf = jax2tf.call_tf
+rng = np.random.default_rng(7)
+
+
+def _tf_jacobian(f, x):
+  x = tf.constant(x)
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(x)
+    y = f(x)
+  return tape.jacobian(y, x, experimental_use_pfor=False).numpy()
+
+
+def _tf_hessian(f, x):
+  x = tf.constant(x)
+  with tf.GradientTape(persistent=True) as outer:
+    outer.watch(x)
+    with tf.GradientTape() as inner:
+      inner.watch(x)
+      y = f(x)
+    g = inner.gradient(y, x)
+  return outer.jacobian(g, x, experimental_use_pfor=False).numpy()
+
+
+# --- Derivatives TF cannot compute are refused, not zeros ------------------
+
+def _resize(x):
+  return tf.image.resize(x, [5, 4], method="bilinear")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_forward_mode_without_second_order_gradient_raises(jit):
+  # ResizeBilinearGrad has no gradient: TF computes no tangent, which was
+  # returned as zeros.
+  x = rng.random((1, 3, 2, 1)).astype(np.float32)
+  f = call_tf(_resize)
+  jvp = lambda x, t: jax.jvp(f, (x,), (t,))[1]
+  with pytest.raises(call_tf_errors.CallTfDerivativeError,
+                     match="no tangent.*jax.jacrev"):
+    (jax.jit(jvp) if jit else jvp)(x, np.ones_like(x))
+
+
+def test_reverse_mode_of_resize_still_right():
+  x = rng.random((1, 3, 2, 1)).astype(np.float32)
+  g = jax.grad(lambda x: jnp.sum(call_tf(_resize)(x) ** 2))(x)
+  xt = tf.constant(x)
+  with tf.GradientTape() as tape:
+    tape.watch(xt)
+    y = tf.reduce_sum(_resize(xt) ** 2)
+  assert_close(g, tape.gradient(y, xt).numpy(), 1e-5)
+
+
+def test_unconnected_tangent_is_zero():
+  # An output that does not depend on the argument: zero, not an error.
+  f = call_tf(lambda x: (x * 2., tf.ones((2,))))
+  x = np.ones(3, np.float32)
+  _, (t0, t1) = jax.jvp(f, (x,), (np.ones_like(x),))
+  assert_close(t0, np.full(3, 2., np.float32))
+  assert_close(t1, np.zeros(2, np.float32))
+
+
+# --- Gradients with gathers, sorts and slices -------------------------------
+
+def _gather(x):
+  return tf.gather(x, [3, 0, 1]) ** 2
+
+
+def _gather_energy(x):
+  return tf.reduce_sum(tf.gather(x, [3, 0, 1]) * tf.roll(x, 1, 0)[:3])
+
+
+X42 = np.arange(8, dtype=np.float32).reshape(4, 2) / 3.
+
+
+def test_jit_jacrev_of_gather():
+  # Was: "Node 'gradient_tape/Shape' expects to be colocated with unknown
+  # node 'args_tf_flat_0'".
+  jac = jax.jit(jax.jacrev(call_tf(_gather)))(X42)
+  assert_close(jac, _tf_jacobian(_gather, X42))
+
+
+def test_jit_vmap_grad_of_gather():
+  xs = np.stack([X42, X42 + 1., X42 * 2.])
+  grads = jax.jit(jax.vmap(jax.grad(call_tf(_gather_energy))))(xs)
+  expected = np.stack([_tf_jacobian(_gather_energy, x) for x in xs])
+  assert_close(grads, expected)
+
+
+def test_jit_hessian_of_gather():
+  # Was: "returns a result that is not convertible to JAX: IndexedSlices".
+  hess = jax.jit(jax.hessian(call_tf(_gather_energy)))(X42)
+  assert_close(hess, _tf_hessian(_gather_energy, X42))
+
+
+def _concat_slices(x):
+  return tf.concat([x[:2] * 2., x[1:] ** 2], 0)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_jacfwd_of_concat_and_slices(jit):
+  # Was: "cannot vectorize op 'XlaDynamicUpdateSlice'".
+  x = np.arange(1, 5, dtype=np.float32)
+  jac = (jax.jit if jit else (lambda f: f))(jax.jacfwd(call_tf(
+      _concat_slices)))(x)
+  assert_close(jac, _tf_jacobian(_concat_slices, x))
+
+
+def test_jit_hessian_of_concat_and_slices():
+  # Was: "gradient registry has no entry for: XlaDynamicUpdateSlice".
+  f = lambda x: tf.reduce_sum(_concat_slices(x) ** 3)
+  x = np.arange(1, 5, dtype=np.float32) / 4.
+  assert_close(jax.jit(jax.hessian(call_tf(f)))(x), _tf_hessian(f, x), 1e-4)
+
+
+def test_jit_jacfwd_of_cholesky():
+  a = np.array([[4., 1., 0.5], [1., 3., 0.2], [0.5, 0.2, 2.]], np.float32)
+  jac = jax.jit(jax.jacfwd(call_tf(tf.linalg.cholesky)))(a)
+  assert_close(jac, jax.jacfwd(jnp.linalg.cholesky)(a), 1e-4)
+
+
+# --- Forward over reverse is finite where TF's own is -----------------------
+
+def _cumulative(x):
+  return tf.concat([tf.math.cumsum(x), tf.math.cumulative_logsumexp(x)], 0)
+
+
+def _cumulative_jnp(x):
+  return jnp.concatenate([jnp.cumsum(x), jax.lax.cumlogsumexp(x)])
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_jvp_of_grad_through_cumulative_logsumexp(jit):
+  # The double VJP evaluated the VJP at zero cotangents, where the gradient
+  # of cumulative_logsumexp takes the log of zero: all NaN.
+  loss = lambda f: (lambda x: jnp.sum(f(x) ** 2))
+  x = np.array([0.1, 0.5, -0.3], np.float32)
+  t = np.array([1., 0.5, 2.], np.float32)
+  jvp = lambda f: (lambda x, t: jax.jvp(jax.grad(loss(f)), (x,), (t,))[1])
+  got = (jax.jit if jit else (lambda f: f))(jvp(call_tf(_cumulative)))(x, t)
+  assert_close(got, jvp(_cumulative_jnp)(x, t), 1e-4)
+
+
+# --- One convention for complex derivatives ---------------------------------
+
+Z = np.complex64(0.3 + 1.1j)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_holomorphic_jacrev_and_jacfwd_agree_with_jnp(jit):
+  maybe_jit = jax.jit if jit else (lambda f: f)
+  f = call_tf(lambda v: v * v)
+  expected = jax.jacrev(lambda v: v * v, holomorphic=True)(Z)
+  assert_close(maybe_jit(jax.jacrev(f, holomorphic=True))(Z), expected)
+  assert_close(maybe_jit(jax.jacfwd(f, holomorphic=True))(Z), expected)
+
+
+def test_grad_of_real_function_of_complex_argument():
+  f = lambda v: tf.math.real(v * tf.math.conj(v)) + tf.math.imag(v) * 2.
+  fj = lambda v: jnp.real(v * jnp.conj(v)) + jnp.imag(v) * 2.
+  assert_close(jax.grad(call_tf(f))(Z), jax.grad(fj)(Z))
+
+
+# --- Side effects: once per element or refused, whatever the batch ---------
+
+@pytest.mark.parametrize("vmap_method", [None, "vectorized", "expand_dims",
+                                         "broadcast_all",
+                                         "batch_polymorphic"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_methods_with_fewer_calls_refuse_side_effects(vmap_method, batch):
+  v = tf.Variable(0.)
+
+  def f(x):
+    v.assign_add(1.)
+    return x * 2.
+
+  xs = np.ones((batch, 3), np.float32)
+  with pytest.raises(call_tf_errors.CallTfVectorizationError,
+                     match="sequential"):
+    jax.vmap(call_tf(f, vmap_method=vmap_method))(xs)
+  assert float(v.numpy()) == 0.  # refused before any call
+  # The sequential method runs it once per element.
+  out = jax.vmap(call_tf(f, vmap_method="sequential"))(xs)
+  assert_close(out, xs * 2.)
+  assert float(v.numpy()) == batch
+
+
+def test_variable_write_under_jit_vmap_says_why_and_what_works():
+  v = tf.Variable(0.)
+
+  def f(x):
+    v.assign_add(1.)
+    return x * 2.
+
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
+    jax.jit(jax.vmap(call_tf(f)))(np.ones((2, 3), np.float32))
+  msg = str(e.value)
+  assert "assigns a TensorFlow variable" in msg
+  assert "outside jax.jit" in msg
+  assert msg.index("outside jax.jit") < msg.index("sequential")
+
+
+def test_python_function_op_is_described_as_python():
+  f = lambda x: tf.numpy_function(lambda a: a * 2, [x], tf.float32,
+                                  stateful=True)
+  with pytest.raises(call_tf_errors.CallTfVectorizationError,
+                     match="runs Python code"):
+    jax.vmap(call_tf(f, output_shape_dtype=jax.ShapeDtypeStruct(
+        (3,), np.float32)))(np.ones((2, 3), np.float32))
+
+
+def test_map_fn_under_jit_is_not_blamed_on_a_batched_predicate():
+  f = call_tf(lambda x: tf.map_fn(lambda r: tf.reduce_sum(r ** 2), x))
+  try:
+    jac = jax.jit(jax.jacrev(f))(np.ones((4, 3), np.float32))
+  except call_tf_errors.CallTfVectorizationError as e:
+    assert "predicate" not in str(e)
+    assert "tf.map_fn" in str(e)
+  else:  # vectorized by a path that handles the loop: must be right
+    assert_close(jac, jax.jacrev(lambda x: jnp.sum(x ** 2, axis=1))(
+        np.ones((4, 3), np.float32)))
