@@ -660,9 +660,10 @@ def summary_table(data: dict[str, Any], results: str) -> str:
                           for d, ws in dates.items())
   first_when = f"{m['date']}" if m else f"{e['date']} UTC"
   notes = [
-      "Time of the fork's `jax.vmap(call_tf(f))` (default options) over the "
-      "faster of native JAX (`jax.vmap` of the same function written in "
-      "`jnp`) and tf2jax: below 1.00x the fork is faster. Steady state: "
+      "Time of the fork (`call_tf(f)` with the default options, under each "
+      "row's transformation) over the faster of native JAX (the same "
+      "function written in `jnp`) and tf2jax: below 1.00x the fork is "
+      "faster. Steady state: "
       "time per call of the batch, paired by sampling round, its range over "
       "the batch sizes measured; first call: trace, compile and run of a "
       "new `jax.jit` function in a fresh process, median of "
