@@ -47,7 +47,6 @@ _STYLE = {
     "fwdacc": dict(color="tab:pink", marker="P", ls="-."),
 }
 VECTORIZED = ("vectorized_pure", "vectorized")
-HAND_LOOPS = ("loop_of_jitted", "loop")
 
 
 class Results:
