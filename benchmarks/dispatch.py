@@ -13,7 +13,7 @@
 # limitations under the License.
 """Fast dispatch: which jitted calls carry a JAX effect, and what it costs.
 
-Issue 8: the effect of ``has_side_effects=True`` is dropped only for TF
+The effect of ``has_side_effects=True`` is dropped only for TF
 functions proven pure; a function with a stateful op keeps it, and with it
 JAX's slow (Python, token-threading) dispatch path. Measured at N=1 (where
 dispatch dominates), ``jax.jit(jax.vmap(call_tf(f)))`` of the ``small``

@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Eager ``vmap`` (no ``jax.jit`` anywhere), at one batch size (issue 12).
+"""Eager ``vmap`` (no ``jax.jit`` anywhere), at one batch size.
 
 How a notebook or an eager training loop calls a TF function through
 ``call_tf`` under ``jax.vmap``, against native eager JAX, TensorFlow's own

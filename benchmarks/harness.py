@@ -92,8 +92,8 @@ def _reference(w: workloads_lib.Workload, x_np: np.ndarray) -> np.ndarray:
   """The jnp function's result on the first examples, eagerly, unbatched.
 
   Eager and unbatched on purpose: jaxlib 0.10.2's XLA:CPU miscompiles
-  native JAX's own ``jit(vmap(jacrev(jacfwd(energy))))`` (6% off, see the
-  README), so a jitted native result is no reference.
+  native JAX's own ``jit(vmap(jacrev(jacfwd(energy))))`` (6% off), so a jitted
+  native result is no reference.
   """
   f = workloads_lib.per_example(w, w.jnp_fn)
   with jax.disable_jit():
@@ -354,13 +354,7 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
                      or args.modes != "jit,eager"
                      or args.sections != ",".join(SECTIONS))
   if default_run and not args.no_readme:
-    report.update_readme(data, BENCH / "README.md", out)
-  if default_run:
-    for base, name in (("before", "comparison.md"),
-                       ("pre-restructure", "comparison-restructure.md")):
-      base_dir = BENCH / "results" / base
-      if (base_dir / "results.json").exists():
-        report.main(["--compare", str(base_dir), str(out), "--name", name])
+    report.write_summaries(data, BENCH.parent)
   print(f"[bench] done in {env['total_seconds']:.0f} s; wrote "
         f"{out / 'results.md'} and its plots", flush=True)
   return 0

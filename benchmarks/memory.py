@@ -11,10 +11,10 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Resident memory over many eager ``vmap`` calls (issue 12).
+"""Resident memory over many eager ``vmap`` calls.
 
 Each scenario runs in a fresh process, once with the fork's ``call_tf`` of
-issue 12's MLP (a plain Python TF function) and once with native JAX doing
+the 128-unit MLP (a plain Python TF function) and once with native JAX doing
 the same calls, and samples the resident set size (``/proc/self/statm``)
 as it goes:
 

@@ -207,7 +207,7 @@ def _fwdacc(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
 
   The fork's JVP rule (``call_tf_lib/forward.py``) computes tangents with
   the accumulator where it is exact, else with a double VJP; this is the
-  formulation issue 11 proposed, built by hand from call_tf: a
+  formulation proposed before the fork had a JVP rule, built by hand from call_tf: a
   ``jax.custom_jvp`` whose JVP is a ``call_tf`` of a function that runs
   ``tf.autodiff.ForwardAccumulator``. For ``hessian`` it is TF's
   forward-over-reverse: the accumulator over a ``GradientTape`` Jacobian.

@@ -26,7 +26,7 @@ Prints, per workload:
   loops, converts, fusions, custom calls) of native JAX and the vectorized
   path, and their steady-state times;
 * the dispatch cost of ``has_side_effects=True`` at N=1;
-* for the forward-mode workloads (issue 11), the HLO census and steady
+* for the forward-mode workloads, the HLO census and steady
   time of native JAX, tf2jax, the fork (its JVP rule) and ``fwdacc`` (the
   same derivative by hand, tangents from ``tf.autodiff.ForwardAccumulator``);
 

@@ -11,24 +11,25 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The report: Markdown tables, the targets, and log-log PNG plots.
+"""The report: Markdown tables, log-log PNG plots and the README's summary.
 
-Works from the ``results.json`` data alone, so a report can be redrawn
-without measuring again (``python3 -m benchmarks.report benchmarks/results``)
-and two runs compared (``python3 -m benchmarks.report --compare
-benchmarks/results/before benchmarks/results``).
+Works from the ``results.json`` data alone (standard library only, but for
+the plots), so that a report can be redrawn without measuring again::
+
+  python3 -m benchmarks.report                 # results.md and the plots
+  python3 -m benchmarks.report --summary       # the summary table, into
+                                               # README.md and benchmarks/README.md
+  python3 -m benchmarks.report --compare DIR_A DIR_B   # two runs' ratios
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 import json
 import pathlib
 import sys
 from typing import Any
-
-README_BEGIN = "<!-- measured:begin (written by benchmarks/run.py) -->"
-README_END = "<!-- measured:end -->"
 
 # Plot styles: the reference and the vectorized path stand out.
 _STYLE = {
@@ -45,16 +46,7 @@ _STYLE = {
     "tf2jax": dict(color="tab:brown", marker="*"),
     "fwdacc": dict(color="tab:pink", marker="P", ls="-."),
 }
-# The steady-state target at N >= 100 (issues 9 and 12: "stays where it is").
-STEADY_LIMIT = 1.1
-# Issue 11: forward mode within this factor of min(native, tf2jax).
-FORWARD_LIMIT = 1.5
-# Issue 12: eager vmap of a reused call_tf object within this factor of native.
-EAGER_LIMIT = 3.0
-# Issue 12: RSS growth over the eager calls after warm-up, MB.
-MEMORY_LIMIT_MB = 10.0
 VECTORIZED = ("vectorized_pure", "vectorized")
-HAND_LOOPS = ("loop_of_jitted", "loop")
 
 
 class Results:
@@ -74,7 +66,7 @@ class Results:
     return next(x for x in self.workloads if x["name"] == w)
 
   def is_forward(self, w: str) -> bool:
-    """Issue 11's workloads (forward mode, and jacrev next to it)."""
+    """The forward-mode workloads (and the LJ energy's jacrev beside them)."""
     x = self.workload(w)
     return bool(x.get("family")) and x.get("derivative") not in (
         None, "jacrev") or (x.get("family") == "lj27")
@@ -203,92 +195,8 @@ def table(res: Results, w: str, mode: str, field: str) -> str:
   return "\n".join(rows)
 
 
-def _worst(res: Results, w: str, m: str, refs: Sequence[str],
-           sizes: Sequence[int]) -> tuple[float | None, int | None]:
-  """The largest paired ratio of ``m`` to the fastest of ``refs`` (jit)."""
-  worst, at = None, None
-  for n in sizes:
-    q = res.ratio(w, m, "jit", n, refs)
-    if q is None:
-      continue
-    if worst is None or q > worst:
-      worst, at = q, n
-  return worst, at
-
-
-def targets(res: Results) -> list[tuple[str, str, str, str]]:
-  """The issue's targets: (target, workload, measured, verdict) rows."""
-  rows = []
-  names = [w["name"] for w in res.workloads]
-  big = [n for n in res.sizes if n >= 100]
-
-  best_ref = lambda w: ("native", "tf2jax")
-  forward = [w for w in names if res.is_forward(w)]
-  names = [w for w in names if not res.is_forward(w)]
-
-  for w in names:
-    for m in VECTORIZED:
-      worst, at = _worst(res, w, m, best_ref(w), big)
-      if worst is None:
-        continue
-      rows.append((f"{m} within {STEADY_LIMIT}x of min(native, tf2jax), jit, "
-                   "N >= 100", w, f"worst {worst:.2f}x (N={at})",
-                   "met" if worst <= STEADY_LIMIT else "NOT met"))
-  for w in forward:
-    d = res.workload(w).get("derivative")
-    if d not in ("jacfwd", "hessian", "jvp", "jacrev_jacfwd", "jacrev"):
-      continue
-    worst, at = _worst(res, w, "vectorized", best_ref(w), res.sizes)
-    if worst is None:
-      continue
-    issue = d in ("jacfwd", "hessian")
-    rows.append((f"{d} within {FORWARD_LIMIT}x of min(native, tf2jax), jit, "
-                 "every N" + ("" if issue else " (reported, no target)"), w,
-                 f"worst {worst:.2f}x (N={at})",
-                 ("met" if worst <= FORWARD_LIMIT else "NOT met") if issue
-                 else ("within" if worst <= FORWARD_LIMIT else "beyond")))
-  for w in names:
-    for m in VECTORIZED:
-      cs = [res.get(w, m, "jit", n, "compile") for n in res.sizes
-            if 10 <= n <= 10000]
-      cs = [c for c in cs if c]
-      if len(cs) < 2:
-        continue
-      spread = max(cs) / min(cs)
-      rows.append((f"{m} compile time flat, N=10..10^4 (max/min <= 1.5)", w,
-                   f"{fmt_time(min(cs))} .. {fmt_time(max(cs))} "
-                   f"({spread:.2f}x)", "met" if spread <= 1.5 else "NOT met"))
-    c10 = res.get(w, "loop", "jit", 10, "compile")
-    c100 = res.get(w, "loop", "jit", 100, "compile")
-    if c10 and c100:
-      rows.append(("hand loop under jit: compile grows with N", w,
-                   f"{fmt_time(c10)} (N=10) -> {fmt_time(c100)} (N=100)",
-                   "grows" if c100 > 2 * c10 else "flat"))
-  n = 1000
-  if n in res.sizes:
-    for w in names:
-      loops = [(res.get(w, m, md, n), f"{m}/{md}") for m in HAND_LOOPS
-               for md in ("jit", "eager")]
-      loops = [lp for lp in loops if lp[0]]
-      vec = res.get(w, "vectorized", "jit", n)
-      if not loops or not vec:
-        continue
-      t, which = min(loops)
-      rows.append(("vectorized >= 100x faster than the hand loop, N=1000", w,
-                   f"{t / vec:.0f}x (vs {which}: {fmt_time(t)})",
-                   "met" if t / vec >= 100 else "NOT met"))
-  if "energy_jac" in names:
-    for m in VECTORIZED:
-      worst, at = _worst(res, "energy_jac", m, ("native",), res.sizes)
-      if worst is not None:
-        rows.append((f"jacrev via {m} within 1.5x of native, every N",
-                     "energy_jac", f"worst {worst:.2f}x (N={at})",
-                     "met" if worst <= 1.5 else "NOT met"))
-  return rows
-
-
 def forward_table(res: Results) -> str:
-  """Issue 11: forward mode (and jacrev) per workload and N, jit."""
+  """Forward mode (and jacrev) per workload and N, jit."""
   rows = ["| workload | N | native | tf2jax | fork | fork / min | fwdacc | "
           "fwdacc / min |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
   names = [w["name"] for w in res.workloads]
@@ -316,7 +224,7 @@ def forward_table(res: Results) -> str:
 
 
 def eager_table(data: dict[str, Any]) -> str:
-  """Issue 12: eager vmap at one N, every method, ratio to native."""
+  """Eager vmap at one N, every method, ratio to native."""
   e = data.get("eager")
   if not e:
     return ""
@@ -341,38 +249,19 @@ def eager_table(data: dict[str, Any]) -> str:
 
 
 def first_call_table(data: dict[str, Any]) -> str:
-  """Issue 12: first call under jit in fresh processes."""
+  """First call under jit in fresh processes: medians (and minima)."""
   fc = data.get("first_call")
   if not fc:
     return ""
-  before = any("fork_before" in s for s in fc["summary"].values())
   rows = ["| workload | native | fork | tf2jax | TF (vectorized_map) | "
-          + ("fork before (older wheel) | " if before else "")
-          + "fork - native (of the minima) | issue's fork - native | "
-          "target | verdict |",
-          "|---|---:|---:|---:|---:|" + ("---:|" if before else "")
-          + "---:|---:|---:|---|"]
+          "fork - native (median of pairs) |", "|---|---:|---:|---:|---:|---:|"]
   for w, s in fc["summary"].items():
     cell = lambda m: (f"{fmt_time(s[m]['median'])} (min "
                       f"{fmt_time(s[m]['min'])})" if m in s else "—")
-    extra, target = _first_call_extra(s), s.get("target_extra")
     rows.append(
         f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
-        f"{cell('tf2jax')} | {cell('tf')} | "
-        + (f"{cell('fork_before')} | " if before else "")
-        + f"{fmt_time(extra)} (median of pairs {fmt_time(s.get('extra'))})"
-        " | "
-        f"{fmt_time(s.get('issue_extra'))} | <= {fmt_time(target)} | "
-        + ("met" if extra is not None and target and extra <= target
-           else "NOT met" if extra is not None and target else "") + " |")
+        f"{cell('tf2jax')} | {cell('tf')} | {fmt_time(s.get('extra'))} |")
   return "\n".join(rows)
-
-
-def _first_call_extra(s: dict[str, Any]) -> float | None:
-  """The fork's extra first-call time: min(fork) - min(native)."""
-  if "fork" not in s or "native" not in s:
-    return None
-  return s["fork"]["min"] - s["native"]["min"]
 
 
 def first_call_phases_table(data: dict[str, Any]) -> str:
@@ -420,7 +309,7 @@ def first_call_phases_table(data: dict[str, Any]) -> str:
 
 
 def memory_table(data: dict[str, Any]) -> str:
-  """Issue 12: RSS over eager calls, fork and native."""
+  """RSS over eager calls, fork and native."""
   mem = data.get("memory")
   if not mem:
     return ""
@@ -453,7 +342,7 @@ def memory_table(data: dict[str, Any]) -> str:
 
 
 def dispatch_table(data: dict[str, Any]) -> str:
-  """Issue 8: jitted calls at N=1, with and without an effect."""
+  """Jitted calls at N=1, with and without an effect."""
   rows_in = data.get("dispatch")
   if not rows_in:
     return ""
@@ -468,95 +357,6 @@ def dispatch_table(data: dict[str, Any]) -> str:
     rows.append(f"| `{r['case']}`: {r['title']} | "
                 f"{', '.join(r.get('effects') or []) or 'none'} | {t} |")
   return "\n".join(rows)
-
-
-def issue_targets(data: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-  """Issue 12's and 8's targets (eager, first call, memory, dispatch)."""
-  rows = []
-  e = data.get("eager")
-  if e:
-    for w in dict.fromkeys(r["workload"] for r in e["rows"]):
-      by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
-      nat = by.get("native")
-      for m in ("fork_reused", "fork_tf_function"):
-        q = paired_ratio(by.get(m), [nat] if nat else [])
-        if q:
-          rows.append((f"eager vmap, {m}, within {EAGER_LIMIT:g}x of native "
-                       f"eager, N={e['n']}", w, f"{q:.2f}x "
-                       f"({fmt_time(by[m]['steady'])} vs "
-                       f"{fmt_time(nat['steady'])})",
-                       "met" if q <= EAGER_LIMIT else "NOT met"))
-  fc = data.get("first_call")
-  if fc:
-    for w, s in fc["summary"].items():
-      extra = _first_call_extra(s)
-      if extra is not None and s.get("target_extra"):
-        rows.append(("first jit call, fresh process: fork - native <= half "
-                     "the issue's", f"{w} (N={fc['n']})",
-                     f"{fmt_time(extra)} (of the minima; median of pairs "
-                     f"{fmt_time(s.get('extra'))}; issue: "
-                     f"{fmt_time(s['issue_extra'])}, target <= "
-                     f"{fmt_time(s['target_extra'])})",
-                     "met" if extra <= s["target_extra"] else "NOT met"))
-  mem = data.get("memory")
-  if mem:
-    for r in mem["runs"]:
-      s = r.get("summary") or {}
-      if r["impl"] != "fork" or not s:
-        continue
-      if r["scenario"] in ("one_object", "per_example_grads"):
-        g = s["growth_after_warmup_mb"]
-        what = ("eager calls" if r["scenario"] == "one_object"
-                else "eager vmap(grad) calls")
-        rows.append((f"RSS over {s['calls']} {what} of one call_tf object"
-                     f", growth after warm-up < {MEMORY_LIMIT_MB:g} MB",
-                     "mlp128", f"{g:+.1f} MB", "met" if g < MEMORY_LIMIT_MB
-                     else "NOT met"))
-      elif r["scenario"] == "many_objects":
-        g = s["growth_last_half_mb"]
-        rows.append((f"RSS over {s['calls']} new call_tf objects: bounded "
-                     f"(growth over the last half < {MEMORY_LIMIT_MB:g} MB)",
-                     "mlp128", f"{g:+.1f} MB over the last half; "
-                     f"{s['end_mb'] - s['start_mb']:+.0f} MB in all",
-                     "met" if g < MEMORY_LIMIT_MB else "NOT met"))
-      elif r["scenario"] == "batch_sizes":
-        g = s["sizes 1..200 again"] - s["sizes 1..200"]
-        rows.append(("RSS over batch sizes 1..200, again: bounded "
-                     f"(second pass grows < {MEMORY_LIMIT_MB:g} MB)", "mlp128",
-                     f"{g:+.1f} MB", "met" if g < MEMORY_LIMIT_MB
-                     else "NOT met"))
-      if r["scenario"] in ("batch_sizes", "many_objects"):
-        left = s.get("funcgraphs_cleared")
-        rows.append(("jax.clear_caches() releases the fork's TF traces "
-                     "(FuncGraphs alive after clear + gc)",
-                     f"mlp128, {r['scenario']}",
-                     f"{s.get('funcgraphs_before_clear')} -> {left}; RSS "
-                     f"{s['before_clear_mb']:.0f} -> {s['cleared_mb']:.0f} MB "
-                     f"(start {s['start_mb']:.0f}, malloc_trim "
-                     f"{s['trimmed_mb']:.0f})",
-                     "met" if left == 0 else "NOT met"))
-  d = data.get("dispatch")
-  if d:
-    by = {r["case"]: r for r in d}
-    nat = by.get("native")
-    pure = by.get("pure", {})
-    q = paired_ratio(pure, [nat]) if nat else None
-    if q:
-      ok = not pure.get("effects") and q <= 1.2
-      rows.append(("pure TF function: no effect, jit dispatch about native "
-                   "(<= 1.2x), N=1", "small",
-                   f"{q:.2f}x, effects: "
-                   f"{pure.get('effects') or 'none'}",
-                   "met" if ok else "NOT met"))
-    st = by.get("stateful", {})
-    if "effects" in st:
-      rows.append(("stateful TF function (tf.random.uniform) keeps its "
-                   "effect", "small + random",
-                   f"effects: {st.get('effects') or 'none'}"
-                   + (f", {fmt_time(st['steady'])}" if st.get("steady")
-                      else ""),
-                   "met" if st.get("effects") else "NOT met"))
-  return rows
 
 
 def side_effects_table(res: Results) -> str:
@@ -592,28 +392,31 @@ def breakdown_table(res: Results, n: int) -> str:
 
 
 def _env_line(res: Results) -> str:
+  """Where the figures come from: the run, and any part measured later."""
   e = res.env
-  return (f"Measured {e['date']} UTC on {e['machine']} ({e['backend']}); "
+  line = (f"Measured {e['date']} UTC on {e['machine']} ({e['backend']}); "
           f"jax {e['jax']}, jaxlib {e['jaxlib']}, tensorflow {e['tensorflow']}"
           f", tf2jax {e['tf2jax']}, Python {e['python']}. Run time "
           f"{e.get('total_seconds', 0):.0f} s: `{e.get('command', '')}`.")
+  merged = res.data.get("merged")
+  if merged:
+    line += (" These parts were measured again later, by the same harness, "
+             "and replace the run's: " + "; ".join(
+                 f"{m['part']} ({m['date']} UTC, {m['jax']}, "
+                 f"`{m['command']}`: {m['why']})" for m in merged) + ".")
+  errors = res.data.get("section_errors", {})
+  if errors:
+    line += " Sections that crashed: " + "; ".join(
+        f"`{name}` (`{msg}`)" for name, msg in errors.items()) + "."
+  return line
 
 
-def targets_table(res: Results) -> str:
-  rows = ["| target | workload | measured | verdict |", "|---|---|---|---|"]
-  rows += [f"| {t} | {w} | {m} | {v} |" for t, w, m, v in
-           [*targets(res), *issue_targets(res.data)]]
-  rows += [f"| section `{name}` | | crashed: `{msg}` | not measured |"
-           for name, msg in res.data.get("section_errors", {}).items()]
-  return "\n".join(rows)
-
-
-def _issue_sections(res: Results, heading: str) -> list[str]:
+def _sections(res: Results, heading: str) -> list[str]:
   """Forward mode, eager, first call, memory, dispatch: Markdown parts."""
   parts = []
   ft = forward_table(res)
   if ft.count("\n") > 1:
-    parts += [f"{heading} Forward mode under jit (issue 11)", "",
+    parts += [f"{heading} Forward mode under jit", "",
               "Time per call of the batch; `fork` is `vmap` of the fork's "
               "derivative of `call_tf(f)` (its JVP rule: tangents from "
               "`tf.autodiff.ForwardAccumulator` where exact, else a double "
@@ -624,7 +427,7 @@ def _issue_sections(res: Results, heading: str) -> list[str]:
               "reference).", "", ft, ""]
   et = eager_table(res.data)
   if et:
-    parts += [f"{heading} Eager vmap, N={res.data['eager']['n']} (issue 12)",
+    parts += [f"{heading} Eager vmap, N={res.data['eager']['n']}",
               "", "No `jax.jit` anywhere; median time per call, ratio to "
               "native eager JAX.", "",
               "\n".join(f"- `{m['name']}`: {m['title']}"
@@ -632,7 +435,7 @@ def _issue_sections(res: Results, heading: str) -> list[str]:
   fc = first_call_table(res.data)
   if fc:
     f = res.data["first_call"]
-    parts += [f"{heading} First call under jit, fresh process (issue 12)", "",
+    parts += [f"{heading} First call under jit, fresh process", "",
               f"Median of {f['repeats']} fresh processes per method, "
               "interleaved; the extra is the median of per-repeat "
               "(fork - native) differences.", "", fc, "",
@@ -640,14 +443,13 @@ def _issue_sections(res: Results, heading: str) -> list[str]:
               first_call_phases_table(res.data), ""]
   mt = memory_table(res.data)
   if mt:
-    parts += [f"{heading} Resident memory, eager vmap (issue 12)", "",
-              f"Fresh process per row; N={res.data['memory']['n']}, issue "
-              "12's MLP; warm-up = the first "
+    parts += [f"{heading} Resident memory, eager vmap", "",
+              f"Fresh process per row; N={res.data['memory']['n']}, the "
+              "128-unit MLP (`mlp128`); warm-up = the first "
               f"{res.data['memory']['warmup']} calls.", "", mt, ""]
   dt = dispatch_table(res.data)
   if dt:
-    parts += [f"{heading} Effects and dispatch under jit, N=1 (issue 8)", "",
-              dt, ""]
+    parts += [f"{heading} Effects and dispatch under jit, N=1", "", dt, ""]
   return parts
 
 
@@ -659,13 +461,12 @@ def markdown(res: Results) -> str:
            "function), paired: the median over sampling rounds of the "
            "ratio within a round (samples are taken round-robin; the shared "
            "machine's speed drifts by 2-4x within minutes, which the "
-           "pairing cancels). Targets use the same ratios. *≈* marks a linear extrapolation of a method not "
+           "pairing cancels). *≈* marks a linear extrapolation of a method not "
            "measured at that N (a loop, too slow); *skipped* a method not "
-           "measured.", "", "## Targets", "", targets_table(res), "",
-           "## has_side_effects: True (call_tf's default) / False", "",
+           "measured.", "", "## has_side_effects: True (call_tf's default) / False", "",
            "Steady state under jit of the vectorized path.", "",
            side_effects_table(res), ""]
-  parts += _issue_sections(res, "##")
+  parts += _sections(res, "##")
   if res.sizes:
     n = max(res.sizes)
     parts += [f"## Where the first jit call goes (N={n}, same process)", "",
@@ -759,46 +560,140 @@ def write(data: dict[str, Any], out: pathlib.Path) -> None:
   plots(res, out)
 
 
-def readme_block(data: dict[str, Any], out: pathlib.Path,
-                 readme: pathlib.Path) -> str:
-  """The measured block of the README: targets and headline tables."""
+# The summary table of README.md and benchmarks/README.md: at most six rows,
+# every figure from results.json (python3 -m benchmarks.report --summary).
+SUMMARY_BEGIN = ("<!-- benchmark-summary:begin (generated from "
+                 "benchmarks/results/results.json by `python3 -m "
+                 "benchmarks.report --summary`; do not edit) -->")
+SUMMARY_END = "<!-- benchmark-summary:end -->"
+# The README files that hold the summary, and the path from each to the
+# results directory.
+SUMMARY_FILES = (("README.md", "benchmarks/results"),
+                 ("benchmarks/README.md", "results"))
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryRow:
+  """One row: a workload of the steady-state tables, and of the first call."""
+  label: str
+  steady: str
+  first_call: str | None = None
+
+
+SUMMARY_ROWS = (
+    SummaryRow("`vmap`, an MLP `R^64 -> R`", "mlp", "mlp128"),
+    SummaryRow("`vmap`, a molecular energy `R^(16x3) -> R^3`", "energy",
+               "energy"),
+    SummaryRow("`vmap(jacrev)` of the energy", "energy_jac", "energy_jac"),
+    SummaryRow("`vmap(jacfwd)` of the energy", "energy_jacfwd"),
+    SummaryRow("`vmap(hessian)` of the energy", "energy_hessian"),
+    SummaryRow("`vmap` of a Keras SavedModel", "keras"),
+)
+_REFS = ("native", "tf2jax")
+
+
+def _steady_cell(res: Results, w: str) -> str:
+  """The range, over N >= 100, of the fork's ratio to the faster reference."""
+  sizes = [n for n in res.sizes if n >= 100
+           and res.get(w, "vectorized", "jit", n) is not None]
+  if any(res.wrong(w, "vectorized", "jit", n) for n in sizes):
+    return "**wrong result**"
+  qs = [q for q in (res.ratio(w, "vectorized", "jit", n, _REFS)
+                    for n in sizes) if q is not None]
+  if not qs:
+    return "not measured"
+  cell = f"{min(qs):.2f}-{max(qs):.2f}x"
+  if max(sizes) < max(res.sizes):
+    cell += f" (N <= {max(sizes)})"
+  return cell
+
+
+def _first_call_cell(data: dict[str, Any], w: str | None) -> str:
+  """The fork's median first call over the faster reference's median."""
+  summary = (data.get("first_call") or {}).get("summary", {})
+  s = summary.get(w) if w else None
+  if not s or "fork" not in s:
+    return "not measured"
+  refs = {m: s[m]["median"] for m in _REFS if m in s}
+  if not refs:
+    return "not measured"
+  best = min(refs, key=refs.get)
+  fork = s["fork"]["median"]
+  return (f"{fork / refs[best]:.2f}x ({fmt_time(fork)} vs {best} "
+          f"{fmt_time(refs[best])})")
+
+
+def _merged_into(data: dict[str, Any], part: str,
+                 workload: str | None = None) -> dict[str, Any] | None:
+  """The later measurement that replaced ``part`` (of ``workload``)."""
+  for m in data.get("merged", []):
+    if m.get("section") == part and (
+        workload is None or workload in m.get("workloads", [workload])):
+      return m
+  return None
+
+
+def summary_table(data: dict[str, Any], results: str) -> str:
+  """The summary block: its table and where each figure comes from.
+
+  Args:
+    data: the contents of ``results.json``.
+    results: the path to the results directory from the file that holds
+      the block (a Markdown link target).
+  """
   res = Results(data)
-  rel = out.relative_to(readme.parent) if out.is_relative_to(
-      readme.parent) else out
-  parts = [README_BEGIN, "", _env_line(res), "", "### Targets", "",
-           targets_table(res), "",
-           "### Steady state under jit, ratio to native JAX", "",
-           f"![ratio to native]({rel}/ratio_to_native.png)", ""]
-  for w in res.workloads:
-    name = w["name"]
-    if res.is_forward(name):
-      continue
-    parts += [f"**{name}** ({w['title']}):", "",
-              table(res, name, "jit", "steady"), "",
-              f"![{name}]({rel}/{name}.png)", ""]
-  parts += _issue_sections(res, "###")
-  parts += ["### has_side_effects=True (default) / False, vectorized, jit", "",
-            side_effects_table(res), ""]
-  if res.sizes:
-    parts += [f"### First jit call, broken down (N={max(res.sizes)})", "",
-              breakdown_table(res, max(res.sizes)), ""]
-  parts += [f"Compile-time and eager tables: [{rel}/results.md]"
-            f"({rel}/results.md).", "", README_END]
-  return "\n".join(parts)
+  rows = ["| call | steady state under `jit`, N = 100 to 10^4 | "
+          "first `jit` call, N = 100 |", "|---|---|---|"]
+  for r in SUMMARY_ROWS:
+    rows.append(f"| {r.label} | {_steady_cell(res, r.steady)} | "
+                f"{_first_call_cell(data, r.first_call)} |")
+  e = res.env
+  dates = {}
+  for r in SUMMARY_ROWS:
+    m = _merged_into(data, "records", r.steady)
+    dates.setdefault(m["date"] if m else e["date"], []).append(
+        f"`{r.steady}`")
+  fc = data.get("first_call") or {}
+  m = _merged_into(data, "first_call")
+  steady_when = "; ".join(f"{', '.join(ws)} {d} UTC"
+                          for d, ws in dates.items())
+  first_when = f"{m['date']}" if m else f"{e['date']} UTC"
+  notes = [
+      "Time of the fork (`call_tf(f)` with the default options, under each "
+      "row's transformation) over the faster of native JAX (the same "
+      "function written in `jnp`) and tf2jax: below 1.00x the fork is "
+      "faster. Steady state: "
+      "time per call of the batch, paired by sampling round, its range over "
+      "the batch sizes measured; first call: trace, compile and run of a "
+      "new `jax.jit` function in a fresh process, median of "
+      f"{fc.get('repeats', '?')}.",
+      "",
+      f"From [`{results}/results.json`]({results}/results.json) "
+      f"([all tables]({results}/results.md)): {e['machine']}, "
+      f"jax {e['jax']}, jaxlib {e['jaxlib']}, TensorFlow {e['tensorflow']}, "
+      f"tf2jax {e['tf2jax']}, Python {e['python']}; steady state measured "
+      f"{steady_when}, first call {first_when}. The first call's MLP "
+      "(`mlp128`) has 128 hidden units, the steady state's (`mlp`) 256.",
+  ]
+  return "\n".join([SUMMARY_BEGIN, "", *rows, "", *notes, "", SUMMARY_END])
 
 
-def update_readme(data: dict[str, Any], readme: pathlib.Path,
-                  out: pathlib.Path) -> None:
-  """Replaces the measured block of ``readme`` (appends it if missing)."""
-  text = readme.read_text() if readme.exists() else ""
-  block = readme_block(data, out, readme)
-  if README_BEGIN in text and README_END in text:
-    head, rest = text.split(README_BEGIN, 1)
-    tail = rest.split(README_END, 1)[1]
-    text = head + block + tail
-  else:
-    text = text.rstrip("\n") + "\n\n" + block + "\n"
-  readme.write_text(text)
+def replace_summary(text: str, block: str, path: str) -> str:
+  """``text`` with its summary block replaced by ``block``."""
+  if text.count(SUMMARY_BEGIN) != 1 or text.count(SUMMARY_END) != 1:
+    raise ValueError(
+        f"{path} must hold the summary's markers once each ({SUMMARY_BEGIN} "
+        f"... {SUMMARY_END}); put them back where the table goes.")
+  head, rest = text.split(SUMMARY_BEGIN, 1)
+  return head + block + rest.split(SUMMARY_END, 1)[1]
+
+
+def write_summaries(data: dict[str, Any], root: pathlib.Path) -> None:
+  """Writes the summary block into every file of ``SUMMARY_FILES``."""
+  for name, results in SUMMARY_FILES:
+    path = root / name
+    path.write_text(replace_summary(path.read_text(),
+                                    summary_table(data, results), name))
 
 
 def comparison(base: dict[str, Any], other: dict[str, Any],
@@ -833,7 +728,12 @@ def comparison(base: dict[str, Any], other: dict[str, Any],
 
 
 def main(argv: list[str]) -> int:
-  """Redraws a report, or compares two runs: ``--compare BASE OTHER``."""
+  """Redraws a report, writes the summaries, or compares two runs."""
+  if argv[:1] == ["--summary"]:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    with open(root / "benchmarks" / "results" / "results.json") as f:
+      write_summaries(json.load(f), root)
+    return 0
   if argv[:1] == ["--compare"]:
     base, other = (pathlib.Path(d) for d in argv[1:3])
     name = argv[4] if argv[3:4] == ["--name"] else "comparison.md"
@@ -842,7 +742,7 @@ def main(argv: list[str]) -> int:
       with open(d / "results.json") as f:
         data.append(json.load(f))
     text = ("Steady state under jit: ratio to native JAX (paired by "
-            "sampling round, see the README); eager: median time per "
+            "sampling round, see benchmarks/README.md); eager: median time per "
             f"call. `{base.name}` ({data[0]['environment']['date']}) → "
             f"`{other.name}` ({data[1]['environment']['date']}).\n\n"
             + comparison(*data) + "\n")

@@ -22,8 +22,8 @@ Run from the repository root:
 The script creates (or reuses) ``benchmarks/.venv`` with the patched wheel
 from ``dist/`` and re-runs itself there. It writes ``results.json``,
 ``results.md`` and PNG plots into ``benchmarks/results/`` (``--quick``:
-``benchmarks/results/quick/``), and the full run refreshes the measured block
-of ``benchmarks/README.md``.
+``benchmarks/results/quick/``), and the full run refreshes the summary table
+of ``README.md`` and ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                  help="skip a larger N of a method once one measurement "
                  "would take longer than this")
   p.add_argument("--no-readme", action="store_true",
-                 help="do not refresh the measured block of README.md")
+                 help="do not refresh the summary table of README.md and "
+                 "benchmarks/README.md")
   p.add_argument("--no-venv", action="store_true",
                  help="run in this interpreter (it must have the patched "
                  "jax, jaxlib, tensorflow-cpu, tf2jax and matplotlib)")

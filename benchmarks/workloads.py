@@ -42,9 +42,9 @@ import tensorflow as tf
 MLP_IN, MLP_HIDDEN = 64, 256
 # The molecular energy: n atoms in R^3.
 N_ATOMS = 16
-# The Lennard-Jones energy of issue 11: 27 atoms (a 3x3x3 lattice) -> R.
+# The Lennard-Jones energy of the forward-mode rows: 27 atoms (a 3x3x3 lattice) -> R.
 LJ_ATOMS = 27
-# The MLP of issue 12: R^64 -> R, 128 tanh units.
+# The MLP of the eager, first-call and memory rows: R^64 -> R, 128 tanh units.
 MLP128_HIDDEN = 128
 # The derivatives a workload may ask for (see per_example).
 DERIVATIVES = (None, "jacrev", "jacfwd", "hessian", "jacrev_jacfwd", "jvp")
@@ -180,7 +180,7 @@ def mlp_jnp(x):
   return (h @ MLP_W2)[..., 0] + MLP_B2
 
 
-# --- issue 12's MLP: R^64 -> R, 128 tanh units --------------------------------
+# --- the 128-unit MLP: R^64 -> R, 128 tanh units -----------------------------
 
 MLP128_W1 = (_rng.standard_normal((MLP_IN, MLP128_HIDDEN)) / 8).astype(
     np.float32)
@@ -220,7 +220,7 @@ def energy_jnp(x):
   return jnp.stack([lj, rg, jnp.sum(jnp.sin(x))])
 
 
-# --- issue 11's Lennard-Jones energy: R^(27 x 3) -> R ---------------------------
+# --- the Lennard-Jones energy: R^(27 x 3) -> R ----------------------------------
 
 def lj_tf(x):
   d = x[:, None, :] - x[None, :, :]
@@ -285,7 +285,7 @@ class KerasSavedModel:
     return x
 
 
-# The methods that run the forward-mode workloads (issue 11).
+# The methods that run the forward-mode workloads.
 FORWARD_METHODS = ("native", "vectorized", "tf2jax", "fwdacc")
 _DERIVATIVE_TITLES = {
     "jvp": "jax.jvp along a fixed direction (the tangent)",
@@ -297,7 +297,7 @@ _DERIVATIVE_TITLES = {
 
 
 def _forward_workloads() -> list[Workload]:
-  """Issue 11's rows: forward mode next to jacrev, energy and the LJ energy."""
+  """The forward-mode rows: next to jacrev, the energy and the LJ energy."""
   out = []
   for fam, shape, tf_fn, jnp_fn, title in (
       ("energy", (N_ATOMS, 3), energy_tf, energy_jnp,
@@ -359,9 +359,9 @@ def all_workloads(cache_dir: str | None = None) -> list[Workload]:
 
 
 def mlp128() -> Workload:
-  """Issue 12's MLP (64-128-1, tanh): the eager and first-call rows."""
-  return Workload("mlp128", f"MLP R^{MLP_IN} -> R ({MLP128_HIDDEN} tanh units)"
-                  ", issue 12's", (MLP_IN,), mlp128_tf, mlp128_jnp,
+  """The 128-unit MLP (64-128-1, tanh): the eager and first-call rows."""
+  return Workload("mlp128", f"MLP R^{MLP_IN} -> R ({MLP128_HIDDEN} tanh units)",
+                  (MLP_IN,), mlp128_tf, mlp128_jnp,
                   one_call_methods=("expand_dims", "broadcast_all"),
                   family="mlp128")
 
