@@ -250,3 +250,72 @@ def test_map_fn_under_jit_is_not_blamed_on_a_batched_predicate():
   else:  # vectorized by a path that handles the loop: must be right
     assert_close(jac, jax.jacrev(lambda x: jnp.sum(x ** 2, axis=1))(
         np.ones((4, 3), np.float32)))
+
+
+# --- One trace per JAX trace: value, VJP, JVP and batched forms agree -------
+
+def _stateful_python():
+  state = {"k": 1.0}
+  f = call_tf(lambda a: tf.reduce_sum(a * state["k"]))
+  return state, f
+
+
+X3 = np.ones(3, np.float32)
+
+
+def test_value_and_grad_read_the_same_python_state():
+  state, g = _stateful_python()
+  jax.jit(g)(X3)
+  state["k"] = 2.0
+  value, grad = jax.jit(jax.value_and_grad(g))(X3)
+  assert float(value) == 6.0
+  assert_close(grad, np.full(3, 2., np.float32))
+
+
+def test_a_new_jit_trace_reads_python_state_again():
+  state, g = _stateful_python()
+  got = []
+  for state["k"] in (1., 2., 3.):
+    got.append(float(jax.jit(lambda a: g(a))(X3)))
+  assert got == [3., 6., 9.]
+
+
+def test_jvp_primal_and_tangent_read_the_same_state():
+  state, g = _stateful_python()
+  jax.jit(lambda x: jax.jvp(g, (x,), (x,)))(X3)
+  state["k"] = 2.0
+  primal, tangent = jax.jit(lambda x: jax.jvp(g, (x,), (x,)))(X3)
+  assert (float(primal), float(tangent)) == (6.0, 6.0)
+
+
+def test_eager_vmap_and_eager_call_read_the_same_state():
+  state, g = _stateful_python()
+  xs = np.ones((2, 3), np.float32)
+  assert_close(jax.vmap(g)(xs), np.full(2, 3., np.float32))
+  state["k"] = 2.0
+  assert_close(jax.vmap(g)(xs), np.full(2, 6., np.float32))
+  assert float(g(X3)) == 6.0
+
+
+def test_a_new_wrapper_of_the_same_function_reuses_its_vectorization(
+    monkeypatch):
+  from jax.experimental.jax2tf.call_tf_lib import pfor as call_tf_pfor
+  calls = []
+  original = call_tf_pfor.vectorized_map
+
+  def counted(*args, **kwargs):
+    calls.append(1)
+    return original(*args, **kwargs)
+
+  monkeypatch.setattr(call_tf_pfor, "vectorized_map", counted)
+  tfn = tf.function(lambda a: tf.tanh(a) * 2.)
+  xs = rng.standard_normal((5, 4)).astype(np.float32)
+  for _ in range(3):
+    assert_close(jax.vmap(call_tf(tfn))(xs), np.tanh(xs) * 2., 1e-6)
+  assert len(calls) == 1
+  # A plain Python function is traced again (it may read Python state),
+  # but the same graph is vectorized once.
+  py = lambda a: tf.sin(a) + 1.
+  for _ in range(3):
+    assert_close(jax.vmap(call_tf(py))(xs), np.sin(xs) + 1., 1e-6)
+  assert len(calls) == 2

@@ -11,21 +11,27 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The TF traces of one ``call_tf`` object, kept across its calls.
+"""The TF traces of ``call_tf``, and when one is reused.
 
-Each call of ``call_tf(f)`` builds a flat callable of ``f`` and a
-``tf.function`` of it. :class:`TraceCache` keeps the first ones built for
-each argument structure and signature, so that later calls reuse them, and
-with them every cache keyed on them: TensorFlow's traces (concrete
-functions), ``call_tf``'s concrete-function cache, the compiled HLO, and the
-vectorized functions of ``jax.vmap``.
+The rule is upstream's, and JAX's own for Python functions: the TF function
+runs as Python, and so reads Python state, whenever JAX traces the call
+(each ``jax.jit`` trace, each eager ``jax.vmap`` call) and on every eager
+call. Every form of a call made in one JAX trace (its value, its VJP, its
+JVP, its batched forms) is derived from TF traces made then, so they agree
+with each other. Calling a ``tf.function`` follows TensorFlow's own rule for
+it: it traces once per input signature, and later calls reuse that trace,
+eagerly too.
 
-The rules are ``tf.function``'s: ``f`` is traced once per argument
-signature (structure, shapes, dtypes, and the declared
-``output_shape_dtype``); Python state that ``f`` reads while it is traced is
-read then, not on later calls. Eagerly (no ``jax.jit``, no ``jax.vmap``),
-``call_tf`` still runs ``f`` as Python on every call. ``jax.clear_caches()``
-empties every cache, so that the next call traces again.
+What is reused is the work that follows a trace: the vectorization of
+``jax.vmap``, the compiled HLO, the TF function of the VJP. :class:`TraceCache`
+keeps, per argument signature, the flat callable and ``tf.function`` of each
+distinct *graph* traced (a fingerprint of the graph, its captured values
+and its result structure): a new trace that is the same graph is replaced
+by the kept one, whose caches are warm; a new graph (Python state changed
+what the function computes) is kept beside it. The caches are shared by
+every ``call_tf`` of the same callable (:meth:`TraceCache.for_callable`),
+so re-wrapping the same function reuses them, as ``jax.jit`` of the same
+function does. ``jax.clear_caches()`` empties them.
 
 :func:`mark_vectorized` records the vectorized ``tf.function``s that
 ``jax.vmap`` makes: their avals are known and they are pure, so abstract
@@ -38,12 +44,15 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Hashable, Sequence
 import dataclasses
+import hashlib
 import threading
 from typing import Any
 import weakref
 
+from jax._src import core
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+import tensorflow as tf
 
 # Signatures kept per call_tf object; beyond it the least recent is dropped.
 MAX_SIGNATURES = 64
@@ -107,42 +116,99 @@ def vectorized_from(function_flat_tf: Any) -> Vectorized | None:
 
 
 class TraceCache:
-  """The flat callables of one ``call_tf`` object, by argument signature.
+  """The traces of one callable given to ``call_tf``, by signature and graph.
 
-  Also what else one ``call_tf`` object keeps by signature: the ``call_tf``
+  Also what else a ``call_tf`` object keeps by signature: the ``call_tf``
   of its VJP (see :func:`.autodiff.vjp_call_key`).
   """
 
-  def __init__(self):
+  def __init__(self, tf_function: Any = None):
     self._entries: collections.OrderedDict[Hashable, Any] = (
         collections.OrderedDict())
     self._lock = threading.Lock()
+    # The tf.function given to call_tf, if it is one (weakly).
+    self._tf_function = (weakref.ref(tf_function) if tf_function is not None
+                         else lambda: None)
     _ALL.add(self)
 
-  def reuse(self, key: Hashable, callable_flat_tf: Callable[..., Any],
-            function_flat_tf: Any, res_treedef: Callable[[], Any]
-            ) -> tuple[Callable[..., Any], Any, Callable[[], Any]]:
-    """The callable, ``tf.function`` and result treedef getter for ``key``.
+  @classmethod
+  def for_callable(cls, callable_tf: Any) -> TraceCache:
+    """The cache shared by every ``call_tf`` of ``callable_tf``.
 
     Args:
-      key: the argument signature (hashable).
+      callable_tf: the function given to ``call_tf``.
+
+    Returns:
+      The same cache for the same (weakly referenceable) function, so that
+      ``call_tf(f)`` made again around ``f`` reuses its vectorizations and
+      compilations; a new cache for anything else (a bound method is made
+      anew on each attribute access).
+    """
+    try:
+      with _FOR_CALLABLE_LOCK:
+        cache = _FOR_CALLABLE.get(callable_tf)
+        if cache is None:
+          cache = _FOR_CALLABLE[callable_tf] = cls(
+              callable_tf if isinstance(callable_tf, _TF_FUNCTION) else None)
+        return cache
+    except TypeError:  # not weakly referenceable, or not hashable
+      return cls()
+
+  def reuse(self, key: Hashable, callable_flat_tf: Callable[..., Any],
+            function_flat_tf: Any, res_treedef: Callable[[], Any],
+            args_flat: Sequence[Any]
+            ) -> tuple[Callable[..., Any], Any, Callable[[], Any]]:
+    """The callable, ``tf.function`` and result treedef getter to call.
+
+    Args:
+      key: the argument signature and call options (hashable).
       callable_flat_tf: the flat callable this call made.
       function_flat_tf: its ``tf.function``.
       res_treedef: returns the result treedef that ``callable_flat_tf``
         records when it runs.
+      args_flat: the call's flat arguments.
 
     Returns:
-      The triple given by the first call with ``key``: this call's own if it
-      is the first.
+      This call's own triple for an eager call (no tracer among the
+      arguments: the function runs as Python now, as upstream's does).
+      Otherwise the function is traced now, as the call's abstract
+      evaluation would, and the triple kept for the same graph is returned
+      if there is one; else this call's own, kept.
     """
-    return self.get(key, lambda: (callable_flat_tf, function_flat_tf,
-                                  res_treedef))
+    own = (callable_flat_tf, function_flat_tf, res_treedef)
+    if not any(isinstance(a, core.Tracer) for a in args_flat):
+      return own
+    try:
+      hash(key)
+    except TypeError:
+      return own
+    if (user_trace := self._user_trace(key)) is not None:
+      # A tf.function keeps its own traces, by TensorFlow's rule: its trace
+      # for these arguments tells the graph, without tracing ours.
+      graph_key = (key, id(user_trace), _Keep(user_trace))
+      return self.get(graph_key, lambda: own)[:3]
+    concrete = concrete_function(function_flat_tf, key_specs(key))
+    graph_key = (key, fingerprint(concrete), res_treedef())
+    return self.get(graph_key, lambda: own + (concrete,))[:3]
+
+  def _user_trace(self, key: Hashable) -> Any | None:
+    """The trace of the ``tf.function`` given to ``call_tf``, or None."""
+    tf_function = self._tf_function()
+    if tf_function is None:
+      return None
+    args_treedef, specs = key[0], key_specs(key)
+    try:
+      with jax2tf_internal.inside_call_tf():
+        return tf_function.get_concrete_function(
+            *args_treedef.unflatten(list(specs)))
+    except Exception:  # pylint: disable=broad-except
+      return None  # traced as any function, below
 
   def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
     """The value kept for ``key``; ``make()``'s, kept, if there is none.
 
     Args:
-      key: the argument signature; if it is not hashable, nothing is kept.
+      key: hashable; if it is not hashable, nothing is kept.
       make: builds the value.
 
     Returns:
@@ -168,6 +234,82 @@ class TraceCache:
 
   def __len__(self) -> int:
     return len(self._entries)
+
+
+def key_specs(key: Hashable) -> Sequence[Any]:
+  """The argument specs of a :meth:`TraceCache.reuse` key."""
+  return key[1]  # (args_treedef, args_flat_sig_tf, ...), as call_tf makes it
+
+
+def fingerprint(concrete_fn: Any) -> tuple[Any, ...]:
+  """What makes two traces of a function the same function.
+
+  Its graph (ops, constants, attributes and the functions it calls, whose
+  names, unique per trace, are replaced by their order), and the values it
+  captures, by identity (a variable's handle, a captured tensor): a trace
+  that reads other Python state has other constants or captures.
+
+  Args:
+    concrete_fn: a traced TF function.
+
+  Returns:
+    A hashable fingerprint; it keeps the captured values alive, so that
+    their identities are not reused.
+  """
+  graph_def = concrete_fn.graph.as_graph_def()
+  names = [f.signature.name for f in graph_def.library.function]
+  if names:
+    canonical = {n: f"__call_tf_fn_{i}" for i, n in enumerate(names)}
+    _rename_functions(graph_def, canonical)
+  digest = hashlib.sha256(graph_def.SerializeToString(deterministic=True))
+  captured = tuple(concrete_fn.captured_inputs)
+  return (digest.hexdigest(), tuple(id(c) for c in captured),
+          _Keep(captured))
+
+
+class _Keep:
+  """Holds values in a key without taking part in its hash or equality."""
+
+  __slots__ = ("values",)
+
+  def __init__(self, values: Any):
+    self.values = values
+
+  def __eq__(self, other: Any) -> bool:
+    return isinstance(other, _Keep)
+
+  def __hash__(self) -> int:
+    return 0
+
+
+def _rename_functions(graph_def: Any, names: dict[str, str]) -> None:
+  """Renames the functions of ``graph_def`` and every reference to them."""
+  def nodes():
+    yield from graph_def.node
+    for f in graph_def.library.function:
+      yield from f.node_def
+
+  for f in graph_def.library.function:
+    f.signature.name = names.get(f.signature.name, f.signature.name)
+  for g in graph_def.library.gradient:
+    g.function_name = names.get(g.function_name, g.function_name)
+    g.gradient_func = names.get(g.gradient_func, g.gradient_func)
+  for node in nodes():
+    if node.op in names:
+      node.op = names[node.op]
+    for attr in node.attr.values():
+      if attr.HasField("func"):
+        attr.func.name = names.get(attr.func.name, attr.func.name)
+      for func in attr.list.func:
+        func.name = names.get(func.name, func.name)
+
+
+_TF_FUNCTION = tf.types.experimental.PolymorphicFunction
+
+# The caches of the callables given to call_tf, shared by their call_tf's.
+_FOR_CALLABLE: weakref.WeakKeyDictionary[Any, TraceCache] = (
+    weakref.WeakKeyDictionary())
+_FOR_CALLABLE_LOCK = threading.Lock()
 
 
 class _AllTraceCaches:
