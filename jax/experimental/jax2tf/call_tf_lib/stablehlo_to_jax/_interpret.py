@@ -77,7 +77,17 @@ class Compiler:
     self.compiled: dict[str, CompiledBlock] = {}
     self.unsupported: dict[str, str] = {}  # op name -> first reason
     self.constants: dict[int, Any] = {}  # value id -> numpy constant
+    self.used: set[int] = set()  # value ids some op or block returns
+    for f in funcs.values():
+      self._collect_uses(f.body)
     self._compiling: set[str] = set()
+
+  def _collect_uses(self, block: _ir.Block) -> None:
+    self.used.update(block.returns)
+    for op in block.ops:
+      self.used.update(op.operands)
+      for r in op.regions:
+        self._collect_uses(r)
 
   def func(self, name: str) -> CompiledBlock:
     """The compiled body of the function `name`."""

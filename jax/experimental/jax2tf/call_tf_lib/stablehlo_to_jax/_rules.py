@@ -34,6 +34,7 @@ import functools
 from typing import Any
 
 from jax import lax
+from jax._src import dtypes
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
@@ -65,6 +66,11 @@ def _check_accuracy(op: Op) -> None:
 
 def _is_complex(t: Any) -> bool:
   return np.issubdtype(t.dtype, np.complexfloating)
+
+
+def _is_float(dtype: Any) -> bool:
+  """Real or complex floating point, bfloat16 and float8 types included."""
+  return dtypes.issubdtype(dtype, np.inexact)
 
 
 # Elementwise ops.
@@ -123,8 +129,7 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
   direction = op.attrs["comparison_direction"]
   ctype = op.attrs.get("compare_type", "NOTYPE")
   dtype = op.operand_types[0].dtype
-  if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" or (
-      dtype.kind == "f"):
+  if _is_float(dtype):
     # lax's float comparisons are FLOAT compares (IEEE: NaN unordered).
     if ctype in ("NOTYPE", "FLOAT"):
       return _COMPARE[direction]
@@ -531,8 +536,16 @@ def _reduce_rule(op: Op, c: Compiler):
     fn = _MONOIDS[kind]
     return lambda env, x, init: [lax.reduce(x, init, fn, dims)]
   region = _region_fn(c, body)
+  # JAX's derivative of a general reduce fails on integer operands (argmax's
+  # indices). Where only integer results are used, no derivative flows: the
+  # operands are cut from differentiation (exact: integers have none).
+  inexact = [_is_float(t.dtype) for t in op.result_types]
+  cut = not all(inexact) and not any(
+      f and r in c.used for f, r in zip(inexact, op.results))
 
   def step(env, *args):
+    if cut:
+      args = [lax.stop_gradient(a) for a in args]
     xs, inits = tuple(args[:n]), tuple(args[n:])
 
     def computation(acc, x):
@@ -682,7 +695,7 @@ def _scatter_rule(op: Op, c: Compiler):
 def _sort_key(x: Any, descending: bool) -> Any:
   """An integer key whose signed order is XLA's total order of `x`."""
   dtype = np.dtype(x.dtype)
-  if np.issubdtype(dtype, np.floating) or dtype.kind == "V":
+  if _is_float(dtype):
     ity = np.dtype(f"int{8 * dtype.itemsize}")
     bits = lax.bitcast_convert_type(x, ity)
     low = _const(np.array(np.iinfo(ity).max, ity))
@@ -714,7 +727,7 @@ def _sort_rule(op: Op, c: Compiler):
   descending = (direction == "GT") != swapped
   dtype = op.operand_types[0].dtype
   ctype = cmp.attrs.get("compare_type", "NOTYPE")
-  if np.issubdtype(dtype, np.inexact):
+  if _is_float(dtype):
     if ctype != "TOTALORDER" or np.issubdtype(dtype, np.complexfloating):
       raise NoRule(f"a {ctype} comparator on {dtype} (only TOTALORDER "
                    "comparisons of real floats are a strict order)")
@@ -790,6 +803,9 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "not": lax.bitwise_not, "popcnt": lax.population_count,
       "count_leading_zeros": lax.clz,
   }
+  # Ops that StableHLO lacks, kept as MHLO by the HLO conversion: erf (XLA's
+  # HLO op; lax's erf is CHLO's, which XLA lowers to the same function).
+  mhlo_unary = {"erf": lax.erf}
   binary = {
       "add": lax.add, "subtract": lax.sub, "multiply": lax.mul,
       "divide": lax.div, "remainder": lax.rem, "power": lax.pow,
@@ -803,6 +819,7 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   rules: dict[str, Callable[[Op, Compiler], Any]] = {}
   rules.update({f"stablehlo.{k}": _unary(v) for k, v in unary.items()})
   rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
+  rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
   rules.update({
       "stablehlo.real": _real_rule,
       "stablehlo.imag": _imag_rule,
