@@ -837,3 +837,21 @@ def test_captured_variables_are_trailing_parameters():
   assert_close(values, [np.arange(3, dtype=np.float32)])
   x = np.ones(3, np.float32)
   assert_close(jax.jit(prog)(x, *values), [np.arange(3, dtype=np.float32)])
+
+
+@pytest.mark.parametrize("ty,dtype", [("bf16", "bfloat16"), ("f16", "float16")])
+def test_sort_total_order_of_narrow_floats(ty, dtype):
+  text = _module(f"""
+  func.func @main(%x: tensor<10x{ty}>) -> tensor<10x{ty}> {{
+    %s = "stablehlo.sort"(%x) <{{dimension = 0 : i64, is_stable = true}}> ({{
+    ^bb0(%a0: tensor<{ty}>, %a1: tensor<{ty}>):
+      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<{ty}>, tensor<{ty}>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<10x{ty}>) -> tensor<10x{ty}>
+    return %s : tensor<10x{ty}>
+  }}""")
+  x = _SPECIAL.astype(jax.numpy.dtype(dtype))
+  prog, expected = _check_module(text, x)
+  np.testing.assert_array_equal(
+      np.asarray(jax.jit(prog)(x)[0]).view(np.int16),
+      np.asarray(expected[0]).view(np.int16))
