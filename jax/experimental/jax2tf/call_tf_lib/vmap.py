@@ -51,13 +51,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import jax
 from jax import lax
 from jax import numpy as jnp
 from jax._src import config
 from jax._src import core
+from jax._src import dtypes
 from jax._src import util
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+import numpy as np
 
 VMAP_METHODS: tuple[str | None, ...] = (
     None, "vectorized", "sequential", "expand_dims", "broadcast_all",
@@ -310,8 +313,70 @@ def _sequential(callee: Callee, args: Sequence[Any],
   if core.unsafe_am_i_under_a_jit() or not core.is_constant_dim(axis_size):
     return list(lax.map(one, batched))
   # Eagerly: a Python loop of eager calls, in batch order; lax.map would
-  # stage the loop out and need XLA to compile the function.
+  # stage the loop out and need XLA to compile the function. Rows of host
+  # arrays are views; indexing a device array is one dispatch per row.
+  batched = [np.asarray(b) if _on_host(b) else b for b in batched]
   per_element = [one([b[i] for b in batched]) for i in range(axis_size)]
   if not per_element:
     return [jnp.zeros((0, *a.shape), a.dtype) for a in out_avals]
-  return [jnp.stack(outs) for outs in zip(*per_element)]
+  return [_stacked(outs) for outs in zip(*per_element)]
+
+
+# The most operands one eager concatenate of traced results takes: JAX
+# compiles one program per operand count and shape, whose size (and compile
+# time) grows with the count.
+_STACK_CHUNK = 64
+
+
+def _stacked(outs: Sequence[Any]) -> Any:
+  """``jnp.stack(outs)``, made in time and memory linear in ``len(outs)``.
+
+  ``jnp.stack`` of n eager arrays compiles a concatenate of n operands, anew
+  for every n, in time that grows faster than n, and keeps it. Concrete
+  results (eager calls return arrays on a device) are copied into one host
+  buffer and put on their device once; results that are tracers of an outer
+  transformation (eager nested ``vmap``) are concatenated in chunks of at
+  most :data:`_STACK_CHUNK`, so only a few small programs are compiled.
+
+  Args:
+    outs: one result of every element's call, all of one shape and dtype.
+
+  Returns:
+    The results stacked along a new leading axis.
+  """
+  first = outs[0]
+  if all(_is_concrete(o) for o in outs):
+    buffer = np.empty((len(outs), *np.shape(first)), np.asarray(first).dtype)
+    for i, o in enumerate(outs):
+      buffer[i] = np.asarray(o)
+    if isinstance(first, jax.Array) and first.committed:
+      return jax.device_put(buffer, first.sharding)
+    return jax.device_put(buffer)  # uncommitted, on the default device
+  parts = [jnp.stack(outs[i:i + _STACK_CHUNK])
+           for i in range(0, len(outs), _STACK_CHUNK)]
+  while len(parts) > 1:
+    parts = [jnp.concatenate(parts[i:i + _STACK_CHUNK])
+             for i in range(0, len(parts), _STACK_CHUNK)]
+  return parts[0]
+
+
+def _on_host(x: Any) -> bool:
+  """Whether NumPy can view ``x`` without copying it from a device.
+
+  Only for arrays not committed to a device: rows of a committed one stay
+  device arrays, so that the calls run where the user put them.
+  """
+  return _is_concrete(x) and (
+      not isinstance(x, jax.Array)
+      or (not x.committed
+          and all(d.platform == "cpu" for d in x.sharding.device_set)))
+
+
+def _is_concrete(x: Any) -> bool:
+  """Whether ``x`` is an array whose values NumPy can hold (not a tracer)."""
+  if isinstance(x, core.Tracer):
+    return False
+  if isinstance(x, jax.Array):
+    return (x.is_fully_addressable and len(x.sharding.device_set) == 1
+            and not dtypes.issubdtype(x.dtype, dtypes.extended))
+  return isinstance(x, (np.ndarray, np.generic))

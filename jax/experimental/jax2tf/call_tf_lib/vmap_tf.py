@@ -47,6 +47,7 @@ from typing import Any
 
 from jax._src import core
 from jax._src import util
+from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib import effects
@@ -144,6 +145,9 @@ class _TfCallee:
     # again by an outer vmap, and a failure raises there: under jit, a call
     # that jit drops (jacrev's primal output) is never vectorized, and an
     # inner vmap's function is only converted to HLO once vectorized again.
+    if not core.unsafe_am_i_under_a_jit() and not any(
+        isinstance(a, core.Tracer) for a in new_args):
+      new_params = _eager_params(new_params)
     return list(self.prim.bind(*new_args, **new_params))
 
   def _try_vectorizing(self, new_params: dict[str, Any]) -> None:
@@ -181,6 +185,49 @@ class _TfCallee:
                             function_flat_tf=staged_fn,
                             args_flat_sig_tf=new_sig,
                             output_avals=tuple(out_avals))
+
+
+def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
+  """The params of an eager vectorized call: compiled with XLA if it can be.
+
+  Eagerly, ``call_tf`` runs ``callable_flat_tf`` in TensorFlow. For a
+  vectorized function that is a graph of pfor's ops run by TF's executor,
+  whose oneDNN kernels corrupt the heap on some of them (a Keras attention
+  block: "double free or corruption", or NaN), where the same call under
+  ``jax.jit``, compiled by XLA, is right. So the eager call runs the staged
+  variant, the ``tf.function(jit_compile=True)`` that ``jit`` converts,
+  wherever XLA compiles it, and TF's executor only where XLA cannot: eager
+  ``vmap`` still does not need XLA.
+
+  Args:
+    params: the ``call_tf_p`` params of a vectorized call.
+
+  Returns:
+    ``params``, with ``callable_flat_tf`` the staged function if XLA
+    compiles it for these argument shapes.
+  """
+  fn, sig = params["function_flat_tf"], tuple(params["args_flat_sig_tf"])
+  if (params["call_tf_graph"] or fn is params["callable_flat_tf"]
+      or not captures.executing_eagerly_outside_functions()
+      or not all(s.shape.is_fully_defined() for s in sig)
+      or not _xla_compiles(fn, sig)):
+    return params
+  return dict(params, callable_flat_tf=fn)
+
+
+@functools.lru_cache(maxsize=256)
+def _xla_compiles(function_flat_tf: Any,
+                  sig: tuple[tf.TensorSpec, ...]) -> bool:
+  """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached HLO)."""
+  try:
+    compile_lib.compile_to_hlo(function_flat_tf, sig,
+                               compile_lib.default_tf_platform())
+  except Exception:  # pylint: disable=broad-except
+    return False
+  return True
+
+
+compat.register_cache(_xla_compiles, "call_tf: XLA compiles vectorized")
 
 
 def _try_compile(function_flat_tf: Callable[..., Any],
