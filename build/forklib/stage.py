@@ -152,6 +152,15 @@ class Staged:
   build_files: list[str] = dataclasses.field(default_factory=list)
 
 
+# What git am says about the file a patch does not apply to.
+_AM_FAILED_RES = (
+    re.compile(r"error: patch failed: (\S+?):\d+"),
+    re.compile(r"sha1 information is lacking or useless \((\S+)\)"),
+    re.compile(r"Merge conflict in (\S+)"),
+    re.compile(r"error: (\S+): does not exist in index"),
+    re.compile(r"error: (\S+): No such file or directory"),
+)
+
 APPLIED = "applies"
 APPLIED_3WAY = "applies with a 3-way merge"
 REWORK = "needs rework"
@@ -268,9 +277,8 @@ def _am(repo: pathlib.Path, patch: patchq.Patch, exclude: list[str]
     return (APPLIED_3WAY if "3-way merge" in out else APPLIED), ""
   conflicts = _git_proc(repo, "diff", "--name-only",
                         "--diff-filter=U").stdout.split()
-  missing = re.findall(r"error: (\S+): does not exist in index", proc.stderr)
-  missing += re.findall(r"error: (\S+): No such file or directory",
-                        proc.stderr)
+  missing = [m for regex in _AM_FAILED_RES
+             for m in regex.findall(proc.stdout + proc.stderr)]
   _git_proc(repo, "am", "--abort")
   files = sorted(set(conflicts) | set(missing))
   detail = ("conflicts in " + ", ".join(files) if files else
