@@ -19,16 +19,23 @@ Commands:
   apply VERSION --out DIR  sdist + overlay + patches + version stamp -> DIR
   wheel [VERSION] --out DIR  the patched, reproducible wheel
   check                    apply the series to every release; print a table
-  index --out DIR          publish the wheels and pinned jaxlibs as a PEP 503
-                           index (static files)
+  index --out DIR          publish the newest release's wheel and its pinned
+                           jaxlibs as a PEP 503 index (static files);
+                           --upstream V or --all for others
+  pins [VERSION...|--all]  pin upstream's jaxlib wheels for every platform
+                           (jaxlib_build/pins.toml)
   serve DIR                serve an index on http://127.0.0.1
-  publish --repository-url URL  upload the wheels and pinned jaxlibs to an
-                           index server with twine (skips files already
-                           there, refuses different ones)
+  publish --repository-url URL  upload the newest release's wheel and its
+                           pinned jaxlibs to an index server with twine
+                           (skips files already there, refuses different
+                           ones); --upstream V or --all for others
   rebase VERSION [--from V] refresh the queue for another release (3-way);
                            writes patches/variants/VERSION/ where needed
-  stage VERSION --out DIR  the queue as upstream pull requests: a git branch,
-                           one commit per patch, and their descriptions
+  stage VERSION --out DIR [--onto CHECKOUT]
+                           the queue as upstream pull requests: a git branch
+                           on upstream's sdist or a checkout of its repository,
+                           one commit per patch with its test and BUILD
+                           entries, a report of what applies, descriptions
   baseline [VERSION...] --upstream-tests DIR
                            run upstream's tests against upstream's own
                            wheel; record what fails in
@@ -67,6 +74,7 @@ from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
 from forklib import manifest as manifest_lib  # noqa: E402
 from forklib import patchq  # noqa: E402
+from forklib import publication  # noqa: E402
 from forklib import publish as publish_lib  # noqa: E402
 from forklib import rebase as rebase_lib  # noqa: E402
 from forklib import stage as stage_lib  # noqa: E402
@@ -145,36 +153,32 @@ def cmd_index(args: argparse.Namespace) -> int:
   """Publishes fork wheels and the pinned jaxlib wheels into an index."""
   project = _project(args)
   manifest = manifest_lib.load(project.manifest_path)
-  releases = ([manifest.get(v) for v in args.upstream] if args.upstream
-              else list(manifest.releases))
+  given: dict[manifest_lib.Release, pathlib.Path] = {}
   if args.wheel:
     by_label = {r.label: r for r in manifest.releases}
-    fork_wheels = {}
     for w in args.wheel:
       path = pathlib.Path(w).resolve()
       label = path.name.split("-")[1]
       if label not in by_label:
         raise ForkError(f"{path.name} is not a wheel of a release in "
                         f"{manifest.path}")
-      fork_wheels[by_label[label]] = path
+      given[by_label[label]] = path
+    releases = list(given)
   else:
-    fork_wheels = {r: wheel_lib.build(project, r, project.root / "dist")
-                   for r in releases}
-  pins = ({} if args.no_jaxlib else jaxlib_mirror.load_pins(
-      project.root / "jaxlib_build" / "pins.toml"))
-  wheels, pairs = [], {}
-  for release, wheel in fork_wheels.items():
-    jaxlibs = []
-    if not args.no_jaxlib:
-      if release.test_jaxlib not in pins:
-        raise ForkError(f"jaxlib {release.test_jaxlib} (test_jaxlib of jax "
-                        f"{release.version}) has no pins in "
-                        "jaxlib_build/pins.toml")
-      jaxlibs = [jaxlib_mirror.fetch_wheel(p)
-                 for p in pins[release.test_jaxlib]]
-    wheels += [wheel, *jaxlibs]
-    pairs[release.label] = [wheel.name, *(j.name for j in jaxlibs)]
-  print(index_lib.build(pathlib.Path(args.out), wheels, pairs))
+    releases = publication.select(manifest, args.upstream, args.all)
+  wheels, pairs, origins = [], {}, {}
+  for release in releases:
+    files = publication.release_files(project, release,
+                                      jaxlib=not args.no_jaxlib,
+                                      fork_wheel=given.get(release))
+    jaxlibs = [jaxlib_mirror.fetch_wheel(p) for p in files.jaxlib]
+    wheels += [files.fork_wheel, *jaxlibs]
+    pairs[release.label] = [files.fork_wheel.name, *(j.name for j in jaxlibs)]
+    origins.update({j.name: index_lib.ORIGIN_PINNED for j in jaxlibs})
+    if release not in given:
+      origins[files.fork_wheel.name] = index_lib.build_origin(
+          tree_lib.inputs_digest(project, release))
+  print(index_lib.build(pathlib.Path(args.out), wheels, pairs, origins))
   return 0
 
 
@@ -187,14 +191,32 @@ def cmd_publish(args: argparse.Namespace) -> int:
   """Uploads the fork's wheels and the pinned jaxlib wheels with twine."""
   project = _project(args)
   manifest = manifest_lib.load(project.manifest_path)
-  releases = ([manifest.get(v) for v in args.upstream] if args.upstream
-              else list(manifest.releases))
+  releases = publication.select(manifest, args.upstream, args.all)
   uploaded = publish_lib.publish(
       project, releases, repository_url=args.repository_url,
       repository=args.repository, simple_url=args.simple_url,
       config_file=args.config_file, jaxlib=not args.no_jaxlib)
   for name in uploaded:
     print(name)
+  return 0
+
+
+def cmd_pins(args: argparse.Namespace) -> int:
+  """Pins upstream's jaxlib wheels of releases for every platform."""
+  project = _project(args)
+  manifest = manifest_lib.load(project.manifest_path)
+  releases = publication.select(manifest, args.version, args.all)
+  path = project.root / "jaxlib_build" / "pins.toml"
+  updates: dict[str, list[jaxlib_mirror.PinnedWheel]] = {}
+  for release in releases:
+    pythons = tuple(sorted(
+        {p for r in manifest.releases if r.test_jaxlib == release.test_jaxlib
+         for p in r.python}, key=manifest_lib.version_tuple))
+    updates[release.test_jaxlib] = jaxlib_mirror.find_upstream_wheels(
+        release.test_jaxlib, pythons)
+  jaxlib_mirror.write_pins(path, updates)
+  for version, wheels in updates.items():
+    print(f"jaxlib {version}: {len(wheels)} wheels pinned")
   return 0
 
 
@@ -221,9 +243,10 @@ def cmd_rebase(args: argparse.Namespace) -> int:
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-  print(stage_lib.stage(
+  out = stage_lib.stage(
       _project(args), _release(args), pathlib.Path(args.out),
-      pathlib.Path(args.upstream_tests) if args.upstream_tests else None))
+      onto=pathlib.Path(args.onto) if args.onto else None, ref=args.ref)
+  print(out)
   return 0
 
 
@@ -245,12 +268,18 @@ def cmd_test(args: argparse.Namespace) -> int:
   project = _project(args)
   manifest = manifest_lib.load(project.manifest_path)
   tests_dir = _tests_dir(args)
-  rows = []
-  for release, mode in testrun.plan(manifest, args.version, args.full):
-    log.step("test", f"jax {release.label} ({mode})")
+  rows, wheels = [], {}
+  for release, mode in testrun.plan(manifest, args.version, args.full,
+                                    args.python):
+    log.step("test", f"jax {release.label} on Python {release.test_python} "
+             f"({mode})")
     rows.append(testrun.run_release(project, release, mode,
                                     pytest_args=list(args.pytest_args),
-                                    tests_dir=tests_dir))
+                                    tests_dir=tests_dir,
+                                    wheel=wheels.get(release.label)))
+    built = project.root / "dist" / wheel_lib.wheel_name(release)
+    if rows[-1].fork is not None and built.exists():
+      wheels[release.label] = built
   print(testrun.summary(rows, tests_dir), flush=True)
   if args.write_compatibility:
     path = project.root / "docs" / "compatibility.md"
@@ -292,6 +321,14 @@ def cmd_workflow(args: argparse.Namespace) -> int:
   return 0
 
 
+def _add_release_choice(p: argparse.ArgumentParser, verb: str) -> None:
+  p.add_argument("--upstream", action="append", default=[],
+                 help=f"{verb} this upstream release (repeatable; default: "
+                      "the newest in the manifest)")
+  p.add_argument("--all", action="store_true",
+                 help=f"{verb} every release in the manifest")
+
+
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(
       prog="python build/fork.py", description=__doc__.split("\n\n")[0],
@@ -328,12 +365,12 @@ def main(argv: list[str] | None = None) -> int:
   p = sub.add_parser("index", help="publish wheels into a PEP 503 index")
   p.add_argument("--out", required=True, help="the index directory")
   p.add_argument("--wheel", action="append", default=[],
-                 help="a wheel to publish (repeatable); default: build the "
-                      "fork's wheel of each release")
-  p.add_argument("--upstream", action="append", default=[],
-                 help="only this upstream release (repeatable)")
+                 help="a fork wheel to publish (repeatable), for its release; "
+                      "default: build the wheel of the release chosen below")
+  _add_release_choice(p, "publish")
   p.add_argument("--no-jaxlib", action="store_true",
-                 help="do not mirror the pinned jaxlib wheels")
+                 help="do not mirror the pinned jaxlib wheels (users then "
+                      "take jaxlib from the public index)")
   p.set_defaults(func=cmd_index)
 
   p = sub.add_parser("serve", help="serve an index over HTTP")
@@ -359,11 +396,18 @@ def main(argv: list[str] | None = None) -> int:
                       "devpi has it, whichever answers)")
   p.add_argument("--config-file",
                  help="the .pypirc to read (default: twine's, ~/.pypirc)")
-  p.add_argument("--upstream", action="append", default=[],
-                 help="only this upstream release (repeatable)")
+  _add_release_choice(p, "publish")
   p.add_argument("--no-jaxlib", action="store_true",
                  help="do not upload the pinned jaxlib wheels")
   p.set_defaults(func=cmd_publish)
+
+  p = sub.add_parser("pins", help="pin upstream's jaxlib wheels for every "
+                     "platform in jaxlib_build/pins.toml")
+  p.add_argument("version", nargs="*",
+                 help="upstream releases whose test_jaxlib to pin (default: "
+                      "the newest in the manifest)")
+  p.add_argument("--all", action="store_true", help="every release")
+  p.set_defaults(func=cmd_pins)
 
   p = sub.add_parser("rebase", help="refresh the queue for a release")
   p.add_argument("version", help="the upstream release to rebase onto")
@@ -377,10 +421,16 @@ def main(argv: list[str] | None = None) -> int:
 
   p = sub.add_parser("stage", help="stage the queue as upstream PRs")
   p.add_argument("version", help="upstream release, e.g. 0.10.2")
-  p.add_argument("--out", required=True, help="directory to create")
-  p.add_argument("--upstream-tests", metavar="DIR",
-                 help="upstream's tests by tag (jax-vVERSION.tar.gz or "
-                      "jax-vVERSION/), for patches that change them")
+  p.add_argument("--out", required=True,
+                 help="directory to create: DIR/repo (branch call-tf-vmap), "
+                      "DIR/report.md, DIR/pull-requests/")
+  p.add_argument("--onto", metavar="CHECKOUT",
+                 help="a git checkout of upstream's repository to stage onto "
+                      "(at a release tag or main); default: upstream's sdist "
+                      "of VERSION, which has no tests or BUILD files (the "
+                      "report names the edits left out)")
+  p.add_argument("--ref", help="with --onto: the tag, branch or commit to "
+                 "start from (default: the checkout's HEAD)")
   p.set_defaults(func=cmd_stage)
 
   p = sub.add_parser("baseline", help="record the upstream tests that fail "
@@ -408,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
                       "with the smoke suite)")
   p.add_argument("--full", action="store_true",
                  help="every release in full (as `matrix`)")
+  p.add_argument("--python", metavar="X.Y",
+                 help="test on this Python of the release(s) (one of their "
+                      "`python` in patches/upstream.toml) instead of the "
+                      "first; default: the first in the mode chosen, the "
+                      "others with the fork's smoke suite")
   p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to the fork suite's pytest")
@@ -417,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
                       "docs/compatibility.md")
   p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
   p.set_defaults(func=cmd_test, version=[], full=True, pytest_args=[],
-                 write_compatibility=True)
+                 python=None, write_compatibility=True)
 
   p = sub.add_parser("workflow", help="write .github/workflows/wheels.yml "
                       "from the manifest")

@@ -142,12 +142,25 @@ def _pip(venv: pathlib.Path, *args: str) -> None:
 
 
 def _ensure(venv: pathlib.Path, release: Release, key: str,
-            requirements: list[str], jax: pathlib.Path) -> pathlib.Path:
-  """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`."""
+            requirements: list[str], jax: pathlib.Path, *,
+            in_cache: bool = True) -> pathlib.Path:
+  """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`.
+
+  A stale `venv` is made again; outside the cache (`in_cache` False: the
+  demo's .venv) only one this tool made (it has the tool's marker file):
+  anything else there is the user's, and is refused, not deleted.
+  """
   marker = venv / _MARKER
   if marker.exists() and marker.read_text() == key:
     log.step("env", f"reusing {venv}")
   else:
+    if (venv.exists() or venv.is_symlink()) and not in_cache and (
+        venv.is_symlink() or not marker.is_file()):
+      raise ForkError(
+          f"{venv} exists and was not made by this tool (it has no "
+          f"{_MARKER}); it is not replaced, so that nothing of yours is "
+          "deleted. Move it away (or remove it if it can go), then run "
+          "again.")
     if venv.exists():
       log.step("env", f"{venv} is incomplete or stale; recreating it")
       shutil.rmtree(venv)
@@ -239,7 +252,8 @@ def demo_env(project: tree_lib.Project, release: Release,
   """The user's environment, .venv in the repository, with `wheel` in it."""
   requirements = _base_requirements(release)
   return _ensure(project.root / ".venv", release,
-                 _key(release, requirements), requirements, wheel)
+                 _key(release, requirements), requirements, wheel,
+                 in_cache=False)
 
 
 SHOW = ("import jax; print(jax.__version__, jax.__version_info__, "

@@ -337,8 +337,46 @@ def _open_index(out: pathlib.Path) -> dict[str, Any]:
   return ledger
 
 
+def _conflict(out: pathlib.Path, name: str, published: dict[str, Any],
+              digest: str, origin: str | None) -> str:
+  """Why `name` cannot be published again with `digest`, and what to do."""
+  head = (f"{name} is already published in {out} with sha256 "
+          f"{published['sha256']}; this file has {digest}. Published files "
+          "are immutable; nothing was changed.")
+  outside = (" So the index was changed outside the tool: its ledger, pages "
+             "and files no longer record what `index` published. Do not "
+             "serve it; restore the index from a backup, or publish into a "
+             "new directory, and find out who changed it.")
+  if origin == ORIGIN_PINNED:
+    return (head + " This file is the one jaxlib_build/pins.toml pins by "
+            "sha256, and a pinned file never changes." + outside)
+  if origin and published.get("origin") == origin:
+    return (head + " The fork's builds are reproducible, and this wheel was "
+            "built from the same inputs (sdist, patches, overlay, tool) as "
+            "the published one, so the published bytes cannot be a build of "
+            "them." + outside)
+  if origin and published.get("origin"):
+    return (head + " It was built from other inputs than the published "
+            "wheel (the patches, the overlay or the tool changed): bump "
+            "fork_release in patches/upstream.toml for a new build.")
+  return (head + " If this wheel was built from changed patches or overlay, "
+          "bump fork_release in patches/upstream.toml for a new build; if "
+          "not, the index was changed outside the tool: restore it from a "
+          "backup.")
+
+
+# How a wheel came to be published, recorded in the ledger (`origins`).
+ORIGIN_PINNED = "pinned in jaxlib_build/pins.toml"
+
+
+def build_origin(inputs_digest: str) -> str:
+  """The origin of a fork wheel the tool built from inputs of that digest."""
+  return f"built by the tool from inputs {inputs_digest}"
+
+
 def build(out: pathlib.Path, wheels: list[pathlib.Path],
-          releases: dict[str, list[str]] | None = None) -> pathlib.Path:
+          releases: dict[str, list[str]] | None = None,
+          origins: dict[str, str] | None = None) -> pathlib.Path:
   """Publishes ``wheels`` into the index at ``out`` (created if missing).
 
   Args:
@@ -347,6 +385,10 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
     releases: for each fork version (e.g. "0.10.2+calltf.1"), the names of
       the files its install/<version>.txt pins (its jax and jaxlib wheels).
       Files are added to what the release already pins, never removed.
+    origins: where each wheel (by file name) came from: `ORIGIN_PINNED`, or
+      `build_origin(...)` of a fork wheel the tool built; recorded in the
+      ledger, it tells a rebuild from changed inputs apart from an index
+      changed outside the tool when a published name meets other bytes.
 
   Returns:
     ``out``.
@@ -367,13 +409,10 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
       project = project_of(name)
       digest = fetch.sha256_of(wheel)
       published = new["wheels"].get(name)
+      origin = (origins or {}).get(name)
       if published:
         if published["sha256"] != digest:
-          raise ForkError(
-              f"{name} is already published in {out} with sha256 "
-              f"{published['sha256']}; this file has {digest}. Published "
-              "files are immutable: bump fork_release in "
-              "patches/upstream.toml for a new build.")
+          raise ForkError(_conflict(out, name, published, digest, origin))
         log.step("index", f"{name}: already published, unchanged")
         continue
       metadata = wheel_metadata(wheel)
@@ -384,6 +423,8 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
           "sha256": digest, "size": wheel.stat().st_size,
           "metadata_sha256": _sha256(metadata),
           "requires_python": requires_python}
+      if origin:
+        new["wheels"][name]["origin"] = origin
       data_files[f"files/{name}"] = (wheel, None, digest)
       data_files[f"files/{name}.metadata"] = (None, metadata,
                                               _sha256(metadata))
@@ -433,10 +474,14 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
   return out
 
 
+def published_hashes(directory: pathlib.Path) -> dict[str, str]:
+  """The paths `serve` answers for, the ledger's files, with their sha256."""
+  return dict(_read_json(directory / LEDGER)["files"])
+
+
 def served_files(directory: pathlib.Path) -> set[str]:
   """The paths `serve` answers for: the ledger's files, nothing else."""
-  ledger = _read_json(directory / LEDGER)
-  return set(ledger["files"])
+  return set(published_hashes(directory))
 
 
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8",
@@ -487,9 +532,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     if rel == "" or rel.endswith("/"):
       rel += "index.html"
     try:
-      allowed = served_files(self.root)
+      allowed = published_hashes(self.root)
     except ForkError:
-      allowed = set()
+      allowed = {}
     if rel not in allowed:
       if f"{rel}/index.html" in allowed:
         self.send_response(301)
@@ -508,6 +553,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
       return self._not_found(send_body)
     with os.fdopen(fd, "rb") as f:
       size = os.fstat(f.fileno()).st_size
+      h = hashlib.sha256()
+      for block in iter(lambda: f.read(1 << 20), b""):
+        h.update(block)
+      if h.hexdigest() != allowed[rel]:
+        # Not the published bytes: refuse rather than serve them.
+        log.step("serve", f"REFUSED {rel}: sha256 {h.hexdigest()}, the "
+                 f"ledger has {allowed[rel]}; the file was changed after "
+                 "publication (`index` names what to restore)")
+        body = (f"409 Conflict: {rel} does not match the index's ledger; "
+                "it was changed after publication.\n").encode()
+        self.send_response(409)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if send_body:
+          self.wfile.write(body)
+        return None
+      f.seek(0)
       self.send_response(200)
       self.send_header("Content-Type", _CONTENT_TYPES.get(
           pathlib.PurePosixPath(rel).suffix, "application/octet-stream"))
@@ -529,8 +592,10 @@ def serve(directory: pathlib.Path, host: str = "127.0.0.1",
           port: int = 0) -> None:
   """Serves the index at ``directory`` over HTTP until interrupted.
 
-  Only the files the index's ledger lists are served, by GET and HEAD; no
-  directory listings, no symlinks, no other methods. Prints the index URL
+  Only the files the index's ledger lists are served, by GET and HEAD, and
+  only with the bytes it records: a file whose sha256 is not the ledger's
+  is refused (409) and the refusal logged; no directory listings, no
+  symlinks, no other methods. Prints the index URL
   (``http://host:port/simple/``) first, on stdout.
   """
   directory = directory.resolve()

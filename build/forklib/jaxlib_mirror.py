@@ -14,12 +14,18 @@
 """Pinned jaxlib wheels (`jaxlib_build/pins.toml`), fetched and verified.
 
 jaxlib is consumed as upstream's wheel: no patch touches C++. The index
-mirrors the pinned wheels so that one index serves a complete install.
+mirrors the pinned wheels so that one index serves a complete install, on
+every platform upstream publishes jaxlib for (`PLATFORMS`): a resolver that
+finds jaxlib on the fork's index takes it from there only (uv's default
+`first-index` strategy), so a platform missing from the mirror cannot
+install. `pins` finds upstream's wheel of each platform and Python with pip
+and records its sha256; `fetch_wheel` downloads one and checks it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import re
@@ -31,6 +37,23 @@ from forklib import load_toml
 from forklib import fetch
 from forklib import log
 from forklib import scratch
+
+# The platforms upstream publishes jaxlib for, each with the platform tags
+# pip is asked for (pip widens a macOS tag to the older macOS versions, not a
+# manylinux tag to older glibcs: those are listed). REQUIRED_PLATFORMS must
+# be pinned for every Python of a release; the others where upstream has
+# them (macOS on Intel up to jaxlib 0.4.38).
+PLATFORMS = {
+    "linux-x86_64": ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                     "manylinux2014_x86_64"),
+    "linux-aarch64": ("manylinux_2_27_aarch64", "manylinux_2_17_aarch64",
+                      "manylinux2014_aarch64"),
+    "macos-arm64": ("macosx_14_0_arm64",),
+    "macos-x86_64": ("macosx_14_0_x86_64",),
+    "windows-x64": ("win_amd64",),
+}
+REQUIRED_PLATFORMS = ("linux-x86_64", "linux-aarch64", "macos-arm64",
+                      "windows-x64")
 
 _WHEEL_RE = re.compile(
     r"^jaxlib-(?P<version>[^-]+)-(?P<py>cp\d+)-(?P<abi>[^-]+)-"
@@ -52,7 +75,40 @@ class PinnedWheel:
 
   @property
   def platform(self) -> str:
+    """The wheel's platform tag(s), as in its name ("win_amd64")."""
     return _WHEEL_RE.match(self.name).group("platform")
+
+  @property
+  def family(self) -> str | None:
+    """The key of `PLATFORMS` the wheel is for (None: none of them)."""
+    return platform_family(self.platform)
+
+
+def platform_family(platform: str) -> str | None:
+  """The `PLATFORMS` key of a wheel's platform tag(s), e.g. "macos-arm64"."""
+  for tag in platform.split("."):
+    os_name = ("windows" if tag.startswith("win") else
+               "linux" if "linux" in tag else
+               "macos" if tag.startswith("macosx") else None)
+    arch = next((a for suffix, a in (("_amd64", "x64"), ("_x86_64", "x86_64"),
+                                     ("_aarch64", "aarch64"),
+                                     ("_arm64", "arm64"))
+                 if tag.endswith(suffix)), None)
+    if os_name == "windows" and arch == "x64":
+      return "windows-x64"
+    if os_name in ("linux", "macos") and arch and arch != "x64":
+      family = f"{os_name}-{arch}"
+      if family in PLATFORMS:
+        return family
+  return None
+
+
+def missing_platforms(pins: list[PinnedWheel],
+                      pythons: tuple[str, ...]) -> list[str]:
+  """The (Python, platform) pairs of REQUIRED_PLATFORMS `pins` lacks."""
+  have = {(p.python_version, p.family) for p in pins}
+  return [f"Python {py} on {family}" for py in pythons
+          for family in REQUIRED_PLATFORMS if (py, family) not in have]
 
 
 def load_pins(path: pathlib.Path) -> dict[str, list[PinnedWheel]]:
@@ -88,7 +144,8 @@ def fetch_wheel(pin: PinnedWheel, cache: pathlib.Path | None = None
   with scratch.directory(cache, "download") as tmp:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
            "--only-binary", ":all:", "--disable-pip-version-check",
-           "--python-version", pin.python_version, "--platform", pin.platform,
+           "--python-version", pin.python_version,
+           *(a for tag in pin.platform.split(".") for a in ("--platform", tag)),
            "--dest", str(tmp), f"jaxlib=={pin.version}"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     downloaded = pathlib.Path(tmp) / pin.name
@@ -101,3 +158,84 @@ def fetch_wheel(pin: PinnedWheel, cache: pathlib.Path | None = None
                  origin="fresh pip download, pinned in jaxlib_build/pins.toml")
     os.replace(downloaded, target)
   return target
+
+
+def find_upstream_wheel(version: str, python: str, family: str
+                        ) -> PinnedWheel | None:
+  """Upstream's jaxlib `version` wheel for `python` on `family`, by pip.
+
+  pip resolves without downloading the wheel (`install --dry-run --report`
+  reads the index's metadata) and reports the file's URL and the sha256 the
+  index gives; `fetch_wheel` checks the downloaded file against it.
+
+  Returns:
+    The wheel, or None when upstream publishes none for that pair.
+  """
+  with scratch.directory(fetch.cache_root() / "jaxlib", "find") as tmp:
+    report = tmp / "report.json"
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+           "--ignore-installed", "--ignore-requires-python", "--no-deps",
+           "--only-binary", ":all:", "--disable-pip-version-check",
+           "--python-version", python,
+           *(a for tag in PLATFORMS[family] for a in ("--platform", tag)),
+           "--target", str(tmp / "target"), "--report", str(report),
+           f"jaxlib=={version}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+      if ("No matching distribution" in proc.stderr
+          or "Could not find a version" in proc.stderr):
+        return None
+      raise ForkError(f"pip could not look up jaxlib {version} for Python "
+                      f"{python} on {family} (exit {proc.returncode}):\n"
+                      f"{proc.stderr[-2000:]}")
+    info = json.loads(report.read_text())["install"][0]["download_info"]
+  name = info["url"].rsplit("/", 1)[-1]
+  sha = info.get("archive_info", {}).get("hashes", {}).get("sha256")
+  if not _WHEEL_RE.match(name) or not sha:
+    raise ForkError(f"pip reported {info['url']} for jaxlib {version} "
+                    f"without a sha256: cannot pin it")
+  return PinnedWheel(version, name, sha)
+
+
+def find_upstream_wheels(version: str, pythons: tuple[str, ...]
+                         ) -> list[PinnedWheel]:
+  """Every wheel of jaxlib `version` upstream has for `pythons` (`PLATFORMS`).
+
+  Raises:
+    ForkError: a platform of REQUIRED_PLATFORMS has no wheel for a Python.
+  """
+  found = []
+  for python in pythons:
+    for family in PLATFORMS:
+      log.step("pins", f"jaxlib {version}, Python {python}, {family}")
+      wheel = find_upstream_wheel(version, python, family)
+      if wheel is None and family in REQUIRED_PLATFORMS:
+        raise ForkError(f"upstream publishes no jaxlib {version} wheel for "
+                        f"Python {python} on {family}; drop Python {python} "
+                        "from the release in patches/upstream.toml")
+      if wheel is not None and wheel.name not in {w.name for w in found}:
+        found.append(wheel)
+  return sorted(found, key=lambda w: w.name)
+
+
+def write_pins(path: pathlib.Path, updates: dict[str, list[PinnedWheel]]
+               ) -> None:
+  """Replaces the entries of `updates`' versions in the pins file at `path`.
+
+  The file's leading comment and the other versions' entries stay; entries
+  are written newest first.
+  """
+  text = path.read_text(encoding="utf-8") if path.exists() else ""
+  header = text.split("[[jaxlib]]", 1)[0]
+  pins = load_pins(path) if path.exists() else {}
+  pins.update(updates)
+  def key(version):
+    return tuple(int(p) for p in version.split("."))
+  body = []
+  for version in sorted(pins, key=key, reverse=True):
+    lines = [f'[[jaxlib]]\nversion = "{version}"\nfiles = [']
+    lines += [f'  {{ name = "{w.name}", sha256 = "{w.sha256}" }},'
+              for w in sorted(pins[version], key=lambda w: w.name)]
+    body.append("\n".join(lines) + "\n]\n")
+  path.write_text(header.rstrip("\n") + "\n\n" + "\n".join(body),
+                  encoding="utf-8")

@@ -42,9 +42,9 @@ from forklib import fetch
 from forklib import index as index_lib
 from forklib import jaxlib_mirror
 from forklib import log
+from forklib import publication
 from forklib import scratch
 from forklib import tree as tree_lib
-from forklib import wheel as wheel_lib
 from forklib.manifest import Release
 
 TWINE_VERSION = "7.0.0"
@@ -111,19 +111,12 @@ def _verified_files(project: tree_lib.Project, releases: list[Release],
   """(path, sha256, origin) of every file to publish, jaxlib first."""
   jaxlibs: dict[str, tuple[pathlib.Path, str, str]] = {}
   forks = []
-  pins = (jaxlib_mirror.load_pins(project.root / "jaxlib_build" / "pins.toml")
-          if jaxlib else {})
   for release in releases:
-    if jaxlib:
-      if release.test_jaxlib not in pins:
-        raise ForkError(f"jaxlib {release.test_jaxlib} (test_jaxlib of jax "
-                        f"{release.version}) has no pins in "
-                        "jaxlib_build/pins.toml")
-      for pin in pins[release.test_jaxlib]:
-        jaxlibs[pin.name] = (jaxlib_mirror.fetch_wheel(pin), pin.sha256,
-                             "pinned in jaxlib_build/pins.toml")
-    wheel = wheel_lib.build(project, release, project.root / "dist")
-    forks.append((wheel, fetch.sha256_of(wheel),
+    files = publication.release_files(project, release, jaxlib=jaxlib)
+    for pin in files.jaxlib:
+      jaxlibs[pin.name] = (jaxlib_mirror.fetch_wheel(pin), pin.sha256,
+                           "pinned in jaxlib_build/pins.toml")
+    forks.append((files.fork_wheel, fetch.sha256_of(files.fork_wheel),
                   "built here from the verified sdist and patches"))
   return [*jaxlibs.values(), *forks]
 

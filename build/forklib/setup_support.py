@@ -17,7 +17,8 @@ Upstream's own `setup.py` stays the source of the package's metadata: it is
 run with `setuptools.setup` captured, so the fork keeps upstream's packages,
 package data, dependencies and extras exactly. The fork changes the version
 (stamped into jax/version.py, read back by upstream's setup.py), adds the
-`tensorflow` extra with the verified range, and makes the wheel canonical.
+`tensorflow` and `tensorflow-cpu` extras with the verified range, and makes
+the wheel canonical.
 """
 
 from __future__ import annotations
@@ -58,6 +59,33 @@ def capture_upstream_setup(tree: pathlib.Path) -> dict[str, Any]:
   return captured
 
 
+# Where TensorFlow publishes a CPU-only wheel (`tensorflow-cpu`): Linux on
+# x86_64 and Windows on x64. Elsewhere (macOS, Linux on aarch64) the
+# `tensorflow` wheel is CPU-only already, and `tensorflow-cpu` has none.
+CPU_WHEEL_PLATFORMS = ('(sys_platform == "linux" and platform_machine == '
+                       '"x86_64") or (sys_platform == "win32" and '
+                       'platform_machine == "AMD64")')
+OTHER_PLATFORMS = ('(sys_platform == "linux" and platform_machine != '
+                   '"x86_64") or (sys_platform == "win32" and '
+                   'platform_machine != "AMD64") or (sys_platform != '
+                   '"linux" and sys_platform != "win32")')
+
+
+def tensorflow_extras(release: manifest_lib.Release) -> dict[str, list[str]]:
+  """The extras that bring TensorFlow in the verified range.
+
+  `tensorflow`: the full package (with GPU support on Linux x86_64);
+  `tensorflow-cpu`: the CPU-only package where TensorFlow publishes one
+  (about half the size), `tensorflow` where that is CPU-only itself.
+  """
+  return {
+      "tensorflow": [f"tensorflow{release.tensorflow}"],
+      "tensorflow-cpu": [
+          f"tensorflow-cpu{release.tensorflow}; {CPU_WHEEL_PLATFORMS}",
+          f"tensorflow{release.tensorflow}; {OTHER_PLATFORMS}"],
+  }
+
+
 def fork_setup_kwargs(upstream: dict[str, Any],
                       release: manifest_lib.Release,
                       epoch: int) -> dict[str, Any]:
@@ -79,7 +107,7 @@ def fork_setup_kwargs(upstream: dict[str, Any],
 
   kwargs = dict(upstream)
   extras = dict(kwargs.get("extras_require") or {})
-  extras["tensorflow"] = [f"tensorflow{release.tensorflow}"]
+  extras.update(tensorflow_extras(release))
   kwargs["extras_require"] = extras
   cmdclass = dict(kwargs.get("cmdclass") or {})
   cmdclass["bdist_wheel"] = CanonicalBdistWheel

@@ -25,9 +25,15 @@ Modes (docs/maintainers.md says why):
   its wheel and the smoke suite. Upstream's suites run on every release, in
   smoke mode those with at most SMOKE_SUITE_TESTS tests on stock upstream
   (the output names the others). This is what CI runs.
-* `test --upstream V` (repeatable): those releases in full.
+* `test --upstream V` (repeatable): those releases in full, on their first
+  Python (`--python P`: on P instead).
 * `matrix` (or `test --full`): every release in full; also writes
   docs/compatibility.md.
+
+A release's further Pythons (`python` in the manifest after the first: 3.13
+where TF 2.21 has cp313 wheels) get the fork's smoke suite in `test` and
+`matrix` (SMOKE_FORK: upstream's suites run on the first Python only), each
+in a venv of its own, with the wheel built once per release.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from forklib.manifest import Release
 
 FULL = "full"
 SMOKE = "smoke"
+SMOKE_FORK = "smoke, fork suite"
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",
@@ -114,14 +121,27 @@ def _run_fork_suite(project: tree_lib.Project, release: Release,
 
 def run_release(project: tree_lib.Project, release: Release, mode: str, *,
                 pytest_args: list[str], tests_dir: pathlib.Path | None,
-                ) -> Row:
-  """Builds, installs and tests one release; never raises a ForkError."""
+                wheel: pathlib.Path | None = None) -> Row:
+  """Builds, installs and tests one release; never raises a ForkError.
+
+  Args:
+    project: the repository.
+    release: the release, its `test_python` the Python to test on.
+    mode: FULL, SMOKE or SMOKE_FORK (no upstream suites).
+    pytest_args: more arguments for the fork suite's pytest.
+    tests_dir: upstream's tests by tag, or None.
+    wheel: the release's fork wheel if already built in this run.
+  """
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
-  log_dir = fetch.cache_root() / "logs" / f"test-{release.version}"
+  log_dir = (fetch.cache_root() / "logs"
+             / f"test-{release.version}-py{release.test_python}")
   log_dir.mkdir(parents=True, exist_ok=True)
+  if mode == SMOKE_FORK:
+    tests_dir = None
+    row.upstream_note = "on the release's first Python only"
   try:
-    wheel = wheel_lib.build(project, release, project.root / "dist")
+    wheel = wheel or wheel_lib.build(project, release, project.root / "dist")
   except ForkError as e:
     row.status = "build fails: " + _first_line(str(e))
     row.seconds = time.monotonic() - start
@@ -130,7 +150,8 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
     venv = envs.test_env(project, release, wheel)
     python = envs.venv_python(venv)
     row.python = upstream_tests.versions_in(python)["python"]
-    rc, row.fork = _run_fork_suite(project, release, venv, wheel, mode,
+    rc, row.fork = _run_fork_suite(project, release, venv, wheel,
+                                   SMOKE if mode == SMOKE_FORK else mode,
                                    pytest_args, log_dir, tests_dir)
     if rc != 0:
       row.status = f"fork suite fails (pytest exit {rc})"
@@ -188,14 +209,40 @@ def _first_line(text: str) -> str:
   return text.strip().splitlines()[0] if text.strip() else text
 
 
-def plan(manifest: Manifest, versions: list[str], full: bool
-         ) -> list[tuple[Release, str]]:
-  """Which releases run, in which mode, newest first."""
+def on_python(release: Release, python: str) -> Release:
+  """`release` with `python` first: the Python its venvs use.
+
+  Raises:
+    ForkError: `python` is not one of the release's Pythons.
+  """
+  if python not in release.python:
+    raise ForkError(f"jax {release.version} is built and tested with Python "
+                    f"{', '.join(release.python)} (patches/upstream.toml), "
+                    f"not {python}")
+  return dataclasses.replace(
+      release, python=(python, *(p for p in release.python if p != python)))
+
+
+def plan(manifest: Manifest, versions: list[str], full: bool,
+         python: str | None = None) -> list[tuple[Release, str]]:
+  """Which releases run, on which Python, in which mode, newest first.
+
+  Each entry's release has the Python to run on as its `test_python`.
+  """
   if versions:
-    return [(manifest.get(v), FULL) for v in versions]
+    return [(on_python(manifest.get(v), python) if python
+             else manifest.get(v), FULL) for v in versions]
   default = manifest.default()
-  return [(r, FULL if full or r is default else SMOKE)
-          for r in manifest.newest()]
+  runs = []
+  for r in manifest.newest():
+    if python:
+      if python in r.python:
+        runs.append((on_python(r, python), FULL if full or r is default
+                     else SMOKE))
+      continue
+    runs.append((r, FULL if full or r is default else SMOKE))
+    runs += [(on_python(r, p), SMOKE_FORK) for p in r.python[1:]]
+  return runs
 
 
 def table(rows: list[Row]) -> list[list[str]]:

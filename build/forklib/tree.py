@@ -19,8 +19,12 @@ renamed into place only when it is whole, so a failure leaves nothing behind
 `forklib.scratch`).
 
 Each tree carries a manifest, `.fork-tree.json`, with the sha256 of every file
-as built. A cached tree is checked against it before every use and rebuilt if
-anything changed; `apply --force` replaces only a directory that has one.
+and the list of directories as built. A cached tree is checked against it
+before every use and rebuilt if anything changed. `apply --force` replaces
+only a tree that is exactly as `apply` wrote it: one that holds anything else
+(a `.git`, a new file, a new directory) or anything changed since (an edit, a
+removed file) is refused, naming what differs, and left as it is. So nothing
+of the user's is ever deleted.
 """
 
 from __future__ import annotations
@@ -165,10 +169,20 @@ def _tree_files(tree: pathlib.Path) -> dict[str, str]:
   return dict(sorted(files.items()))
 
 
+def _tree_dirs(tree: pathlib.Path) -> list[str]:
+  """Every directory of `tree` (not following symlinks), sorted."""
+  dirs = []
+  for dirpath, dirnames, _ in os.walk(tree):
+    base = pathlib.Path(dirpath)
+    dirs += [(base / d).relative_to(tree).as_posix() for d in dirnames
+             if not (base / d).is_symlink()]
+  return sorted(dirs)
+
+
 def write_tree_manifest(tree: pathlib.Path, release: Release) -> None:
-  """Records the digest of every file of `tree` in its manifest."""
+  """Records the digest of every file, and every directory, of `tree`."""
   manifest = {"format": _TREE_FORMAT, "release": release.label,
-              "files": _tree_files(tree)}
+              "files": _tree_files(tree), "dirs": _tree_dirs(tree)}
   (tree / TREE_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n",
                                     encoding="utf-8")
 
@@ -191,7 +205,16 @@ def verify_tree(tree: pathlib.Path) -> list[str]:
   problems = [f"changed: {p}" for p in recorded
               if p in actual and actual[p] != recorded[p]]
   problems += [f"missing: {p}" for p in recorded if p not in actual]
-  problems += [f"added: {p}" for p in actual if p not in recorded]
+  added = [p for p in actual if p not in recorded]
+  recorded_dirs = set(manifest.get("dirs", []))
+  if "dirs" in manifest:  # added directories, empty ones too, as a whole
+    new_dirs = [d for d in _tree_dirs(tree) if d not in recorded_dirs]
+    tops = [d for d in new_dirs
+            if not any(d.startswith(o + "/") for o in new_dirs)]
+    problems += [f"added: {d}/ ({sum(p.startswith(d + '/') for p in added)}"
+                 " files)" for d in tops]
+    added = [p for p in added if not any(p.startswith(d + "/") for d in tops)]
+  problems += [f"added: {p}" for p in added]
   return problems
 
 
@@ -200,7 +223,9 @@ def check_replaceable(out: pathlib.Path, project: Project) -> None:
 
   Never the root, the home directory, the repository or a directory holding
   any of them, nor anything inside the repository's `.git` or `patches`;
-  and only a directory that `apply` made (it has a tree manifest).
+  and only a directory that `apply` made (it has a tree manifest) and that
+  is still exactly as it wrote it (`verify_tree`): no file or directory
+  added, none changed or removed.
 
   Args:
     out: the existing directory `apply --force` would replace.
@@ -231,6 +256,17 @@ def check_replaceable(out: pathlib.Path, project: Project) -> None:
         f"refusing to replace {out}: it has no {TREE_MANIFEST}, so `apply` "
         "did not make it. Remove it yourself if it can go, or pass another "
         "--out.")
+  problems = verify_tree(out)
+  if problems:
+    shown = problems[:20] + ([f"... and {len(problems) - 20} more"]
+                             if len(problems) > 20 else [])
+    raise ForkError(
+        f"refusing to replace {out}: it is not as `apply` wrote it, and "
+        "--force replaces only a tree that is, so that nothing of yours is "
+        "deleted. It differs in:\n  " + "\n  ".join(shown) + "\nNothing "
+        "was changed. Keep your work (commit it, or make it a patch: "
+        "docs/maintainers.md, \"Writing a patch\"), then remove the "
+        "directory yourself or pass another --out.")
 
 
 def build_tree(project: Project, release: Release, out: pathlib.Path, *,
@@ -243,8 +279,8 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     release: the upstream release to build.
     out: the directory to create. It must not exist unless `force`.
     sdist: an already verified sdist; fetched when None.
-    force: replace an existing `out`, if it is a tree `apply` made (see
-      `check_replaceable`).
+    force: replace an existing `out`, if it is a tree `apply` made and
+      nothing in it changed since (see `check_replaceable`).
 
   Returns:
     `out`.

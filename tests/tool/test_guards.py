@@ -13,8 +13,10 @@
 # limitations under the License.
 """Guards of the tool's destructive steps and of its caches.
 
-`apply --force` replaces only a tree that `apply` made, never the repository,
-the home directory or the root; a cached patched tree that changed after it
+`apply --force` replaces only a tree that `apply` made and that is still as
+it wrote it (a maintainer's repository, new files or edits in it are
+refused, never deleted), never the repository, the home directory or the
+root; a cached patched tree that changed after it
 was built is rebuilt, not used; the temporary directories of a crashed run
 are removed by the next run. On the synthetic sdist of
 `test_pipeline_synthetic`, through the CLI.
@@ -101,14 +103,66 @@ def test_force_refuses_a_directory_apply_did_not_make(synthetic):  # noqa: F811
   assert (out / "thesis.tex").read_text() == "years of work\n"
 
 
-def test_force_replaces_a_tree_apply_made(synthetic):  # noqa: F811
+def test_force_replaces_a_tree_as_apply_wrote_it(synthetic):  # noqa: F811
   out = synthetic["tmp"] / "tree"
   assert synthetic["fork"]("apply", "9.9.9", "--out", str(out)).returncode == 0
-  (out / "jax" / "scratch.py").write_text("edits\n")
+  overlay = synthetic["project"] / "jax" / "experimental" / "ours.py"
+  overlay.write_text("OURS = 2\n")  # the fork's inputs changed: rebuild
   proc = synthetic["fork"]("apply", "9.9.9", "--out", str(out), "--force")
   assert proc.returncode == 0, proc.stderr
-  assert not (out / "jax" / "scratch.py").exists()
+  assert (out / "jax" / "experimental" / "ours.py").read_text() == "OURS = 2\n"
   assert tree_lib.verify_tree(out) == []
+
+
+def _git(cwd: pathlib.Path, *args: str) -> str:
+  return subprocess.run(
+      ["git", "-c", "user.name=Maintainer", "-c", "user.email=m@example.com",
+       "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True,
+      capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_force_keeps_a_maintainers_work(synthetic):  # noqa: F811
+  """docs/maintainers.md, "Writing a patch", then `apply --force` again."""
+  out = synthetic["tmp"] / "jax-work"
+  assert synthetic["fork"]("apply", "9.9.9", "--out", str(out)).returncode == 0
+  _git(out, "init", "-q")
+  _git(out, "add", "-A")
+  _git(out, "commit", "-qm", "base")
+  config = out / "jax" / "_src" / "config.py"
+  config.write_text(config.read_text() + "# first change\n")
+  _git(out, "commit", "-qam", "config: first change")
+  (out / "jax" / "experimental" / "new_module.py").write_text("NEW = 1\n")
+  _git(out, "add", "-A")
+  _git(out, "commit", "-qm", "new module")
+  version = out / "jax" / "version.py"
+  version.write_text(version.read_text() + "# not committed yet\n")
+  (out / "notes.txt").write_text("to do\n")
+  before = _snapshot(out)
+  head = _git(out, "rev-parse", "HEAD")
+
+  proc = synthetic["fork"]("apply", "9.9.9", "--out", str(out), "--force")
+  assert proc.returncode == 2, proc.stderr
+  assert f"refusing to replace {out}: it is not as `apply` wrote it" in (
+      proc.stderr)
+  for line in ("changed: jax/_src/config.py", "changed: jax/version.py",
+               "added: jax/experimental/new_module.py", "added: notes.txt",
+               "added: .git/"):
+    assert line in proc.stderr, proc.stderr
+  assert _snapshot(out) == before  # every file of the user's, as it was
+  assert _git(out, "rev-parse", "HEAD") == head
+  assert _git(out, "status", "--porcelain").split("\n")[:2] == [
+      " M jax/version.py", "?? notes.txt"]
+
+
+def test_force_refuses_a_tree_with_a_new_empty_directory(synthetic):  # noqa: F811
+  out = synthetic["tmp"] / "tree"
+  assert synthetic["fork"]("apply", "9.9.9", "--out", str(out)).returncode == 0
+  (out / "jax" / "mine").mkdir()
+  proc = synthetic["fork"]("apply", "9.9.9", "--out", str(out), "--force")
+  assert proc.returncode == 2
+  assert "added: jax/mine/ (0 files)" in proc.stderr
+  assert (out / "jax" / "mine").is_dir()
 
 
 def _release(project: pathlib.Path) -> manifest_lib.Release:

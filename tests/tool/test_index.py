@@ -25,6 +25,7 @@ from __future__ import annotations
 import email.parser
 import hashlib
 import html.parser
+import json
 import os
 import pathlib
 import re
@@ -212,7 +213,101 @@ def test_pip_refuses_a_tampered_wheel(root, index, release, tmp_path):
   finally:
     server.close()
   assert proc.returncode != 0
-  assert "DO NOT MATCH THE HASHES" in proc.stderr
+  assert "409" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+  assert any(f"REFUSED files/{wheel.name}" in line for line in server.log)
+
+
+def test_serve_refuses_a_file_that_does_not_match_the_ledger(
+    root, index, release, tmp_path):
+  copy = _linked_copy(index, tmp_path / "index")
+  name = f"jax-{release.label}-py3-none-any.whl"
+  wheel = copy / "files" / name
+  good = wheel.read_bytes()
+  server = _Server(root, copy)
+  try:
+    url = server.url.removesuffix("simple/") + "files/" + name
+    with urllib.request.urlopen(url) as answer:
+      assert answer.status == 200 and answer.read() == good
+    _replace(wheel, good[:-1] + bytes([good[-1] ^ 1]))
+    for method in ("GET", "HEAD"):
+      with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(url, method=method))
+      assert refused.value.code == 409, method
+    page = copy / "simple" / "jax" / "index.html"
+    _replace(page, page.read_bytes() + b"<!-- edited -->\n")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+      urllib.request.urlopen(server.url + "jax/")
+    assert refused.value.code == 409
+  finally:
+    server.close()
+  assert any(f"REFUSED files/{name}" in line for line in server.log)
+
+
+@pytest.fixture(scope="module")
+def default_index(root, tmp_path_factory) -> pathlib.Path:
+  """`index` with no release named: the wheel it builds, no jaxlib."""
+  out = tmp_path_factory.mktemp("default-index") / "index"
+  proc = _fork(root, "-q", "index", "--out", str(out), "--no-jaxlib")
+  assert proc.returncode == 0, proc.stderr
+  return out
+
+
+def test_index_publishes_the_default_release_unless_told(root,
+                                                         default_index):
+  manifest = manifest_lib.load(root / "patches" / "upstream.toml")
+  ledger = json.loads((default_index / "ledger.json").read_text())
+  assert sorted(ledger["releases"]) == [manifest.default().label]
+  assert sorted(ledger["wheels"]) == [
+      f"jax-{manifest.default().label}-py3-none-any.whl"]
+
+
+def test_release_choice_of_index_and_publish(root):
+  from forklib import publication  # pylint: disable=g-import-not-at-top
+  manifest = manifest_lib.load(root / "patches" / "upstream.toml")
+  assert publication.select(manifest, [], False) == [manifest.default()]
+  assert publication.select(manifest, [], True) == manifest.newest()
+  oldest = manifest.newest()[-1]
+  assert publication.select(manifest, [oldest.version], False) == [oldest]
+  with pytest.raises(ForkError, match="not both"):
+    publication.select(manifest, [oldest.version], True)
+  for command in ("index", "publish"):
+    help_text = " ".join(_fork(root, command, "--help").stdout.split())
+    assert "default: the newest in the manifest" in help_text, command
+    assert "--all" in help_text, command
+
+
+def _forge(index: pathlib.Path, name: str, data: bytes) -> None:
+  """Replaces a published wheel, and its hashes in the page and the ledger."""
+  old = _sha((index / "files" / name).read_bytes())
+  new = _sha(data)
+  _replace(index / "files" / name, data)
+  for path in [index / "ledger.json",
+               *(index / "simple").rglob("index.html"),
+               *(index / "install").glob("*.txt")]:
+    text = path.read_text()
+    if old in text:
+      _replace(path, text.replace(old, new).encode())
+  ledger = json.loads((index / "ledger.json").read_text())
+  pages = {k: _sha((index / k).read_bytes()) for k in ledger["files"]}
+  ledger["files"].update(pages)
+  _replace(index / "ledger.json",
+           (json.dumps(ledger, indent=1, sort_keys=True) + "\n").encode())
+
+
+def test_a_forged_index_is_named_as_changed_outside_the_tool(
+    root, default_index, tmp_path):
+  """Wheel, page and ledger forged together: `index` says what happened."""
+  copy = _linked_copy(default_index, tmp_path / "index")
+  name = next(n for n in json.loads((copy / "ledger.json").read_text())[
+      "wheels"])
+  wheel = copy / "files" / name
+  _forge(copy, name, wheel.read_bytes() + b"\0")
+  before = _tree(copy)
+  proc = _fork(root, "index", "--out", str(copy), "--no-jaxlib")
+  assert proc.returncode == 2
+  assert "the index was changed outside the tool" in proc.stderr, proc.stderr
+  assert "bump fork_release" not in proc.stderr
+  assert _tree(copy) == before
 
 
 def test_published_files_are_immutable(root, index, fork_wheel, tmp_path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shutil
 import tarfile
 
 import pytest
@@ -80,4 +81,35 @@ def test_jaxlib_of_each_release_is_pinned_for_its_python(root, release):
   assert release.test_jaxlib in pins, release.test_jaxlib
   pythons = {p.python_version for p in pins[release.test_jaxlib]}
   assert set(release.python) <= pythons
-  assert all(p.platform.endswith("x86_64") for p in pins[release.test_jaxlib])
+  # Every platform upstream publishes jaxlib for, for each of its Pythons.
+  assert jaxlib_mirror.missing_platforms(pins[release.test_jaxlib],
+                                         release.python) == []
+
+
+def test_platform_families_of_wheel_tags():
+  family = jaxlib_mirror.platform_family
+  assert family("manylinux_2_27_x86_64") == "linux-x86_64"
+  assert family("manylinux2014_aarch64") == "linux-aarch64"
+  assert family("manylinux_2_17_x86_64.manylinux2014_x86_64") == (
+      "linux-x86_64")
+  assert family("macosx_11_0_arm64") == "macos-arm64"
+  assert family("macosx_10_14_x86_64") == "macos-x86_64"
+  assert family("win_amd64") == "windows-x64"
+  assert family("musllinux_1_2_riscv64") is None
+
+
+def test_pins_rewrites_one_release_and_keeps_the_rest(root, tmp_path):
+  path = tmp_path / "pins.toml"
+  shutil.copyfile(root / "jaxlib_build" / "pins.toml", path)
+  before = jaxlib_mirror.load_pins(path)
+  version = sorted(before)[0]
+  kept = before[version][:1]
+  jaxlib_mirror.write_pins(path, {version: kept})
+  after = jaxlib_mirror.load_pins(path)
+  assert after[version] == kept
+  assert {v: w for v, w in after.items() if v != version} == {
+      v: w for v, w in before.items() if v != version}
+  header = (root / "jaxlib_build" / "pins.toml").read_text().split(
+      "[[jaxlib]]", 1)[0]
+  assert path.read_text().startswith(header)
+  assert jaxlib_mirror.missing_platforms(kept, ("3.12",)) != []

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
+
+from forklib import ForkError
 from forklib import manifest as manifest_lib
 from forklib import testrun
 from forklib import tree as tree_lib
@@ -31,15 +34,42 @@ MANIFEST = manifest_lib.load(
 
 def test_plan_default_in_full_the_others_smoke():
   plan = testrun.plan(MANIFEST, [], full=False)
-  assert [r.version for r, _ in plan] == [r.version for r in
-                                          MANIFEST.newest()]
+  first = [(r, m) for r, m in plan if m != testrun.SMOKE_FORK]
+  assert [r.version for r, _ in first] == [r.version for r in
+                                           MANIFEST.newest()]
   assert plan[0] == (MANIFEST.default(), testrun.FULL)
-  assert {mode for _, mode in plan[1:]} == {testrun.SMOKE}
+  assert {mode for _, mode in first[1:]} == {testrun.SMOKE}
+
+
+def test_plan_tests_every_python_of_every_release():
+  """Each further Python of a release (3.13) gets the fork's smoke suite."""
+  plan = testrun.plan(MANIFEST, [], full=False)
+  assert [(r.version, r.test_python) for r, _ in plan] == [
+      (r.version, p) for r in MANIFEST.newest() for p in r.python]
+  assert [(r.version, r.test_python) for r, m in plan
+          if m == testrun.SMOKE_FORK] == [
+              (r.version, p) for r in MANIFEST.newest() for p in r.python[1:]]
+  assert any(m == testrun.SMOKE_FORK and r.test_python == "3.13"
+             for r, m in plan)
+  for r, _ in plan:  # the same release, only its Pythons reordered
+    original = MANIFEST.get(r.version)
+    assert sorted(r.python) == sorted(original.python)
+    assert r.label == original.label
+
+
+def test_plan_on_a_chosen_python():
+  release = MANIFEST.default()
+  [(chosen, mode)] = testrun.plan(MANIFEST, [release.version], full=False,
+                                  python="3.13")
+  assert (chosen.version, chosen.test_python, mode) == (
+      release.version, "3.13", testrun.FULL)
+  with pytest.raises(ForkError, match="not 3.9"):
+    testrun.plan(MANIFEST, [release.version], full=False, python="3.9")
 
 
 def test_plan_full_and_chosen_releases():
   assert {m for _, m in testrun.plan(MANIFEST, [], full=True)} == {
-      testrun.FULL}
+      testrun.FULL, testrun.SMOKE_FORK}
   assert [(r.version, m) for r, m in testrun.plan(
       MANIFEST, ["0.4.38", "0.10.2"], full=False)] == [
           ("0.4.38", testrun.FULL), ("0.10.2", testrun.FULL)]

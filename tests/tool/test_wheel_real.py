@@ -27,6 +27,8 @@ import subprocess
 import sys
 import zipfile
 
+import packaging.requirements
+import packaging.specifiers
 import pytest
 
 from forklib import tree as tree_lib
@@ -117,15 +119,30 @@ def test_metadata_keeps_upstream_dependencies(release, fork_wheel,
   assert ours["Version"] == release.label
   assert ours["Requires-Python"] == theirs["Requires-Python"]
   extra_tf = 'extra == "tensorflow"'
+  extra_cpu = 'extra == "tensorflow-cpu"'
   ours_reqs = ours.get_all("Requires-Dist")
-  assert [r for r in ours_reqs if extra_tf not in r] == (
-      theirs.get_all("Requires-Dist"))
+  assert [r for r in ours_reqs if extra_tf not in r and extra_cpu not in r
+          ] == theirs.get_all("Requires-Dist")
   tf_reqs = [r for r in ours_reqs if extra_tf in r]
   assert len(tf_reqs) == 1 and tf_reqs[0].startswith("tensorflow")
   bounds = set(tf_reqs[0].split(";")[0][len("tensorflow"):].split(","))
   assert bounds == set(release.tensorflow.split(","))
   assert ours.get_all("Provides-Extra") == (
-      theirs.get_all("Provides-Extra") + ["tensorflow"])
+      theirs.get_all("Provides-Extra") + ["tensorflow", "tensorflow-cpu"])
+  # tensorflow-cpu where TensorFlow publishes it, tensorflow elsewhere: each
+  # platform gets exactly one, in the verified range.
+  cpu = [packaging.requirements.Requirement(r) for r in ours_reqs
+         if extra_cpu in r]
+  for env, wanted in ((("linux", "x86_64"), "tensorflow-cpu"),
+                      (("win32", "AMD64"), "tensorflow-cpu"),
+                      (("linux", "aarch64"), "tensorflow"),
+                      (("darwin", "arm64"), "tensorflow")):
+    chosen = [r for r in cpu if r.marker.evaluate({
+        "sys_platform": env[0], "platform_machine": env[1],
+        "extra": "tensorflow-cpu"})]
+    assert [r.name for r in chosen] == [wanted], env
+    assert chosen[0].specifier == packaging.specifiers.SpecifierSet(
+        release.tensorflow)
   with zipfile.ZipFile(fork_wheel) as z:
     names = z.namelist()
   assert f"jax-{release.label}.dist-info/licenses/NOTICE" in names
