@@ -134,7 +134,6 @@ class _TfCallee:
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
-    params = self.params
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)
