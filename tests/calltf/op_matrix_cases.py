@@ -490,7 +490,7 @@ def _keras_layer(name, make, shape, *, batched_call=True):
     tf.keras.utils.set_random_seed(zlib.crc32(name.encode()) % 2**31)
     layer = make(tf)
     x = _randn(name, *shape)
-    layer(tf.expand_dims(x, 0))  # builds the weights
+    layer(tf.expand_dims(x, 0) if batched_call else x)  # builds the weights
     if batched_call:
       def f(x):
         return tf.squeeze(layer(tf.expand_dims(x, 0), training=False), 0)
@@ -655,7 +655,7 @@ FAMILIES: tuple[Family, ...] = (
         "keras_batchnorm", _batchnorm, (3, 4), batched_call=False),
            "BatchNormalization, inference"),
     Family("keras_attention", "keras", _keras_layer(
-        "keras_attention", _attention_block, (6, 8)),
+        "keras_attention", _attention_block, (4, 8)),
            "MultiHeadAttention(2 heads, key_dim 4), LayerNorm, gelu Dense, "
            "pooling, Dense(1)"),
     Family("keras_lstm", "keras", _keras_layer(

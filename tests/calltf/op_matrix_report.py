@@ -72,6 +72,10 @@ OUTCOMES = ("ok", "gap", "refused", "WRONG", "crash", "skip")
 # Finite differences: step and the tolerance of a reference made with them.
 _FD_STEP = 1e-2
 _FD_TOL = 3e-2
+# Seconds one case may take before it counts as a hang (a crash). The
+# slowest cases (the Hessians of a Keras recurrent layer or of an ODE
+# solve) take about 150 s on a loaded 2-core machine.
+DEFAULT_TIMEOUT = float(os.environ.get("JAX_FORK_OP_MATRIX_TIMEOUT", 900))
 # Ops of every graph, not worth naming in an error.
 _PLUMBING_OPS = frozenset({
     "Placeholder", "Identity", "Const", "NoOp", "ReadVariableOp",
@@ -459,7 +463,7 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
 
 def run_matrix(case_ids: Iterable[str] | None = None, *,
                python: str | None = None, workers: int | None = None,
-               timeout: float = 300.,
+               timeout: float = DEFAULT_TIMEOUT,
                log: Callable[[str], None] = lambda s: None
                ) -> dict[str, dict]:
   """Runs the cases (all by default) in worker processes; case -> record.
@@ -628,23 +632,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="write the report here (docs/op-matrix.md)")
   parser.add_argument("--json", type=pathlib.Path,
                       help="write every case's record here")
+  parser.add_argument("--previous", type=pathlib.Path,
+                      help="a --json file of an earlier run: its records are "
+                           "kept for the cases not run now")
   parser.add_argument("--cases", nargs="*",
-                      help="family or family:transform names (default all)")
+                      help="family or family:transform names (default all; "
+                           "none with --previous: only write the report)")
   parser.add_argument("--workers", type=int, default=None)
+  parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                      help="seconds one case may take (then it is a crash)")
   args = parser.parse_args(argv)
   if args.worker is not None:
     worker(args.worker)
     return 0
+  results: dict[str, dict] = {}
+  seconds = 0.
+  if args.previous:
+    previous = json.loads(args.previous.read_text())
+    results, seconds = previous["results"], previous["seconds"]
   ids = cases.all_case_ids()
-  if args.cases:
-    ids = [i for i in ids if i in args.cases or i.split(":")[0] in args.cases]
-  start = time.perf_counter()
-  results = run_matrix(ids, workers=args.workers,
-                       log=lambda s: print(s, flush=True))
-  seconds = time.perf_counter() - start
+  if args.cases is not None or not args.previous:
+    if args.cases:
+      ids = [i for i in ids
+             if i in args.cases or i.split(":")[0] in args.cases]
+    start = time.perf_counter()
+    results.update(run_matrix(ids, workers=args.workers, timeout=args.timeout,
+                              log=lambda s: print(s, flush=True)))
+    seconds += time.perf_counter() - start
+  results = {cid: results[cid] for cid in cases.all_case_ids()
+             if cid in results}
   print(json.dumps(counts(results)))
   if args.json:
-    args.json.write_text(json.dumps(results, indent=1) + "\n")
+    args.json.write_text(json.dumps({"seconds": seconds, "results": results},
+                                    indent=1) + "\n")
   if args.markdown:
     args.markdown.write_text(markdown(results, environment(), seconds,
                                       cases.KNOWN_BUGS))

@@ -397,9 +397,6 @@ _PROBES = r'''
 import json, sys, threading
 import numpy as np
 import jax
-x64 = sys.argv[1] == "x64"
-if x64:
-  jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import ml_dtypes
 import tensorflow as tf
@@ -421,7 +418,9 @@ def as_json(v):
                      for l in leaves]}
 
 results = {}
+prefix = ""
 def probe(name, run, ref):
+  name = prefix + name
   entry = {}
   for key, fn in (("value", run), ("ref", ref)):
     try:
@@ -444,103 +443,115 @@ def jax_grad(g, args):
 def numeric(x):
   return tf.logical_not(x) if x.dtype == tf.bool else x * 2 + 1
 
-dtypes = (["float64", "int64", "complex128"] if x64 else
-          ["float32", "float16", "bfloat16", "int32", "uint8", "bool", "complex64"])
-for name in dtypes:
-  dt = ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
-  base = np.arange(6).reshape(2, 3)
-  x = (base % 3 == 0 if name == "bool" else
-       (base / 4. + 0.5j * base).astype(dt) if name.startswith("complex") else
-       base.astype(dt) if "int" in name else (base / 4. - 1.).astype(dt))
-  probe(f"dtype {name}: jit", lambda: jax.jit(call_tf(numeric))(x),
-        lambda: numeric(tf.constant(x)))
-  if "float" in name:
-    sinx = lambda v: tf.sin(v) * v
-    probe(f"dtype {name}: jit(grad)", lambda: jax_grad(call_tf(sinx), x),
-          lambda: tf_grad(sinx, x))
+def probes(x64):
+  dtypes = (["float64", "int64", "complex128"] if x64 else
+            ["float32", "float16", "bfloat16", "int32", "uint8", "bool", "complex64"])
+  for name in dtypes:
+    dt = ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+    base = np.arange(6).reshape(2, 3)
+    x = (base % 3 == 0 if name == "bool" else
+         (base / 4. + 0.5j * base).astype(dt) if name.startswith("complex") else
+         base.astype(dt) if "int" in name else (base / 4. - 1.).astype(dt))
+    probe(f"dtype {name}: jit", lambda: jax.jit(call_tf(numeric))(x),
+          lambda: numeric(tf.constant(x)))
+    if "float" in name:
+      sinx = lambda v: tf.sin(v) * v
+      probe(f"dtype {name}: jit(grad)", lambda: jax_grad(call_tf(sinx), x),
+            lambda: tf_grad(sinx, x))
 
-ft = np.float64 if x64 else np.float32
-def tree_fn(d):
-  a, (b0, b1) = d["a"], d["b"]
-  return {"u": a * b0 + tf.reduce_sum(b1), "v": (tf.reduce_sum(b1 * b1, 0), tf.sin(a))}
-rng = np.random.default_rng(0)
-tree = {"a": rng.standard_normal(3).astype(ft),
-        "b": (rng.standard_normal(3).astype(ft), rng.standard_normal((2, 2)).astype(ft))}
-probe("pytree: jit", lambda: jax.jit(call_tf(tree_fn))(tree),
-      lambda: tree_fn(jax.tree.map(tf.constant, tree)))
-probe("pytree: jit(grad)", lambda: jax_grad(call_tf(tree_fn), tree),
-      lambda: tf_grad(tree_fn, tree))
-probe("pytree: value_and_grad", lambda: jax.value_and_grad(
-          lambda a: jnp.sum(call_tf(tree_fn)(a)["u"]))(tree),
-      lambda: (np.sum(tree_fn(jax.tree.map(tf.constant, tree))["u"]),
-               tf_grad(lambda a: tree_fn(a)["u"], tree)))
+  ft = np.float64 if x64 else np.float32
+  def tree_fn(d):
+    a, (b0, b1) = d["a"], d["b"]
+    return {"u": a * b0 + tf.reduce_sum(b1), "v": (tf.reduce_sum(b1 * b1, 0), tf.sin(a))}
+  rng = np.random.default_rng(0)
+  tree = {"a": rng.standard_normal(3).astype(ft),
+          "b": (rng.standard_normal(3).astype(ft), rng.standard_normal((2, 2)).astype(ft))}
+  probe("pytree: jit", lambda: jax.jit(call_tf(tree_fn))(tree),
+        lambda: tree_fn(jax.tree.map(tf.constant, tree)))
+  probe("pytree: jit(grad)", lambda: jax_grad(call_tf(tree_fn), tree),
+        lambda: tf_grad(tree_fn, tree))
+  probe("pytree: value_and_grad", lambda: jax.value_and_grad(
+            lambda a: jnp.sum(call_tf(tree_fn)(a)["u"]))(tree),
+        lambda: (np.sum(tree_fn(jax.tree.map(tf.constant, tree))["u"]),
+                 tf_grad(lambda a: tree_fn(a)["u"], tree)))
 
-empty = np.zeros((0, 3), ft)
-probe("zero size: jit", lambda: jax.jit(call_tf(lambda v: v * 2.))(empty),
-      lambda: empty * 2.)
-probe("zero size: jit(grad)", lambda: jax_grad(call_tf(lambda v: tf.sin(v)), empty),
-      lambda: np.cos(empty))
+  empty = np.zeros((0, 3), ft)
+  probe("zero size: jit", lambda: jax.jit(call_tf(lambda v: v * 2.))(empty),
+        lambda: empty * 2.)
+  probe("zero size: jit(grad)", lambda: jax_grad(call_tf(lambda v: tf.sin(v)), empty),
+        lambda: np.cos(empty))
 
-@tf.custom_gradient
-def custom(v):
-  return v * v, lambda dy: dy * 10.
-xs = np.array([1., 2., 3.], ft)
-probe("custom gradient: jit(grad)", lambda: jax_grad(call_tf(custom), xs),
-      lambda: tf_grad(custom, xs))
-probe("stop_gradient: jit(grad)",
-      lambda: jax_grad(call_tf(lambda v: v * tf.stop_gradient(v)), xs),
-      lambda: tf_grad(lambda v: v * tf.stop_gradient(v), xs))
+  @tf.custom_gradient
+  def custom(v):
+    return v * v, lambda dy: dy * 10.
+  xs = np.array([1., 2., 3.], ft)
+  probe("custom gradient: jit(grad)", lambda: jax_grad(call_tf(custom), xs),
+        lambda: tf_grad(custom, xs))
+  probe("stop_gradient: jit(grad)",
+        lambda: jax_grad(call_tf(lambda v: v * tf.stop_gradient(v)), xs),
+        lambda: tf_grad(lambda v: v * tf.stop_gradient(v), xs))
 
-def writes():
-  count = tf.Variable(0.)
-  def f(v):
-    count.assign_add(1.)
-    return v * 2.
-  return count, f
-def counted(run):
-  count, f = writes()
-  out = run(call_tf(f))
-  return np.asarray(out), count.numpy()
-def counted_ref():
-  count, f = writes()
-  return np.asarray(f(tf.constant(xs))), count.numpy()
-probe("variable write: eager", lambda: counted(lambda g: g(xs)), counted_ref)
-probe("variable write: jit", lambda: counted(lambda g: jax.jit(g)(xs)), counted_ref)
-def twice(g):
-  j = jax.jit(g)
-  j(xs)
-  return j(xs)
-probe("variable write: jit twice", lambda: counted(twice),
-      lambda: (counted_ref()[0], np.float32(2.)))
+  def writes():
+    count = tf.Variable(0.)
+    def f(v):
+      count.assign_add(1.)
+      return v * 2.
+    return count, f
+  def counted(run):
+    count, f = writes()
+    out = run(call_tf(f))
+    return np.asarray(out), count.numpy()
+  def counted_ref():
+    count, f = writes()
+    return np.asarray(f(tf.constant(xs))), count.numpy()
+  probe("variable write: eager", lambda: counted(lambda g: g(xs)), counted_ref)
+  probe("variable write: jit", lambda: counted(lambda g: jax.jit(g)(xs)), counted_ref)
+  def twice(g):
+    j = jax.jit(g)
+    j(xs)
+    return j(xs)
+  probe("variable write: jit twice", lambda: counted(twice),
+        lambda: (counted_ref()[0], np.float32(2.)))
 
-def threaded():
-  g = jax.jit(call_tf(lambda v: tf.tanh(v) * tf.reduce_sum(v)))
-  g(xs)
-  out = {}
-  def work(k):
-    for i in range(10):
-      out[(k, i)] = np.asarray(g(xs + k + i / 10.))
-  threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-  [t.start() for t in threads]
-  [t.join() for t in threads]
-  return np.stack([out[(k, i)] for k in range(8) for i in range(10)])
-def threaded_ref():
-  f = lambda v: tf.tanh(v) * tf.reduce_sum(v)
-  return np.stack([f(tf.constant(xs + k + i / 10.)).numpy()
-                   for k in range(8) for i in range(10)])
-probe("threads: jit", threaded, threaded_ref)
+  def threaded():
+    g = jax.jit(call_tf(lambda v: tf.tanh(v) * tf.reduce_sum(v)))
+    g(xs)
+    out = {}
+    def work(k):
+      for i in range(10):
+        out[(k, i)] = np.asarray(g(xs + k + i / 10.))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    return np.stack([out[(k, i)] for k in range(8) for i in range(10)])
+  def threaded_ref():
+    f = lambda v: tf.tanh(v) * tf.reduce_sum(v)
+    return np.stack([f(tf.constant(xs + k + i / 10.)).numpy()
+                     for k in range(8) for i in range(10)])
+  probe("threads: jit", threaded, threaded_ref)
 
+
+probes(False)
+jax.config.update("jax_enable_x64", True)
+prefix = "x64 "
+probes(True)
 print("@@probes " + json.dumps(results))
 '''
 
 
-def _run_probes(env: dict[str, str], mode: str) -> dict:
-  proc = subprocess.run([sys.executable, "-c", _PROBES, mode],
-                        capture_output=True, text=True, env=env, timeout=600)
-  lines = [l for l in proc.stdout.splitlines() if l.startswith("@@probes ")]
-  assert proc.returncode == 0 and lines, (
-      f"the probes died (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-  return json.loads(lines[-1][len("@@probes "):])
+def _run_probes(*envs: dict[str, str]) -> list[dict]:
+  """The probes' results under each environment, run side by side."""
+  procs = [subprocess.Popen([sys.executable, "-c", _PROBES],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env) for env in envs]
+  results = []
+  for proc in procs:
+    out, err = proc.communicate(timeout=900)
+    lines = [l for l in out.splitlines() if l.startswith("@@probes ")]
+    assert proc.returncode == 0 and lines, (
+        f"the probes died (exit {proc.returncode}):\n{err[-3000:]}")
+    results.append(json.loads(lines[-1][len("@@probes "):]))
+  return results
 
 
 def _probe_env(**extra: str) -> dict[str, str]:
@@ -576,11 +587,10 @@ def stock_jax(release) -> pathlib.Path:
   return dest
 
 
-@pytest.fixture(scope="module", params=["x32", "x64"])
-def probes(request, stock_jax):
-  mode = request.param
-  return (mode, _run_probes(_probe_env(), mode),
-          _run_probes(_probe_env(PYTHONPATH=str(stock_jax)), mode))
+@pytest.fixture(scope="module")
+def probes(stock_jax):
+  """(the fork's, stock upstream's) results of the probes."""
+  return _run_probes(_probe_env(), _probe_env(PYTHONPATH=str(stock_jax)))
 
 
 def _close(a: dict, b: dict, tol: float = 2e-2) -> str:
@@ -598,7 +608,7 @@ def _close(a: dict, b: dict, tol: float = 2e-2) -> str:
 
 def test_probes_match_stock_upstream_and_tf(probes):
   """Where stock upstream runs, the fork gives its answer; always TF's."""
-  mode, fork, stock = probes
+  fork, stock = probes
   assert set(fork) == set(stock)
   problems = []
   for name in fork:
@@ -621,7 +631,7 @@ def test_probes_match_stock_upstream_and_tf(probes):
       if dtypes(f["value"]) != dtypes(s["value"]):
         problems.append(f"{name}: dtypes {dtypes(f['value'])} vs stock "
                         f"{dtypes(s['value'])}")
-  assert not problems, f"{mode}:\n" + "\n".join(problems)
+  assert not problems, "\n".join(problems)
   ran = [n for n in stock if "value" in stock[n]]
   assert len(ran) >= len(stock) // 2, (
       f"stock upstream ran only {ran}: the comparison would prove little")
