@@ -524,14 +524,18 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out = [
       "# The op matrix: TensorFlow op families x transformations of call_tf",
       "",
-      "Generated from a real run by `tests/calltf/op_matrix_report.py` (the",
-      "same run as `tests/calltf/test_op_matrix.py`); do not edit by hand.",
-      "Regenerate with the test environment's Python:",
+      "Generated from a real run by `tests/calltf/op_matrix_report.py`;",
+      "do not edit by hand. `tests/calltf/test_op_matrix.py` runs the same",
+      "cases in CI and fails on any WRONG or crash. Regenerate with the test",
+      "environment's Python (`--json run.json` keeps every record;",
+      "`--previous run.json --cases FAMILY` reruns one family into it):",
       "",
       "```sh",
       "$VENV/bin/python tests/calltf/op_matrix_report.py "
       "--markdown docs/op-matrix.md",
       "```",
+      "",
+      "or run the test with `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
       "",
       "Each family is a small TensorFlow function of one float32 tensor",
       "(`tests/calltf/op_matrix_cases.py`); each cell is one transformation",
@@ -559,7 +563,7 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "(`KNOWN_BUGS` in `tests/calltf/op_matrix_cases.py`).",
       "",
       "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items())
-      + f"; {seconds:.0f} s.",
+      + f"; {seconds:.0f} s of wall time.",
       "",
       "| outcome | cases |",
       "|---|---|",
@@ -636,8 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="a --json file of an earlier run: its records are "
                            "kept for the cases not run now")
   parser.add_argument("--cases", nargs="*",
-                      help="family or family:transform names (default all; "
-                           "none with --previous: only write the report)")
+                      help="family or family:transform names (default all, "
+                           "or none with --previous: only write the report)")
   parser.add_argument("--workers", type=int, default=None)
   parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                       help="seconds one case may take (then it is a crash)")
@@ -651,7 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = json.loads(args.previous.read_text())
     results, seconds = previous["results"], previous["seconds"]
   ids = cases.all_case_ids()
-  if args.cases is not None or not args.previous:
+  if args.cases or not args.previous:
     if args.cases:
       ids = [i for i in ids
              if i in args.cases or i.split(":")[0] in args.cases]
