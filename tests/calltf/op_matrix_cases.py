@@ -46,6 +46,7 @@ TRANSFORMS = (
     "jvp",
 )
 
+SECOND_ORDER = frozenset({"jit(hessian)", "jit(vmap(hessian))"})
 BATCH = 3          # the batch of vmap and vmap(grad)
 HESSIAN_BATCH = 2  # the batch of vmap(hessian)
 
@@ -80,6 +81,9 @@ class Family:
       XLA (`tf.function(jit_compile=True)`); for stateless random ops, whose
       XLA lowering draws other numbers than TF's kernels.
     skip: transformation -> reason it is not run.
+    heavy: transformations that take minutes on a loaded 2-core machine;
+      run only with JAX_FORK_OP_MATRIX_FULL=1 (the report script always
+      runs them).
     description: what the function computes, for the report.
   """
   name: str
@@ -91,6 +95,7 @@ class Family:
   tol2: float = 5e-3
   xla_reference: bool = False
   skip: dict[str, str] = dataclasses.field(default_factory=dict)
+  heavy: frozenset[str] = frozenset()
 
 
 def _rng(name: str) -> np.random.Generator:
@@ -657,13 +662,13 @@ FAMILIES: tuple[Family, ...] = (
     Family("keras_attention", "keras", _keras_layer(
         "keras_attention", _attention_block, (4, 8)),
            "MultiHeadAttention(2 heads, key_dim 4), LayerNorm, gelu Dense, "
-           "pooling, Dense(1)"),
+           "pooling, Dense(1)", heavy=SECOND_ORDER),
     Family("keras_lstm", "keras", _keras_layer(
         "keras_lstm", lambda tf: tf.keras.layers.LSTM(3), (4, 2)),
-           "LSTM(3) over 4 steps"),
+           "LSTM(3) over 4 steps", heavy=SECOND_ORDER),
     Family("keras_gru", "keras", _keras_layer(
         "keras_gru", lambda tf: tf.keras.layers.GRU(3), (4, 2)),
-           "GRU(3) over 4 steps"),
+           "GRU(3) over 4 steps", heavy=SECOND_ORDER),
     Family("tfp_normal", "tfp", _tfp_normal,
            "Normal(x[0], softplus(x[1])).log_prob(data)",
            requires="tensorflow_probability"),
@@ -672,7 +677,8 @@ FAMILIES: tuple[Family, ...] = (
            requires="tensorflow_probability"),
     Family("tfp_ode", "tfp", _tfp_ode,
            "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
-           requires="tensorflow_probability", tol=2e-3, tol2=2e-2),
+           requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
+           heavy=SECOND_ORDER | {"jit(vmap)", "jit(jacfwd)"}),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}

@@ -84,6 +84,11 @@ _PLUMBING_OPS = frozenset({
     "Sub", "Neg", "Fill", "ConcatV2"})
 
 
+def full() -> bool:
+  """Whether the heavy cases run too (`Family.heavy`)."""
+  return os.environ.get("JAX_FORK_OP_MATRIX_FULL", "") not in ("", "0")
+
+
 def default_workers() -> int:
   return int(os.environ.get("JAX_FORK_OP_MATRIX_WORKERS",
                             min(2, os.cpu_count() or 1)))
@@ -334,6 +339,10 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
                             "transform": transform}
   if transform in family.skip:
     record.update(outcome="skip", reason=family.skip[transform])
+    return record
+  if transform in family.heavy and not full():
+    record.update(outcome="skip", reason="a heavy case (minutes): run with "
+                  "JAX_FORK_OP_MATRIX_FULL=1, as the report script does")
     return record
   if family.requires:
     try:
@@ -649,6 +658,7 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.worker is not None:
     worker(args.worker)
     return 0
+  os.environ["JAX_FORK_OP_MATRIX_FULL"] = "1"  # the report has every case
   results: dict[str, dict] = {}
   seconds = 0.
   if args.previous:
