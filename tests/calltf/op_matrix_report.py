@@ -590,6 +590,10 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       row.append(cell)
     if any(row):
       out.append(f"| `{family.name}` | " + " | ".join(row) + " |")
+  missing = [cid for cid in cases.all_case_ids() if cid not in results]
+  if missing:
+    out += ["", "Not in this run (blank cells): "
+            + ", ".join(f"`{cid}`" for cid in missing) + "."]
   out += ["", "## Families", "", "| family | group | function |", "|---|---|---|"]
   out += [f"| `{f.name}` | {f.group} | {_escape(f.description)} |"
           for f in cases.FAMILIES]
