@@ -711,6 +711,7 @@ KNOWN_BUGS: dict[str, str] = {
     "tfp_ode:jit(jacrev)": _ODE_ZEROS,
     "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
     "tfp_ode:jit(hessian)": _ODE_ZEROS,
+    "tfp_ode:jit(vmap(hessian))": _ODE_ZEROS,
     "resize_bilinear:jit(jacfwd)": _RESIZE_ZEROS,
     "resize_bilinear:jvp": _RESIZE_ZEROS,
     "cumsum_concat_logsumexp:jit(hessian)": _CUMULATIVE_NAN,
