@@ -1,0 +1,734 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The op families of the op matrix: TF functions as users write them.
+
+Each family is one small TensorFlow function of one float32 array, with a
+realistic shape, returning one float32 tensor. Its `build` imports TensorFlow
+(and Keras or TF Probability) only when called, so that pytest can collect
+the matrix without importing TensorFlow; `op_matrix_report.py` runs the
+families, `test_op_matrix.py` judges them.
+
+Functions keep to the op of their family where they can: a batch axis is
+added with `tf.expand_dims` and removed with `tf.squeeze` rather than by
+slicing, so that a failure of slicing shows in the slicing family only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Any, Callable
+
+import numpy as np
+
+# The transformations of the matrix, in the order of the table. Each is
+# applied to `g = call_tf(family_function)`; `s(x) = sum(w * g(x))` is the
+# scalar that `grad` and `hessian` differentiate.
+TRANSFORMS = (
+    "jit(vmap)",
+    "vmap",
+    "jit(vmap(grad))",
+    "jit(jacrev)",
+    "jit(jacfwd)",
+    "jit(hessian)",
+    "jit(vmap(hessian))",
+    "jvp",
+)
+
+SECOND_ORDER = frozenset({"jit(hessian)", "jit(vmap(hessian))"})
+BATCH = 3          # the batch of vmap and vmap(grad)
+HESSIAN_BATCH = 2  # the batch of vmap(hessian)
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+  """A family, made: the TF function and its unbatched input.
+
+  Attributes:
+    fn: the TensorFlow function of one tensor.
+    x: its unbatched input.
+    xs: the batch for vmap (default: `x` plus small noise, `BATCH` rows).
+  """
+  fn: Callable[[Any], Any]
+  x: np.ndarray
+  xs: np.ndarray | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """One op family of the matrix.
+
+  Attributes:
+    name: the row of the table.
+    group: the kind of op (linalg, fft, image, ...).
+    build: makes the family (imports TF); returns a `Built`.
+    requires: a module that must import for the family to run (the family
+      is skipped with the import error otherwise).
+    tol: relative tolerance against the reference, first order and values.
+    tol2: relative tolerance of second derivatives.
+    xla_reference: the references of the jitted transformations run TF with
+      XLA (`tf.function(jit_compile=True)`); for stateless random ops, whose
+      XLA lowering draws other numbers than TF's kernels.
+    skip: transformation -> reason it is not run.
+    heavy: transformations that take minutes on a loaded 2-core machine;
+      run only with JAX_FORK_OP_MATRIX_FULL=1 (the report script always
+      runs them).
+    description: what the function computes, for the report.
+  """
+  name: str
+  group: str
+  build: Callable[[], Built]
+  description: str
+  requires: str | None = None
+  tol: float = 1e-3
+  tol2: float = 5e-3
+  xla_reference: bool = False
+  skip: dict[str, str] = dataclasses.field(default_factory=dict)
+  heavy: frozenset[str] = frozenset()
+
+
+def _rng(name: str) -> np.random.Generator:
+  return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def _randn(name: str, *shape: int, scale: float = 1.) -> np.ndarray:
+  return (scale * _rng(name).standard_normal(shape)).astype(np.float32)
+
+
+def _const(name: str, *shape: int, scale: float = 1.) -> np.ndarray:
+  return _randn("const:" + name, *shape, scale=scale)
+
+
+# ---------------------------------------------------------------- linalg
+
+
+def _matmul():
+  import tensorflow as tf
+  w = _const("matmul", 3, 2)
+  return Built(lambda x: tf.matmul(tf.matmul(x, x, transpose_b=True), w),
+               _randn("matmul", 3, 4))
+
+
+def _cholesky():
+  import tensorflow as tf
+  def f(x):
+    a = tf.matmul(x, x, transpose_b=True) + 3. * tf.eye(3)
+    return tf.linalg.cholesky(a)
+  return Built(f, _randn("cholesky", 3, 3))
+
+
+def _eigh():
+  import tensorflow as tf
+  def f(x):
+    e, v = tf.linalg.eigh(x + tf.transpose(x))
+    return v * v * e  # sign-free in the eigenvectors
+  return Built(f, _randn("eigh", 3, 3))
+
+
+def _svd():
+  import tensorflow as tf
+  return Built(lambda x: tf.linalg.svd(x, compute_uv=False),
+               _randn("svd", 4, 3))
+
+
+def _qr():
+  import tensorflow as tf
+  def f(x):
+    q, r = tf.linalg.qr(x)
+    return tf.matmul(q, r * r)
+  return Built(f, _randn("qr", 4, 3))
+
+
+def _solve():
+  import tensorflow as tf
+  b = _const("solve", 3, 2)
+  return Built(lambda x: tf.linalg.solve(x + 3. * tf.eye(3), b),
+               _randn("solve", 3, 3))
+
+
+def _triangular_solve():
+  import tensorflow as tf
+  b = _const("triangular_solve", 3, 2)
+  def f(x):
+    lower = tf.linalg.band_part(x, -1, 0) + 3. * tf.eye(3)
+    return tf.linalg.triangular_solve(lower, b, lower=True)
+  return Built(f, _randn("triangular_solve", 3, 3))
+
+
+def _det():
+  import tensorflow as tf
+  def f(x):
+    a = x + 2. * tf.eye(3)
+    _, logabsdet = tf.linalg.slogdet(a)
+    return tf.linalg.det(a) * x + logabsdet
+  return Built(f, _randn("det", 3, 3, scale=.5))
+
+
+def _inv():
+  import tensorflow as tf
+  return Built(lambda x: tf.linalg.inv(x + 3. * tf.eye(3)),
+               _randn("inv", 3, 3))
+
+
+# ------------------------------------------------------------------- FFT
+
+
+def _fft():
+  import tensorflow as tf
+  def f(x):
+    c = tf.signal.fft(tf.complex(x, tf.sin(x)))
+    return tf.math.real(c) * tf.math.imag(c)
+  return Built(f, _randn("fft", 8))
+
+
+def _rfft():
+  import tensorflow as tf
+  def f(x):
+    c = tf.signal.rfft(x)
+    return tf.math.real(c) ** 2 + tf.math.imag(c) ** 2
+  return Built(f, _randn("rfft", 8))
+
+
+def _irfft():
+  import tensorflow as tf
+  # A low-pass filter: rfft, damp the high frequencies, irfft.
+  damp = tf.constant(np.exp(-np.arange(5) / 2.).astype(np.complex64))
+  return Built(lambda x: tf.signal.irfft(tf.signal.rfft(x * x) * damp),
+               _randn("irfft", 8))
+
+
+def _fft2():
+  import tensorflow as tf
+  def f(x):
+    c = tf.signal.fft2d(tf.complex(x, 0.5 * x * x))
+    return tf.math.real(c) + 2. * tf.math.imag(c)
+  return Built(f, _randn("fft2", 4, 4))
+
+
+# ----------------------------------------------------------------- image
+
+
+def _resize(method):
+  def build():
+    import tensorflow as tf
+    return Built(lambda x: tf.image.resize(x, [6, 5], method=method),
+                 _randn("resize_" + method, 4, 4, 2))
+  return build
+
+
+def _conv2d():
+  import tensorflow as tf
+  k = _const("conv2d", 3, 3, 2, 3, scale=.3)
+  def f(x):
+    y = tf.nn.conv2d(tf.expand_dims(x, 0), k, 1, "SAME")
+    return tf.squeeze(tf.tanh(y), 0)
+  return Built(f, _randn("conv2d", 4, 4, 2))
+
+
+def _depthwise_conv2d():
+  import tensorflow as tf
+  k = _const("depthwise_conv2d", 3, 3, 2, 1, scale=.3)
+  def f(x):
+    y = tf.nn.depthwise_conv2d(tf.expand_dims(x, 0), k, [1, 1, 1, 1], "SAME")
+    return tf.squeeze(tf.tanh(y), 0)
+  return Built(f, _randn("depthwise_conv2d", 4, 4, 2))
+
+
+def _max_pool():
+  import tensorflow as tf
+  def f(x):
+    return tf.squeeze(tf.nn.max_pool2d(tf.expand_dims(x * x, 0), 2, 1,
+                                       "VALID"), 0)
+  return Built(f, _randn("max_pool", 4, 4, 2))
+
+
+def _avg_pool():
+  import tensorflow as tf
+  def f(x):
+    return tf.squeeze(tf.nn.avg_pool2d(tf.expand_dims(x * x, 0), 2, 2,
+                                       "VALID"), 0)
+  return Built(f, _randn("avg_pool", 4, 4, 2))
+
+
+def _conv2d_transpose():
+  import tensorflow as tf
+  k = _const("conv2d_transpose", 3, 3, 3, 2, scale=.3)
+  def f(x):
+    y = tf.nn.conv2d_transpose(tf.expand_dims(x, 0), k, [1, 8, 8, 3], 2,
+                               "SAME")
+    return tf.squeeze(tf.tanh(y), 0)
+  return Built(f, _randn("conv2d_transpose", 4, 4, 2))
+
+
+# ------------------------------------------------------- gather, scatter
+
+
+def _gather():
+  import tensorflow as tf
+  return Built(lambda x: tf.gather(x, [3, 0, 1]) * tf.gather(x, [2, 2, 4]),
+               _randn("gather", 5, 3))
+
+
+def _gather_nd():
+  import tensorflow as tf
+  return Built(lambda x: tf.sin(tf.gather_nd(x, [[0, 1], [2, 2], [4, 0]])) * 2.,
+               _randn("gather_nd", 5, 3))
+
+
+def _scatter_nd():
+  import tensorflow as tf
+  return Built(lambda x: tf.scatter_nd([[1], [3], [0]], tf.sin(x) * x, [5, 2]),
+               _randn("scatter_nd", 3, 2))
+
+
+def _tensor_scatter_nd_add():
+  import tensorflow as tf
+  c = _const("tensor_scatter_nd_add", 3, 5)
+  def f(x):
+    return tf.tensor_scatter_nd_add(tf.sin(x), [[1], [3], [1]],
+                                    tf.tanh(tf.matmul(c, x)))
+  return Built(f, _randn("tensor_scatter_nd_add", 5, 2))
+
+
+def _unsorted_segment_sum():
+  import tensorflow as tf
+  return Built(
+      lambda x: tf.math.unsorted_segment_sum(tf.sin(x) * x, [0, 2, 0, 1, 2], 3),
+      _randn("unsorted_segment_sum", 5, 2))
+
+
+def _where():
+  import tensorflow as tf
+  return Built(lambda x: tf.where(x > 0., x * x, tf.sin(x)),
+               _randn("where", 6))
+
+
+# ------------------------------------------------------------ cumulative
+
+
+def _cumsum():
+  import tensorflow as tf
+  def f(x):
+    return (tf.math.cumsum(tf.sin(x))
+            + tf.math.cumsum(x * x, exclusive=True, reverse=True))
+  return Built(f, _randn("cumsum", 6))
+
+
+def _cumprod():
+  import tensorflow as tf
+  return Built(lambda x: tf.math.cumprod(x, reverse=True),
+               1. + _randn("cumprod", 6, scale=.3))
+
+
+def _cumulative_logsumexp():
+  import tensorflow as tf
+  return Built(lambda x: tf.math.cumulative_logsumexp(x),
+               _randn("cumulative_logsumexp", 6))
+
+
+def _cumsum_concat_logsumexp():
+  import tensorflow as tf
+  return Built(lambda x: tf.concat([tf.math.cumsum(x),
+                                    tf.math.cumulative_logsumexp(x)], 0),
+               _randn("cumsum_concat_logsumexp", 6))
+
+
+# ------------------------------------------------------------------ sort
+
+
+def _sort():
+  import tensorflow as tf
+  w = _const("sort", 6)
+  return Built(lambda x: tf.sort(x) * w * x, _randn("sort", 6))
+
+
+def _argsort():
+  import tensorflow as tf
+  return Built(lambda x: tf.gather(x * x, tf.argsort(x, direction="DESCENDING")),
+               _randn("argsort", 6))
+
+
+def _top_k():
+  import tensorflow as tf
+  return Built(lambda x: tf.math.top_k(x, 3).values ** 2, _randn("top_k", 6))
+
+
+# ------------------------------------------------- einsum and reductions
+
+
+def _einsum():
+  import tensorflow as tf
+  w = _const("einsum", 3, 2)
+  return Built(lambda x: tf.einsum("ik,kj->ij", tf.einsum("id,jd->ij", x, x), w),
+               _randn("einsum", 3, 4))
+
+
+def _reductions():
+  import tensorflow as tf
+  def f(x):
+    return (tf.reduce_sum(x * x, 0) + tf.reduce_max(x, 0)
+            + tf.reduce_logsumexp(x, 0))
+  return Built(f, _randn("reductions", 4, 3))
+
+
+def _argmax():
+  import tensorflow as tf
+  def f(x):
+    onehot = tf.one_hot(tf.argmax(x, 1), 3)
+    return tf.reduce_sum(x * x * onehot, 1)
+  return Built(f, _randn("argmax", 4, 3))
+
+
+# ----------------------------------------------------------- elementwise
+
+
+def _unary():
+  import tensorflow as tf
+  def f(x):
+    return (tf.exp(x / 2.) + tf.math.log(x * x + 1.) + tf.tanh(x)
+            + tf.sigmoid(x) * tf.nn.softplus(x) + tf.math.erf(x))
+  return Built(f, _randn("unary", 6))
+
+
+def _binary():
+  import tensorflow as tf
+  def f(x):
+    return tf.pow(x * x + .5, tf.sin(x)) + tf.atan2(x, x * x + 1.)
+  return Built(f, _randn("binary", 6))
+
+
+# ---------------------------------------------------------- control flow
+
+
+def _cond():
+  import tensorflow as tf
+  def f(x):
+    return tf.cond(tf.reduce_sum(x) > 0., lambda: tf.sin(x) * x,
+                   lambda: tf.cos(x) + x)
+  x = _randn("cond", 4)
+  signs = np.array([1., -1., 1.], np.float32)[:, None]
+  xs = np.abs(x)[None] * signs + 0.1 * _randn("cond:xs", BATCH, 4)
+  return Built(f, x, xs.astype(np.float32))
+
+
+def _while_loop():
+  import tensorflow as tf
+  def f(x):
+    _, y = tf.while_loop(lambda i, y: i < 3,
+                         lambda i, y: (i + 1, tf.sin(y) * 1.5 + x),
+                         [tf.constant(0), x])
+    return y
+  return Built(f, _randn("while_loop", 4))
+
+
+def _map_fn():
+  import tensorflow as tf
+  return Built(lambda x: tf.map_fn(lambda r: tf.reduce_sum(tf.sin(r) * r), x),
+               _randn("map_fn", 3, 2))
+
+
+def _switch_case():
+  import tensorflow as tf
+  def f(x):
+    index = tf.cast(tf.reduce_sum(x) > 0., tf.int32) + tf.cast(
+        tf.reduce_max(x) > 1., tf.int32)
+    return tf.switch_case(index, [lambda: tf.sin(x), lambda: x * x,
+                                  lambda: tf.exp(x / 4.)])
+  x = _randn("switch_case", 4)
+  xs = np.stack([-np.abs(x) - .1, np.abs(x) * .2, np.abs(x) + 1.5])
+  return Built(f, x, xs.astype(np.float32))
+
+
+def _scan():
+  import tensorflow as tf
+  return Built(lambda x: tf.scan(lambda a, r: a * .5 + tf.sin(r) * a + r, x),
+               _randn("scan", 4, 2))
+
+
+# --------------------------------------------------- concat and slicing
+
+
+def _concat_slice():
+  import tensorflow as tf
+  def f(x):
+    return tf.concat([x[1:3] * x[:2],
+                      tf.strided_slice(x, [0, 0], [4, 3], [2, 1])], 0)
+  return Built(f, _randn("concat_slice", 4, 3))
+
+
+def _pad_tile_reverse():
+  import tensorflow as tf
+  def f(x):
+    return (tf.tile(tf.reverse(x, [0]) * x, [2, 1])
+            + tf.pad(x * x, [[1, 2], [0, 0]]))
+  return Built(f, _randn("pad_tile_reverse", 3, 2))
+
+
+# ---------------------------------------------------------------- random
+
+
+def _stateless_random():
+  import tensorflow as tf
+  def f(x):
+    return (x * tf.random.stateless_normal([5], seed=[1, 2])
+            + x * x * tf.random.stateless_uniform([5], seed=[3, 4]))
+  return Built(f, _randn("stateless_random", 5))
+
+
+# ----------------------------------------------------------------- Keras
+
+
+def _keras_layer(name, make, shape, *, batched_call=True):
+  def build():
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(zlib.crc32(name.encode()) % 2**31)
+    layer = make(tf)
+    x = _randn(name, *shape)
+    layer(tf.expand_dims(x, 0) if batched_call else x)  # builds the weights
+    if batched_call:
+      def f(x):
+        return tf.squeeze(layer(tf.expand_dims(x, 0), training=False), 0)
+    else:
+      f = layer
+    return Built(f, x)
+  return build
+
+
+def _batchnorm(tf):
+  layer = tf.keras.layers.BatchNormalization()
+  layer.build((None, 4))
+  layer.moving_mean.assign([.5, -.2, .1, 0.])
+  layer.moving_variance.assign([2., .5, 1., 3.])
+  layer.gamma.assign([1.5, .7, 1., 2.])
+  layer.beta.assign([.1, .2, -.3, 0.])
+  return layer
+
+
+def _attention_block(tf):
+  layers = tf.keras.layers
+
+  class Block(tf.keras.Model):
+    """MultiHeadAttention, LayerNormalization, a gelu Dense, pooling, Dense."""
+
+    def __init__(self):
+      super().__init__()
+      self.mha = layers.MultiHeadAttention(num_heads=2, key_dim=4)
+      self.norm = layers.LayerNormalization()
+      self.dense = layers.Dense(8, activation="gelu")
+      self.pool = layers.GlobalAveragePooling1D()
+      self.out = layers.Dense(1)
+
+    def call(self, x, training=False):
+      h = self.norm(x + self.mha(x, x, training=training))
+      return self.out(self.pool(self.dense(h)))
+
+  return Block()
+
+
+# --------------------------------------------------- TensorFlow Probability
+
+
+def _tfp_normal():
+  import tensorflow as tf
+  import tensorflow_probability as tfp
+  data = _const("tfp_normal", 4, 3)
+  def f(x):
+    d = tfp.distributions.Normal(loc=x[0], scale=tf.nn.softplus(x[1]) + .1)
+    return d.log_prob(data)
+  return Built(f, _randn("tfp_normal", 2, 3))
+
+
+def _tfp_mvn_tril():
+  import tensorflow_probability as tfp
+  data = _const("tfp_mvn_tril", 4, 2)
+  def f(x):
+    scale = tfp.bijectors.FillScaleTriL()(x[2:])
+    return tfp.distributions.MultivariateNormalTriL(
+        loc=x[:2], scale_tril=scale).log_prob(data)
+  return Built(f, _randn("tfp_mvn_tril", 5, scale=.5))
+
+
+def _tfp_ode():
+  import tensorflow as tf
+  import tensorflow_probability as tfp
+  y0 = tf.constant([1., .5])
+  def f(theta):
+    a = tf.reshape(tf.stack([-theta[0], 1., 0., -theta[1]]), [2, 2])
+    def ode(t, y):
+      del t
+      return tf.linalg.matvec(a, y)
+    sol = tfp.math.ode.DormandPrince(rtol=1e-6, atol=1e-8).solve(
+        ode, 0., y0, solution_times=[.5, 1.])
+    return sol.states
+  return Built(f, np.array([.7, 1.3], np.float32))
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("matmul", "linalg", _matmul, "tf.matmul(tf.matmul(x, x^T), w)"),
+    Family("cholesky", "linalg", _cholesky, "cholesky(x x^T + 3I)"),
+    Family("eigh", "linalg", _eigh, "eigh(x + x^T): v * v * e"),
+    Family("svd", "linalg", _svd, "singular values of a 4x3 matrix"),
+    Family("qr", "linalg", _qr, "q, r = qr(x); q @ (r * r)"),
+    Family("solve", "linalg", _solve, "solve(x + 3I, b)"),
+    Family("triangular_solve", "linalg", _triangular_solve,
+           "triangular_solve(band_part(x, -1, 0) + 3I, b)"),
+    Family("det_slogdet", "linalg", _det, "det(a) * x + slogdet(a)[1]"),
+    Family("inv", "linalg", _inv, "inv(x + 3I)"),
+    Family("fft", "fft", _fft, "fft of a complex signal: re * im"),
+    Family("rfft", "fft", _rfft, "power spectrum |rfft(x)|^2"),
+    Family("irfft", "fft", _irfft, "irfft(rfft(x^2) * damping)"),
+    Family("fft2", "fft", _fft2, "fft2d(x + 0.5i x^2): re + 2 im"),
+    Family("resize_bilinear", "image", _resize("bilinear"),
+           "tf.image.resize(x, [6, 5], 'bilinear'), x 4x4x2"),
+    Family("resize_bicubic", "image", _resize("bicubic"),
+           "tf.image.resize(x, [6, 5], 'bicubic')"),
+    Family("resize_nearest", "image", _resize("nearest"),
+           "tf.image.resize(x, [6, 5], 'nearest')"),
+    Family("conv2d", "image", _conv2d, "tanh(conv2d(x, 3x3x2x3, SAME))"),
+    Family("depthwise_conv2d", "image", _depthwise_conv2d,
+           "tanh(depthwise_conv2d(x, 3x3x2x1, SAME))"),
+    Family("max_pool", "image", _max_pool, "max_pool2d(x^2, 2, stride 1)"),
+    Family("avg_pool", "image", _avg_pool, "avg_pool2d(x^2, 2, stride 2)"),
+    Family("conv2d_transpose", "image", _conv2d_transpose,
+           "tanh(conv2d_transpose(x, stride 2)) to 8x8x3"),
+    Family("gather", "gather", _gather,
+           "gather(x, [3, 0, 1]) * gather(x, [2, 2, 4])"),
+    Family("gather_nd", "gather", _gather_nd, "sin(gather_nd(x, 3 indices))"),
+    Family("scatter_nd", "gather", _scatter_nd,
+           "scatter_nd(3 rows of sin(x) x into 5 rows)"),
+    Family("tensor_scatter_nd_add", "gather", _tensor_scatter_nd_add,
+           "tensor_scatter_nd_add(sin(x), repeated rows, tanh(c @ x))"),
+    Family("unsorted_segment_sum", "gather", _unsorted_segment_sum,
+           "unsorted_segment_sum(sin(x) x, 5 rows to 3)"),
+    Family("where", "gather", _where, "where(x > 0, x^2, sin(x))"),
+    Family("cumsum", "cumulative", _cumsum,
+           "cumsum(sin x) + cumsum(x^2, exclusive, reverse)"),
+    Family("cumprod", "cumulative", _cumprod, "cumprod(x, reverse)"),
+    Family("cumulative_logsumexp", "cumulative", _cumulative_logsumexp,
+           "cumulative_logsumexp(x)"),
+    Family("cumsum_concat_logsumexp", "cumulative", _cumsum_concat_logsumexp,
+           "concat([cumsum(x), cumulative_logsumexp(x)])"),
+    Family("sort", "sort", _sort, "sort(x) * w * x"),
+    Family("argsort", "sort", _argsort, "gather(x^2, argsort(x))"),
+    Family("top_k", "sort", _top_k, "top_k(x, 3).values^2"),
+    Family("einsum", "einsum", _einsum, "einsum(einsum(x, x), w)"),
+    Family("reductions", "reduction", _reductions,
+           "reduce_sum(x^2) + reduce_max + reduce_logsumexp, axis 0"),
+    Family("argmax", "reduction", _argmax,
+           "sum(x^2 * one_hot(argmax(x, 1)))"),
+    Family("unary", "elementwise", _unary,
+           "exp, log, tanh, sigmoid, softplus, erf"),
+    Family("binary", "elementwise", _binary, "pow(x^2 + .5, sin x) + atan2"),
+    Family("cond", "control flow", _cond, "tf.cond on sum(x) > 0"),
+    Family("while_loop", "control flow", _while_loop,
+           "tf.while_loop, 3 steps of y = 1.5 sin(y) + x"),
+    Family("map_fn", "control flow", _map_fn, "tf.map_fn over rows"),
+    Family("switch_case", "control flow", _switch_case,
+           "tf.switch_case on a data-dependent index"),
+    Family("scan", "control flow", _scan, "tf.scan over rows"),
+    Family("concat_slice", "slicing", _concat_slice,
+           "concat(x[1:3] * x[:2], strided_slice(x, step 2))"),
+    Family("pad_tile_reverse", "slicing", _pad_tile_reverse,
+           "tile(reverse(x) * x) + pad(x^2)"),
+    Family("stateless_random", "random", _stateless_random,
+           "x * stateless_normal + x^2 * stateless_uniform",
+           xla_reference=True),
+    Family("keras_dense", "keras", _keras_layer(
+        "keras_dense",
+        lambda tf: tf.keras.layers.Dense(3, activation="tanh"), (2, 4),
+        batched_call=False), "Dense(3, tanh) on 2 rows"),
+    Family("keras_conv2d", "keras", _keras_layer(
+        "keras_conv2d",
+        lambda tf: tf.keras.layers.Conv2D(3, 3, padding="same",
+                                          activation="tanh"), (4, 4, 2)),
+           "Conv2D(3, 3, same, tanh) on one image"),
+    Family("keras_layernorm", "keras", _keras_layer(
+        "keras_layernorm", lambda tf: tf.keras.layers.LayerNormalization(),
+        (3, 4), batched_call=False), "LayerNormalization"),
+    Family("keras_batchnorm", "keras", _keras_layer(
+        "keras_batchnorm", _batchnorm, (3, 4), batched_call=False),
+           "BatchNormalization, inference"),
+    Family("keras_attention", "keras", _keras_layer(
+        "keras_attention", _attention_block, (4, 8)),
+           "MultiHeadAttention(2 heads, key_dim 4), LayerNorm, gelu Dense, "
+           "pooling, Dense(1)", heavy=SECOND_ORDER),
+    Family("keras_lstm", "keras", _keras_layer(
+        "keras_lstm", lambda tf: tf.keras.layers.LSTM(3), (4, 2)),
+           "LSTM(3) over 4 steps", heavy=SECOND_ORDER),
+    Family("keras_gru", "keras", _keras_layer(
+        "keras_gru", lambda tf: tf.keras.layers.GRU(3), (4, 2)),
+           "GRU(3) over 4 steps", heavy=SECOND_ORDER),
+    Family("tfp_normal", "tfp", _tfp_normal,
+           "Normal(x[0], softplus(x[1])).log_prob(data)",
+           requires="tensorflow_probability"),
+    Family("tfp_mvn_tril", "tfp", _tfp_mvn_tril,
+           "MultivariateNormalTriL(x[:2], FillScaleTriL(x[2:])).log_prob",
+           requires="tensorflow_probability"),
+    Family("tfp_ode", "tfp", _tfp_ode,
+           "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
+           requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
+           heavy=SECOND_ORDER | {"jit(vmap)", "jit(jacfwd)"}),
+)
+
+FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
+
+
+def case_id(family: str, transform: str) -> str:
+  return f"{family}:{transform}"
+
+
+def all_case_ids() -> list[str]:
+  return [case_id(f.name, t) for f in FAMILIES for t in TRANSFORMS]
+
+
+# Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
+# marks each `xfail(strict=True)`: when the bug is fixed the case passes,
+# the strict mark turns that into a failure, and the fix removes the entry.
+_RESIZE_ZEROS = "jacfwd of tf.image.resize bilinear returns zeros"
+_CUMULATIVE_NAN = ("NaN from jvp(grad) of concat(cumsum, "
+                   "cumulative_logsumexp) (the defaults refuse; sequential "
+                   "gives NaN)")
+_COLOCATION = ("gradient graph colocated with a node of the graph it was "
+               "copied from (ValueError: expects to be colocated)")
+_INDEXED_SLICES = ("a TF gradient returned as IndexedSlices is not made "
+                   "dense")
+_DYNAMIC_UPDATE_SLICE = ("forward mode of concat/slicing raises "
+                         "XlaDynamicUpdateSlice")
+_ODE_ZEROS = "TFP ODE Jacobians are zeros (a gradient TF gives as None)"
+KNOWN_BUGS: dict[str, str] = {
+    "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
+    "tfp_ode:jit(jacrev)": _ODE_ZEROS,
+    "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
+    "tfp_ode:jit(hessian)": _ODE_ZEROS,
+    "tfp_ode:jit(vmap(hessian))": _ODE_ZEROS,
+    "resize_bilinear:jit(jacfwd)": _RESIZE_ZEROS,
+    "resize_bilinear:jvp": _RESIZE_ZEROS,
+    "cumsum_concat_logsumexp:jit(hessian)": _CUMULATIVE_NAN,
+    "cumsum_concat_logsumexp:jit(vmap(hessian))": _CUMULATIVE_NAN,
+    "gather:jit(vmap(grad))": _COLOCATION,
+    "gather:jit(jacrev)": _COLOCATION,
+    "argsort:jit(vmap(grad))": _COLOCATION,
+    "argsort:jit(jacrev)": _COLOCATION,
+    "gather:jit(hessian)": _INDEXED_SLICES,
+    "gather:jit(vmap(hessian))": _INDEXED_SLICES,
+    "scatter_nd:jit(jacfwd)": _INDEXED_SLICES,
+    "scatter_nd:jvp": _INDEXED_SLICES,
+    "unsorted_segment_sum:jit(jacfwd)": _INDEXED_SLICES,
+    "unsorted_segment_sum:jvp": _INDEXED_SLICES,
+    "concat_slice:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
+    "pad_tile_reverse:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
+    "tfp_mvn_tril:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
+    "tfp_mvn_tril:jit(hessian)": _DYNAMIC_UPDATE_SLICE,
+    "tfp_mvn_tril:jit(vmap(hessian))": _DYNAMIC_UPDATE_SLICE,
+}

@@ -1,0 +1,693 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Runs the op matrix (op families x transformations of call_tf) and reports.
+
+Every case is one transformation of `call_tf(f)` for one op family `f`
+(`op_matrix_cases.py`), compared with a TensorFlow-only reference: a Python
+loop of TF calls for `vmap`, `tf.GradientTape` for `grad`, `tape.jacobian`
+(without pfor) for `jacrev`/`jacfwd`, nested tapes for `hessian`, and the
+tape's Jacobian times the tangent for `jvp`. Where TF's own tape raises
+(an op without a registered gradient), the reference is central finite
+differences of the next lower TF reference, with a looser tolerance.
+
+Each case ends as one of:
+
+- `ok`: the result matches the reference;
+- `refused`: the call raised; the case is then run again with
+  `vmap_method="sequential"`, and a refusal that runs there is a `gap`;
+- `WRONG`: a result that differs from the reference;
+- `crash`: the process died (or hung past the timeout) in the case;
+- `skip`: the family cannot run here (a package missing), with the reason.
+
+Cases run in worker subprocesses (one per core by default), each running
+many cases in one process; a worker that dies is restarted after the case
+it died in, which is recorded as a crash. So an abort is recorded, not fatal.
+
+Regenerate `docs/op-matrix.md` with the test environment's Python:
+
+  $VENV/bin/python tests/calltf/op_matrix_report.py --markdown docs/op-matrix.md
+
+or run `tests/calltf/test_op_matrix.py` with `JAX_FORK_OP_MATRIX_REPORT` set
+to the path of the Markdown file to write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import pathlib
+import queue
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any, Callable, Iterable, Sequence
+
+HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+  sys.path.insert(0, str(HERE))
+
+import op_matrix_cases as cases  # noqa: E402
+
+_START = "@@op-matrix-start "
+_RESULT = "@@op-matrix-result "
+OUTCOMES = ("ok", "gap", "refused", "WRONG", "crash", "skip")
+# Finite differences: step and the tolerance of a reference made with them.
+_FD_STEP = 1e-2
+_FD_TOL = 3e-2
+# Seconds one case may take before it counts as a hang (a crash). The
+# slowest cases (the Hessians of a Keras recurrent layer or of an ODE
+# solve) take about 150 s on a loaded 2-core machine.
+DEFAULT_TIMEOUT = float(os.environ.get("JAX_FORK_OP_MATRIX_TIMEOUT", 900))
+# Ops of every graph, not worth naming in an error.
+_PLUMBING_OPS = frozenset({
+    "Placeholder", "Identity", "Const", "NoOp", "ReadVariableOp",
+    "StatefulPartitionedCall", "PartitionedCall", "Reshape", "Pack", "Mul",
+    "AddV2", "Sum", "Cast", "Shape", "StridedSlice", "ExpandDims", "Squeeze",
+    "Sub", "Neg", "Fill", "ConcatV2"})
+
+
+def full() -> bool:
+  """Whether the heavy cases run too (`Family.heavy`)."""
+  return os.environ.get("JAX_FORK_OP_MATRIX_FULL", "") not in ("", "0")
+
+
+def default_workers() -> int:
+  return int(os.environ.get("JAX_FORK_OP_MATRIX_WORKERS",
+                            min(2, os.cpu_count() or 1)))
+
+
+# ------------------------------------------------------------ the worker
+
+
+def _first_line(e: BaseException, limit: int = 300) -> str:
+  text = str(e).strip().splitlines()
+  line = text[0] if text else ""
+  return line[:limit]
+
+
+class _Family:
+  """A built family in a worker: its function, inputs and references."""
+
+  def __init__(self, family: cases.Family):
+    import numpy as np
+    import tensorflow as tf
+    self.family = family
+    built = family.build()
+    self.fn = built.fn
+    self.x = built.x
+    rng = np.random.default_rng(1)
+    noise = lambda n: (0.1 * rng.standard_normal((n, *self.x.shape))).astype(
+        np.float32)
+    self.xs = (built.xs if built.xs is not None
+               else self.x[None] + noise(cases.BATCH))
+    self.xs2 = self.x[None] + noise(cases.HESSIAN_BATCH)
+    self.t = rng.standard_normal(self.x.shape).astype(np.float32)
+    y = self.fn(tf.constant(self.x))
+    self.w = np.random.default_rng(2).standard_normal(
+        y.shape).astype(np.float32)
+    self._refs: dict[Any, Any] = {}
+    self._op_types: set[str] | None = None
+
+  # TF-only references. `xla` runs them compiled by XLA.
+
+  def _tf(self, name: str, xla: bool) -> Callable[[Any], Any]:
+    import tensorflow as tf
+    fn, w = self.fn, tf.constant(self.w)
+    zero = tf.UnconnectedGradients.ZERO
+
+    def value(x):
+      return fn(x)
+
+    def grad(x):
+      with tf.GradientTape() as tape:
+        tape.watch(x)
+        s = tf.reduce_sum(fn(x) * w)
+      return tape.gradient(s, x, unconnected_gradients=zero)
+
+    def jac(x):
+      with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = fn(x)
+      return tape.jacobian(y, x, unconnected_gradients=zero,
+                           experimental_use_pfor=False)
+
+    def hess(x):
+      with tf.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+          inner.watch(x)
+          s = tf.reduce_sum(fn(x) * w)
+        g = inner.gradient(s, x, unconnected_gradients=zero)
+      return outer.jacobian(g, x, unconnected_gradients=zero,
+                            experimental_use_pfor=False)
+
+    f = {"value": value, "grad": grad, "jac": jac, "hess": hess}[name]
+    if xla:
+      f = tf.function(f, jit_compile=True, autograph=False)
+
+    def run(x):
+      return f(tf.constant(x)).numpy()
+    return run
+
+  def _fd(self, f: Callable[[Any], Any], x: Any) -> Any:
+    """Central differences of `f` at `x`: shape f(x).shape + x.shape."""
+    import numpy as np
+    flat = x.reshape(-1)
+    columns = []
+    for i in range(flat.size):
+      e = np.zeros_like(flat)
+      e[i] = _FD_STEP
+      columns.append((np.asarray(f((flat + e).reshape(x.shape)), np.float64)
+                      - np.asarray(f((flat - e).reshape(x.shape)), np.float64))
+                     / (2 * _FD_STEP))
+    return np.stack(columns, -1).reshape(columns[0].shape + x.shape)
+
+  def reference(self, name: str, x: Any, xla: bool) -> tuple[Any, str]:
+    """TF's `name` ("value", "grad", "jac", "hess") at `x`, and its source.
+
+    Where TF's tape raises, finite differences of the next lower reference.
+    """
+    key = (name, x.tobytes(), xla)
+    if key in self._refs:
+      return self._refs[key]
+    source = "tf (XLA)" if xla else "tf"
+    try:
+      result = self._tf(name, xla)(x)
+    except Exception as e:  # noqa: BLE001 (any TF error: use another way)
+      if name == "value":
+        raise
+      lower = {"grad": "value", "jac": "value", "hess": "grad"}[name]
+      if name == "grad":
+        import numpy as np
+        f = lambda z: np.sum(self.reference("value", z, xla)[0] * self.w)
+      else:
+        f = lambda z: self.reference(lower, z, xla)[0]
+      result = self._fd(f, x)
+      source = (f"finite differences (TF's {name} raised "
+                f"{type(e).__name__}: {_first_line(e, 120)})")
+    self._refs[key] = (result, source)
+    return result, source
+
+  def expected(self, transform: str, xla: bool) -> tuple[Any, str]:
+    import numpy as np
+
+    def stack(name, xs):
+      pairs = [self.reference(name, xi, xla) for xi in xs]
+      return np.stack([p[0] for p in pairs]), pairs[0][1]
+
+    if transform in ("jit(vmap)", "vmap"):
+      return stack("value", self.xs)
+    if transform == "jit(vmap(grad))":
+      return stack("grad", self.xs)
+    if transform in ("jit(jacrev)", "jit(jacfwd)"):
+      return self.reference("jac", self.x, xla)
+    if transform == "jit(hessian)":
+      return self.reference("hess", self.x, xla)
+    if transform == "jit(vmap(hessian))":
+      return stack("hess", self.xs2)
+    if transform == "jvp":
+      jac, source = self.reference("jac", self.x, xla)
+      value, _ = self.reference("value", self.x, xla)
+      return (value, np.tensordot(jac, self.t, self.x.ndim)), source
+    raise ValueError(f"unknown transformation {transform!r}")
+
+  def run(self, transform: str, vmap_method: str | None) -> Any:
+    """The transformation of `call_tf(fn, vmap_method=...)`, as NumPy."""
+    import jax
+    from jax.experimental import jax2tf
+    import jax.numpy as jnp
+    import numpy as np
+    g = jax2tf.call_tf(self.fn, vmap_method=vmap_method)
+    w = self.w
+    s = lambda x: jnp.sum(g(x) * w)
+    run = {
+        "jit(vmap)": lambda: jax.jit(jax.vmap(g))(self.xs),
+        "vmap": lambda: jax.vmap(g)(self.xs),
+        "jit(vmap(grad))": lambda: jax.jit(jax.vmap(jax.grad(s)))(self.xs),
+        "jit(jacrev)": lambda: jax.jit(jax.jacrev(g))(self.x),
+        "jit(jacfwd)": lambda: jax.jit(jax.jacfwd(g))(self.x),
+        "jit(hessian)": lambda: jax.jit(jax.hessian(s))(self.x),
+        "jit(vmap(hessian))": lambda: jax.jit(
+            jax.vmap(jax.hessian(s)))(self.xs2),
+        "jvp": lambda: jax.jvp(g, (self.x,), (self.t,)),
+    }[transform]
+    return jax.tree.map(np.asarray, run())
+
+  def op_types(self) -> set[str]:
+    """The op types of the function's graph (calls followed)."""
+    if self._op_types is None:
+      import tensorflow as tf
+      concrete = tf.function(self.fn, autograph=False).get_concrete_function(
+          tf.TensorSpec(self.x.shape, tf.float32))
+      gdef = concrete.graph.as_graph_def()
+      types = {n.op for n in gdef.node} | {
+          n.op for f in gdef.library.function for n in f.node_def}
+      self._op_types = types - _PLUMBING_OPS
+    return self._op_types
+
+
+def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
+  """(match, why not, relative error) of two arrays or tuples of arrays.
+
+  The error is max |actual - expected| / max(max |expected|, 1e-4): a zero
+  where the reference is not gives 1.
+  """
+  import numpy as np
+  if isinstance(expected, tuple):
+    if not isinstance(actual, tuple) or len(actual) != len(expected):
+      return False, f"structure {type(actual).__name__} differs", float("inf")
+    worst = (True, "", 0.)
+    for a, e in zip(actual, expected):
+      r = compare(a, e, tol)
+      if not r[0] or r[2] > worst[2]:
+        worst = r
+      if not r[0]:
+        return r
+    return worst
+  a = np.asarray(actual, np.float64)
+  e = np.asarray(expected, np.float64)
+  if a.shape != e.shape:
+    return False, f"shape {a.shape}, reference {e.shape}", float("inf")
+  finite = np.isfinite(e)
+  if not np.array_equal(np.isfinite(a), finite):
+    bad = int(np.sum(np.isfinite(a) != finite))
+    return False, f"{bad} non-finite entries differ (NaN/inf)", float("inf")
+  if not finite.any():
+    return True, "", 0.
+  scale = max(float(np.max(np.abs(e[finite]))), 1e-4)
+  err = float(np.max(np.abs(a[finite] - e[finite]))) / scale
+  if err > tol:
+    return False, f"relative error {err:.3g} > tolerance {tol:g}", err
+  return True, "", err
+
+
+def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
+  """One run of one case: its outcome, error and comparison."""
+  family = fam.family
+  second = transform in ("jit(hessian)", "jit(vmap(hessian))")
+  tol = family.tol2 if second else family.tol
+  try:
+    actual = fam.run(transform, method)
+  except Exception as e:  # noqa: BLE001 (any error is a refusal to record)
+    message = str(e)
+    named = sorted({t for t in fam.op_types() if t in message}
+                   | set(re.findall(r"\bop '(\w+)'", message)))
+    return {"outcome": "refused", "error_type": type(e).__name__,
+            "error": _first_line(e), "names_op": named}
+  refs = [fam.expected(transform, xla=False)]
+  if family.xla_reference and transform != "vmap":
+    refs.append(fam.expected(transform, xla=True))
+  results = []
+  for expected, source in refs:
+    this_tol = max(tol, _FD_TOL) if source.startswith("finite") else tol
+    ok, why, err = compare(actual, expected, this_tol)
+    results.append((ok, why, err, source))
+    if ok:
+      break
+  ok, why, err, source = results[-1] if not any(r[0] for r in results) else (
+      next(r for r in results if r[0]))
+  record = {"outcome": "ok" if ok else "WRONG", "error_rel": err,
+            "reference": source}
+  if not ok:
+    record["mismatch"] = "; ".join(f"{r[3]}: {r[1]}" for r in results)
+  return record
+
+
+def run_case(fams: dict[str, _Family], cid: str) -> dict:
+  """Runs one case in this process; the record the report keeps."""
+  name, transform = cid.split(":", 1)
+  family = cases.FAMILY_BY_NAME[name]
+  record: dict[str, Any] = {"case": cid, "family": name,
+                            "transform": transform}
+  if transform in family.skip:
+    record.update(outcome="skip", reason=family.skip[transform])
+    return record
+  if transform in family.heavy and not full():
+    record.update(outcome="skip", reason="a heavy case (minutes): run with "
+                  "JAX_FORK_OP_MATRIX_FULL=1, as the report script does")
+    return record
+  if family.requires:
+    try:
+      __import__(family.requires)
+    except Exception as e:  # noqa: BLE001 (an import that fails: skip)
+      record.update(outcome="skip",
+                    reason=f"{family.requires} does not import: "
+                           f"{type(e).__name__}: {_first_line(e)}")
+      return record
+  start = time.perf_counter()
+  try:
+    if name not in fams:
+      fams[name] = _Family(family)
+    fam = fams[name]
+  except Exception as e:  # noqa: BLE001 (the family cannot be made here)
+    record.update(outcome="skip", reason=f"the family does not build: "
+                  f"{type(e).__name__}: {_first_line(e)}")
+    return record
+  try:
+    record.update(_attempt(fam, transform, None))
+    if record["outcome"] == "refused":
+      seq = _attempt(fam, transform, "sequential")
+      record["sequential"] = seq
+      if seq["outcome"] == "ok":
+        record["outcome"] = "gap"
+      elif seq["outcome"] == "WRONG":
+        record["outcome"] = "WRONG"
+        record["mismatch"] = ("with vmap_method='sequential' (the defaults "
+                              "refuse): " + seq["mismatch"])
+  except Exception as e:  # noqa: BLE001 (the reference itself failed)
+    record.update(outcome="skip",
+                  reason="no TF reference: " + "".join(
+                      traceback.format_exception_only(type(e), e)).strip()[:300])
+  record["seconds"] = round(time.perf_counter() - start, 2)
+  return record
+
+
+def worker(case_ids: Sequence[str]) -> None:
+  """Runs cases in this process, one JSON line each on stdout."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+  out = sys.stdout
+  sys.stdout = sys.stderr  # TF's and the function's prints stay off the pipe
+  fams: dict[str, _Family] = {}
+  for cid in case_ids:
+    out.write(_START + cid + "\n")
+    out.flush()
+    record = run_case(fams, cid)
+    out.write(_RESULT + json.dumps(record) + "\n")
+    out.flush()
+
+
+# ------------------------------------------------------------ the driver
+
+
+def _stderr_tail(path: pathlib.Path, lines: int = 12) -> str:
+  text = path.read_text(errors="replace").splitlines()
+  return "\n".join(text[-lines:])
+
+
+def _run_chunk(case_ids: list[str], python: str, timeout: float,
+               results: dict[str, dict], log: Callable[[str], None]) -> None:
+  """Runs `case_ids` in worker processes, restarting after a crash."""
+  remaining = list(case_ids)
+  while remaining:
+    with tempfile.NamedTemporaryFile("w+", suffix=".stderr",
+                                     delete=False) as err_file:
+      err_path = pathlib.Path(err_file.name)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+               KERAS_BACKEND="tensorflow", JAX_PLATFORMS="cpu")
+    with open(err_path, "w") as stderr:
+      proc = subprocess.Popen(
+          [python, str(pathlib.Path(__file__).resolve()), "--worker",
+           *remaining], stdout=subprocess.PIPE, stderr=stderr, text=True,
+          env=env)
+    lines: queue.Queue = queue.Queue()
+
+    def read(stream=proc.stdout):
+      for line in stream:
+        lines.put(line)
+      lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    current = None
+    started = time.monotonic()
+    died = None
+    while True:
+      try:
+        line = lines.get(timeout=max(1., timeout - (time.monotonic()
+                                                     - started)))
+      except queue.Empty:
+        proc.kill()
+        died = f"no result within {timeout:.0f} s (killed)"
+        break
+      if line is None:
+        break
+      if line.startswith(_START):
+        current = line[len(_START):].strip()
+        started = time.monotonic()
+      elif line.startswith(_RESULT):
+        record = json.loads(line[len(_RESULT):])
+        results[record["case"]] = record
+        remaining.remove(record["case"])
+        log(f"{record['case']}: {record['outcome']}"
+            f" ({record.get('seconds', 0)} s)")
+        current = None
+    proc.wait()
+    if current is not None:
+      cause = died or f"the process exited with status {proc.returncode}"
+      name, transform = current.split(":", 1)
+      results[current] = {"case": current, "family": name,
+                          "transform": transform, "outcome": "crash",
+                          "error": cause, "stderr": _stderr_tail(err_path)}
+      log(f"{current}: crash ({cause})")
+      remaining.remove(current)
+    elif remaining:
+      # Died between cases (at import, say): every remaining case crashed.
+      cause = died or f"the worker exited with status {proc.returncode}"
+      for cid in remaining:
+        name, transform = cid.split(":", 1)
+        results[cid] = {"case": cid, "family": name, "transform": transform,
+                        "outcome": "crash", "error": cause,
+                        "stderr": _stderr_tail(err_path)}
+      remaining = []
+    err_path.unlink(missing_ok=True)
+
+
+def run_matrix(case_ids: Iterable[str] | None = None, *,
+               python: str | None = None, workers: int | None = None,
+               timeout: float = DEFAULT_TIMEOUT,
+               log: Callable[[str], None] = lambda s: None
+               ) -> dict[str, dict]:
+  """Runs the cases (all by default) in worker processes; case -> record.
+
+  Args:
+    case_ids: "family:transform" strings.
+    python: the interpreter of the workers (this one by default).
+    workers: processes in parallel; a family stays in one worker, so that
+      its references are computed once.
+    timeout: seconds one case may take before it counts as a crash.
+    log: called with one line per finished case.
+  """
+  case_ids = list(case_ids if case_ids is not None else cases.all_case_ids())
+  workers = max(1, workers or default_workers())
+  by_family: dict[str, list[str]] = collections.OrderedDict()
+  for cid in case_ids:
+    by_family.setdefault(cid.split(":", 1)[0], []).append(cid)
+  chunks: list[list[str]] = [[] for _ in range(workers)]
+  # Balance by case count, biggest families first.
+  for fam_ids in sorted(by_family.values(), key=len, reverse=True):
+    min(chunks, key=len).extend(fam_ids)
+  results: dict[str, dict] = {}
+  threads = [threading.Thread(target=_run_chunk,
+                              args=(chunk, python or sys.executable, timeout,
+                                    results, log))
+             for chunk in chunks if chunk]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join()
+  return {cid: results[cid] for cid in case_ids}
+
+
+# ------------------------------------------------------------ the report
+
+
+def counts(results: dict[str, dict]) -> dict[str, int]:
+  c = collections.Counter(r["outcome"] for r in results.values())
+  return {o: c.get(o, 0) for o in OUTCOMES}
+
+
+def _cell(record: dict | None) -> str:
+  if record is None:
+    return ""
+  return {"ok": "ok", "gap": "gap", "refused": "refused", "WRONG": "**WRONG**",
+          "crash": "**crash**", "skip": "skip"}[record["outcome"]]
+
+
+def _escape(text: str) -> str:
+  return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(results: dict[str, dict], environment: dict[str, str],
+             seconds: float, known: dict[str, str] | None = None) -> str:
+  """The report: a family x transformation table, then every non-ok case."""
+  known = known or {}
+  c = counts(results)
+  out = [
+      "# The op matrix: TensorFlow op families x transformations of call_tf",
+      "",
+      "Generated from a real run by `tests/calltf/op_matrix_report.py`;",
+      "do not edit by hand. `tests/calltf/test_op_matrix.py` runs the same",
+      "cases in CI and fails on any WRONG or crash. Regenerate with the test",
+      "environment's Python (`--json run.json` keeps every record;",
+      "`--previous run.json --cases FAMILY` reruns one family into it):",
+      "",
+      "```sh",
+      "$VENV/bin/python tests/calltf/op_matrix_report.py "
+      "--markdown docs/op-matrix.md",
+      "```",
+      "",
+      "or run the test with `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
+      "",
+      "Each family is a small TensorFlow function of one float32 tensor",
+      "(`tests/calltf/op_matrix_cases.py`); each cell is one transformation",
+      "of `call_tf(f)` with the default `vmap_method`, compared with a",
+      "TensorFlow-only reference: a Python loop of TF calls for `vmap`,",
+      "`tf.GradientTape` for `grad`, `tape.jacobian` (without pfor) for",
+      "`jacrev`/`jacfwd`, nested tapes for `hessian`, the tape's Jacobian",
+      "times the tangent for `jvp` (eager; the others under `jax.jit` where",
+      "the column says so). Where TF's own tape raises, the reference is",
+      "central finite differences of the next lower TF reference (the",
+      "details say so). `grad` and `hessian` differentiate",
+      "`sum(w * f(x))` for a fixed random `w`. Stateless random ops are",
+      "compared with TF compiled by XLA as well as TF eager, since XLA draws",
+      "other numbers.",
+      "",
+      "- **ok**: matches the reference;",
+      "- **gap**: raises with the defaults, runs right with",
+      "  `vmap_method=\"sequential\"` (every such case should run vectorized);",
+      "- **refused**: raises, with `sequential` too;",
+      "- **WRONG**: returns a number that differs from the reference;",
+      "- **crash**: the process died or hung in the case;",
+      "- **skip**: cannot run here (the reason is below).",
+      "",
+      "Cells marked `(x)` are known bugs the tests expect to fail today",
+      "(`KNOWN_BUGS` in `tests/calltf/op_matrix_cases.py`).",
+      "",
+      "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items())
+      + f"; {seconds:.0f} s of wall time.",
+      "",
+      "| outcome | cases |",
+      "|---|---|",
+  ]
+  out += [f"| {o} | {c[o]} |" for o in OUTCOMES]
+  out += ["", "| family | " + " | ".join(f"`{t}`" for t in cases.TRANSFORMS)
+          + " |", "|---" * (len(cases.TRANSFORMS) + 1) + "|"]
+  for family in cases.FAMILIES:
+    row = []
+    for t in cases.TRANSFORMS:
+      cid = cases.case_id(family.name, t)
+      cell = _cell(results.get(cid))
+      if cid in known and cell:
+        cell += " (x)"
+      row.append(cell)
+    if any(row):
+      out.append(f"| `{family.name}` | " + " | ".join(row) + " |")
+  missing = [cid for cid in cases.all_case_ids() if cid not in results]
+  if missing:
+    out += ["", "Not in this run (blank cells): "
+            + ", ".join(f"`{cid}`" for cid in missing) + "."]
+  out += ["", "## Families", "", "| family | group | function |", "|---|---|---|"]
+  out += [f"| `{f.name}` | {f.group} | {_escape(f.description)} |"
+          for f in cases.FAMILIES]
+  out += ["", "## Every case that is not ok", ""]
+  for cid, r in results.items():
+    if r["outcome"] == "ok":
+      continue
+    line = f"- `{cid}`: **{r['outcome']}**"
+    if cid in known:
+      line += f" (known bug: {known[cid]})"
+    if r["outcome"] == "skip":
+      line += f": {_escape(r['reason'])}"
+    elif r["outcome"] == "WRONG":
+      line += f": {_escape(r['mismatch'])}"
+    elif r["outcome"] == "crash":
+      line += f": {_escape(r['error'])}; stderr ends `" + _escape(
+          r.get("stderr", "").splitlines()[-1] if r.get("stderr") else "") + "`"
+    else:
+      named = r.get("names_op") or []
+      line += (f": `{r['error_type']}: {_escape(r['error'])}`"
+               + (f" (names {', '.join(named)})" if named
+                  else " (names no op of the function)"))
+      seq = r.get("sequential", {})
+      if seq.get("outcome") == "refused":
+        line += (f"; sequential: refused, `{seq['error_type']}: "
+                 f"{_escape(seq['error'])}`")
+      elif seq:
+        line += f"; sequential: {seq['outcome']}"
+        if seq.get("mismatch"):
+          line += f" ({_escape(seq['mismatch'])})"
+    out.append(line)
+  return "\n".join(out) + "\n"
+
+
+def environment() -> dict[str, str]:
+  """Versions of what the matrix ran on (imports them in this process)."""
+  env = {}
+  for name in ("jax", "jaxlib", "tensorflow", "tensorflow_probability",
+               "keras"):
+    try:
+      env[name] = __import__(name).__version__
+    except Exception:  # noqa: BLE001 (not installed: not listed)
+      pass
+  env["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
+      "%Y-%m-%d")
+  return env
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
+  parser.add_argument("--markdown", type=pathlib.Path,
+                      help="write the report here (docs/op-matrix.md)")
+  parser.add_argument("--json", type=pathlib.Path,
+                      help="write every case's record here")
+  parser.add_argument("--previous", type=pathlib.Path,
+                      help="a --json file of an earlier run: its records are "
+                           "kept for the cases not run now")
+  parser.add_argument("--cases", nargs="*",
+                      help="family or family:transform names (default all, "
+                           "or none with --previous: only write the report)")
+  parser.add_argument("--workers", type=int, default=None)
+  parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                      help="seconds one case may take (then it is a crash)")
+  args = parser.parse_args(argv)
+  if args.worker is not None:
+    worker(args.worker)
+    return 0
+  os.environ["JAX_FORK_OP_MATRIX_FULL"] = "1"  # the report has every case
+  results: dict[str, dict] = {}
+  seconds = 0.
+  if args.previous:
+    previous = json.loads(args.previous.read_text())
+    results, seconds = previous["results"], previous["seconds"]
+  ids = cases.all_case_ids()
+  if args.cases or not args.previous:
+    if args.cases:
+      ids = [i for i in ids
+             if i in args.cases or i.split(":")[0] in args.cases]
+    start = time.perf_counter()
+    results.update(run_matrix(ids, workers=args.workers, timeout=args.timeout,
+                              log=lambda s: print(s, flush=True)))
+    seconds += time.perf_counter() - start
+  results = {cid: results[cid] for cid in cases.all_case_ids()
+             if cid in results}
+  print(json.dumps(counts(results)))
+  if args.json:
+    args.json.write_text(json.dumps({"seconds": seconds, "results": results},
+                                    indent=1) + "\n")
+  if args.markdown:
+    args.markdown.write_text(markdown(results, environment(), seconds,
+                                      cases.KNOWN_BUGS))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

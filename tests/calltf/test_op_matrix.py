@@ -1,0 +1,107 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The op matrix: TF op families x transformations of call_tf, judged.
+
+Each test is one case of `op_matrix_cases.py` (a family and a
+transformation), run by `op_matrix_report.py` in worker subprocesses (so
+that an abort is recorded, not fatal) against a TensorFlow-only reference.
+The whole matrix runs once per session, for the cases selected.
+
+- `ok` passes; a refusal that also fails with `vmap_method="sequential"`
+  passes (a clear refusal is allowed; the report says whether it names the
+  op).
+- A refusal that runs with `sequential` is a gap in vectorization: xfail
+  (not strict) with reason "gap: runs with sequential", so CI stays green
+  while the gap is listed in `docs/op-matrix.md`.
+- A wrong number (with the defaults or with `sequential`) and a crash fail.
+- Known bugs (`op_matrix_cases.KNOWN_BUGS`) are `xfail(strict=True)`: the
+  case must be ok, and passes as soon as the bug is fixed, which the strict
+  mark reports so that the fix removes the entry.
+
+The heavy cases (`Family.heavy`: minutes each) are skipped unless
+`JAX_FORK_OP_MATRIX_FULL=1`; `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
+worker processes (default: up to 2).
+`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run;
+`JAX_FORK_OP_MATRIX_RESULTS=run.json` judges a saved run
+(`op_matrix_report.py --json run.json`) instead of running the matrix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time
+
+import pytest
+
+from . import op_matrix_cases as cases
+from . import op_matrix_report as report
+
+_MODULE = __name__
+
+
+def _params():
+  params = []
+  for cid in cases.all_case_ids():
+    marks = []
+    if cid in cases.KNOWN_BUGS:
+      marks.append(pytest.mark.xfail(strict=True,
+                                     reason=cases.KNOWN_BUGS[cid]))
+    params.append(pytest.param(cid, id=cid, marks=marks))
+  return params
+
+
+@pytest.fixture(scope="module")
+def matrix(request):
+  """Every selected case's record, from one run of the matrix."""
+  selected = [item.callspec.params["case"] for item in request.session.items
+              if item.module.__name__ == _MODULE
+              and hasattr(item, "callspec") and "case" in item.callspec.params]
+  saved = os.environ.get("JAX_FORK_OP_MATRIX_RESULTS")
+  if saved:  # judge a saved run (`op_matrix_report.py --json`) instead
+    run = json.loads(pathlib.Path(saved).read_text())
+    return {cid: run["results"][cid] for cid in selected}
+  start = time.perf_counter()
+  results = report.run_matrix(selected)
+  seconds = time.perf_counter() - start
+  path = os.environ.get("JAX_FORK_OP_MATRIX_REPORT")
+  if path:
+    pathlib.Path(path).write_text(report.markdown(
+        results, report.environment(), seconds, cases.KNOWN_BUGS))
+  return results
+
+
+def _describe(record: dict) -> str:
+  return ", ".join(f"{k}={v!r}" for k, v in record.items()
+                   if k not in ("case", "family", "transform"))
+
+
+@pytest.mark.parametrize("case", _params())
+def test_case(matrix, case):
+  record = matrix[case]
+  outcome = record["outcome"]
+  if outcome == "skip":
+    pytest.skip(record["reason"])
+  if case in cases.KNOWN_BUGS:
+    assert outcome == "ok", _describe(record)
+    return
+  if outcome == "crash":
+    pytest.fail(f"the process died in {case}: {record['error']}\n"
+                f"{record.get('stderr', '')}")
+  if outcome == "WRONG":
+    pytest.fail(f"{case} returns a wrong result: {record['mismatch']}")
+  if outcome == "gap":
+    pytest.xfail("gap: runs with sequential; with the defaults: "
+                 f"{record['error_type']}: {record['error']}")
