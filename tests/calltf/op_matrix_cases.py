@@ -695,16 +695,6 @@ def all_case_ids() -> list[str]:
 # Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,
 # the strict mark turns that into a failure, and the fix removes the entry.
-_RESIZE_ZEROS = "jacfwd of tf.image.resize bilinear returns zeros"
-_CUMULATIVE_NAN = ("NaN from jvp(grad) of concat(cumsum, "
-                   "cumulative_logsumexp) (the defaults refuse; sequential "
-                   "gives NaN)")
-_COLOCATION = ("gradient graph colocated with a node of the graph it was "
-               "copied from (ValueError: expects to be colocated)")
-_INDEXED_SLICES = ("a TF gradient returned as IndexedSlices is not made "
-                   "dense")
-_DYNAMIC_UPDATE_SLICE = ("forward mode of concat/slicing raises "
-                         "XlaDynamicUpdateSlice")
 _ODE_ZEROS = "TFP ODE Jacobians are zeros (a gradient TF gives as None)"
 KNOWN_BUGS: dict[str, str] = {
     "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
@@ -712,23 +702,4 @@ KNOWN_BUGS: dict[str, str] = {
     "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
     "tfp_ode:jit(hessian)": _ODE_ZEROS,
     "tfp_ode:jit(vmap(hessian))": _ODE_ZEROS,
-    "resize_bilinear:jit(jacfwd)": _RESIZE_ZEROS,
-    "resize_bilinear:jvp": _RESIZE_ZEROS,
-    "cumsum_concat_logsumexp:jit(hessian)": _CUMULATIVE_NAN,
-    "cumsum_concat_logsumexp:jit(vmap(hessian))": _CUMULATIVE_NAN,
-    "gather:jit(vmap(grad))": _COLOCATION,
-    "gather:jit(jacrev)": _COLOCATION,
-    "argsort:jit(vmap(grad))": _COLOCATION,
-    "argsort:jit(jacrev)": _COLOCATION,
-    "gather:jit(hessian)": _INDEXED_SLICES,
-    "gather:jit(vmap(hessian))": _INDEXED_SLICES,
-    "scatter_nd:jit(jacfwd)": _INDEXED_SLICES,
-    "scatter_nd:jvp": _INDEXED_SLICES,
-    "unsorted_segment_sum:jit(jacfwd)": _INDEXED_SLICES,
-    "unsorted_segment_sum:jvp": _INDEXED_SLICES,
-    "concat_slice:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
-    "pad_tile_reverse:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
-    "tfp_mvn_tril:jit(jacfwd)": _DYNAMIC_UPDATE_SLICE,
-    "tfp_mvn_tril:jit(hessian)": _DYNAMIC_UPDATE_SLICE,
-    "tfp_mvn_tril:jit(vmap(hessian))": _DYNAMIC_UPDATE_SLICE,
 }

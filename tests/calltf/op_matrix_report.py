@@ -340,9 +340,11 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
   if transform in family.skip:
     record.update(outcome="skip", reason=family.skip[transform])
     return record
-  if transform in family.heavy and not full():
-    record.update(outcome="skip", reason="a heavy case (minutes): run with "
-                  "JAX_FORK_OP_MATRIX_FULL=1, as the report script does")
+  if (transform in family.heavy or transform in cases.SECOND_ORDER
+      ) and not full():
+    record.update(outcome="skip", reason="a heavy case (second order, or "
+                  "minutes): run with JAX_FORK_OP_MATRIX_FULL=1, as the "
+                  "report script does")
     return record
   if family.requires:
     try:
