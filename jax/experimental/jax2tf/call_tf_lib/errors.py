@@ -251,15 +251,3 @@ def tangent_unknown_error(index: int, op_types: Sequence[str]
       "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
 
-
-def pfor_disconnected_error(index: int, vmap_method: str | None
-                            ) -> CallTfVectorizationError:
-  """pfor vectorized a result into a constant: it lost its dependence."""
-  return CallTfVectorizationError(
-      f"jax.vmap of call_tf (vmap_method={vmap_method!r}): "
-      f"tf.vectorized_map (pfor) vectorized result {index} of the "
-      "TensorFlow function into a value that no longer depends on the "
-      "arguments, where the unbatched function's depends on them (TF's own "
-      "tf.vectorized_map of such a function, often a gradient through a "
-      "tf.custom_gradient or an ODE solver's loop, returns None or zeros): "
-      "call_tf does not return it. " + what_to_do(vmap_method))

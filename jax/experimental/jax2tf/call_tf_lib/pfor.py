@@ -286,50 +286,6 @@ def _drop_colocation_with(node: Any, names: set[str]) -> None:
     del node.attr["_class"]
 
 
-def connected_results(results: Sequence[Any], args: Sequence[Any]
-                      ) -> list[bool]:
-  """Which of ``results`` depend on any of ``args``, in their graph.
-
-  A conservative walk back through op inputs: an op that calls a function
-  (control flow, a nested ``tf.function``) connects all its inputs to all
-  its outputs.
-
-  Args:
-    results: symbolic tensors of a graph being built or traced.
-    args: tensors of the same graph (the function's argument placeholders).
-
-  Returns:
-    For each result, whether a path leads from an argument to it.
-  """
-  arg_ids = {id(a) for a in args if hasattr(a, "op")}
-  arg_ops = {id(a.op) for a in args if hasattr(a, "op")}
-  seen: dict[int, bool] = {}
-
-  def connected(t: Any) -> bool:
-    stack, visited = [t], set()
-    while stack:
-      x = stack.pop()
-      if id(x) in arg_ids or id(x.op) in arg_ops:
-        return True
-      if id(x.op) in visited:
-        continue
-      visited.add(id(x.op))
-      if seen.get(id(x.op)):
-        return True
-      stack.extend(x.op.inputs)
-    return False
-
-  out = []
-  for r in results:
-    if not hasattr(r, "op"):
-      out.append(False)
-      continue
-    c = connected(r)
-    seen[id(r.op)] = seen.get(id(r.op), False) or c
-    out.append(c)
-  return out
-
-
 def _calls_functions(graph_def: Any) -> bool:
   return bool(graph_def.library.function or graph_def.library.gradient)
 
