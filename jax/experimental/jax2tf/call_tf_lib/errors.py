@@ -250,4 +250,3 @@ def tangent_unknown_error(index: int, op_types: Sequence[str]
       "call_tf does not return zeros for it. Reverse mode works: use "
       "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
-
