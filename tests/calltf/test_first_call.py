@@ -208,7 +208,7 @@ def test_vectorizing_reuses_the_unbatched_trace_and_its_autograph_status():
 
 
 def test_eager_per_example_gradients_reuse_the_vjp(counts):
-  """The VJP's call_tf is kept: a second eager call traces nothing."""
+  """The VJP's call_tf is kept: a second eager call vectorizes nothing."""
   calls = []
   w, b = randn(3, 4), randn(4)
 
@@ -221,8 +221,9 @@ def test_eager_per_example_gradients_reuse_the_vjp(counts):
   for transform in (jax.grad, jax.jacrev):
     per_example = jax.vmap(transform(g))
     assert_close(per_example(X), jax.vmap(transform(f_jnp))(X), tol=1e-5)
-    runs, pfors = len(calls), counts["pfor"]
+    before, pfors = len(calls), counts["pfor"]
     assert_close(per_example(X), jax.vmap(transform(f_jnp))(X), tol=1e-5)
-    # Neither f's Python (in the VJP's GradientTape) nor pfor ran again.
-    assert len(calls) == runs
+    # f's Python runs again, as on every eager call (it may read Python
+    # state): the VJP's trace is the same graph, so pfor does not run again.
+    assert len(calls) > before
     assert counts["pfor"] == pfors
