@@ -165,9 +165,13 @@ ROUND_TRIP = jax2tf.convert(jnp.sin)
 
 
 def test_round_trip_fails_clearly_by_default():
+  # pfor cannot vectorize it: eagerly by default, and under jit with pfor
+  # chosen (by default, JAX batches its StableHLO under jit: see
+  # test_stablehlo_path.py).
   for jit in (False, True):
     f = jax.vmap(call_tf(ROUND_TRIP))
-    with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
+    with pytest.raises(call_tf_errors.CallTfVectorizationError) as e, (
+        config.call_tf_vectorizer("pfor")):
       (jax.jit(f) if jit else f)(X)
     assert e.value.op_type == "XlaCallModule"
     msg = str(e.value)
@@ -182,6 +186,12 @@ def test_round_trip_jacrev_fails_clearly_by_default():
   with pytest.raises(call_tf_errors.CallTfVectorizationError,
                      match="jax_call_tf_slow_vmap"):
     jax.jacrev(call_tf(ROUND_TRIP))(X[0])
+
+
+def test_round_trip_under_jit_vmap_works_by_default():
+  f = call_tf(ROUND_TRIP)
+  assert_close(jax.jit(jax.vmap(f))(X), jax.vmap(jnp.sin)(X))
+  assert_close(jax.jit(jax.jacrev(f))(X[0]), jax.jacrev(jnp.sin)(X[0]))
 
 
 def test_round_trip_with_sequential():

@@ -61,6 +61,7 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import traces
+import numpy as np
 import tensorflow as tf
 
 logger = logging.getLogger(__name__)
@@ -241,6 +242,77 @@ def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
   logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
                "primitives", purpose, found.name)
   return found
+
+
+@functools.lru_cache(maxsize=64)
+def _module_program(module_bytes: bytes, nr_platform_args: int,
+                    in_shapes: tuple[tuple[int, ...], ...]) -> Any | str:
+  """The interpreted module for static shapes, or why there is none."""
+  from jax.experimental.jax2tf.call_tf_lib import stablehlo  # pylint: disable=g-import-not-at-top
+  try:
+    text = stablehlo.refined_module_text(module_bytes, nr_platform_args,
+                                         in_shapes)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"its shapes cannot be refined ({type(e).__name__}: {e})"
+  s2j = _stablehlo_to_jax()
+  try:
+    program = s2j.parse(text)
+  except s2j.UnsupportedOps as e:
+    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
+  if program.unsupported:
+    return ("its StableHLO module has ops without a JAX rule: "
+            f"{list(program.unsupported)}")
+  return program
+
+
+compat.register_cache(_module_program,
+                      "call_tf: interpreted embedded modules")
+
+
+def exported_program(exported: Any, in_avals: Sequence[Any], *,
+                     purpose: str) -> Callable[..., list[Any]] | None:
+  """A ``jax.export.Exported``'s module as JAX primitives, for static shapes.
+
+  For the modules :mod:`.embed` embeds (restored jax2tf functions): the
+  module is refined for the argument shapes, and interpreted.
+
+  Args:
+    exported: the module.
+    in_avals: the avals (static shapes) of its operands.
+    purpose: what it is for, for the debug log.
+
+  Returns:
+    A function of the operands returning the flat results, or None if the
+    module cannot be interpreted (logged at debug level, with the reason).
+  """
+  shapes = tuple(tuple(a.shape) for a in in_avals)
+  platforms = tuple(exported.platforms)
+  nr_platform_args = 1 if len(platforms) > 1 else 0
+  if not all(core.is_constant_shape(s) for s in shapes):
+    found: Any = "its argument shapes are not static"
+  else:
+    found = _module_program(exported.mlir_module_serialized,
+                            nr_platform_args, shapes)
+  if isinstance(found, str):
+    logger.debug("call_tf: %s of %s cannot use its StableHLO module as JAX "
+                 "primitives: %s", purpose, exported.fun_name, found)
+    return None
+  logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
+               "primitives", purpose, exported.fun_name)
+  prefix = []
+  if nr_platform_args:
+    platform = compile_lib.default_tf_platform().lower()
+    platform = {"gpu": "cuda"}.get(platform, platform)
+    if platform not in platforms:
+      return None
+    prefix = [np.int32(platforms.index(platform))]
+  out_avals = exported.out_avals
+
+  def fun(*operands):
+    outs = found(*prefix, *operands)
+    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
+  return fun
 
 
 def _has_tangent_dtype(dtype: Any) -> bool:
