@@ -180,6 +180,22 @@ def _stablehlo_to_jax() -> Any:
   return stablehlo_to_jax
 
 
+def _parse(module: str) -> Any | str:
+  """The interpreted module, or why there is none (for the debug log)."""
+  s2j = _stablehlo_to_jax()
+  try:
+    program = s2j.parse(module)
+  except s2j.UnsupportedOps as e:
+    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
+  except Exception as e:  # pylint: disable=broad-except
+    # Not a wrong number: TF's path computes it instead, and the log says so.
+    return f"the interpreter failed on its module ({type(e).__name__}: {e})"
+  if program.unsupported:
+    return ("its StableHLO module has ops without a JAX rule: "
+            f"{list(program.unsupported)}")
+  return program
+
+
 @functools.lru_cache(maxsize=256)
 def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
             platform: str) -> Interpreted | str:
@@ -194,14 +210,10 @@ def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
     return (f"XLA cannot compile it ({type(e).__name__}: "
             f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
   module = compat.hlo_to_stablehlo_text(hlo)
-  s2j = _stablehlo_to_jax()
-  try:
-    program = s2j.parse(module)
-  except s2j.UnsupportedOps as e:
-    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
-  if program.unsupported:
-    return ("its StableHLO module has ops without a JAX rule: "
-            f"{list(program.unsupported)}")
+  found = _parse(module)
+  if isinstance(found, str):
+    return found
+  program = found
   captured = tuple(captures.captured_objects(concrete))
   if len(program.in_avals) != len(sig) + len(captured):
     return (f"its module takes {len(program.in_avals)} parameters, not "
@@ -254,15 +266,7 @@ def _module_program(module_bytes: bytes, nr_platform_args: int,
                                          in_shapes)
   except Exception as e:  # pylint: disable=broad-except
     return f"its shapes cannot be refined ({type(e).__name__}: {e})"
-  s2j = _stablehlo_to_jax()
-  try:
-    program = s2j.parse(text)
-  except s2j.UnsupportedOps as e:
-    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
-  if program.unsupported:
-    return ("its StableHLO module has ops without a JAX rule: "
-            f"{list(program.unsupported)}")
-  return program
+  return _parse(text)
 
 
 compat.register_cache(_module_program,
@@ -338,20 +342,25 @@ def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
   Args:
     graph: a ``tf.Graph`` (a concrete function's ``graph``).
 
+  Only ops with a floating or complex input and output count: no tangent
+  flows through the others.
+
   Returns:
     ``(op_type, node_name)`` of each such op, in graph order.
   """
   found = []
   for op in effects.graph_ops(graph):
-    if op.type in _NO_TANGENT:
+    if (op.type in _NO_TANGENT
+        or not any(_has_tangent_dtype(t.dtype) for t in op.inputs)
+        or not any(_has_tangent_dtype(t.dtype) for t in op.outputs)):
+      # No tangent flows through it (integer shape arithmetic: tf.eye's
+      # Minimum).
       continue
     if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
-        or "_gradient_op_type" in op.node_def.attr):
-      found.append((op.type, op.name))
-      continue
-    if (any(_has_tangent_dtype(t.dtype) for t in op.inputs)
-        and any(_has_tangent_dtype(t.dtype) for t in op.outputs)
-        and not compat.has_registered_gradient(op.type)):
+        or "_gradient_op_type" in op.node_def.attr
+        or (op.type not in effects.CALLS
+            and not compat.has_registered_gradient(op.type))):
+      # (TF differentiates a function call through its body, walked here.)
       found.append((op.type, op.name))
   return found
 
@@ -390,19 +399,22 @@ class Differentiable:
   reverse: bool
 
 
-def _sub_jaxprs(params: dict[str, Any]) -> list[core.Jaxpr]:
-  """The jaxprs in an equation's params (loop bodies, branches, calls)."""
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+  """The jaxprs in an equation's params (loop bodies, branches, calls).
+
+  Found by their attributes: the classes moved between JAX releases.
+  """
   found = []
   for v in params.values():
     for x in (v if isinstance(v, (tuple, list)) else (v,)):
-      if isinstance(x, core.ClosedJaxpr):
-        found.append(x.jaxpr)
-      elif isinstance(x, core.Jaxpr):
+      if hasattr(x, "eqns"):  # a Jaxpr
         found.append(x)
+      elif hasattr(getattr(x, "jaxpr", None), "eqns"):  # a ClosedJaxpr
+        found.append(x.jaxpr)
   return found
 
 
-def _has_while(jaxpr: core.Jaxpr) -> bool:
+def _has_while(jaxpr: Any) -> bool:
   return any(eqn.primitive.name == "while"
              or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
              for eqn in jaxpr.eqns)
@@ -414,8 +426,9 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
   its ``call_tf_p``, and gives that call's interpreted module if
-  :func:`lookup` finds one and the TF graph has no op that
-  :func:`gradient_mismatch_ops` names.
+  :func:`lookup` finds one, the TF graph has no op that
+  :func:`gradient_mismatch_ops` names, and no argument or result is complex
+  (TF's gradients of complex values follow TF's own convention).
 
   Args:
     make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
@@ -441,6 +454,12 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
     return None
   params = calls[0].params
   if params["call_tf_graph"] or params["ordered"]:
+    return None
+  if any(np.issubdtype(v.aval.dtype, np.complexfloating)
+         for v in [*jaxpr.invars, *jaxpr.outvars]):
+    # TF's gradients of complex values follow TF's convention.
+    logger.debug("call_tf: differentiation uses TensorFlow's gradients: "
+                 "complex arguments or results")
     return None
   fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
   if traces.vectorized_from(fn) is not None:
