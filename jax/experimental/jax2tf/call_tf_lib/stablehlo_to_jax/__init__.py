@@ -1,0 +1,297 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""StableHLO modules as JAX functions: one ``lax`` operation per op.
+
+``call_tf`` under ``jax.jit`` embeds the StableHLO module that TensorFlow's
+XLA lowering (tf2xla) makes of the called function. :func:`parse` reads such
+a module into a :class:`Program`, a JAX function that computes the module
+with ``lax`` operations, so that JAX's own rules batch it (``jax.vmap``,
+nested) and differentiate it. :func:`stablehlo_of_tf` obtains the module of
+a TF function the way ``call_tf``'s lowering does.
+
+Each rule is exact or absent: where a ``lax`` operation does not reproduce
+an op's semantics in every corner (NaN ordering, clamping of indices,
+implementation-defined results), the op is listed in
+:attr:`Program.unsupported` and calling the program raises
+:class:`UnsupportedOps`, naming it. See ``docs/stablehlo.md``.
+
+See https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import contextlib
+from typing import Any
+
+from jax._src import config
+from jax._src import core
+from jax._src import dtypes
+from jax import lax
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _interpret
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _rules
+import numpy as np
+
+__all__ = ["Program", "UnsupportedOps", "captured_inputs", "captured_values",
+           "parse", "stablehlo_of_tf"]
+
+
+class UnsupportedOps(Exception):
+  """A module has ops that have no exact JAX expression.
+
+  Attributes:
+    ops: the sorted names of those ops (custom calls as
+      ``"stablehlo.custom_call @Target"``).
+    reasons: for each name, why it has no rule, with the first such op.
+  """
+
+  def __init__(self, reasons: dict[str, str]):
+    self.ops = tuple(sorted(reasons))
+    self.reasons = dict(sorted(reasons.items()))
+    details = "; ".join(f"{k}: {v}" for k, v in self.reasons.items())
+    super().__init__(
+        "The StableHLO module has ops that cannot be expressed exactly as "
+        f"JAX operations: {', '.join(self.ops)}. Details: {details}")
+
+
+def _aval(t: Any) -> list[core.ShapedArray]:
+  if isinstance(t, _ir.TensorType):
+    return [core.ShapedArray(t.shape, t.dtype)]
+  if isinstance(t, _ir.TupleType):
+    return [a for e in t.elements for a in _aval(e)]
+  raise UnsupportedOps({"token": f"a {type(t).__name__} argument or result"})
+
+
+def _flatten(x: Any) -> list[Any]:
+  if isinstance(x, tuple):
+    return [y for e in x for y in _flatten(e)]
+  return [x]
+
+
+def _unflatten(types: Sequence[Any], flat: list[Any]) -> list[Any]:
+  out = []
+  for t in types:
+    if isinstance(t, _ir.TupleType):
+      out.append(tuple(_unflatten(t.elements, flat)))
+    else:
+      out.append(flat.pop(0))
+  return out
+
+
+_WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
+                                        np.complex128))
+
+
+def _uses_64_bits(funcs: dict[str, _ir.Func]) -> bool:
+  """Whether the module has values of 64-bit types."""
+  def types(block: _ir.Block):
+    yield from block.arg_types
+    for op in block.ops:
+      yield from op.result_types
+      for r in op.regions:
+        yield from types(r)
+
+  def wide(t):
+    if isinstance(t, _ir.TupleType):
+      return any(wide(e) for e in t.elements)
+    return isinstance(t, _ir.TensorType) and t.dtype in _WIDE
+  return any(wide(t) for f in funcs.values() for t in types(f.body))
+
+
+class Program:
+  """A StableHLO module as a JAX function; see :func:`parse`.
+
+  Attributes:
+    in_avals: the module's parameters (tuple parameters flattened).
+    out_avals: its results (tuple results flattened), with the module's
+      dtypes; calling the program gives them canonicalized (64-bit types
+      become 32-bit ones unless ``jax_enable_x64``), as ``call_tf`` does.
+    unsupported: the names of ops without an exact rule; empty if the
+      module is fully interpretable.
+    reasons: for each unsupported name, why.
+  """
+
+  __slots__ = ("_main", "_in_types", "_out_types", "in_avals", "out_avals",
+               "unsupported", "reasons", "uses_64_bits", "_frozen",
+               "__weakref__")
+
+  def __init__(self, main: _interpret.CompiledBlock,
+               out_types: Sequence[Any], unsupported: dict[str, str],
+               uses_64_bits: bool):
+    self._main = main
+    self._in_types = tuple(main.arg_types)
+    self._out_types = tuple(out_types)
+    self.in_avals = tuple(a for t in self._in_types for a in _aval(t))
+    self.out_avals = tuple(a for t in self._out_types for a in _aval(t))
+    self.unsupported = tuple(sorted(unsupported))
+    self.reasons = dict(sorted(unsupported.items()))
+    self.uses_64_bits = uses_64_bits
+    self._frozen = True
+
+  def __setattr__(self, name, value):
+    if getattr(self, "_frozen", False):
+      raise AttributeError("a Program is immutable")
+    object.__setattr__(self, name, value)
+
+  def __repr__(self):
+    return (f"Program(in_avals={self.in_avals}, out_avals={self.out_avals}"
+            + (f", unsupported={self.unsupported}" if self.unsupported
+               else "") + ")")
+
+  def __call__(self, *args: Any) -> list[Any]:
+    """Computes the module's results from its arguments with lax operations.
+
+    Works eagerly and under every JAX transformation (``jit``, ``vmap``,
+    ``jvp``, ``grad``, nested).
+
+    Args:
+      *args: one array per entry of :attr:`in_avals`, of that shape.
+
+    Returns:
+      One array per entry of :attr:`out_avals`.
+
+    Raises:
+      UnsupportedOps: the module has ops without an exact rule.
+      TypeError: the arguments do not match :attr:`in_avals`.
+    """
+    if self.unsupported:
+      raise UnsupportedOps(self.reasons)
+    if len(args) != len(self.in_avals):
+      raise TypeError(f"the module takes {len(self.in_avals)} arguments "
+                      f"({self.in_avals}), got {len(args)}")
+    for i, (x, aval) in enumerate(zip(args, self.in_avals)):
+      shape = tuple(np.shape(x))
+      if shape != aval.shape:
+        raise TypeError(f"argument {i} has shape {shape}, but the module "
+                        f"takes {aval.str_short()}")
+    with self._types_context():
+      flat = list(args)
+      args_ = _unflatten(self._in_types, flat)
+      args_ = [self._cast_in(a, t) for a, t in zip(args_, self._in_types)]
+      outs = self._main(*args_)
+    flat_out = [y for o in outs for y in _flatten(o)]
+    results = []
+    for y, aval in zip(flat_out, self.out_avals):
+      dtype = dtypes.canonicalize_dtype(aval.dtype)
+      if isinstance(y, np.ndarray) or np.dtype(y.dtype) != dtype:
+        y = lax.convert_element_type(y, dtype)
+      results.append(y)
+    return results
+
+  def _cast_in(self, x: Any, t: Any) -> Any:
+    if isinstance(t, _ir.TupleType):
+      return tuple(self._cast_in(e, s) for e, s in zip(x, t.elements))
+    dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+    if np.dtype(dtype) != t.dtype:
+      return lax.convert_element_type(x, t.dtype)
+    return x
+
+  def _types_context(self) -> Any:
+    """Where 64-bit types are used, lets lax keep them without x64."""
+    if not self.uses_64_bits or config.enable_x64.value:
+      return contextlib.nullcontext()
+    explicit = getattr(config, "explicit_x64_dtypes", None)
+    if explicit is None:
+      raise UnsupportedOps({
+          "64-bit types": "the module computes with 64-bit types, which this "
+                          "JAX keeps only with jax_enable_x64 (enable it)"})
+    return explicit("allow")
+
+
+def parse(module: str | bytes) -> Program:
+  """Reads a StableHLO module (text or bytecode) into a :class:`Program`.
+
+  Args:
+    module: the module, whose entry function is ``main``; private functions
+      it calls are interpreted too. Shapes must be static.
+
+  Returns:
+    The program. Ops without an exact rule do not make this fail: they are
+    listed in :attr:`Program.unsupported`, and calling the program raises.
+
+  Raises:
+    ValueError: the module cannot be read (dynamic shapes, an element type
+      JAX has no dtype for, regions with several blocks).
+  """
+  try:
+    funcs, main = _ir.read_module(module)
+  except _ir.UnreadableModule as e:
+    raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
+  compiler = _interpret.Compiler(funcs, _rules.RULES)
+  body = compiler.func(main)
+  return Program(body, funcs[main].result_types, compiler.unsupported,
+                 _uses_64_bits(funcs))
+
+
+def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
+                    platform: str = "CPU") -> bytes:
+  """The StableHLO module of a TF function, as call_tf's lowering gets it.
+
+  TensorFlow compiles the function with its XLA lowering (tf2xla) to HLO,
+  which jaxlib converts to StableHLO.
+
+  Args:
+    function_flat_tf: a ``tf.function`` (call_tf passes its
+      ``tf.function(jit_compile=True)`` of the flat function).
+    specs: static ``tf.TensorSpec`` of the arguments.
+    platform: "CPU", "GPU" or "TPU".
+
+  Returns:
+    The module as MLIR bytecode. Its parameters are the arguments, then one
+    per value the function captures, in the order of
+    :func:`captured_inputs` (the values of captured variables).
+  """
+  from jax._src.lib import _jax  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib  # pylint: disable=g-import-not-at-top
+  hlo = compile_lib.compile_to_hlo(function_flat_tf, tuple(specs), platform)
+  return _jax.mlir.hlo_to_stablehlo(hlo)
+
+
+def captured_inputs(function_flat_tf: Any, specs: Sequence[Any]
+                    ) -> tuple[Any, ...]:
+  """What the module's parameters after the arguments stand for.
+
+  Args:
+    function_flat_tf: as for :func:`stablehlo_of_tf`.
+    specs: as for :func:`stablehlo_of_tf`.
+
+  Returns:
+    The concrete function's ``captured_inputs``, in order: TF tensors, or
+    resource handles of variables (whose values the module takes).
+  """
+  from jax.experimental.jax2tf.call_tf_lib import traces  # pylint: disable=g-import-not-at-top
+  return tuple(traces.concrete_function(function_flat_tf,
+                                        tuple(specs)).captured_inputs)
+
+
+def captured_values(function_flat_tf: Any, specs: Sequence[Any]
+                    ) -> list[np.ndarray]:
+  """The values of :func:`captured_inputs` (variables read), as NumPy arrays.
+
+  These are the module's trailing parameters, as ``call_tf``'s lowering
+  passes them.
+  """
+  from jax.experimental.jax2tf.call_tf_lib import captures  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib import traces  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  concrete = traces.concrete_function(function_flat_tf, tuple(specs))
+  inputs = []
+  for inp in concrete.captured_inputs:
+    if inp.dtype == tf.resource:  # a variable: found by its handle
+      inputs.append(next(v for v in concrete.variables if v.handle is inp))
+    else:
+      inputs.append(inp)
+  with tf.init_scope():
+    return [np.asarray(v) for v in captures.read_captured_values(inputs)]

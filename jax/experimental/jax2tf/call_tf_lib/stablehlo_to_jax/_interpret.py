@@ -1,0 +1,118 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Compiling the Python copy of a StableHLO module into JAX callables.
+
+:class:`Compiler` turns each :class:`~._ir.Op` into a step, a Python
+function of the op's operand values that returns its result values, made by
+the op's rule in :mod:`._rules`. A rule decides at compile time whether it
+can express the op exactly (its attributes, its regions' patterns); where it
+cannot, it raises :class:`NoRule`, and the compiler records the op as
+unsupported. A :class:`CompiledBlock` evaluates its steps in order; values of
+enclosing blocks are visible in nested ones (StableHLO regions of ``while``,
+``if`` and ``case`` may use them).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
+
+
+class NoRule(Exception):
+  """The op has no exact JAX expression; the message says why."""
+
+
+Step = Callable[..., Sequence[Any]]
+
+
+class CompiledBlock:
+  """A block whose ops are steps: call it with its arguments' values."""
+
+  def __init__(self, block: _ir.Block,
+               steps: Sequence[tuple[Step, tuple[int, ...], tuple[int, ...]]]):
+    self.block = block
+    self.steps = tuple(steps)
+
+  @property
+  def arg_types(self) -> tuple[Any, ...]:
+    return self.block.arg_types
+
+  def __call__(self, *args: Any, outer: Mapping[int, Any] | None = None
+               ) -> list[Any]:
+    if len(args) != len(self.block.args):
+      raise TypeError(f"block takes {len(self.block.args)} arguments, "
+                      f"got {len(args)}")
+    env: collections.ChainMap = collections.ChainMap(
+        dict(zip(self.block.args, args)), *(() if outer is None else (outer,)))
+    for step, operands, results in self.steps:
+      outs = step(env, *[env[i] for i in operands])
+      if len(outs) != len(results):
+        raise AssertionError(f"rule returned {len(outs)} values for "
+                             f"{len(results)} results")
+      env.maps[0].update(zip(results, outs))
+    return [env[i] for i in self.block.returns]
+
+
+class Compiler:
+  """Compiles the functions of a module, recording ops without a rule."""
+
+  def __init__(self, funcs: Mapping[str, _ir.Func],
+               rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]]):
+    self.funcs = funcs
+    self.rules = rules
+    self.compiled: dict[str, CompiledBlock] = {}
+    self.unsupported: dict[str, str] = {}  # op name -> first reason
+    self.constants: dict[int, Any] = {}  # value id -> numpy constant
+    self._compiling: set[str] = set()
+
+  def func(self, name: str) -> CompiledBlock:
+    """The compiled body of the function `name`."""
+    if name not in self.compiled:
+      if name in self._compiling:
+        raise NoRule(f"function @{name} is recursive")
+      if name not in self.funcs:
+        raise NoRule(f"function @{name} is not in the module")
+      self._compiling.add(name)
+      try:
+        self.compiled[name] = self.block(self.funcs[name].body)
+      finally:
+        self._compiling.discard(name)
+    return self.compiled[name]
+
+  def block(self, block: _ir.Block) -> CompiledBlock:
+    return CompiledBlock(block, [(self.op(op), op.operands, op.results)
+                                 for op in block.ops])
+
+  def op(self, op: _ir.Op) -> Step:
+    rule = self.rules.get(op.name)
+    key = op.name
+    try:
+      if rule is None:
+        raise NoRule("no rule for this op")
+      return rule(op, self)
+    except NoRule as e:
+      if op.name == "stablehlo.custom_call":
+        key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
+      self.unsupported.setdefault(key, f"{e} (in: {op.text})")
+      return _unsupported_step(key)
+
+
+def _unsupported_step(name: str) -> Step:
+  def step(env, *args):
+    del env, args
+    raise NoRule(name)
+  return step

@@ -1,0 +1,345 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A Python copy of a StableHLO module, independent of any MLIR context.
+
+:func:`read_module` walks a module with jaxlib's MLIR bindings once and
+copies it into frozen Python objects: :class:`Func` (a function: its body,
+argument and result types), :class:`Block` (a single-block region: argument
+value ids, operations, the values its terminator returns) and :class:`Op`
+(an operation: its name, operand and result value ids, result types,
+attributes converted to Python values, regions). Values are small integers,
+unique within the module. Types are :class:`TensorType`, :class:`TupleType`
+or :class:`TokenType`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
+import ml_dtypes
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorType:
+  """A ranked tensor type with a static shape."""
+  shape: tuple[int, ...]
+  dtype: np.dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class TupleType:
+  """A tuple of types."""
+  elements: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenType:
+  """The token type."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Op:
+  """An operation: values are module-wide integer ids."""
+  name: str
+  operands: tuple[int, ...]
+  operand_types: tuple[Any, ...]
+  results: tuple[int, ...]
+  result_types: tuple[Any, ...]
+  attrs: dict[str, Any]
+  regions: tuple[Block, ...]
+  text: str  # the operation's assembly, for error messages (shortened)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Block:
+  """The single block of a region or function body."""
+  args: tuple[int, ...]
+  arg_types: tuple[Any, ...]
+  ops: tuple[Op, ...]
+  returns: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Func:
+  """A function of the module."""
+  name: str
+  body: Block
+  result_types: tuple[Any, ...]
+
+
+class UnreadableModule(ValueError):
+  """The module has a construct this reader does not handle."""
+
+
+_DTYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+           np.uint16, np.uint32, np.uint64, np.float16, ml_dtypes.bfloat16,
+           np.float32, np.float64, np.complex64, np.complex128,
+           ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+
+
+def _dtype_table() -> dict[str, np.dtype]:
+  table = {}
+  for d in _DTYPES:
+    try:
+      table[str(mlir.dtype_to_ir_type(np.dtype(d)))] = np.dtype(d)
+    except Exception:  # pylint: disable=broad-except
+      pass
+  return table
+
+
+def _isa(x: Any, cls: Any) -> bool:
+  """Whether an MLIR attribute or type is of `cls` (old and new bindings)."""
+  if isinstance(x, cls):
+    return True
+  check = getattr(cls, "isinstance", None)
+  return bool(check is not None and check(x))
+
+
+def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Any:
+  """The Python type of an MLIR type."""
+  if _isa(t, ir.RankedTensorType):
+    t = ir.RankedTensorType(t)
+    if not t.has_static_shape:
+      raise UnreadableModule(f"dynamic shape {t}")
+    elt = str(t.element_type)
+    if elt not in table:
+      raise UnreadableModule(f"element type {elt}")
+    return TensorType(tuple(t.shape), table[elt])
+  if _isa(t, ir.TupleType):
+    t = ir.TupleType(t)
+    return TupleType(tuple(read_type(t.get_type(i), table)
+                           for i in range(t.num_types)))
+  if _isa(t, hlo.TokenType):
+    return TokenType()
+  raise UnreadableModule(f"type {t}")
+
+
+_NUMBER = re.compile(
+    r"0x[0-9A-Fa-f]+|true|false|[-+]?inf|nan|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def _dense_from_text(text: str, ty: TensorType) -> np.ndarray:
+  """A dense elements attribute from its assembly (complex, bfloat16, ...)."""
+  body = text[text.index("dense<") + len("dense<"):]
+  size = int(np.prod(ty.shape, dtype=np.int64))
+  if body.startswith('"0x'):
+    raw = bytes.fromhex(body[3:body.index('"', 3)])
+    flat = np.frombuffer(raw, ty.dtype)
+    if flat.size == 1:
+      return np.full(ty.shape, flat[0], ty.dtype)
+    return flat.reshape(ty.shape).copy()
+  body = body[:body.rindex(">")]
+  if ":" in body:  # "dense<...> : tensor<...>" from an op's assembly
+    body = body[:body.rindex(">", 0, body.index(":"))]
+  tokens = _NUMBER.findall(body)
+  is_complex = np.issubdtype(ty.dtype, np.complexfloating)
+  part = (np.dtype(np.float32) if ty.dtype == np.complex64 else
+          np.dtype(np.float64) if ty.dtype == np.complex128 else ty.dtype)
+
+  def value(tok: str) -> Any:
+    if tok.startswith("0x"):
+      bits = np.array(int(tok, 16), f"u{part.itemsize}")
+      return bits.view(part)
+    if tok in ("true", "false"):
+      return tok == "true"
+    return np.array(float(tok) if part.kind in "fc" or
+                    part == ml_dtypes.bfloat16 else int(tok)).astype(part)
+
+  vals = np.array([value(t) for t in tokens], part)
+  if is_complex:
+    vals = vals[0::2] + 1j * vals[1::2].astype(ty.dtype)
+    vals = vals.astype(ty.dtype)
+  if vals.size == 1 and size != 1:
+    return np.full(ty.shape, vals[0], ty.dtype)
+  if vals.size != size:
+    raise UnreadableModule(f"dense attribute {text[:80]}")
+  return vals.reshape(ty.shape)
+
+
+def _dense(attr: Any, ty: TensorType) -> np.ndarray:
+  try:
+    arr = np.array(attr)
+  except Exception:  # pylint: disable=broad-except
+    return _dense_from_text(str(attr), ty)
+  if arr.dtype != ty.dtype:
+    return _dense_from_text(str(attr), ty)
+  if arr.shape != ty.shape:
+    arr = np.broadcast_to(arr.reshape(()) if arr.size == 1 else arr,
+                          ty.shape)
+  return np.array(arr)
+
+
+_HLO_ENUMS = ("ComparisonDirectionAttr", "ComparisonTypeAttr", "PrecisionAttr",
+              "FftTypeAttr", "TransposeAttr", "RngAlgorithmAttr",
+              "RngDistributionAttr")
+
+
+def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
+  """A Python value for an attribute (numpy arrays for dense elements)."""
+  if _isa(a, ir.DenseElementsAttr):
+    a = ir.DenseElementsAttr(a)
+    # (Layout attributes have `index` elements.)
+    return _dense(a, read_type(a.type, {**table, "index": np.dtype(np.int64)}))
+  for cls in (ir.DenseI64ArrayAttr, ir.DenseI32ArrayAttr,
+              ir.DenseBoolArrayAttr):
+    if _isa(a, cls):
+      return tuple(cls(a))
+  if _isa(a, ir.BoolAttr):
+    return ir.BoolAttr(a).value
+  if _isa(a, ir.IntegerAttr):
+    return ir.IntegerAttr(a).value
+  if _isa(a, ir.FloatAttr):
+    return ir.FloatAttr(a).value
+  if _isa(a, ir.StringAttr):
+    return ir.StringAttr(a).value
+  if _isa(a, ir.FlatSymbolRefAttr):
+    return ir.FlatSymbolRefAttr(a).value
+  if _isa(a, ir.ArrayAttr):
+    return tuple(read_attr(x, table) for x in ir.ArrayAttr(a))
+  if _isa(a, ir.DictAttr):
+    d = ir.DictAttr(a)
+    return {d[i].name: read_attr(d[i].attr, table) for i in range(len(d))}
+  for name in _HLO_ENUMS:
+    cls = getattr(hlo, name, None)
+    if cls is not None and _isa(a, cls):
+      return cls(a).value
+  if _isa(a, hlo.GatherDimensionNumbers):
+    g = hlo.GatherDimensionNumbers(a)
+    return dict(offset_dims=tuple(g.offset_dims),
+                collapsed_slice_dims=tuple(g.collapsed_slice_dims),
+                operand_batching_dims=tuple(g.operand_batching_dims),
+                start_indices_batching_dims=tuple(
+                    g.start_indices_batching_dims),
+                start_index_map=tuple(g.start_index_map),
+                index_vector_dim=g.index_vector_dim)
+  if _isa(a, hlo.ScatterDimensionNumbers):
+    s = hlo.ScatterDimensionNumbers(a)
+    return dict(update_window_dims=tuple(s.update_window_dims),
+                inserted_window_dims=tuple(s.inserted_window_dims),
+                input_batching_dims=tuple(s.input_batching_dims),
+                scatter_indices_batching_dims=tuple(
+                    s.scatter_indices_batching_dims),
+                scattered_dims_to_operand_dims=tuple(
+                    s.scattered_dims_to_operand_dims),
+                index_vector_dim=s.index_vector_dim)
+  if _isa(a, hlo.ConvDimensionNumbers):
+    c = hlo.ConvDimensionNumbers(a)
+    return dict(
+        input_batch_dimension=c.input_batch_dimension,
+        input_feature_dimension=c.input_feature_dimension,
+        input_spatial_dimensions=tuple(c.input_spatial_dimensions),
+        kernel_input_feature_dimension=c.kernel_input_feature_dimension,
+        kernel_output_feature_dimension=c.kernel_output_feature_dimension,
+        kernel_spatial_dimensions=tuple(c.kernel_spatial_dimensions),
+        output_batch_dimension=c.output_batch_dimension,
+        output_feature_dimension=c.output_feature_dimension,
+        output_spatial_dimensions=tuple(c.output_spatial_dimensions))
+  if _isa(a, hlo.DotDimensionNumbers):
+    d = hlo.DotDimensionNumbers(a)
+    return dict(lhs_batching_dimensions=tuple(d.lhs_batching_dimensions),
+                rhs_batching_dimensions=tuple(d.rhs_batching_dimensions),
+                lhs_contracting_dimensions=tuple(d.lhs_contracting_dimensions),
+                rhs_contracting_dimensions=tuple(d.rhs_contracting_dimensions))
+  if _isa(a, ir.TypeAttr):
+    return str(ir.TypeAttr(a).value)
+  return str(a)  # kept as text: a rule that needs it says it is unsupported
+
+
+class _Reader:
+  """Copies a module's functions, numbering values as it goes."""
+
+  def __init__(self):
+    self.table = _dtype_table()
+    self.ids: dict[Any, int] = {}
+
+  def value(self, v: ir.Value) -> int:
+    key = v
+    if key not in self.ids:
+      self.ids[key] = len(self.ids)
+    return self.ids[key]
+
+  def block(self, blk: ir.Block) -> Block:
+    args = tuple(self.value(a) for a in blk.arguments)
+    arg_types = tuple(read_type(a.type, self.table) for a in blk.arguments)
+    ops = []
+    returns: tuple[int, ...] = ()
+    for op in blk.operations:
+      name = op.operation.name
+      if name in ("stablehlo.return", "func.return", "mhlo.return"):
+        returns = tuple(self.value(v) for v in op.operands)
+        continue
+      ops.append(self.op(op))
+    return Block(args, arg_types, tuple(ops), returns)
+
+  def op(self, op: Any) -> Op:
+    operation = op.operation
+    attrs = {}
+    try:
+      names = list(operation.attributes)
+      for n in names:
+        n = n if isinstance(n, str) else n.name
+        attrs[n] = read_attr(operation.attributes[n], self.table)
+    except TypeError:
+      # Attributes the bindings cannot give (complex dense elements):
+      # read them from the operation's assembly.
+      attrs = self._attrs_from_text(operation)
+    operands = tuple(self.value(v) for v in operation.operands)
+    operand_types = tuple(read_type(v.type, self.table)
+                          for v in operation.operands)
+    results = tuple(self.value(v) for v in operation.results)
+    result_types = tuple(read_type(v.type, self.table)
+                         for v in operation.results)
+    regions = tuple(self.block(r.blocks[0]) for r in operation.regions
+                    if len(r.blocks))
+    if any(len(r.blocks) > 1 for r in operation.regions):
+      raise UnreadableModule(f"a region with several blocks in {operation.name}")
+    text = operation.get_asm(large_elements_limit=8)
+    text = text if len(text) < 300 else text[:300] + "..."
+    return Op(operation.name, operands, operand_types, results, result_types,
+              attrs, regions, text)
+
+  def _attrs_from_text(self, operation: Any) -> dict[str, Any]:
+    if operation.name != "stablehlo.constant":
+      raise UnreadableModule(f"attributes of {operation.name}")
+    ty = read_type(operation.results[0].type, self.table)
+    return {"value": _dense_from_text(operation.get_asm(), ty)}
+
+
+def read_module(module: str | bytes) -> tuple[dict[str, Func], str]:
+  """Copies the functions of a StableHLO module (text or bytecode).
+
+  Returns:
+    The functions by name, and the name of the entry function ("main").
+  """
+  with mlir.make_ir_context():
+    m = ir.Module.parse(module)
+    reader = _Reader()
+    funcs = {}
+    for f in m.body.operations:
+      if f.operation.name != "func.func":
+        continue
+      name = ir.StringAttr(f.attributes["sym_name"]).value
+      ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+      body = reader.block(f.regions[0].blocks[0])
+      results = tuple(read_type(t, reader.table) for t in ftype.results)
+      funcs[name] = Func(name, body, results)
+  if "main" not in funcs:
+    raise UnreadableModule("no function named main")
+  return funcs, "main"

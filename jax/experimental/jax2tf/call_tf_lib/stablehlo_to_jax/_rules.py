@@ -1,0 +1,859 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""One rule per StableHLO op: the op as ``jax.lax`` operations.
+
+A rule ``rule(op, compiler)`` runs once, when the module is parsed: it reads
+the op's attributes and regions and returns a step ``step(env, *operands)``
+that computes the op's results with ``lax`` operations (``env`` holds the
+values of enclosing blocks, for regions that use them). Where the op cannot
+be expressed exactly (an attribute or region pattern whose semantics a
+``lax`` operation does not reproduce in every corner), the rule raises
+:class:`~._interpret.NoRule` with the reason; nothing is guessed.
+
+Every rule binds the ``lax`` operation whose lowering is that same StableHLO
+op (or, where noted, a composition with the same semantics), so that values
+agree with XLA running the module, and JAX's own batching and
+differentiation rules apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import functools
+from typing import Any
+
+from jax import lax
+from jax._src.lax import lax as lax_internal
+from jax._src.lax import linalg
+from jax._src.lax import windowed_reductions
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _interpret
+from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
+import numpy as np
+
+NoRule = _interpret.NoRule
+Op = _ir.Op
+Compiler = _interpret.Compiler
+
+
+def _dtype(op: Op, i: int = 0) -> np.dtype:
+  t = op.result_types[i]
+  if not isinstance(t, _ir.TensorType):
+    raise NoRule(f"result {i} is not a tensor ({t})")
+  return t.dtype
+
+
+def _shape(op: Op, i: int = 0) -> tuple[int, ...]:
+  return op.result_types[i].shape
+
+
+def _check_accuracy(op: Op) -> None:
+  acc = op.attrs.get("result_accuracy")
+  if acc is not None and "DEFAULT" not in str(acc):
+    raise NoRule(f"result_accuracy {acc}")
+
+
+def _is_complex(t: Any) -> bool:
+  return np.issubdtype(t.dtype, np.complexfloating)
+
+
+# Elementwise ops.
+
+def _unary(fn: Callable[[Any], Any]) -> Callable[[Op, Compiler], Any]:
+  def rule(op: Op, c: Compiler):
+    del c
+    _check_accuracy(op)
+    return lambda env, x: [fn(x)]
+  return rule
+
+
+def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
+  def rule(op: Op, c: Compiler):
+    del c
+    _check_accuracy(op)
+    return lambda env, x, y: [fn(x, y)]
+  return rule
+
+
+def _real_rule(op: Op, c: Compiler):
+  del c
+  if _is_complex(op.operand_types[0]):
+    return lambda env, x: [lax.real(x)]
+  return lambda env, x: [x]
+
+
+def _imag_rule(op: Op, c: Compiler):
+  del c
+  if _is_complex(op.operand_types[0]):
+    return lambda env, x: [lax.imag(x)]
+  return lambda env, x: [lax.full_like(x, 0)]
+
+
+def _round_rule(method: lax.RoundingMethod):
+  def rule(op: Op, c: Compiler):
+    del op, c
+    return lambda env, x: [lax.round(x, method)]
+  return rule
+
+
+_COMPARE = {"EQ": lax.eq, "NE": lax.ne, "LT": lax.lt, "LE": lax.le,
+            "GT": lax.gt, "GE": lax.ge}
+
+
+def _total_order(direction: str) -> Callable[[Any, Any], Any]:
+  eq_to, lt_to, le_to = (lax_internal.eq_to_p.bind, lax_internal.lt_to_p.bind,
+                         lax_internal.le_to_p.bind)
+  return {"EQ": eq_to, "NE": lambda x, y: lax.bitwise_not(eq_to(x, y)),
+          "LT": lt_to, "LE": le_to, "GT": lambda x, y: lt_to(y, x),
+          "GE": lambda x, y: le_to(y, x)}[direction]
+
+
+def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
+  """The lax comparison of a `stablehlo.compare`, exactly."""
+  direction = op.attrs["comparison_direction"]
+  ctype = op.attrs.get("compare_type", "NOTYPE")
+  dtype = op.operand_types[0].dtype
+  if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" or (
+      dtype.kind == "f"):
+    # lax's float comparisons are FLOAT compares (IEEE: NaN unordered).
+    if ctype in ("NOTYPE", "FLOAT"):
+      return _COMPARE[direction]
+    if ctype == "TOTALORDER" and not np.issubdtype(dtype, np.complexfloating):
+      return _total_order(direction)
+    raise NoRule(f"compare_type {ctype} on {dtype}")
+  # Integers and booleans: lax compares signed types as SIGNED, unsigned
+  # and booleans as UNSIGNED.
+  expected = ("UNSIGNED" if dtype == np.bool_ or np.issubdtype(
+      dtype, np.unsignedinteger) else "SIGNED")
+  if ctype not in ("NOTYPE", expected):
+    raise NoRule(f"compare_type {ctype} on {dtype}")
+  return _COMPARE[direction]
+
+
+def _compare_rule(op: Op, c: Compiler):
+  del c
+  fn = _compare_fn(op)
+  return lambda env, x, y: [fn(x, y)]
+
+
+def _select_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, p, x, y: [lax.select(p, x, y)]
+
+
+def _clamp_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, lo, x, hi: [lax.clamp(lo, x, hi)]
+
+
+def _convert_rule(op: Op, c: Compiler):
+  del c
+  dtype = _dtype(op)
+  return lambda env, x: [lax.convert_element_type(x, dtype)]
+
+
+def _bitcast_convert_rule(op: Op, c: Compiler):
+  del c
+  dtype = _dtype(op)
+  src = op.operand_types[0]
+  if src.dtype.itemsize != dtype.itemsize and (
+      dtype == np.bool_ or src.dtype == np.bool_):
+    raise NoRule("bitcast of booleans to another width")
+  return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
+
+
+def _reduce_precision_rule(op: Op, c: Compiler):
+  del c
+  e, m = op.attrs["exponent_bits"], op.attrs["mantissa_bits"]
+  return lambda env, x: [lax.reduce_precision(x, e, m)]
+
+
+# Structure.
+
+def _const(value: np.ndarray) -> Any:
+  """A NumPy constant for lax; 64-bit ones stay 64-bit (see Program)."""
+  if np.dtype(value.dtype) in _WIDE:
+    return lax.convert_element_type(value, value.dtype)
+  return value
+
+
+_WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
+                                        np.complex128))
+
+
+def _constant_rule(op: Op, c: Compiler):
+  value = op.attrs["value"]
+  c.constants[op.results[0]] = value
+  if np.dtype(value.dtype) in _WIDE:
+    return lambda env: [_const(value)]
+  return lambda env: [value]
+
+
+def _iota_rule(op: Op, c: Compiler):
+  del c
+  dtype, shape, dim = _dtype(op), _shape(op), op.attrs["iota_dimension"]
+  return lambda env: [lax.broadcasted_iota(dtype, shape, dim)]
+
+
+def _broadcast_in_dim_rule(op: Op, c: Compiler):
+  del c
+  shape, dims = _shape(op), op.attrs["broadcast_dimensions"]
+  return lambda env, x: [lax.broadcast_in_dim(x, shape, dims)]
+
+
+def _broadcast_rule(op: Op, c: Compiler):
+  del c
+  sizes = op.attrs["broadcast_sizes"]
+  return lambda env, x: [lax.broadcast(x, sizes)]
+
+
+def _reshape_rule(op: Op, c: Compiler):
+  del c
+  shape = _shape(op)
+  return lambda env, x: [lax.reshape(x, shape)]
+
+
+def _transpose_rule(op: Op, c: Compiler):
+  del c
+  perm = op.attrs["permutation"]
+  return lambda env, x: [lax.transpose(x, perm)]
+
+
+def _slice_rule(op: Op, c: Compiler):
+  del c
+  a = op.attrs
+  start, limit, strides = (a["start_indices"], a["limit_indices"],
+                           a.get("strides"))
+  return lambda env, x: [lax.slice(x, start, limit, strides)]
+
+
+def _clamped_indices(indices: Sequence[Any], shape: Sequence[int],
+                     sizes: Sequence[int]) -> list[Any]:
+  """Start indices clamped into [0, dim - size], as XLA clamps them.
+
+  Clamped in their own integer type, before lax converts them (lax wraps
+  negative indices NumPy-style; XLA clamps them to 0).
+  """
+  out = []
+  for i, d, s in zip(indices, shape, sizes):
+    dtype = np.dtype(getattr(i, "dtype", np.int32))
+    hi = min(d - s, np.iinfo(dtype).max)
+    out.append(lax.clamp(_const(np.array(0, dtype)), i,
+                         _const(np.array(hi, dtype))))
+  return out
+
+
+def _dynamic_slice_rule(op: Op, c: Compiler):
+  del c
+  sizes = op.attrs["slice_sizes"]
+  shape = op.operand_types[0].shape
+
+  def step(env, x, *indices):
+    return [lax.dynamic_slice(x, _clamped_indices(indices, shape, sizes),
+                              sizes)]
+  return step
+
+
+def _dynamic_update_slice_rule(op: Op, c: Compiler):
+  del c
+  shape, sizes = op.operand_types[0].shape, op.operand_types[1].shape
+
+  def step(env, x, update, *indices):
+    return [lax.dynamic_update_slice(
+        x, update, _clamped_indices(indices, shape, sizes))]
+  return step
+
+
+def _concatenate_rule(op: Op, c: Compiler):
+  del c
+  dim = op.attrs["dimension"]
+  return lambda env, *xs: [lax.concatenate(xs, dim)]
+
+
+def _pad_rule(op: Op, c: Compiler):
+  del c
+  a = op.attrs
+  config = tuple(zip(a["edge_padding_low"], a["edge_padding_high"],
+                     a["interior_padding"]))
+  return lambda env, x, v: [lax.pad(x, v, config)]
+
+
+def _reverse_rule(op: Op, c: Compiler):
+  del c
+  dims = op.attrs["dimensions"]
+  return lambda env, x: [lax.rev(x, dims)]
+
+
+def _tuple_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, *xs: [tuple(xs)]
+
+
+def _get_tuple_element_rule(op: Op, c: Compiler):
+  del c
+  i = op.attrs["index"]
+  return lambda env, t: [t[i]]
+
+
+def _identity_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, *xs: list(xs)
+
+
+def _optimization_barrier_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, *xs: list(lax.optimization_barrier(xs))
+
+
+def _get_dimension_size_rule(op: Op, c: Compiler):
+  del c
+  size = np.array(op.operand_types[0].shape[op.attrs["dimension"]],
+                  _dtype(op))
+  return lambda env, x: [_const(size)]
+
+
+def _set_dimension_size_rule(op: Op, c: Compiler):
+  dim = op.attrs["dimension"]
+  size = c.constants.get(op.operands[1])
+  if size is None or int(size) != op.operand_types[0].shape[dim]:
+    raise NoRule("a dynamic dimension size (only the static size is "
+                 "supported)")
+  return lambda env, x, s: [x]
+
+
+def _call_rule(op: Op, c: Compiler):
+  callee = c.func(op.attrs["callee"])
+  return lambda env, *xs: callee(*xs)
+
+
+# Linear algebra and convolution.
+
+_PRECISION = {"DEFAULT": lax.Precision.DEFAULT, "HIGH": lax.Precision.HIGH,
+              "HIGHEST": lax.Precision.HIGHEST}
+
+
+def _precision(op: Op) -> Any:
+  config = op.attrs.get("precision_config")
+  if not config:
+    return None
+  try:
+    p = tuple(_PRECISION[x] for x in config)
+  except KeyError as e:
+    raise NoRule(f"precision {config}") from e
+  return p if len(p) == 2 else None
+
+
+def _preferred(op: Op) -> np.dtype | None:
+  out = _dtype(op)
+  return None if out == op.operand_types[0].dtype else out
+
+
+def _dot_general_rule(op: Op, c: Compiler):
+  del c
+  if op.attrs.get("algorithm") is not None:
+    raise NoRule("a dot algorithm")
+  d = op.attrs["dot_dimension_numbers"]
+  dims = ((d["lhs_contracting_dimensions"], d["rhs_contracting_dimensions"]),
+          (d["lhs_batching_dimensions"], d["rhs_batching_dimensions"]))
+  precision, preferred = _precision(op), _preferred(op)
+  return lambda env, x, y: [lax.dot_general(
+      x, y, dims, precision=precision, preferred_element_type=preferred)]
+
+
+def _dot_rule(op: Op, c: Compiler):
+  del c
+  lhs_rank = len(op.operand_types[0].shape)
+  dims = (((lhs_rank - 1,), (0,)), ((), ()))
+  precision, preferred = _precision(op), _preferred(op)
+  return lambda env, x, y: [lax.dot_general(
+      x, y, dims, precision=precision, preferred_element_type=preferred)]
+
+
+def _convolution_rule(op: Op, c: Compiler):
+  del c
+  a = op.attrs
+  d = a["dimension_numbers"]
+  nsp = len(d["input_spatial_dimensions"])
+  ones = (1,) * nsp
+  strides = a.get("window_strides") or ones
+  padding = a.get("padding")
+  padding = (tuple((int(lo), int(hi)) for lo, hi in np.asarray(padding))
+             if padding is not None else ((0, 0),) * nsp)
+  lhs_dilation = a.get("lhs_dilation") or ones
+  rhs_dilation = a.get("rhs_dilation") or ones
+  reversal = a.get("window_reversal") or (False,) * nsp
+  reversed_dims = tuple(k for k, r in zip(d["kernel_spatial_dimensions"],
+                                          reversal) if r)
+  dnums = lax.ConvDimensionNumbers(
+      lhs_spec=(d["input_batch_dimension"], d["input_feature_dimension"],
+                *d["input_spatial_dimensions"]),
+      rhs_spec=(d["kernel_output_feature_dimension"],
+                d["kernel_input_feature_dimension"],
+                *d["kernel_spatial_dimensions"]),
+      out_spec=(d["output_batch_dimension"], d["output_feature_dimension"],
+                *d["output_spatial_dimensions"]))
+  fgc, bgc = a.get("feature_group_count", 1), a.get("batch_group_count", 1)
+  precision, preferred = _precision(op), _preferred(op)
+
+  def step(env, x, w):
+    if reversed_dims:  # window reversal: the kernel flipped in those dims
+      w = lax.rev(w, reversed_dims)
+    return [lax.conv_general_dilated(
+        x, w, strides, padding, lhs_dilation, rhs_dilation, dnums,
+        feature_group_count=fgc, batch_group_count=bgc, precision=precision,
+        preferred_element_type=preferred)]
+  return step
+
+
+def _cholesky_rule(op: Op, c: Compiler):
+  del c
+  lower = op.attrs.get("lower", False)
+  cplx = _is_complex(op.operand_types[0])
+
+  def adjoint(x):
+    x = lax.transpose(x, (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2))
+    return lax.conj(x) if cplx else x
+
+  def step(env, x):
+    # The op reads only one triangle: build the Hermitian matrix of that
+    # triangle, so that values and derivatives are the op's.
+    if not lower:
+      x = adjoint(x)
+    n = x.shape[-1]
+    row = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 2)
+    col = lax.broadcasted_iota(np.int32, x.shape, x.ndim - 1)
+    strict = lax.select(row > col, x, lax.full_like(x, 0))
+    diag = lax.select(row == col, lax.real(x) if cplx else x,
+                      lax.full_like(lax.real(x) if cplx else x, 0))
+    if cplx:
+      diag = lax.convert_element_type(diag, x.dtype)
+    sym = strict + adjoint(strict) + diag
+    del n
+    out = lax.linalg.cholesky(sym, symmetrize_input=False)
+    return [out if lower else adjoint(out)]
+  return step
+
+
+def _triangular_solve_rule(op: Op, c: Compiler):
+  del c
+  a = op.attrs
+  t = a.get("transpose_a", "NO_TRANSPOSE")
+  transpose_a, conjugate_a = {"NO_TRANSPOSE": (False, False),
+                              "TRANSPOSE": (True, False),
+                              "ADJOINT": (True, True)}[t]
+  kw = dict(left_side=a["left_side"], lower=a["lower"],
+            transpose_a=transpose_a, conjugate_a=conjugate_a,
+            unit_diagonal=a["unit_diagonal"])
+  return lambda env, m, b: [lax.linalg.triangular_solve(m, b, **kw)]
+
+
+def _fft_rule(op: Op, c: Compiler):
+  del c
+  typ = {"FFT": lax.FftType.FFT, "IFFT": lax.FftType.IFFT,
+         "RFFT": lax.FftType.RFFT, "IRFFT": lax.FftType.IRFFT}[
+             op.attrs["fft_type"]]
+  lengths = op.attrs["fft_length"]
+  return lambda env, x: [lax.fft(x, typ, lengths)]
+
+
+def _custom_call_rule(op: Op, c: Compiler):
+  del c
+  target = op.attrs.get("call_target_name")
+  if op.attrs.get("has_side_effect"):
+    raise NoRule("a custom call with side effects")
+  if target == "Qr":
+    # XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
+    return lambda env, x: [tuple(linalg.geqrf(x))]
+  if target == "ProductOfElementaryHouseholderReflectors":
+    return lambda env, x, taus: [linalg.householder_product(x, taus)]
+  raise NoRule(f"custom call target {target!r} has no JAX equivalent "
+               "(or none with the same results)")
+
+
+def _rng_bit_generator_rule(op: Op, c: Compiler):
+  del c
+  alg = {"DEFAULT": lax.RandomAlgorithm.RNG_DEFAULT,
+         "THREE_FRY": lax.RandomAlgorithm.RNG_THREE_FRY,
+         "PHILOX": lax.RandomAlgorithm.RNG_PHILOX}[op.attrs["rng_algorithm"]]
+  shape, dtype = _shape(op, 1), _dtype(op, 1)
+  key = op.operand_types[0]
+  if (key.shape, key.dtype) not in (((2,), np.dtype(np.uint64)),
+                                    ((4,), np.dtype(np.uint32))):
+    raise NoRule(f"a key of type {key.dtype}{list(key.shape)} (lax takes "
+                 "uint64[2] or uint32[4])")
+  return lambda env, key: list(
+      lax.rng_bit_generator(key, shape, dtype, alg))
+
+
+# Regions.
+
+_MONOIDS = {"stablehlo.add": lax.add, "stablehlo.multiply": lax.mul,
+            "stablehlo.maximum": lax.max, "stablehlo.minimum": lax.min,
+            "stablehlo.and": lax.bitwise_and, "stablehlo.or": lax.bitwise_or,
+            "stablehlo.xor": lax.bitwise_xor}
+
+
+def _binary_region(block: _ir.Block) -> str | None:
+  """The op name of a region `^(a, b): return op(a, b)`, or None."""
+  if len(block.args) != 2 or len(block.ops) != 1 or len(block.returns) != 1:
+    return None
+  op, = block.ops
+  if op.results != block.returns or op.regions:
+    return None
+  if op.operands == block.args:
+    return op.name
+  if op.operands == block.args[::-1] and op.name in _MONOIDS:
+    return op.name  # commutative
+  return None
+
+
+def _region_fn(c: Compiler, block: _ir.Block):
+  compiled = c.block(block)
+  return compiled
+
+
+def _reduce_rule(op: Op, c: Compiler):
+  n = len(op.operands) // 2
+  dims = tuple(op.attrs["dimensions"])
+  body, = op.regions
+  kind = _binary_region(body) if n == 1 else None
+  if kind in _MONOIDS:
+    fn = _MONOIDS[kind]
+    return lambda env, x, init: [lax.reduce(x, init, fn, dims)]
+  region = _region_fn(c, body)
+
+  def step(env, *args):
+    xs, inits = tuple(args[:n]), tuple(args[n:])
+
+    def computation(acc, x):
+      return tuple(region(*acc, *x, outer=env))
+    return list(lax.reduce(xs, inits, computation, dims))
+  return step
+
+
+def _window_attrs(op: Op, rank: int) -> dict[str, Any]:
+  a = op.attrs
+  ones = (1,) * rank
+  padding = a.get("padding")
+  padding = (tuple((int(lo), int(hi)) for lo, hi in np.asarray(padding))
+             if padding is not None else ((0, 0),) * rank)
+  return dict(window_dimensions=tuple(a["window_dimensions"]),
+              window_strides=tuple(a.get("window_strides") or ones),
+              padding=padding,
+              base_dilation=tuple(a.get("base_dilations") or ones),
+              window_dilation=tuple(a.get("window_dilations") or ones))
+
+
+def _reduce_window_rule(op: Op, c: Compiler):
+  n = len(op.operands) // 2
+  kw = _window_attrs(op, len(op.operand_types[0].shape))
+  body, = op.regions
+  kind = _binary_region(body) if n == 1 else None
+  if kind in _MONOIDS:
+    fn = _MONOIDS[kind]
+    return lambda env, x, init: [lax.reduce_window(x, init, fn, **kw)]
+  region = _region_fn(c, body)
+
+  def step(env, *args):
+    xs, inits = tuple(args[:n]), tuple(args[n:])
+
+    def computation(acc, x):
+      return tuple(region(*acc, *x, outer=env))
+    return list(lax.reduce_window(xs, inits, computation, **kw))
+  return step
+
+
+def _select_and_scatter_rule(op: Op, c: Compiler):
+  select, scatter = op.regions
+  if _binary_region(scatter) != "stablehlo.add":
+    raise NoRule("a scatter region other than add")
+  sel = select.ops[0] if len(select.ops) == 1 else None
+  if (sel is None or sel.name != "stablehlo.compare"
+      or sel.operands != select.args or sel.results != select.returns
+      or sel.attrs.get("compare_type", "NOTYPE") not in ("NOTYPE", "FLOAT")
+      or sel.attrs["comparison_direction"] not in ("GE", "LE")):
+    raise NoRule("a select region other than a FLOAT GE or LE comparison")
+  init = c.constants.get(op.operands[2])
+  if init is None or np.any(np.asarray(init) != 0):
+    raise NoRule("an initial value other than the constant 0")
+  prim = lax_internal.ge_p if sel.attrs["comparison_direction"] == "GE" \
+      else lax_internal.le_p
+  rank = len(op.operand_types[0].shape)
+  kw = _window_attrs(op, rank)
+
+  def step(env, operand, source, init):
+    del init
+    return [windowed_reductions._select_and_scatter_add(  # pylint: disable=protected-access
+        source, operand, prim, kw["window_dimensions"], kw["window_strides"],
+        kw["padding"])]
+  return step
+
+
+def _indices_last(indices: Any, index_vector_dim: int) -> Any:
+  """Indices with their index vector dimension last (as lax requires)."""
+  rank = indices.ndim
+  if index_vector_dim == rank:
+    return lax.expand_dims(indices, (rank,))
+  if index_vector_dim == rank - 1:
+    return indices
+  perm = (*[d for d in range(rank) if d != index_vector_dim],
+          index_vector_dim)
+  return lax.transpose(indices, perm)
+
+
+def _renumber(dims: Sequence[int], index_vector_dim: int) -> tuple[int, ...]:
+  return tuple(d - 1 if d > index_vector_dim else d for d in dims)
+
+
+def _gather_rule(op: Op, c: Compiler):
+  del c
+  d = op.attrs["dimension_numbers"]
+  ivd = d["index_vector_dim"]
+  dnums = lax.GatherDimensionNumbers(
+      offset_dims=d["offset_dims"],
+      collapsed_slice_dims=d["collapsed_slice_dims"],
+      start_index_map=d["start_index_map"],
+      operand_batching_dims=d["operand_batching_dims"],
+      start_indices_batching_dims=_renumber(d["start_indices_batching_dims"],
+                                            ivd))
+  sizes = tuple(op.attrs["slice_sizes"])
+  sorted_, unique = (op.attrs.get("indices_are_sorted", False),
+                     op.attrs.get("unique_indices", False))
+
+  def step(env, x, indices):
+    # XLA clamps start indices so that the slice is in bounds: lax's CLIP
+    # (whose transpose clamps too, where PROMISE_IN_BOUNDS's would drop).
+    return [lax.gather(x, _indices_last(indices, ivd), dnums, sizes,
+                       indices_are_sorted=sorted_, unique_indices=unique,
+                       mode=lax.GatherScatterMode.CLIP)]
+  return step
+
+
+_SCATTERS = {"stablehlo.add": lax.scatter_add, "stablehlo.multiply":
+             lax.scatter_mul, "stablehlo.maximum": lax.scatter_max,
+             "stablehlo.minimum": lax.scatter_min}
+
+
+def _scatter_rule(op: Op, c: Compiler):
+  del c
+  if len(op.operands) != 3:
+    raise NoRule("a scatter of several operands")
+  body, = op.regions
+  kind = _binary_region(body)
+  if kind in _SCATTERS:
+    fn = _SCATTERS[kind]
+  elif (len(body.args) == 2 and not body.ops
+        and body.returns == (body.args[1],)):
+    fn = lax.scatter
+  else:
+    raise NoRule("an update region other than add, multiply, maximum, "
+                 "minimum or replace")
+  d = op.attrs["scatter_dimension_numbers"]
+  ivd = d["index_vector_dim"]
+  dnums = lax.ScatterDimensionNumbers(
+      update_window_dims=d["update_window_dims"],
+      inserted_window_dims=d["inserted_window_dims"],
+      scatter_dims_to_operand_dims=d["scattered_dims_to_operand_dims"],
+      operand_batching_dims=d["input_batching_dims"],
+      scatter_indices_batching_dims=_renumber(
+          d["scatter_indices_batching_dims"], ivd))
+  sorted_, unique = (op.attrs.get("indices_are_sorted", False),
+                     op.attrs.get("unique_indices", False))
+
+  def step(env, x, indices, updates):
+    # XLA skips out-of-bounds update windows: lax's FILL_OR_DROP (whose
+    # transpose fills with zeros where those windows were dropped).
+    return [fn(x, _indices_last(indices, ivd), updates, dnums,
+               indices_are_sorted=sorted_, unique_indices=unique,
+               mode=lax.GatherScatterMode.FILL_OR_DROP)]
+  return step
+
+
+def _sort_key(x: Any, descending: bool) -> Any:
+  """An integer key whose signed order is XLA's total order of `x`."""
+  dtype = np.dtype(x.dtype)
+  if np.issubdtype(dtype, np.floating) or dtype.kind == "V":
+    ity = np.dtype(f"int{8 * dtype.itemsize}")
+    bits = lax.bitcast_convert_type(x, ity)
+    low = _const(np.array(np.iinfo(ity).max, ity))
+    bits = lax.select(bits < _const(np.array(0, ity)),
+                      lax.bitwise_xor(bits, lax.full_like(bits, low)), bits)
+    x = bits
+  return lax.bitwise_not(x) if descending else x
+
+
+def _sort_rule(op: Op, c: Compiler):
+  del c
+  body, = op.regions
+  n = len(op.operands)
+  dim = op.attrs.get("dimension", -1)
+  stable = op.attrs.get("is_stable", False)
+  cmp = body.ops[0] if len(body.ops) == 1 else None
+  if cmp is None or cmp.name != "stablehlo.compare" or (
+      cmp.results != body.returns):
+    raise NoRule("a comparator other than one comparison of operand 0")
+  direction = cmp.attrs["comparison_direction"]
+  if cmp.operands == body.args[:2]:
+    swapped = False
+  elif cmp.operands == body.args[1::-1]:
+    swapped = True
+  else:
+    raise NoRule("a comparator that compares other than operand 0")
+  if direction not in ("LT", "GT"):
+    raise NoRule(f"a {direction} comparator (not a strict order)")
+  descending = (direction == "GT") != swapped
+  dtype = op.operand_types[0].dtype
+  ctype = cmp.attrs.get("compare_type", "NOTYPE")
+  if np.issubdtype(dtype, np.inexact):
+    if ctype != "TOTALORDER" or np.issubdtype(dtype, np.complexfloating):
+      raise NoRule(f"a {ctype} comparator on {dtype} (only TOTALORDER "
+                   "comparisons of real floats are a strict order)")
+  elif dtype == np.bool_:
+    raise NoRule("a comparator on booleans")
+  else:
+    expected = ("UNSIGNED" if np.issubdtype(dtype, np.unsignedinteger)
+                else "SIGNED")
+    if ctype not in ("NOTYPE", expected):
+      raise NoRule(f"compare_type {ctype} on {dtype}")
+  if not stable and n > 1:
+    raise NoRule("an unstable sort of several operands (the order of ties "
+                 "is the implementation's)")
+
+  def step(env, *xs):
+    key = _sort_key(xs[0], descending)
+    out = lax.sort((key, *xs), dimension=dim, is_stable=True, num_keys=1)
+    return list(out[1:])
+  return step
+
+
+def _while_rule(op: Op, c: Compiler):
+  cond_block, body_block = op.regions
+  cond, body = c.block(cond_block), c.block(body_block)
+
+  def step(env, *init):
+    def cond_fun(carry):
+      return cond(*carry, outer=env)[0]
+
+    def body_fun(carry):
+      out = body(*carry, outer=env)
+      return tuple(lax.convert_element_type(o, np.dtype(i.dtype))
+                   if np.dtype(getattr(o, "dtype", None)) != i.dtype else o
+                   for o, i in zip(out, carry))
+    return list(lax.while_loop(cond_fun, body_fun, tuple(init)))
+  return step
+
+
+def _if_rule(op: Op, c: Compiler):
+  true_block, false_block = op.regions
+  t, f = c.block(true_block), c.block(false_block)
+
+  def step(env, pred):
+    return list(lax.cond(pred, lambda: tuple(t(outer=env)),
+                         lambda: tuple(f(outer=env))))
+  return step
+
+
+def _case_rule(op: Op, c: Compiler):
+  branches = [c.block(b) for b in op.regions]
+  n = len(branches)
+
+  def step(env, index):
+    # An index out of range runs the last branch (lax.switch would clamp
+    # negative ones to the first).
+    dtype = np.dtype(index.dtype)
+    last = _const(np.array(n - 1, dtype))
+    index = lax.select((index < _const(np.array(0, dtype))) | (index > last),
+                       last, index)
+    return list(lax.switch(index, [functools.partial(
+        lambda b: tuple(b(outer=env)), b) for b in branches]))
+  return step
+
+
+def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  unary = {
+      "abs": lax.abs, "negate": lax.neg, "sign": lax.sign,
+      "exponential": lax.exp, "exponential_minus_one": lax.expm1,
+      "log": lax.log, "log_plus_one": lax.log1p, "logistic": lax.logistic,
+      "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt,
+      "sine": lax.sin, "cosine": lax.cos, "tan": lax.tan, "tanh": lax.tanh,
+      "floor": lax.floor, "ceil": lax.ceil, "is_finite": lax.is_finite,
+      "not": lax.bitwise_not, "popcnt": lax.population_count,
+      "count_leading_zeros": lax.clz,
+  }
+  binary = {
+      "add": lax.add, "subtract": lax.sub, "multiply": lax.mul,
+      "divide": lax.div, "remainder": lax.rem, "power": lax.pow,
+      "maximum": lax.max, "minimum": lax.min, "atan2": lax.atan2,
+      "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+      "shift_left": lax.shift_left,
+      "shift_right_arithmetic": lax.shift_right_arithmetic,
+      "shift_right_logical": lax.shift_right_logical,
+      "complex": lax.complex,
+  }
+  rules: dict[str, Callable[[Op, Compiler], Any]] = {}
+  rules.update({f"stablehlo.{k}": _unary(v) for k, v in unary.items()})
+  rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
+  rules.update({
+      "stablehlo.real": _real_rule,
+      "stablehlo.imag": _imag_rule,
+      "stablehlo.round_nearest_afz": _round_rule(
+          lax.RoundingMethod.AWAY_FROM_ZERO),
+      "stablehlo.round_nearest_even": _round_rule(
+          lax.RoundingMethod.TO_NEAREST_EVEN),
+      "stablehlo.compare": _compare_rule,
+      "stablehlo.select": _select_rule,
+      "stablehlo.clamp": _clamp_rule,
+      "stablehlo.convert": _convert_rule,
+      "stablehlo.bitcast_convert": _bitcast_convert_rule,
+      "stablehlo.reduce_precision": _reduce_precision_rule,
+      "stablehlo.constant": _constant_rule,
+      "stablehlo.iota": _iota_rule,
+      "stablehlo.broadcast_in_dim": _broadcast_in_dim_rule,
+      "stablehlo.broadcast": _broadcast_rule,
+      "stablehlo.reshape": _reshape_rule,
+      "stablehlo.transpose": _transpose_rule,
+      "stablehlo.slice": _slice_rule,
+      "stablehlo.dynamic_slice": _dynamic_slice_rule,
+      "stablehlo.dynamic_update_slice": _dynamic_update_slice_rule,
+      "stablehlo.concatenate": _concatenate_rule,
+      "stablehlo.pad": _pad_rule,
+      "stablehlo.reverse": _reverse_rule,
+      "stablehlo.tuple": _tuple_rule,
+      "stablehlo.get_tuple_element": _get_tuple_element_rule,
+      "mhlo.copy": _identity_rule,
+      "stablehlo.optimization_barrier": _optimization_barrier_rule,
+      "stablehlo.get_dimension_size": _get_dimension_size_rule,
+      "stablehlo.set_dimension_size": _set_dimension_size_rule,
+      "func.call": _call_rule,
+      "stablehlo.dot_general": _dot_general_rule,
+      "stablehlo.dot": _dot_rule,
+      "stablehlo.convolution": _convolution_rule,
+      "stablehlo.cholesky": _cholesky_rule,
+      "stablehlo.triangular_solve": _triangular_solve_rule,
+      "stablehlo.fft": _fft_rule,
+      "stablehlo.custom_call": _custom_call_rule,
+      "stablehlo.rng_bit_generator": _rng_bit_generator_rule,
+      "stablehlo.reduce": _reduce_rule,
+      "stablehlo.reduce_window": _reduce_window_rule,
+      "stablehlo.select_and_scatter": _select_and_scatter_rule,
+      "stablehlo.gather": _gather_rule,
+      "stablehlo.scatter": _scatter_rule,
+      "stablehlo.sort": _sort_rule,
+      "stablehlo.while": _while_rule,
+      "stablehlo.if": _if_rule,
+      "stablehlo.case": _case_rule,
+  })
+  return rules
+
+
+RULES = _rules()
