@@ -182,7 +182,10 @@ def _stablehlo_to_jax() -> Any:
 
 def _parse(module: str) -> Any | str:
   """The interpreted module, or why there is none (for the debug log)."""
-  s2j = _stablehlo_to_jax()
+  try:
+    s2j = _stablehlo_to_jax()
+  except ImportError as e:
+    return f"the interpreter cannot be imported here ({e})"
   try:
     program = s2j.parse(module)
   except s2j.UnsupportedOps as e:
