@@ -140,7 +140,7 @@ def test_nested_vmap_is_jax_batching(counts):
   assert counts["pfor"] == 0
 
 
-def test_in_and_out_axes_and_pytrees():
+def test_in_and_out_axes_and_pytrees(counts):
   def f_tf(a, b):
     return a["u"] * b, (tf.reduce_sum(a["v"], 0), b - 1.)
 
@@ -155,12 +155,15 @@ def test_in_and_out_axes_and_pytrees():
   expected = jax.vmap(f_jnp, in_axes=({"u": 1, "v": 1}, None),
                       out_axes=(1, (0, 0)))(a, b)
   assert_close(got, expected)
+  assert counts["pfor"] == 0
 
 
-def test_eager_vmap_keeps_pfor(counts):
+def test_eager_vmap_keeps_pfor_and_jit_does_not(counts):
   x = lattice(3)
-  got = jax.vmap(call_tf(lj_tf))(x)
-  assert_close(got, jax.vmap(lj_jnp)(x), 1e-5)
+  f = call_tf(lj_tf)
+  assert_close(jax.jit(jax.vmap(f))(x), jax.vmap(lj_jnp)(x), 1e-5)
+  assert counts["pfor"] == 0
+  assert_close(jax.vmap(f)(x), jax.vmap(lj_jnp)(x), 1e-5)
   assert counts["pfor"] >= 1
 
 
@@ -254,7 +257,7 @@ def test_a_function_xla_cannot_compile_keeps_pfor_and_says_so(caplog):
              for r in caplog.records), caplog.text
 
 
-def test_a_function_with_side_effects_is_still_refused():
+def test_a_function_with_side_effects_is_still_refused(counts):
   v = tf.Variable(0.)
 
   def f_tf(x):
@@ -263,6 +266,10 @@ def test_a_function_with_side_effects_is_still_refused():
 
   with pytest.raises(errors.CallTfVectorizationError, match="side effects"):
     jax.jit(jax.vmap(call_tf(f_tf)))(randn(2, 3))
+  # Its pure variant is batched as StableHLO.
+  x = randn(2, 3)
+  assert_close(jax.jit(jax.vmap(call_tf(lambda x: x * v)))(x), x * 0.)
+  assert counts["pfor"] == 0
 
 
 # --- differentiation ---------------------------------------------------------
@@ -316,7 +323,7 @@ def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
   assert_close(got, expected, 2e-4)
 
 
-def test_reverse_mode_matches_the_gradient_tape():
+def test_reverse_mode_matches_the_gradient_tape(counts):
   def f_tf(x, w):
     return tf.reduce_sum(tf.tanh(tf.linalg.matvec(w, x)) ** 2), tf.sin(x)
 
@@ -328,6 +335,7 @@ def test_reverse_mode_matches_the_gradient_tape():
     return a + jnp.sum(b * jnp.arange(4.))
 
   got = jax.jit(jax.grad(loss, argnums=(0, 1)))(x, w)
+  assert counts["tape"] == 0  # JAX's transpose of the module
   xt, wt = tf.constant(x), tf.constant(w)
   with tf.GradientTape() as tape:
     tape.watch([xt, wt])
@@ -436,10 +444,13 @@ def _map_fn_tf(x):
 
 @pytest.mark.parametrize("f_tf", [_while_tf, _map_fn_tf],
                          ids=["while_loop", "map_fn"])
-def test_forward_mode_of_loops_under_jit(f_tf):
+def test_forward_mode_of_loops_under_jit(counts, f_tf):
   x = randn(3, 2)
   f = call_tf(f_tf)
-  assert_close(jax.jit(jax.jacfwd(f))(x), tf_jacobian(f_tf, x), 1e-4)
+  got = jax.jit(jax.jacfwd(f))(x)
+  # JAX's jvp of the module, no TF autodiff.
+  assert counts["accumulator"] == 0 and counts["tape"] == 0
+  assert_close(got, tf_jacobian(f_tf, x), 1e-4)
   assert_close(jax.jit(jax.hessian(f))(x), tf_hessian(f_tf, x), 1e-4)
   # Reverse mode too (JAX cannot transpose a loop: TF's VJP does).
   assert_close(jax.jit(jax.grad(f))(x), tf_jacobian(f_tf, x), 1e-4)
