@@ -359,7 +359,8 @@ def _custom(x):
 
 
 def _relu(x):
-  return tf.reduce_sum(tf.nn.relu(x)) + tf.reduce_sum(tf.maximum(x, 0.5))
+  return (tf.reduce_sum(tf.nn.relu(x)) + tf.reduce_sum(tf.maximum(x, 0.5))
+          + tf.reduce_sum(tf.abs(x)) + tf.reduce_sum(tf.nn.selu(x)))
 
 
 @pytest.mark.parametrize("f_tf,op", [(_stop, "StopGradient"),
@@ -392,8 +393,8 @@ def test_gradient_mismatch_ops_names_them():
       graph(_stop, spec))] == ["StopGradient"]
   assert "IdentityN" in [t for t, _ in interpreted.gradient_mismatch_ops(
       graph(_custom, spec))]
-  assert {"Relu", "Maximum"} <= {t for t, _ in interpreted.gradient_mismatch_ops(
-      graph(_relu, spec))}
+  assert {"Relu", "Maximum", "Abs", "Selu"} <= {
+      t for t, _ in interpreted.gradient_mismatch_ops(graph(_relu, spec))}
 
   def resize_vjp(x):
     with tf.GradientTape() as tape:

@@ -78,12 +78,15 @@ _STOPS_GRADIENT = frozenset({"StopGradient", "PreventGradient"})
 # Ops whose TF gradient takes other values than JAX's derivative of their
 # tf2xla lowering at some points: ties and kinks (Maximum's gradient goes to
 # its first argument at a tie, JAX's derivative of `max` splits it; Relu's
-# is 0 at 0, the derivative of `max(x, 0)` is 1/2; ClipByValue's passes at
-# the bounds, that of `clamp` does not), and straight-through estimators
-# (the gradient of a fake quantization is 1 inside its range, the
-# derivative of its rounding 0).
+# is 0 at 0, the derivative of `max(x, 0)` is 1/2; Abs's is 0 at 0, that of
+# `abs` 1; Selu's at 0 is its scale, the derivative of its lowering's
+# `select(x > 0, ...)` scale * alpha; ClipByValue's passes at the bounds,
+# that of `clamp` does not), and straight-through estimators (the gradient
+# of a fake quantization is 1 inside its range, the derivative of its
+# rounding 0). Measured against TF's gradients at those points; Relu6,
+# LeakyRelu, Elu, Max (reductions), MaxPool, Sign, Round and Floor agree.
 _GRADIENT_DIFFERS = frozenset({
-    "Maximum", "Minimum", "Relu", "ClipByValue",
+    "Maximum", "Minimum", "Relu", "Abs", "Selu", "ClipByValue",
     "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
     "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
     "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
@@ -339,8 +342,8 @@ def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
   * ops with a floating input and output and no gradient in TF's registry
     (``tf.no_gradient``, or none registered: ``ResizeBilinearGrad``);
   * ops whose TF gradient takes other values at ties, kinks or through a
-    straight-through estimator (``Maximum``, ``Minimum``, ``Relu``,
-    ``ClipByValue``, fake quantization).
+    straight-through estimator (``Maximum``, ``Minimum``, ``Relu``, ``Abs``,
+    ``Selu``, ``ClipByValue``, fake quantization).
 
   Args:
     graph: a ``tf.Graph`` (a concrete function's ``graph``).
