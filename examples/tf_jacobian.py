@@ -65,8 +65,9 @@ def main():
         f"shape {jac.shape}, max |difference from jnp| = {err:.1e}")
   assert err < 1e-4 * float(jnp.max(jnp.abs(ref))), err
 
-  # A jax2tf round trip cannot be vectorized by TensorFlow: by default that
-  # is an error that says what to do; vmap_method="sequential" opts in.
+  # Eagerly, a jax2tf round trip cannot be vectorized by TensorFlow (under
+  # jit, JAX batches its StableHLO): by default that is an error that says
+  # what to do; vmap_method="sequential" opts in.
   round_trip = jax2tf.call_tf(jax2tf.convert(jnp.sin))
   try:
     jax.vmap(round_trip)(x)

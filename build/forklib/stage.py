@@ -53,12 +53,14 @@ from forklib import tree as tree_lib
 from forklib.manifest import Release
 
 # How code names an overlay module: `from jax.experimental.jax2tf import
-# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib import vmap`, or an
+# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib import vmap` (or
+# `from jax.experimental.jax2tf.call_tf_lib.<subpackage> import mod`), or an
 # attribute of the package, `call_tf_lib.vmap.batch(...)` (its submodules load
 # on first use).
 _REFERENCE_RES = (
     re.compile(r"from jax\.experimental\.jax2tf import (call_tf_\w+)"),
-    re.compile(r"from jax\.experimental\.jax2tf\.(call_tf_\w+) import (\w+)"),
+    re.compile(
+        r"from jax\.experimental\.jax2tf\.(call_tf_\w+(?:\.\w+)*) import (\w+)"),
     re.compile(r"\b(call_tf_lib)\.([a-z_]\w*)\b"),
 )
 _STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
@@ -110,7 +112,8 @@ def _references(text: str) -> list[str]:
   found = []
   for regex in _REFERENCE_RES:
     for m in regex.finditer(text):
-      names = [g for g in m.groups() if g]
+      # A subpackage's modules: `from ...call_tf_lib.sub import mod`.
+      names = [n for g in m.groups() if g for n in g.split(".")]
       found += [".".join(names[:i + 1]) for i in range(len(names))]
   return found
 

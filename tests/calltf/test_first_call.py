@@ -16,7 +16,9 @@
 Not timed: each test counts what a first call of ``jit(vmap(call_tf(f)))``
 (or its ``jacrev``) asks of TensorFlow, so that work repeated between
 tracing, vectorizing, the trial compile and the real compile shows up as a
-count that grew.
+count that grew. The tests of pfor's work choose pfor (``pfor_chosen``):
+by default, under jit, JAX batches the function's StableHLO module instead,
+whose own counts are at the end.
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ def counts(monkeypatch):
   return found
 
 
+@pytest.fixture
+def pfor_chosen():
+  """pfor vectorizes under jit (the option jax_call_tf_vectorizer)."""
+  with config.call_tf_vectorizer("pfor"):
+    yield
+
+
 def _fresh_function(calls):
   """A TF function not traced before; counts the runs of its Python."""
   w = randn(3, 4)
@@ -83,7 +92,7 @@ def _fresh_function(calls):
   return f, f_np
 
 
-def test_first_jit_vmap_call_does_each_step_once(counts):
+def test_first_jit_vmap_call_does_each_step_once(counts, pfor_chosen):
   calls = []
   f, f_np = _fresh_function(calls)
   assert_close(jax.jit(jax.vmap(call_tf(f)))(X), f_np(X), tol=1e-5)
@@ -102,7 +111,7 @@ def test_first_jit_vmap_call_does_each_step_once(counts):
   assert counts["eager_device_probe"] == 0
 
 
-def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
+def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts, pfor_chosen):
   calls = []
   f, _ = _fresh_function(calls)
   jac = jax.jit(jax.vmap(jax.jacrev(call_tf(f))))(X)
@@ -118,7 +127,7 @@ def test_first_jit_vmap_jacrev_call_vectorizes_only_what_it_compiles(counts):
   assert counts["eager_device_probe"] == 0
 
 
-def test_nested_vmap_of_control_flow_vectorizes_each_vmap_once(counts):
+def test_nested_vmap_of_control_flow_vectorizes_each_vmap_once(counts, pfor_chosen):
   w = randn(3, 4)
 
   def f(x):
@@ -136,7 +145,7 @@ def test_nested_vmap_of_control_flow_vectorizes_each_vmap_once(counts):
   assert counts["tf_to_hlo"] == 1
 
 
-def test_jacrev_of_a_scalar_function_vectorizes_only_over_the_batch(counts):
+def test_jacrev_of_a_scalar_function_vectorizes_only_over_the_batch(counts, pfor_chosen):
   w, b = randn(3, 4), randn(4)
 
   def f(x):
@@ -171,7 +180,7 @@ def test_a_batch_of_one_calls_the_function_on_its_example(counts, jit):
   assert len(calls) == (1 if jit else 2)
 
 
-def test_with_the_fallback_the_rule_vectorizes_while_it_can_fall_back(counts):
+def test_with_the_fallback_the_rule_vectorizes_while_it_can_fall_back(counts, pfor_chosen):
   calls = []
   f, _ = _fresh_function(calls)
   with config.call_tf_slow_vmap(True):
@@ -227,3 +236,23 @@ def test_eager_per_example_gradients_reuse_the_vjp(counts):
     # state): the VJP's trace is the same graph, so pfor does not run again.
     assert len(calls) > before
     assert counts["pfor"] == pfors
+
+
+@pytest.mark.parametrize("transform", ["vmap", "vmap_jacrev", "jacfwd",
+                                       "vmap_hessian"])
+def test_the_stablehlo_path_traces_and_converts_once(counts, transform):
+  """By default, under jit: one trace, one conversion to HLO, no pfor."""
+  calls = []
+  f, f_np = _fresh_function(calls)
+  g = call_tf(f)
+  t = {"vmap": jax.vmap, "vmap_jacrev": lambda h: jax.vmap(jax.jacrev(h)),
+       "jacfwd": jax.jacfwd,
+       "vmap_hessian": lambda h: jax.vmap(jax.hessian(h))}[transform]
+  out = jax.jit(t(g))(X if transform != "jacfwd" else X[0])
+  if transform == "vmap":
+    assert_close(out, f_np(X), tol=1e-5)
+  assert len(calls) == 1
+  assert counts["pfor"] == 0 and counts["vectorize"] == 0
+  assert counts["tf_to_hlo"] == 1
+  assert counts["autograph"] == 0
+  assert counts["eager_device_probe"] == 0

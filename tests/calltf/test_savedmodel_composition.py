@@ -300,14 +300,34 @@ def test_embedded_model_whose_output_is_not_the_batch(tmp_path):
   assert_close(exported.call(x[:2]), stack(x[:2]), tol=TOL)
 
 
-def test_embedded_model_forward_mode_is_a_clear_error(level0):
-  """The SavedModel saves only its VJP: forward mode says so; grad works."""
+def test_embedded_model_forward_mode_with_pfor_is_a_clear_error(level0):
+  """With the StableHLO path off, forward mode says why; grad works."""
+  with config.call_tf_vectorizer("pfor"):
+    f = call_tf(level0.f)
+    x = rng.normal(size=(3, 4)).astype(np.float32)
+    with pytest.raises(NotImplementedError,
+                       match="forward-mode derivatives.*saves only its"):
+      jax.jvp(f, (x,), (np.ones_like(x),))
+    with pytest.raises(NotImplementedError, match="Use reverse mode"):
+      jax.jacfwd(lambda x: jnp.sum(f(x)))(x)
+    assert_close(grad_sum_sq(f)(x), grad_sum_sq(lambda x: mlp(PARAMS, x))(x),
+                 tol=TOL)
+
+
+def test_embedded_model_forward_mode_transposes_the_saved_vjp(level0):
+  """jacfwd and hessian of a restored jax2tf model: JAX's rules on its modules."""
   f = call_tf(level0.f)
   x = rng.normal(size=(3, 4)).astype(np.float32)
-  with pytest.raises(NotImplementedError,
-                     match="forward-mode derivatives.*saves only its"):
-    jax.jvp(f, (x,), (np.ones_like(x),))
-  with pytest.raises(NotImplementedError, match="Use reverse mode"):
-    jax.jacfwd(lambda x: jnp.sum(f(x)))(x)
-  assert_close(grad_sum_sq(f)(x), grad_sum_sq(lambda x: mlp(PARAMS, x))(x),
-               tol=TOL)
+  ref = lambda x: mlp(PARAMS, x)  # noqa: E731
+  t = np.ones_like(x)
+  for jit in (False, True):
+    wrap = jax.jit if jit else (lambda g: g)
+    assert_close(wrap(lambda x, t: jax.jvp(f, (x,), (t,)))(x, t),
+                 jax.jvp(ref, (x,), (t,)), tol=TOL)
+    assert_close(wrap(jax.jacfwd(f))(x), jax.jacfwd(ref)(x), tol=TOL)
+    scalar = lambda g: lambda x: jnp.sum(jnp.sin(g(x)))  # noqa: E731
+    assert_close(wrap(jax.hessian(scalar(f)))(x),
+                 jax.hessian(scalar(ref))(x), tol=TOL)
+  # jit(vmap) of it with the defaults: JAX batches its module.
+  xs = rng.normal(size=(5, 3, 4)).astype(np.float32)
+  assert_close(jax.jit(jax.vmap(f))(xs), jax.vmap(ref)(xs), tol=TOL)

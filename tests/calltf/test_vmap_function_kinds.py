@@ -60,7 +60,8 @@ KINDS = {
         lambda x: lax.fori_loop(0, 3, lambda i, y: y * 1.5 + 1., x), X),
 }
 # A tf.cond / tf.while_loop whose predicate depends on the batched values:
-# pfor vectorizes them with data-dependent shapes, which XLA cannot compile.
+# pfor vectorizes them with data-dependent shapes, which XLA cannot compile
+# (the StableHLO path batches them as JAX batches lax.cond and while_loop).
 DATA_DEPENDENT = {
     "cond": (
         lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2., lambda: -x),
@@ -90,14 +91,18 @@ def test_data_dependent_control_flow(kind):
   # Sequential works everywhere.
   check_eager_and_jit(jax.vmap(call_tf(f_tf, vmap_method="sequential")),
                       jax.vmap(f_jnp), x)
-  # Under jit, the vectorized form does not compile: a clear error...
-  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
+  # Under jit, JAX batches the function's StableHLO module (its loop or
+  # conditional, with a batched predicate) by default.
+  assert_close(jax.jit(jax.vmap(call_tf(f_tf)))(x), expected)
+  # pfor's vectorized form does not compile with XLA: a clear error...
+  with pytest.raises(call_tf_errors.CallTfVectorizationError) as e, (
+      config.call_tf_vectorizer("pfor")):
     jax.jit(jax.vmap(call_tf(f_tf)))(x)
   assert "XLA cannot compile" in str(e.value)
   assert "vmap_method='sequential'" in str(e.value)
   assert "jax_call_tf_slow_vmap" in str(e.value)
   # ...or, with the option on, the sequential fallback.
-  with config.call_tf_slow_vmap(True):
+  with config.call_tf_slow_vmap(True), config.call_tf_vectorizer("pfor"):
     assert_close(jax.jit(jax.vmap(call_tf(f_tf)))(x), expected)
 
 
@@ -165,9 +170,13 @@ ROUND_TRIP = jax2tf.convert(jnp.sin)
 
 
 def test_round_trip_fails_clearly_by_default():
+  # pfor cannot vectorize it: eagerly by default, and under jit with pfor
+  # chosen (by default, JAX batches its StableHLO under jit: see
+  # test_stablehlo_path.py).
   for jit in (False, True):
     f = jax.vmap(call_tf(ROUND_TRIP))
-    with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
+    with pytest.raises(call_tf_errors.CallTfVectorizationError) as e, (
+        config.call_tf_vectorizer("pfor")):
       (jax.jit(f) if jit else f)(X)
     assert e.value.op_type == "XlaCallModule"
     msg = str(e.value)
@@ -182,6 +191,12 @@ def test_round_trip_jacrev_fails_clearly_by_default():
   with pytest.raises(call_tf_errors.CallTfVectorizationError,
                      match="jax_call_tf_slow_vmap"):
     jax.jacrev(call_tf(ROUND_TRIP))(X[0])
+
+
+def test_round_trip_under_jit_vmap_works_by_default():
+  f = call_tf(ROUND_TRIP)
+  assert_close(jax.jit(jax.vmap(f))(X), jax.vmap(jnp.sin)(X))
+  assert_close(jax.jit(jax.jacrev(f))(X[0]), jax.jacrev(jnp.sin)(X[0]))
 
 
 def test_round_trip_with_sequential():

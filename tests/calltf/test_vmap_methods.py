@@ -187,13 +187,16 @@ def test_option_by_config_update():
 
 
 def test_cached_jit_retraces_when_the_option_changes():
+  # With pfor chosen: by default, under jit, the round trip's StableHLO is
+  # batched by JAX and needs no fallback.
   jitted = jax.jit(jax.vmap(call_tf(ROUND_TRIP)))
-  with config.call_tf_slow_vmap(True):
-    assert_close(jitted(X), np.sin(X))
-  with pytest.raises(call_tf_errors.CallTfVectorizationError):
-    jitted(X)  # the trace made under the option is not reused
-  with config.call_tf_slow_vmap(True):
-    assert_close(jitted(X), np.sin(X))
+  with config.call_tf_vectorizer("pfor"):
+    with config.call_tf_slow_vmap(True):
+      assert_close(jitted(X), np.sin(X))
+    with pytest.raises(call_tf_errors.CallTfVectorizationError):
+      jitted(X)  # the trace made under the option is not reused
+    with config.call_tf_slow_vmap(True):
+      assert_close(jitted(X), np.sin(X))
 
 
 _SCRIPT = textwrap.dedent("""
@@ -213,7 +216,10 @@ _SCRIPT = textwrap.dedent("""
 def _run(code: str, *args: str, env: dict[str, str] | None = None) -> str:
   full_env = {k: v for k, v in os.environ.items()
               if k != "JAX_CALL_TF_SLOW_VMAP"}
-  full_env.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3")
+  # pfor under jit (the option jax_call_tf_vectorizer, by its environment
+  # variable): the round trip then needs the slow fallback.
+  full_env.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3",
+                  JAX_CALL_TF_VECTORIZER="pfor")
   proc = subprocess.run([sys.executable, "-c", code, *args],
                         env=full_env, capture_output=True, text=True)
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -181,6 +181,32 @@ def hlo_to_module(hlo: bytes) -> ir.Module:
   return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
 
 
+def hlo_to_stablehlo_text(hlo: bytes) -> str:
+  """A serialized HLO module as the text of a StableHLO module."""
+  with mlir.make_ir_context():
+    return str(hlo_to_module(hlo))
+
+
+def has_registered_gradient(op_type: str) -> bool:
+  """Whether TF's gradient registry has a gradient function for ``op_type``.
+
+  False for ops registered with ``tf.no_gradient`` (their gradient is None)
+  and for ops with no entry.
+
+  Raises:
+    InternalsChangedError: the registry is not where this module reads it.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  if registry is None or not hasattr(registry, "lookup"):
+    raise _changed("tensorflow.python.framework.ops._gradient_registry",
+                   "call_tf cannot tell which TF ops have gradients")
+  try:
+    return registry.lookup(op_type) is not None
+  except LookupError:
+    return False
+
+
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
   return mlir.refine_polymorphic_shapes(module)
@@ -490,24 +516,6 @@ def compiler_ir_of_concrete_function(concrete_fn: Any,
                  captured_inputs=concrete_fn.captured_inputs, stage=stage)
     return res if stage.endswith("_serialized") else res.decode("utf-8")
   return getter
-
-
-def has_registered_gradient(op_type: str) -> bool:
-  """Whether TF registers a gradient function for ``op_type``.
-
-  False for op types registered as not differentiable
-  (``tf.no_gradient``) and for those not registered at all; True if TF
-  moved its gradient registry, so that callers never invent a missing
-  gradient.
-  """
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  registry = getattr(tf_ops, "_gradient_registry", None)
-  if registry is None or not hasattr(registry, "lookup"):
-    return True
-  try:
-    return registry.lookup(op_type) is not None
-  except LookupError:
-    return False
 
 
 def restored_gradient_function(op_type: str) -> Any | None:

@@ -43,7 +43,7 @@ _READS_ONLY = frozenset({
     "VarIsInitializedOp", "VarHandleOp", "Placeholder", "Const",
     "ReadVariableXlaSplitND", "_Arg", "_Retval"})
 # Ops that call other functions: their bodies are inspected instead.
-_CALLS = frozenset({
+CALLS = frozenset({
     "PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile",
     "If", "StatelessIf", "Case", "StatelessCase"})
 
@@ -122,7 +122,7 @@ def _ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
       continue
     seen.add(id(g))
     for op in g.get_operations():
-      called = _called_graphs(op) if op.type in _CALLS else []
+      called = _called_graphs(op) if op.type in CALLS else []
       yield op, called
       todo += called
 

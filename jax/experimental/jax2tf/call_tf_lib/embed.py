@@ -38,9 +38,12 @@ from typing import Any
 import jax
 from jax import tree_util
 from jax._src import core
+from jax import numpy as jnp
 from jax.experimental.jax2tf.call_tf_lib import captures
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import forward
+from jax.experimental.jax2tf.call_tf_lib import interpreted
 from jax.experimental.jax2tf.call_tf_lib import restored
 from jax.experimental.jax2tf.call_tf_lib import vmap
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -57,9 +60,11 @@ class _EmbeddedCallee:
 
   supports_symbolic_batch = True
 
-  def __init__(self, fun: Callable[..., Any], weights: Sequence[Any]):
+  def __init__(self, fun: Callable[..., Any], weights: Sequence[Any],
+               interpret: Callable[..., Any] | None = None):
     self.fun = fun
     self.weights = list(weights)
+    self.interpret = interpret
 
   def out_avals(self, in_avals: Sequence[core.ShapedArray]
                 ) -> list[core.ShapedArray]:
@@ -84,15 +89,31 @@ class _EmbeddedCallee:
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+    if self.interpret is not None and interpreted.may_use(vmap_method, False):
+      # Under jit, JAX batches the module as JAX primitives.
+      avals = [compat.typeof(a) for a in args]
+      avals = [a.update(shape=a.shape[1:]) if b else a
+               for a, b in zip(avals, is_batched)]
+      fun = self.interpret(avals + [compat.typeof(w) for w in self.weights])
+      if fun is not None:
+        in_axes = [0 if b else None for b in is_batched] + [None] * len(
+            self.weights)
+        outs = jax.vmap(lambda *a: tuple(fun(*a)), in_axes=in_axes)(
+            *args, *self.weights)
+        return list(outs)
     raise vmap.Unvectorizable(errors.opaque_module_error(vmap_method))
 
 
 def _batched_call(fun: Callable[..., Any], nr_batchable: int,
-                  vmap_method: str | None) -> Callable[..., Any]:
+                  vmap_method: str | None,
+                  interpret: Callable[..., Any] | None = None
+                  ) -> Callable[..., Any]:
   """``fun`` with a ``custom_vmap`` rule implementing ``vmap_method``.
 
   Only the first ``nr_batchable`` arguments may be batched (the call's
   arguments; the others are the model's weights, constants).
+  ``interpret(avals)``: ``fun`` for arguments of these avals as JAX
+  primitives, or None (see :class:`_EmbeddedCallee`).
   """
   @jax.custom_batching.custom_vmap
   def f(*args):
@@ -104,7 +125,7 @@ def _batched_call(fun: Callable[..., Any], nr_batchable: int,
       raise NotImplementedError(
           "call_tf of a jax2tf-saved function: only its arguments can be "
           "batched by jax.vmap.")
-    callee = _EmbeddedCallee(f, args[nr_batchable:])
+    callee = _EmbeddedCallee(f, args[nr_batchable:], interpret)
     outs, dims = vmap.batch(
         callee, axis_size, args[:nr_batchable],
         [0 if b else None for b in in_batched[:nr_batchable]],
@@ -140,34 +161,132 @@ def call_embedded(embedded: restored.EmbeddedModule,
     it_a, it_w = iter(args), iter(weights)
     return [next(it_a) if s.kind == "arg" else next(it_w) for s in operands]
 
+  def interpreter(module: Any, nr_fun_args: int, purpose: str
+                  ) -> Callable[..., Any]:
+    """``interpret`` of a function of (arguments, extras..., weights)."""
+    def interpret(avals):
+      args, extra = avals[:nr_args], avals[nr_args:nr_fun_args]
+      fun = interpreted.exported_program(
+          module, [*module_operands(args, avals[nr_fun_args:]), *extra],
+          purpose=purpose)
+      if fun is None:
+        return None
+      def call_fun(*a):
+        return fun(*module_operands(a[:nr_args], a[nr_fun_args:]),
+                   *a[nr_args:nr_fun_args])
+      return call_fun
+    return interpret
+
+  def stablehlo_path() -> bool:
+    return interpreted.vectorizer(vmap_method) == interpreted.STABLEHLO
+
   primal = _batched_call(
       lambda *a: exported.call(*module_operands(a[:nr_args], a[nr_args:])),
-      nr_args, vmap_method)
+      nr_args, vmap_method,
+      interpreter(exported, nr_args, "jax.vmap"))
+  nr_outs = len(exported.out_avals)
 
   def vjp_fun(*a):
     args = a[:nr_args]
-    cts = a[nr_args:nr_args + len(exported.out_avals)]
-    weights = a[nr_args + len(exported.out_avals):]
+    cts = a[nr_args:nr_args + nr_outs]
+    weights = a[nr_args + nr_outs:]
     cts_all = exported.vjp().call(*module_operands(args, weights), *cts)
     return [ct for ct, s in zip(cts_all, operands) if s.kind == "arg"]
 
-  vjp = _batched_call(vjp_fun, nr_args + len(exported.out_avals),
-                      vmap.vjp_vmap_method(vmap_method))
+  def interpreted_vjp(avals: Sequence[Any]) -> Callable[..., Any] | None:
+    # The saved VJP as JAX primitives: (args, cts, weights) -> arg cts.
+    if not exported.has_vjp() or not stablehlo_path():
+      return None
+    fun = interpreter(exported.vjp(), nr_args + nr_outs,
+                      "the saved gradient")(avals)
+    if fun is None:
+      return None
+    return lambda *a: [ct for ct, s in zip(fun(*a), operands)
+                       if s.kind == "arg"]
+
+  vjp_batched = _batched_call(
+      vjp_fun, nr_args + nr_outs, vmap.vjp_vmap_method(vmap_method),
+      interpreted_vjp)
+
+  @jax.custom_jvp
+  def vjp(*a):
+    return tuple(vjp_batched(*a))
+
+  @vjp.defjvp
+  def vjp_jvp(primals, tangents):
+    # Forward mode of the saved VJP (jax.hessian is jacfwd of jacrev): JAX
+    # differentiates its module; jax2tf saves no derivative of it.
+    fun = interpreted_vjp([compat.typeof(p) for p in primals])
+    if fun is None:
+      raise NotImplementedError(
+          f"call_tf cannot differentiate the saved gradient of "
+          f"{exported.fun_name} (a second derivative, such as jax.hessian "
+          "or jax.jacfwd(jax.jacrev(f))): jax2tf saves no derivative of it, "
+          "and its StableHLO module cannot be expressed as JAX primitives "
+          "here (see the debug log of "
+          "jax.experimental.jax2tf.call_tf_lib.interpreted), or "
+          "jax_call_tf_vectorizer is 'pfor'.")
+    outs, out_tangents = jax.jvp(lambda *a: tuple(fun(*a)), tuple(primals),
+                                 tuple(tangents))
+    return outs, out_tangents
 
   @jax.custom_jvp
   def call(*args):
     return tuple(primal(*args, *weights))
 
-  def no_forward_mode(args, tangents):
-    del args, tangents
-    raise NotImplementedError(
-        f"call_tf cannot compute forward-mode derivatives (jax.jvp, "
-        f"jax.jacfwd, jax.hessian) of {exported.fun_name}: it is embedded "
-        "from a jax2tf SavedModel, which saves only its reverse-mode "
-        "derivative (the VJP). Use reverse mode: jax.grad, jax.vjp, "
-        "jax.jacrev (and jax.jacrev(jax.jacrev(f)) needs a saved gradient "
-        "of the gradient, which jax2tf does not save either). For forward "
-        "mode, call the JAX function the model was converted from.")
+  def forward_mode(args, tangents):
+    """The output tangents: the transpose of the saved VJP, applied.
+
+    The saved VJP is the reverse-mode derivative (the JAX function's, custom
+    rules included), linear in the output cotangents; JAX transposes its
+    module, so that forward and reverse mode agree.
+    """
+    if embedded.gradient_disabled is not None:
+      raise LookupError("Gradient explicitly disabled. Reason: "
+                        + embedded.gradient_disabled)
+    flat_args = list(args)
+    out_avals = [compat.typeof(o) for o in jax.eval_shape(
+        lambda *a: call(*a), *flat_args)]
+    ct_avals = [core.ShapedArray(a.shape, a.dtype) for a in out_avals]
+    fun = interpreted_vjp([compat.typeof(a) for a in flat_args] + ct_avals
+                          + [compat.typeof(w) for w in weights])
+    if fun is None:
+      raise NotImplementedError(
+          f"call_tf cannot compute forward-mode derivatives (jax.jvp, "
+          f"jax.jacfwd, jax.hessian) of {exported.fun_name}: it is embedded "
+          "from a jax2tf SavedModel, which saves only its reverse-mode "
+          "derivative (the VJP), and the VJP's StableHLO module cannot be "
+          "transposed as JAX primitives here (see the debug log of "
+          "jax.experimental.jax2tf.call_tf_lib.interpreted; or "
+          "jax_call_tf_vectorizer is 'pfor'). Use reverse mode: jax.grad, "
+          "jax.vjp, jax.jacrev. For forward mode, call the JAX function the "
+          "model was converted from.")
+    float_outs = [forward._has_tangent_space(np.zeros((), a.dtype))  # pylint: disable=protected-access
+                  for a in ct_avals]
+
+    def lin(*float_cts):
+      it = iter(float_cts)
+      cts = [next(it) if f else jnp.zeros(a.shape, a.dtype)
+             for a, f in zip(ct_avals, float_outs)]
+      return list(fun(*flat_args, *cts, *weights))
+
+    float_ct_avals = [jax.ShapeDtypeStruct(a.shape, a.dtype)
+                      for a, f in zip(ct_avals, float_outs) if f]
+    arg_ct_avals = jax.eval_shape(lin, *float_ct_avals)
+    flat_t = tree_util.tree_leaves(tangents, is_leaf=lambda t: t is None)
+    full_t = [jnp.zeros(c.shape, c.dtype) if t is None
+              else jnp.asarray(t).astype(c.dtype)
+              for t, c in zip(flat_t, arg_ct_avals)]
+    try:
+      out_t = jax.linear_transpose(lin, *float_ct_avals)(full_t)
+    except Exception as e:  # pylint: disable=broad-except
+      raise NotImplementedError(
+          f"call_tf cannot compute forward-mode derivatives of "
+          f"{exported.fun_name}: JAX cannot transpose the StableHLO module "
+          f"of its saved VJP ({type(e).__name__}: {e}). Use reverse mode "
+          "(jax.grad, jax.jacrev), or call the JAX function the model was "
+          "converted from.") from e
+    return list(out_t)
 
   def call_bwd(args, cts):
     if embedded.gradient_disabled is not None:
@@ -183,8 +302,8 @@ def call_embedded(embedded: restored.EmbeddedModule,
     return tuple(vjp(*args, *cts, *weights))
 
   # Reverse mode transposes the linear tangent call with the saved VJP;
-  # forward mode would evaluate it, and says why it cannot.
-  forward.define_linear_jvp(call, no_forward_mode, call_bwd)
+  # forward mode evaluates it: the transpose of the saved VJP's module.
+  forward.define_linear_jvp(call, forward_mode, call_bwd)
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 

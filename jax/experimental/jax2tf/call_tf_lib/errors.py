@@ -80,7 +80,7 @@ def first_line(e: BaseException | str, keywords: Sequence[str] = ()) -> str:
 
 
 def what_to_do(vmap_method: str | None) -> str:
-  """What a user can do when vmap_method None/"vectorized" cannot vectorize."""
+  """What a user can do when a vectorizing vmap_method cannot vectorize."""
   if vmap_method is None:
     return (
         "To run one TensorFlow call per batch element instead (a loop, "
@@ -89,7 +89,7 @@ def what_to_do(vmap_method: str | None) -> str:
         f"function already handles a leading batch axis, {ONE_CALL_HINT} "
         "makes a single call.")
   return (
-      "vmap_method='vectorized' never falls back: pass "
+      f"vmap_method={vmap_method!r} never falls back: pass "
       "vmap_method='sequential' (one call per batch element), or "
       f"{ONE_CALL_HINT} if the function handles a leading batch axis, or "
       f"vmap_method=None with {FLAG_HINT}.")

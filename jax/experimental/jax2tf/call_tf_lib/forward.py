@@ -51,6 +51,7 @@ from jax._src.interpreters import mlir
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import interpreted
 from jax.experimental.jax2tf.call_tf_lib import vmap
 import numpy as np
 import tensorflow as tf
@@ -413,11 +414,37 @@ def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
                           call_tf_graph=call_tf_graph))
     return made[0](args, tangents)
 
-  define_linear_jvp(make_call, tangent_call, vjp_bwd)
+  def differentiable(flat_primals: Sequence[Any], primals_tree: Any
+                     ) -> interpreted.Differentiable | None:
+    # Under jit, JAX's rules differentiate the function's StableHLO module
+    # where that gives TF's gradients (see .interpreted).
+    if not interpreted.may_use(vmap_method, call_tf_graph):
+      return None
+    return interpreted.differentiable(make_call.fun, flat_primals,
+                                      primals_tree)
+
+  define_linear_jvp(make_call, tangent_call, vjp_bwd,
+                    differentiable=differentiable)
 
 
-def define_linear_jvp(f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
-                      vjp_bwd: Callable[[Any, Any], Any]) -> None:
+def _zero_tangent(primal: Any) -> Any:
+  """A zero tangent of ``primal`` (float0 if it has no tangent space)."""
+  if _has_tangent_space(primal):
+    return jnp.zeros(np.shape(primal), dtypes.result_type(primal))
+  return np.zeros(np.shape(primal), dtypes.float0)
+
+
+def _instantiate(primal: Any, tangent: Any) -> Any:
+  """``tangent``, a zero array of the tangent dtype if it is symbolic."""
+  return _zero_tangent(primal) if _is_symbolic_zero(tangent) else tangent
+
+
+def define_linear_jvp(
+    f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
+    vjp_bwd: Callable[[Any, Any], Any], *,
+    differentiable: Callable[[Sequence[Any], Any],
+                             interpreted.Differentiable | None] | None = None,
+) -> None:
   """Defines the JVP of the ``custom_jvp`` function ``f`` as a linear call.
 
   Args:
@@ -427,14 +454,44 @@ def define_linear_jvp(f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
       ``tangents`` pytree has None for arguments without a tangent.
     vjp_bwd: ``vjp_bwd(args, output_cotangents)``: the cotangents of all
       arguments (float0 for those without a tangent space); the transpose.
+    differentiable: ``differentiable(flat_args, args_tree)``: ``f`` on these
+      arguments as a function JAX may differentiate itself
+      (:class:`.interpreted.Differentiable`), or None where ``tangent_call``
+      and ``vjp_bwd`` must. Its derivative is then JAX's ``jvp`` of it, and
+      reverse mode JAX's transpose of that; where JAX cannot transpose it (a
+      loop), the transpose stays ``vjp_bwd``.
   """
   def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]
           ) -> tuple[Any, Any]:
-    outs = f(*primals)
     flat_primals, primals_tree = tree_util.tree_flatten(primals)
     flat_tangents = primals_tree.flatten_up_to(tangents)
     perturbed = [not _is_symbolic_zero(t) and _has_tangent_space(p)
                  for p, t in zip(flat_primals, flat_tangents)]
+    d = differentiable(flat_primals, primals_tree) if differentiable else None
+    if d is not None and d.reverse:
+      flat_outs, flat_out_tangents = jax.jvp(
+          d.fun, list(flat_primals),
+          [_instantiate(p, t) for p, t in zip(flat_primals, flat_tangents)])
+      return (d.out_tree.unflatten(flat_outs),
+              d.out_tree.unflatten(flat_out_tangents))
+    if d is not None:
+      interpreted_fun = d.fun
+      outs = d.out_tree.unflatten(d.fun(*flat_primals))
+
+      def interpreted_tangent_call(args, tangents_tree):
+        # The tangents of the outputs with a tangent space, from JAX's jvp
+        # of the module; its transpose stays TF's (vjp_bwd).
+        flat_args = primals_tree.flatten_up_to(args)
+        flat_t = tree_util.tree_leaves(tangents_tree,
+                                       is_leaf=lambda t: t is None)
+        full_t = [_zero_tangent(a) if t is None else t
+                  for a, t in zip(flat_args, flat_t)]
+        res, res_t = jax.jvp(interpreted_fun, list(flat_args), full_t)
+        return [t for r, t in zip(res, res_t) if _has_tangent_space(r)]
+      current_tangent_call = interpreted_tangent_call
+    else:
+      outs = f(*primals)
+      current_tangent_call = tangent_call
     flat_outs, outs_tree = tree_util.tree_flatten(outs)
     has_tangent = [_has_tangent_space(o) for o in flat_outs]
     out_avals = [core.ShapedArray(np.shape(o), dtypes.result_type(o))
@@ -445,8 +502,8 @@ def define_linear_jvp(f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
       residuals, lin = args[:nr], iter(args[nr:])
       tangents_tree = primals_tree.unflatten(
           [next(lin) if p else None for p in perturbed])
-      return list(tangent_call(primals_tree.unflatten(list(residuals)),
-                               tangents_tree))
+      return list(current_tangent_call(
+          primals_tree.unflatten(list(residuals)), tangents_tree))
 
     def transpose_fun(*args):
       residuals, cts = args[:nr], iter(args[nr:])

@@ -232,8 +232,9 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
       stack.extend(i.lstrip("^").split(":")[0] for i in by_name[name].input)
   nodes = [n for n in graph_def.node
            if n.name in needed and n.name not in input_ops]
+  kept = {n.name for n in nodes}
   for node in nodes:
-    _drop_colocation_with(node, input_ops)
+    _drop_colocation_with(node, {n for n in by_name if n not in kept})
   used = set()
   for node in nodes:
     for name in node.input:
@@ -269,8 +270,9 @@ def _drop_colocation_with(node: Any, names: set[str]) -> None:
   """Removes ``node``'s colocation constraints with the ops ``names``.
 
   A gradient graph colocates ops with the tensors they differentiate (a
-  ``tf.gather``'s gradient: ``Shape`` with its argument). The argument
-  placeholders are not imported, so such a constraint would name an unknown
+  ``tf.gather``'s gradient: ``Shape`` with its argument, or with an op of
+  the forward pass). The argument placeholders and the ops the outputs do
+  not need are not imported, so such a constraint would name an unknown
   node, which ``import_graph_def`` refuses ("expects to be colocated with
   unknown node"). Colocation is a placement hint; the values the imported
   ops get are where the caller has them.

@@ -85,7 +85,7 @@ class Vectorized:
   Attributes:
     function_flat_tf: the unbatched ``tf.function`` (a ``call_tf_p`` param).
     sig: its argument specs.
-    vmap_method: the method that vectorized it (None or "vectorized").
+    vmap_method: the method that vectorized it (None, "vectorized" or "pfor").
   """
   function_flat_tf: Any
   sig: tuple[Any, ...]

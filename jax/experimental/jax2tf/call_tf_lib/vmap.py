@@ -15,13 +15,21 @@
 
 ``call_tf(f, vmap_method=...)`` chooses how ``jax.vmap`` batches a call:
 
-* ``None`` (default): the function is vectorized (for a TF function, by
-  TensorFlow's ``tf.vectorized_map``, pfor): one call for the whole batch.
-  Where it cannot be, the call runs sequentially if the
+* ``None`` (default): the function is vectorized: one call for the whole
+  batch. For a TF function under ``jax.jit``, JAX's own batching rules batch
+  its StableHLO module, interpreted as JAX primitives (:mod:`.interpreted`),
+  where every op of it has a rule; otherwise, and eagerly, TensorFlow's
+  ``tf.vectorized_map`` (pfor) vectorizes it (the option
+  ``jax_call_tf_vectorizer="pfor"`` makes pfor the only vectorizer). Where it
+  cannot be vectorized, the call runs sequentially if the
   ``jax_call_tf_slow_vmap`` option is on, and otherwise raises
   :class:`~.errors.CallTfVectorizationError`, which names the op, the option
   and the other methods.
 * ``"vectorized"``: as ``None``, but never falls back.
+* ``"pfor"``: as ``"vectorized"``, with TensorFlow's pfor as the only
+  vectorizer and TensorFlow's gradients as the only derivatives, whatever
+  ``jax_call_tf_vectorizer`` says (the fork's behaviour before the StableHLO
+  path).
 * ``"sequential"``: one call per batch element; under a staging trace a
   ``lax.map`` loop inside one program (its size does not grow with the
   batch), eagerly a Python loop of eager calls (no XLA needed).
@@ -63,8 +71,10 @@ from jax.experimental.jax2tf.call_tf_lib import errors
 import numpy as np
 
 VMAP_METHODS: tuple[str | None, ...] = (
-    None, "vectorized", "sequential", "expand_dims", "broadcast_all",
+    None, "vectorized", "pfor", "sequential", "expand_dims", "broadcast_all",
     "batch_polymorphic")
+# The methods that vectorize the function (one call for the whole batch).
+VECTORIZED_METHODS: tuple[str | None, ...] = (None, "vectorized", "pfor")
 ONE_CALL_METHODS: tuple[str, ...] = (
     "expand_dims", "broadcast_all", "batch_polymorphic")
 
@@ -224,7 +234,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
       return sequential()
     raise errors.symbolic_batch_error(axis_size, vmap_method)
 
-  if vmap_method in (None, "vectorized"):
+  if vmap_method in VECTORIZED_METHODS:
     if core.is_constant_dim(axis_size) and axis_size == 1:
       # A batch of one needs no vectorizing (jax.jacrev of a scalar function
       # vmaps its VJP over one cotangent): one unbatched call.

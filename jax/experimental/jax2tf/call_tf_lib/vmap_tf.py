@@ -15,7 +15,10 @@
 
 :func:`batching_rule` hands the call to the ``vmap_method`` dispatcher
 (:func:`.vmap.batch`) with a callee that calls a TF function on a batch: for
-the vectorized methods, the function wrapped in ``tf.vectorized_map`` (pfor);
+the vectorized methods under ``jax.jit``, ``jax.vmap`` of the function's
+StableHLO module as JAX primitives where :func:`.interpreted.lookup` has it
+(the StableHLO path: no pfor, and an outer ``vmap`` batches JAX primitives),
+else the function wrapped in ``tf.vectorized_map`` (pfor);
 for the one-call methods, the function itself on batched shapes, its results
 checked against the batched shapes. Either way, the batched function becomes
 the ``callable_flat_tf``/``function_flat_tf`` of a new ``call_tf_p``, so
@@ -52,6 +55,7 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import interpreted
 from jax.experimental.jax2tf.call_tf_lib import pfor
 from jax.experimental.jax2tf.call_tf_lib import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap
@@ -134,6 +138,17 @@ class _TfCallee:
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+    params = self.params
+    if interpreted.may_use(vmap_method, params["call_tf_graph"],
+                           params["ordered"]):
+      # Under jit: JAX's own rules batch the function's StableHLO module,
+      # where every op of it has a rule; else pfor, below. (A function with
+      # side effects never gets here: the dispatcher refused it.)
+      found = interpreted.lookup(params["function_flat_tf"],
+                                 params["args_flat_sig_tf"],
+                                 purpose="jax.vmap")
+      if found is not None:
+        return found.vmapped(args, is_batched, out_avals)
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)
@@ -333,7 +348,8 @@ def _batched_tf_functions(
     callable_flat_tf: the unbatched flat TF callable (a primitive param).
     function_flat_tf: its ``tf.function`` (a primitive param).
     sig: the unbatched argument specs (a primitive param).
-    vmap_method: None, "vectorized" or one of the one-call methods.
+    vmap_method: one of :data:`.vmap.VECTORIZED_METHODS` or of the one-call
+      methods.
     is_batched: which flat arguments carry the batch at axis 0.
     batch_arg: an argument batched under vmap (its axis 0 is the batch).
     expected_shapes: the batched results' shapes (None for unknown sizes).
@@ -352,7 +368,7 @@ def _batched_tf_functions(
     return tf.shape(args_tf[batch_arg])[0]
 
   def call(args_tf: Sequence[Any]) -> list[Any]:
-    if vmap_method not in (None, "vectorized"):
+    if vmap_method not in vmap.VECTORIZED_METHODS:
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
     if traces.vectorized_from(function_flat_tf) is None:
@@ -407,7 +423,7 @@ def _batched_tf_functions(
   eager_fn = tf.function(batched_flat_tf, autograph=False, jit_compile=False)
   staged_fn = tf.function(batched_flat_tf, autograph=False,
                           jit_compile=not call_tf_graph)
-  if vmap_method in (None, "vectorized") and not call_tf_graph:
+  if vmap_method in vmap.VECTORIZED_METHODS and not call_tf_graph:
     traces.mark_vectorized(staged_fn, traces.Vectorized(
         function_flat_tf, sig, vmap_method))
   return eager_fn, staged_fn

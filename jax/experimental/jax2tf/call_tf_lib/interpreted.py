@@ -1,0 +1,491 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``call_tf``'s StableHLO path: a TF function as JAX primitives.
+
+Under ``jax.jit``, ``call_tf`` lowers a TF function with TensorFlow's own XLA
+lowering (tf2xla) into a StableHLO module. :func:`lookup` gives that module
+expressed as JAX primitives, one ``lax`` operation per StableHLO op
+(:mod:`.stablehlo_to_jax`), so that JAX's own rules transform it:
+
+* ``jax.vmap`` batches it (:mod:`.vmap_tf`), nested ``vmap`` included,
+  instead of TensorFlow's vectorizer (pfor). Batching the module is exact
+  for any pure function.
+* ``jax.jvp``/``jax.vjp`` differentiate it (:mod:`.forward`), but only where
+  that gives TensorFlow's gradients: :func:`gradient_mismatch_ops` names the
+  ops of a TF graph whose TF gradient differs from the derivative of their
+  lowering, and any such op keeps TF's derivatives (``tf.GradientTape``,
+  ``tf.autodiff.ForwardAccumulator``).
+
+The path is taken for ``vmap_method`` None and ``"vectorized"`` when the
+option ``jax_call_tf_vectorizer`` is ``"stablehlo"`` (the default), under a
+staging trace (``jax.jit``), for a pure function (:mod:`.effects`) without
+``call_tf_graph``, that XLA compiles and whose every op has a rule. Anything
+else keeps pfor and TF's gradients; each such fallback is logged at debug
+level with its reason (the ops without a rule, the error of the
+compilation). ``vmap_method="pfor"`` and ``jax_call_tf_vectorizer="pfor"``
+choose pfor and TF's gradients always.
+
+Captured variables: the module's trailing parameters are the concrete
+function's captured inputs, which the call reads, as the lowering does
+(:mod:`.captures`), every time the call is traced: a variable assigned
+between two traces is seen by the second.
+
+See https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+import logging
+from typing import Any
+
+import jax
+from jax import lax
+from jax._src import config
+from jax._src import core
+from jax.experimental.jax2tf.call_tf_lib import captures
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib import effects
+from jax.experimental.jax2tf.call_tf_lib import traces
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+# The values of the option jax_call_tf_vectorizer.
+STABLEHLO = "stablehlo"
+PFOR = "pfor"
+# The vmap_method that chooses pfor (and TF's gradients) for one call_tf.
+PFOR_METHOD = "pfor"
+
+# Ops whose TF gradient is not the derivative of their lowering.
+# Gradients TensorFlow stops or refuses, where the lowering is the identity.
+_STOPS_GRADIENT = frozenset({"StopGradient", "PreventGradient"})
+# Ops whose TF gradient takes other values than JAX's derivative of their
+# tf2xla lowering at some points: ties and kinks (Maximum's gradient goes to
+# its first argument at a tie, JAX's derivative of `max` splits it; Relu's
+# is 0 at 0, the derivative of `max(x, 0)` is 1/2; Abs's is 0 at 0, that of
+# `abs` 1; Selu's at 0 is its scale, the derivative of its lowering's
+# `select(x > 0, ...)` scale * alpha; ClipByValue's passes at the bounds,
+# that of `clamp` does not), and straight-through estimators (the gradient
+# of a fake quantization is 1 inside its range, the derivative of its
+# rounding 0). Measured against TF's gradients at those points; Relu6,
+# LeakyRelu, Elu, Max (reductions), MaxPool, Sign, Round and Floor agree.
+_GRADIENT_DIFFERS = frozenset({
+    "Maximum", "Minimum", "Relu", "Abs", "Selu", "ClipByValue",
+    "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
+    "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
+    "QuantizeAndDequantizeV4"})
+# Ops that carry no tangent although their types are floating.
+_NO_TANGENT = frozenset({"Const", "Placeholder", "_Arg", "_Retval", "NoOp"})
+
+
+def vectorizer(vmap_method: str | None) -> str:
+  """What vectorizes (and differentiates) a call with ``vmap_method``.
+
+  Returns:
+    ``"pfor"`` for ``vmap_method="pfor"``, or for None and ``"vectorized"``
+    with the option ``jax_call_tf_vectorizer="pfor"``; else
+    ``"stablehlo"``, which :func:`lookup` may still refuse.
+  """
+  if vmap_method == PFOR_METHOD:
+    return PFOR
+  return str(config.call_tf_vectorizer.value)
+
+
+def may_use(vmap_method: str | None, call_tf_graph: bool,
+            ordered: bool = False) -> bool:
+  """Whether a call may take the StableHLO path now.
+
+  Args:
+    vmap_method: the call's ``vmap_method``.
+    call_tf_graph: the call's ``call_tf_graph`` (TF runs such a function).
+    ordered: the call's ``ordered`` (its calls are ordered effects).
+
+  Returns:
+    True under a staging trace (``jax.jit``) for ``vmap_method`` None or
+    ``"vectorized"`` with the option at ``"stablehlo"``, without
+    ``call_tf_graph`` or ``ordered``.
+  """
+  return (vmap_method in (None, "vectorized") and not call_tf_graph
+          and not ordered and vectorizer(vmap_method) == STABLEHLO
+          and core.unsafe_am_i_under_a_jit())
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Interpreted:
+  """A TF function's StableHLO module, as JAX primitives.
+
+  Attributes:
+    program: the interpreted module (:class:`.stablehlo_to_jax.Program`);
+      its parameters are the function's arguments, then its captured inputs.
+    captured: the captured variables and tensors, read on every call.
+    name: the TF function's name, for messages.
+  """
+  program: Any
+  captured: tuple[Any, ...]
+  name: str
+
+  @functools.cached_property
+  def has_loop(self) -> bool:
+    """Whether the module has a ``while`` loop (JAX cannot transpose one)."""
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype)
+             for a in self.program.in_avals]
+    return _has_while(jax.make_jaxpr(
+        lambda *a: tuple(self.program(*a)))(*avals).jaxpr)
+
+  def captured_values(self) -> list[Any]:
+    """The current values of the captured inputs (read as the lowering does)."""
+    return captures.read_captured_values(self.captured)
+
+  def __call__(self, *args: Any) -> list[Any]:
+    """The function on JAX values (tracers included): its flat results."""
+    return list(self.program(*args, *self.captured_values()))
+
+  def vmapped(self, args: Sequence[Any], is_batched: Sequence[bool],
+              out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+    """The function on a batch: ``jax.vmap`` of the program.
+
+    Args:
+      args: the arguments; batched ones carry the batch at axis 0.
+      is_batched: which arguments are batched.
+      out_avals: the batched results' avals; results are converted to their
+        dtypes (as the lowering canonicalizes them).
+
+    Returns:
+      The batched results, batch at axis 0.
+    """
+    captured = self.captured_values()
+    in_axes = [0 if b else None for b in is_batched] + [None] * len(captured)
+    outs = jax.vmap(lambda *a: tuple(self.program(*a)), in_axes=in_axes,
+                    out_axes=0)(*args, *captured)
+    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
+
+
+def _stablehlo_to_jax() -> Any:
+  from jax.experimental.jax2tf.call_tf_lib import stablehlo_to_jax  # pylint: disable=g-import-not-at-top
+  return stablehlo_to_jax
+
+
+def _parse(module: str) -> Any | str:
+  """The interpreted module, or why there is none (for the debug log)."""
+  try:
+    s2j = _stablehlo_to_jax()
+  except ImportError as e:
+    return f"the interpreter cannot be imported here ({e})"
+  try:
+    program = s2j.parse(module)
+  except s2j.UnsupportedOps as e:
+    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
+  except Exception as e:  # pylint: disable=broad-except
+    # Not a wrong number: TF's path computes it instead, and the log says so.
+    return f"the interpreter failed on its module ({type(e).__name__}: {e})"
+  if program.unsupported:
+    return ("its StableHLO module has ops without a JAX rule: "
+            f"{list(program.unsupported)}")
+  return program
+
+
+@functools.lru_cache(maxsize=256)
+def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+            platform: str) -> Interpreted | str:
+  """:func:`lookup`, cached; the reason for the fallback if it refuses."""
+  concrete = traces.concrete_function(function_flat_tf, sig)
+  side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
+  if side_effects:
+    return f"it has side effects (op {side_effects[0][0]!r})"
+  try:
+    hlo = compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
+  except Exception as e:  # pylint: disable=broad-except
+    return (f"XLA cannot compile it ({type(e).__name__}: "
+            f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+  module = compat.hlo_to_stablehlo_text(hlo)
+  found = _parse(module)
+  if isinstance(found, str):
+    return found
+  program = found
+  captured = tuple(captures.captured_objects(concrete))
+  if len(program.in_avals) != len(sig) + len(captured):
+    return (f"its module takes {len(program.in_avals)} parameters, not "
+            f"{len(sig)} arguments and {len(captured)} captured inputs")
+  return Interpreted(program, captured,
+                     getattr(function_flat_tf, "__name__", "function"))
+
+
+compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")
+
+
+def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
+           purpose: str) -> Interpreted | None:
+  """The TF function's StableHLO module as JAX primitives, or None.
+
+  Args:
+    function_flat_tf: the call's ``tf.function`` (a ``call_tf_p`` param).
+    sig: its argument specs (static shapes).
+    purpose: what the module is for ("jax.vmap", "differentiation"), for
+      the debug log.
+
+  Returns:
+    The interpreted module; None if the function has side effects, XLA
+    cannot compile it, or an op of its module has no rule. Each None is
+    logged at debug level with its reason.
+  """
+  sig = tuple(sig)
+  if not all(s.shape.is_fully_defined() for s in sig):
+    found: Interpreted | str = "its argument shapes are not static"
+  else:
+    found = _lookup(function_flat_tf, sig, compile_lib.default_tf_platform())
+  if isinstance(found, str):
+    logger.debug("call_tf: %s of %s uses TensorFlow's path (pfor, TF "
+                 "gradients), not its StableHLO module: %s", purpose,
+                 getattr(function_flat_tf, "__name__", function_flat_tf),
+                 found)
+    return None
+  logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
+               "primitives", purpose, found.name)
+  return found
+
+
+@functools.lru_cache(maxsize=64)
+def _module_program(module_bytes: bytes, nr_platform_args: int,
+                    in_shapes: tuple[tuple[int, ...], ...]) -> Any | str:
+  """The interpreted module for static shapes, or why there is none."""
+  from jax.experimental.jax2tf.call_tf_lib import stablehlo  # pylint: disable=g-import-not-at-top
+  try:
+    text = stablehlo.refined_module_text(module_bytes, nr_platform_args,
+                                         in_shapes)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"its shapes cannot be refined ({type(e).__name__}: {e})"
+  return _parse(text)
+
+
+compat.register_cache(_module_program,
+                      "call_tf: interpreted embedded modules")
+
+
+def exported_program(exported: Any, in_avals: Sequence[Any], *,
+                     purpose: str) -> Callable[..., list[Any]] | None:
+  """A ``jax.export.Exported``'s module as JAX primitives, for static shapes.
+
+  For the modules :mod:`.embed` embeds (restored jax2tf functions): the
+  module is refined for the argument shapes, and interpreted.
+
+  Args:
+    exported: the module.
+    in_avals: the avals (static shapes) of its operands.
+    purpose: what it is for, for the debug log.
+
+  Returns:
+    A function of the operands returning the flat results, or None if the
+    module cannot be interpreted (logged at debug level, with the reason).
+  """
+  shapes = tuple(tuple(a.shape) for a in in_avals)
+  platforms = tuple(exported.platforms)
+  nr_platform_args = 1 if len(platforms) > 1 else 0
+  if not all(core.is_constant_shape(s) for s in shapes):
+    found: Any = "its argument shapes are not static"
+  else:
+    found = _module_program(exported.mlir_module_serialized,
+                            nr_platform_args, shapes)
+  if isinstance(found, str):
+    logger.debug("call_tf: %s of %s cannot use its StableHLO module as JAX "
+                 "primitives: %s", purpose, exported.fun_name, found)
+    return None
+  logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
+               "primitives", purpose, exported.fun_name)
+  prefix = []
+  if nr_platform_args:
+    platform = compile_lib.default_tf_platform().lower()
+    platform = {"gpu": "cuda"}.get(platform, platform)
+    if platform not in platforms:
+      return None
+    prefix = [np.int32(platforms.index(platform))]
+  out_avals = exported.out_avals
+
+  def fun(*operands):
+    outs = found(*prefix, *operands)
+    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
+  return fun
+
+
+def _has_tangent_dtype(dtype: Any) -> bool:
+  return dtype.is_floating or dtype.is_complex
+
+
+def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
+  """The ops whose TF gradient differs from the derivative of their lowering.
+
+  JAX's rules differentiate a TF function's lowering exactly as TensorFlow's
+  gradients do only if its graph (and the functions it calls) has none of:
+
+  * ``StopGradient``/``PreventGradient``, lowered to the identity;
+  * ops whose gradient is overridden (``tf.custom_gradient``,
+    ``tf.recompute_grad``, ``tf.grad_pass_through``,
+    ``gradient_override_map``: the ``_gradient_op_type`` attribute);
+  * ops with a floating input and output and no gradient in TF's registry
+    (``tf.no_gradient``, or none registered: ``ResizeBilinearGrad``);
+  * ops whose TF gradient takes other values at ties, kinks or through a
+    straight-through estimator (``Maximum``, ``Minimum``, ``Relu``, ``Abs``,
+    ``Selu``, ``ClipByValue``, fake quantization).
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Only ops with a floating or complex input and output count: no tangent
+  flows through the others.
+
+  Returns:
+    ``(op_type, node_name)`` of each such op, in graph order.
+  """
+  found = []
+  for op in effects.graph_ops(graph):
+    if (op.type in _NO_TANGENT
+        or not any(_has_tangent_dtype(t.dtype) for t in op.inputs)
+        or not any(_has_tangent_dtype(t.dtype) for t in op.outputs)):
+      # No tangent flows through it (integer shape arithmetic: tf.eye's
+      # Minimum).
+      continue
+    if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
+        or "_gradient_op_type" in op.node_def.attr
+        or (op.type not in effects.CALLS
+            and not compat.has_registered_gradient(op.type))):
+      # (TF differentiates a function call through its body, walked here.)
+      found.append((op.type, op.name))
+  return found
+
+
+@functools.lru_cache(maxsize=512)
+def _function_gradient_mismatch_ops(function_flat_tf: Any,
+                                    sig: tuple[tf.TensorSpec, ...]
+                                    ) -> tuple[tuple[str, str], ...]:
+  return tuple(gradient_mismatch_ops(
+      traces.concrete_function(function_flat_tf, sig).graph))
+
+
+compat.register_cache(_function_gradient_mismatch_ops,
+                      "call_tf: ops whose gradient differs from the lowering")
+
+
+def function_gradient_mismatch_ops(function_flat_tf: Any,
+                                   sig: Sequence[tf.TensorSpec]
+                                   ) -> tuple[tuple[str, str], ...]:
+  """:func:`gradient_mismatch_ops` of ``function_flat_tf`` traced for ``sig``."""
+  return _function_gradient_mismatch_ops(function_flat_tf, tuple(sig))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Differentiable:
+  """A call of ``call_tf`` that JAX's rules differentiate, as TF would.
+
+  Attributes:
+    fun: the call on flat JAX arguments, returning its flat results.
+    out_tree: the pytree of its results.
+    reverse: whether JAX can also transpose its derivative (no loop in the
+      module: JAX cannot differentiate a ``while`` loop in reverse mode).
+  """
+  fun: Callable[..., list[Any]]
+  out_tree: Any
+  reverse: bool
+
+
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+  """The jaxprs in an equation's params (loop bodies, branches, calls).
+
+  Found by their attributes: the classes moved between JAX releases.
+  """
+  found = []
+  for v in params.values():
+    for x in (v if isinstance(v, (tuple, list)) else (v,)):
+      if hasattr(x, "eqns"):  # a Jaxpr
+        found.append(x)
+      elif hasattr(getattr(x, "jaxpr", None), "eqns"):  # a ClosedJaxpr
+        found.append(x.jaxpr)
+  return found
+
+
+def _has_while(jaxpr: Any) -> bool:
+  return any(eqn.primitive.name == "while"
+             or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
+             for eqn in jaxpr.eqns)
+
+
+def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
+                   primals_tree: Any) -> Differentiable | None:
+  """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
+
+  Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
+  its ``call_tf_p``, and gives that call's interpreted module if
+  :func:`lookup` finds one, the TF graph has no op that
+  :func:`gradient_mismatch_ops` names, and no argument or result is complex
+  (TF's gradients of complex values follow TF's own convention).
+
+  Args:
+    make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
+      ``fun``).
+    flat_primals: the flat arguments.
+    primals_tree: their pytree.
+
+  Returns:
+    None where TF's derivatives are needed (the reason is logged at debug
+    level).
+  """
+  def flat_call(*flat):
+    return make_call(*primals_tree.unflatten(list(flat)))
+  closed, out_shape = jax.make_jaxpr(flat_call, return_shape=True)(
+      *flat_primals)
+  jaxpr = closed.jaxpr
+  calls = [e for e in jaxpr.eqns if e.primitive.name == "call_tf"]
+  if (len(jaxpr.eqns) != 1 or len(calls) != 1 or closed.consts
+      or list(calls[0].invars) != list(jaxpr.invars)
+      or list(calls[0].outvars) != list(jaxpr.outvars)):
+    logger.debug("call_tf: differentiation uses TensorFlow's gradients: the "
+                 "call is not one call_tf_p of its arguments")
+    return None
+  params = calls[0].params
+  if params["call_tf_graph"] or params["ordered"]:
+    return None
+  if any(np.issubdtype(v.aval.dtype, np.complexfloating)
+         for v in [*jaxpr.invars, *jaxpr.outvars]):
+    # TF's gradients of complex values follow TF's convention.
+    logger.debug("call_tf: differentiation uses TensorFlow's gradients: "
+                 "complex arguments or results")
+    return None
+  fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
+  if traces.vectorized_from(fn) is not None:
+    return None
+  mismatch = function_gradient_mismatch_ops(fn, sig)
+  if mismatch:
+    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
+                 "gradients: the TF gradient of %s differs from the "
+                 "derivative of its lowering", getattr(fn, "__name__", fn),
+                 ", ".join(f"op {t!r} (node {n!r})" for t, n in mismatch))
+    return None
+  interp = lookup(fn, sig, purpose="differentiation")
+  if interp is None:
+    return None
+  out_avals = [v.aval for v in calls[0].outvars]
+
+  def fun(*flat):
+    outs = interp(*flat)
+    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
+
+  return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
+                        not interp.has_loop)

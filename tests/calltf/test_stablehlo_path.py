@@ -1,0 +1,460 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""call_tf's StableHLO path: JAX batches and differentiates the TF module.
+
+Under ``jax.jit``, ``jax.vmap`` of a pure ``call_tf`` batches the function's
+StableHLO module as JAX primitives instead of pfor, and JAX differentiates it
+where that gives TF's gradients. Results are checked against TF alone (a
+Python loop of TF calls, ``tf.GradientTape``, ``tape.jacobian``) or the same
+function in jnp; the path taken is checked by counting pfor's conversions
+and TF traces, and by the debug log.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import logging
+
+import pytest
+
+from tests.calltf.util import assert_close, randn  # noqa: I001
+
+import jax  # noqa: E402
+from jax.experimental import jax2tf  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib import errors  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib import interpreted  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+call_tf = jax2tf.call_tf
+LOGGER = "jax.experimental.jax2tf.call_tf_lib.interpreted"
+
+
+@pytest.fixture
+def counts(monkeypatch):
+  """Counts pfor's conversions and ForwardAccumulator/GradientTape uses."""
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  found = collections.Counter()
+
+  def count(obj, attr, kind):
+    original = getattr(obj, attr)
+
+    @functools.wraps(original)
+    def counted(*args, **kwargs):
+      found[kind] += 1
+      return original(*args, **kwargs)
+    monkeypatch.setattr(obj, attr, counted)
+
+  count(pfor_lib.PFor, "convert", "pfor")
+  count(tf.GradientTape, "gradient", "tape")
+  count(tf.autodiff.ForwardAccumulator, "jvp", "accumulator")
+  jax.clear_caches()
+  return found
+
+
+def lj_tf(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = tf.shape(x)[0]
+  r2 = tf.reduce_sum(d * d, -1) + tf.eye(n, dtype=x.dtype)
+  inv6 = 1. / (r2 * r2 * r2)
+  return 2. * tf.reduce_sum((1. - tf.eye(n, dtype=x.dtype))
+                            * (inv6 * inv6 - inv6))
+
+
+def lj_jnp(x):
+  d = x[:, None, :] - x[None, :, :]
+  n = x.shape[0]
+  r2 = jnp.sum(d * d, -1) + jnp.eye(n, dtype=x.dtype)
+  inv6 = 1. / (r2 * r2 * r2)
+  return 2. * jnp.sum((1. - jnp.eye(n, dtype=x.dtype)) * (inv6 * inv6 - inv6))
+
+
+def lattice(n_batch: int, seed: int = 0) -> np.ndarray:
+  """Batches of 8 atoms near a cubic lattice (no two atoms close)."""
+  base = np.stack(np.meshgrid(*[np.arange(2.)] * 3), -1).reshape(8, 3) * 1.2
+  noise = np.random.default_rng(seed).uniform(-.05, .05, (n_batch, 8, 3))
+  return (base + noise).astype(np.float32)
+
+
+def loop_of_tf_calls(f_tf, *batched):
+  """The TF-only reference of vmap: one eager TF call per batch element."""
+  outs = [f_tf(*[tf.constant(a[i]) for a in batched])
+          for i in range(batched[0].shape[0])]
+  return jax.tree.map(lambda *o: np.stack([np.asarray(x) for x in o]), *outs)
+
+
+# --- vmap --------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64])
+@pytest.mark.parametrize("batch", [0, 1, 5])
+def test_jit_vmap_batches_the_module_not_pfor(counts, dtype, batch):
+  w = (randn(3, 4) * 3).astype(dtype)
+
+  def f_tf(x, y):
+    return {"mm": tf.linalg.matmul(x[None], tf.constant(w))[0] + y,
+            "sum": tf.reduce_sum(x * x)}
+
+  x = (randn(batch, 3) * 3).astype(dtype)
+  y = (randn(4) * 3).astype(dtype)
+  got = jax.jit(jax.vmap(call_tf(f_tf), in_axes=(0, None)))(x, y)
+  if batch == 0:
+    expected = {"mm": np.zeros((0, 4), dtype), "sum": np.zeros((0,), dtype)}
+  else:
+    expected = loop_of_tf_calls(lambda a: f_tf(a, tf.constant(y)), x)
+  assert counts["pfor"] == 0
+  split = lambda t: jax.tree.map(  # noqa: E731
+      lambda a: (np.real(a), np.imag(a)) if np.iscomplexobj(a) else a, t)
+  assert_close(split(got), split(expected), 1e-5)
+
+
+def test_jit_vmap_of_the_energy_matches_jnp_and_takes_the_module(caplog):
+  x = lattice(6)
+  with caplog.at_level(logging.DEBUG, logger=LOGGER):
+    got = jax.jit(jax.vmap(call_tf(lj_tf)))(x)
+  assert_close(got, jax.vmap(lj_jnp)(x), 1e-5)
+  assert any("jax.vmap of" in r.getMessage()
+             and "uses its StableHLO module" in r.getMessage()
+             for r in caplog.records), caplog.text
+
+
+def test_nested_vmap_is_jax_batching(counts):
+  x = lattice(12).reshape(3, 4, 8, 3)
+  f = call_tf(lj_tf)
+  got = jax.jit(jax.vmap(jax.vmap(f)))(x)
+  assert_close(got, jax.vmap(jax.vmap(lj_jnp))(x), 1e-5)
+  got = jax.jit(jax.vmap(jax.vmap(f), in_axes=1))(np.moveaxis(x, 0, 1))
+  assert_close(got, jax.vmap(jax.vmap(lj_jnp))(x), 1e-5)
+  assert counts["pfor"] == 0
+
+
+def test_in_and_out_axes_and_pytrees(counts):
+  def f_tf(a, b):
+    return a["u"] * b, (tf.reduce_sum(a["v"], 0), b - 1.)
+
+  a = {"u": randn(3, 5), "v": randn(4, 5, 2)}
+  b = randn(3)
+  f = call_tf(f_tf)
+  got = jax.jit(jax.vmap(f, in_axes=({"u": 1, "v": 1}, None),
+                         out_axes=(1, (0, 0))))(a, b)
+
+  def f_jnp(a, b):
+    return a["u"] * b, (jnp.sum(a["v"], 0), b - 1.)
+  expected = jax.vmap(f_jnp, in_axes=({"u": 1, "v": 1}, None),
+                      out_axes=(1, (0, 0)))(a, b)
+  assert_close(got, expected)
+  assert counts["pfor"] == 0
+
+
+def test_eager_vmap_keeps_pfor_and_jit_does_not(counts):
+  x = lattice(3)
+  f = call_tf(lj_tf)
+  assert_close(jax.jit(jax.vmap(f))(x), jax.vmap(lj_jnp)(x), 1e-5)
+  assert counts["pfor"] == 0
+  assert_close(jax.vmap(f)(x), jax.vmap(lj_jnp)(x), 1e-5)
+  assert counts["pfor"] >= 1
+
+
+@pytest.mark.parametrize("how", ["option", "context", "vmap_method"])
+def test_pfor_can_be_chosen(counts, how):
+  x = lattice(4)
+  f = call_tf(lj_tf, vmap_method="pfor" if how == "vmap_method" else None)
+  if how == "option":
+    jax.config.update("jax_call_tf_vectorizer", "pfor")
+    try:
+      got = jax.jit(jax.vmap(f))(x)
+    finally:
+      jax.config.update("jax_call_tf_vectorizer", "stablehlo")
+  elif how == "context":
+    with _config_state()("pfor"):
+      got = jax.jit(jax.vmap(f))(x)
+  else:
+    got = jax.jit(jax.vmap(f))(x)
+  assert_close(got, jax.vmap(lj_jnp)(x), 1e-5)
+  assert counts["pfor"] >= 1
+
+
+def _config_state():
+  from jax._src import config  # pylint: disable=g-import-not-at-top
+  return config.call_tf_vectorizer
+
+
+def test_the_option_is_part_of_the_jit_key(counts):
+  x = lattice(4)
+  g = jax.jit(jax.vmap(call_tf(lj_tf)))
+  g(x)
+  assert counts["pfor"] == 0
+  with _config_state()("pfor"):
+    got = g(x)
+  assert counts["pfor"] >= 1
+  assert_close(got, jax.vmap(lj_jnp)(x), 1e-5)
+
+
+def test_the_option_rejects_unknown_values():
+  with pytest.raises(ValueError, match="stablehlo"):
+    jax.config.update("jax_call_tf_vectorizer", "loop")
+
+
+def test_captured_variables_are_read_on_each_trace(counts):
+  v = tf.Variable(np.float32(2.))
+  w = tf.Variable(randn(3))
+
+  def f_tf(x):
+    return x * v + w
+
+  f = call_tf(f_tf)
+  x = randn(4, 3)
+  assert_close(jax.jit(jax.vmap(f))(x), x * 2. + w.numpy())
+  v.assign(5.)
+  w.assign(w * 2.)
+  # A new trace (a new jitted function) sees the values now.
+  assert_close(jax.jit(lambda a: jax.vmap(f)(a))(x), x * 5. + w.numpy())
+  # As the unbatched call does.
+  assert_close(jax.jit(f)(x[0]), x[0] * 5. + w.numpy())
+  assert counts["pfor"] == 0
+
+
+def _custom_call_tf(x):
+  # An op XLA compiles to a custom call that neither JAX nor pfor knows.
+  from tensorflow.compiler.tf2xla.python import xla as tfxla  # pylint: disable=g-import-not-at-top
+  res = tfxla.custom_call_v2("call_tf_test_unknown_target", [x],
+                             [tf.TensorSpec(x.shape, x.dtype)],
+                             has_side_effect=False)
+  return res[0] if isinstance(res, (list, tuple)) else res
+
+
+def test_an_op_without_a_rule_falls_back_to_pfor_and_says_so(caplog):
+  f = call_tf(_custom_call_tf)
+  with caplog.at_level(logging.DEBUG, logger=LOGGER):
+    with pytest.raises(errors.CallTfVectorizationError,
+                       match="XlaCustomCallV2"):
+      jax.jit(jax.vmap(f)).lower(randn(2, 3))
+  messages = [r.getMessage() for r in caplog.records]
+  assert any("jax.vmap of" in m and "without a JAX rule" in m
+             and "custom_call" in m for m in messages), messages
+
+
+def test_a_function_xla_cannot_compile_keeps_pfor_and_says_so(caplog):
+  def f_tf(x):  # HistogramFixedWidth has no XLA kernel
+    return tf.cast(tf.histogram_fixed_width(x, [0., 1.], nbins=5), tf.float32)
+
+  with caplog.at_level(logging.DEBUG, logger=LOGGER):
+    with pytest.raises(ValueError, match="HistogramFixedWidth"):
+      jax.jit(jax.vmap(call_tf(f_tf)))(randn(2, 3))
+  assert any("XLA cannot compile it" in r.getMessage()
+             for r in caplog.records), caplog.text
+
+
+def test_a_function_with_side_effects_is_still_refused(counts):
+  v = tf.Variable(0.)
+
+  def f_tf(x):
+    v.assign_add(1.)
+    return x * 2.
+
+  with pytest.raises(errors.CallTfVectorizationError, match="side effects"):
+    jax.jit(jax.vmap(call_tf(f_tf)))(randn(2, 3))
+  # Its pure variant is batched as StableHLO.
+  x = randn(2, 3)
+  assert_close(jax.jit(jax.vmap(call_tf(lambda x: x * v)))(x), x * 0.)
+  assert counts["pfor"] == 0
+
+
+# --- differentiation ---------------------------------------------------------
+
+def tf_jacobian(f_tf, x):
+  x = tf.constant(x)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = f_tf(x)
+  return tape.jacobian(y, x).numpy()
+
+
+def tf_hessian(f_tf, x):
+  x = tf.constant(x)
+  with tf.GradientTape() as outer:
+    outer.watch(x)
+    with tf.GradientTape() as inner:
+      inner.watch(x)
+      y = f_tf(x)
+    g = inner.gradient(y, x)
+  return outer.jacobian(g, x).numpy()
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian",
+                                       "vmap_hessian", "grad"])
+def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
+  runs = []
+
+  def f_tf(x):
+    runs.append(1)
+    return lj_tf(x)
+
+  f = call_tf(f_tf)
+  x = lattice(3)
+  if transform == "vmap_hessian":
+    got = jax.jit(jax.vmap(jax.hessian(f)))(x)
+  else:
+    t = {"jacfwd": jax.jacfwd, "jacrev": jax.jacrev, "grad": jax.grad,
+         "hessian": jax.hessian}[transform]
+    got = jax.jit(t(f))(x[0])
+  # One trace of the TF function, nothing from TF's autodiff, no pfor.
+  assert len(runs) == 1
+  assert counts["pfor"] == 0
+  assert counts["tape"] == 0 and counts["accumulator"] == 0
+  # (The references use TF's autodiff and pfor.)
+  if transform == "vmap_hessian":
+    expected = np.stack([tf_hessian(lj_tf, a) for a in x])
+  else:
+    expected = (tf_hessian(lj_tf, x[0]) if transform == "hessian"
+                else tf_jacobian(lj_tf, x[0]))
+  assert_close(got, expected, 2e-4)
+
+
+def test_reverse_mode_matches_the_gradient_tape(counts):
+  def f_tf(x, w):
+    return tf.reduce_sum(tf.tanh(tf.linalg.matvec(w, x)) ** 2), tf.sin(x)
+
+  x, w = randn(4), randn(3, 4)
+  f = call_tf(f_tf)
+
+  def loss(x, w):
+    a, b = f(x, w)
+    return a + jnp.sum(b * jnp.arange(4.))
+
+  got = jax.jit(jax.grad(loss, argnums=(0, 1)))(x, w)
+  assert counts["tape"] == 0  # JAX's transpose of the module
+  xt, wt = tf.constant(x), tf.constant(w)
+  with tf.GradientTape() as tape:
+    tape.watch([xt, wt])
+    a, b = f_tf(xt, wt)
+    total = a + tf.reduce_sum(b * tf.range(4.))
+  expected = tuple(g.numpy() for g in tape.gradient(total, [xt, wt]))
+  assert_close(got, expected, 1e-5)
+
+
+def _stop(x):
+  return tf.reduce_sum(tf.stop_gradient(x) * x * x)
+
+
+@tf.custom_gradient
+def _triple_grad_identity(x):
+  return tf.identity(x), lambda dy: 3. * dy
+
+
+def _custom(x):
+  return tf.reduce_sum(_triple_grad_identity(x) ** 2)
+
+
+def _relu(x):
+  return (tf.reduce_sum(tf.nn.relu(x)) + tf.reduce_sum(tf.maximum(x, 0.5))
+          + tf.reduce_sum(tf.abs(x)) + tf.reduce_sum(tf.nn.selu(x)))
+
+
+@pytest.mark.parametrize("f_tf,op", [(_stop, "StopGradient"),
+                                     (_custom, "IdentityN"),
+                                     (_relu, "Relu")])
+@pytest.mark.parametrize("transform", ["jacfwd", "grad", "hessian"])
+def test_ops_whose_tf_gradient_differs_keep_tf_derivatives(f_tf, op,
+                                                           transform, caplog):
+  # Ties and kinks included: relu at 0, maximum at its tie.
+  x = np.array([-1., 0., 0.5, 2.], np.float32)
+  t = {"jacfwd": jax.jacfwd, "grad": jax.grad, "hessian": jax.hessian
+       }[transform]
+  with caplog.at_level(logging.DEBUG, logger=LOGGER):
+    got = jax.jit(t(call_tf(f_tf)))(x)
+  expected = (tf_hessian(f_tf, x) if transform == "hessian"
+              else tf_jacobian(f_tf, x))
+  assert_close(got, expected, 1e-5)
+  assert any(op in r.getMessage() and "differs" in r.getMessage()
+             for r in caplog.records), caplog.text
+
+
+def test_gradient_mismatch_ops_names_them():
+  def graph(f, *specs):
+    return tf.function(f).get_concrete_function(*specs).graph
+
+  spec = tf.TensorSpec([4], tf.float32)
+  assert interpreted.gradient_mismatch_ops(graph(lj_tf, tf.TensorSpec(
+      [8, 3], tf.float32))) == []
+  assert [t for t, _ in interpreted.gradient_mismatch_ops(
+      graph(_stop, spec))] == ["StopGradient"]
+  assert "IdentityN" in [t for t, _ in interpreted.gradient_mismatch_ops(
+      graph(_custom, spec))]
+  assert {"Relu", "Maximum", "Abs", "Selu"} <= {
+      t for t, _ in interpreted.gradient_mismatch_ops(graph(_relu, spec))}
+
+  def resize_vjp(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = tf.image.resize(x, (6, 6), "bilinear")
+    return tape.gradient(y, x)
+  found = interpreted.gradient_mismatch_ops(
+      graph(resize_vjp, tf.TensorSpec([1, 3, 3, 1], tf.float32)))
+  assert "ResizeBilinearGrad" in [t for t, _ in found]
+
+  def prevent(x):
+    return tf.raw_ops.PreventGradient(input=x) * 2.
+  assert [t for t, _ in interpreted.gradient_mismatch_ops(
+      graph(prevent, spec))] == ["PreventGradient"]
+
+
+def test_pfor_choice_keeps_tf_derivatives(counts):
+  x = lattice(1)[0]
+  got = jax.jit(jax.jacfwd(call_tf(lj_tf, vmap_method="pfor")))(x)
+  assert counts["accumulator"] + counts["tape"] >= 1
+  assert_close(got, tf_jacobian(lj_tf, x), 2e-4)
+
+
+# --- what the path unlocks ---------------------------------------------------
+
+def test_jax2tf_round_trip_under_jit_vmap_with_the_defaults(counts):
+  def g(x):
+    return jnp.sin(x) @ jnp.ones((3, 2)) + jnp.sum(x ** 2)
+
+  f = call_tf(jax2tf.convert(g, with_gradient=True))
+  x = randn(4, 3)
+  assert_close(jax.jit(jax.vmap(f))(x), jax.vmap(g)(x), 1e-5)
+  assert counts["pfor"] == 0
+
+
+def _while_tf(x):
+  def body(i, y):
+    return i + 1, tf.sin(y) * 1.5 + y
+  # (maximum_iterations: TF's gradient of the loop then compiles with XLA.)
+  _, y = tf.while_loop(lambda i, y: i < 3, body, (tf.constant(0), x),
+                       maximum_iterations=3)
+  return tf.reduce_sum(y ** 2)
+
+
+def _map_fn_tf(x):
+  return tf.reduce_sum(tf.map_fn(lambda r: tf.reduce_sum(tf.sin(r) * r), x))
+
+
+@pytest.mark.parametrize("f_tf", [_while_tf, _map_fn_tf],
+                         ids=["while_loop", "map_fn"])
+def test_forward_mode_of_loops_under_jit(counts, f_tf):
+  x = randn(3, 2)
+  f = call_tf(f_tf)
+  got = jax.jit(jax.jacfwd(f))(x)
+  # JAX's jvp of the module, no TF autodiff.
+  assert counts["accumulator"] == 0 and counts["tape"] == 0
+  assert_close(got, tf_jacobian(f_tf, x), 1e-4)
+  assert_close(jax.jit(jax.hessian(f))(x), tf_hessian(f_tf, x), 1e-4)
+  # Reverse mode too (JAX cannot transpose a loop: TF's VJP does).
+  assert_close(jax.jit(jax.grad(f))(x), tf_jacobian(f_tf, x), 1e-4)
+  xs = randn(4, 3, 2)
+  assert_close(jax.jit(jax.vmap(jax.jacfwd(f)))(xs),
+               np.stack([tf_jacobian(f_tf, a) for a in xs]), 1e-4)
