@@ -85,7 +85,13 @@ _STOPS_GRADIENT = frozenset({"StopGradient", "PreventGradient"})
 # of a fake quantization is 1 inside its range, the derivative of its
 # rounding 0). Measured against TF's gradients at those points; Relu6,
 # LeakyRelu, Elu, Max (reductions), MaxPool, Sign, Round and Floor agree.
+# Also Cholesky, whose TF gradient symmetrizes the input while its lowering
+# reads one triangle (derivatives agree only along symmetric tangents), and
+# the segment reductions whose TF gradients are NaN or 0 for empty segments
+# where the lowering's derivative is not.
 _GRADIENT_DIFFERS = frozenset({
+    "Cholesky", "UnsortedSegmentMax", "UnsortedSegmentMin",
+    "UnsortedSegmentProd", "SegmentMax", "SegmentMin", "SegmentProd",
     "Maximum", "Minimum", "Relu", "Abs", "Selu", "ClipByValue",
     "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
     "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
@@ -143,7 +149,12 @@ class Interpreted:
 
   @functools.cached_property
   def has_loop(self) -> bool:
-    """Whether the module has a ``while`` loop (JAX cannot transpose one)."""
+    """Whether the module has what JAX cannot transpose.
+
+    A ``while`` loop, or a reduction (``reduce``, ``reduce_window``) with a
+    region of its own (``cumprod``, ``cumulative_logsumexp``): JAX
+    differentiates them forward only.
+    """
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype)
              for a in self.program.in_avals]
     return _has_while(jax.make_jaxpr(
@@ -420,8 +431,12 @@ def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
   return found
 
 
+# Primitives JAX differentiates forward but cannot transpose.
+_NOT_TRANSPOSABLE = frozenset({"while", "reduce", "reduce_window"})
+
+
 def _has_while(jaxpr: Any) -> bool:
-  return any(eqn.primitive.name == "while"
+  return any(eqn.primitive.name in _NOT_TRANSPOSABLE
              or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
              for eqn in jaxpr.eqns)
 
