@@ -47,6 +47,11 @@ TRANSFORMS = (
 )
 
 SECOND_ORDER = frozenset({"jit(hessian)", "jit(vmap(hessian))"})
+# What the test suite (and so CI, within its time) runs without
+# JAX_FORK_OP_MATRIX_FULL=1: one column per path (StableHLO batching, its
+# reverse and forward derivatives, TF's eager tangents).
+DEFAULT_TRANSFORMS = frozenset({"jit(vmap)", "jit(jacrev)", "jit(jacfwd)",
+                                "jvp"})
 BATCH = 3          # the batch of vmap and vmap(grad)
 HESSIAN_BATCH = 2  # the batch of vmap(hessian)
 

@@ -340,11 +340,12 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
   if transform in family.skip:
     record.update(outcome="skip", reason=family.skip[transform])
     return record
-  if (transform in family.heavy or transform in cases.SECOND_ORDER
+  if (transform in family.heavy or transform not in cases.DEFAULT_TRANSFORMS
       ) and not full():
-    record.update(outcome="skip", reason="a heavy case (second order, or "
-                  "minutes): run with JAX_FORK_OP_MATRIX_FULL=1, as the "
-                  "report script does")
+    record.update(outcome="skip", reason="not in the default selection "
+                  "(second order, eager vmap and vmap(grad), heavy cases): "
+                  "run with JAX_FORK_OP_MATRIX_FULL=1, as the report "
+                  "script does")
     return record
   if family.requires:
     try:
