@@ -40,23 +40,10 @@ import pytest
 import tensorflow as tf
 
 from .util import ALL_METHODS
+from .util import assert_close
 
 call_tf = jax2tf.call_tf
 ONE_CALL_METHODS = ("expand_dims", "broadcast_all", "batch_polymorphic")
-
-
-def assert_close(actual, expected, tol=1e-5):
-  """Same pytree, shapes, dtypes and values, complex parts included."""
-  a_leaves, a_tree = jax.tree.flatten(actual)
-  e_leaves, e_tree = jax.tree.flatten(expected)
-  assert a_tree == e_tree, (a_tree, e_tree)
-  for a, e in zip(a_leaves, e_leaves):
-    a, e = np.asarray(a), np.asarray(e)
-    assert a.shape == e.shape, (a.shape, e.shape)
-    assert a.dtype == e.dtype, (a.dtype, e.dtype)
-    wide = np.complex128 if np.iscomplexobj(e) else np.float64
-    np.testing.assert_allclose(a.astype(wide), e.astype(wide), rtol=tol,
-                               atol=tol)
 
 
 def _tf_loop(f, xs):
