@@ -129,8 +129,9 @@ def stateful_error(op_type: str, node_name: str | None,
     return CallTfVectorizationError(
         f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
         f"the TensorFlow function has {op}. Under jax.jit call_tf compiles "
-        "the function with XLA into the JAX program, where a variable "
-        "assignment cannot happen, with or without jax.vmap. Call it "
+        "the function with XLA into the JAX program, where side effects "
+        "such as a variable assignment cannot happen, with or without "
+        "jax.vmap. Call it "
         "outside jax.jit, where call_tf runs it in TensorFlow eager mode "
         "and vmap_method='sequential' runs it once per batch element; or "
         "return the new value from the function and assign the variable "
