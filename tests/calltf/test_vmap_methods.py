@@ -47,7 +47,10 @@ def _counting(method, shapes):
   def record(x):
     shapes.append(x.shape)
     return x * 2.
-  return call_tf(lambda x: tf.numpy_function(record, [x], tf.float32),
+  # stateful=False: declared pure, so that the one-call methods may make
+  # one call (they refuse a function with side effects).
+  return call_tf(lambda x: tf.numpy_function(record, [x], tf.float32,
+                                             stateful=False),
                  vmap_method=method,
                  output_shape_dtype=jax.ShapeDtypeStruct((4, 3), np.float32))
 
