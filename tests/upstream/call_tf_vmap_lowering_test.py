@@ -50,7 +50,8 @@ class CallTfVmapLoweringTest(jtu.JaxTestCase):
 
   def test_uncompilable_vectorization_raises_vectorization_error(self):
     x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5.
-    f = jax.jit(jax.vmap(jax2tf.call_tf(_cond_tf)))
+    # With pfor (the StableHLO path batches the cond as a select).
+    f = jax.jit(jax.vmap(jax2tf.call_tf(_cond_tf, vmap_method="pfor")))
     with self.assertRaisesRegex(errors.CallTfVectorizationError,
                                 "XLA cannot compile.*DynamicStitch"):
       f(x)

@@ -124,6 +124,8 @@ def stateful_error(op_type: str, node_name: str | None,
       ``jax.jit`` can do.
   """
   effect = effect or "which has side effects"
+  if "side effects" not in effect:
+    effect += ", so it has side effects"
   op = f"{describe_op(op_type, node_name)}, {effect}"
   if under_jit and writes_variable:
     return CallTfVectorizationError(

@@ -52,7 +52,6 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import interpreted
-from jax.experimental.jax2tf.call_tf_lib import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap
 import numpy as np
 import tensorflow as tf
@@ -491,9 +490,7 @@ def define_linear_jvp(
         return [t for r, t in zip(res, res_t) if _has_tangent_space(r)]
       current_tangent_call = interpreted_tangent_call
     else:
-      # The call custom_jvp has just traced for its primal: no new TF trace.
-      with traces.same_trace():
-        outs = f(*primals)
+      outs = f(*primals)
       current_tangent_call = tangent_call
     flat_outs, outs_tree = tree_util.tree_flatten(outs)
     has_tangent = [_has_tangent_space(o) for o in flat_outs]

@@ -463,9 +463,8 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
   """
   def flat_call(*flat):
     return make_call(*primals_tree.unflatten(list(flat)))
-  with traces.same_trace():  # the call just traced: no new TF trace
-    closed, out_shape = jax.make_jaxpr(flat_call, return_shape=True)(
-        *flat_primals)
+  closed, out_shape = jax.make_jaxpr(flat_call, return_shape=True)(
+      *flat_primals)
   jaxpr = closed.jaxpr
   calls = [e for e in jaxpr.eqns if e.primitive.name == "call_tf"]
   if (len(jaxpr.eqns) != 1 or len(calls) != 1 or closed.consts

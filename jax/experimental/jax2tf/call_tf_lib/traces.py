@@ -42,8 +42,7 @@ or an eager call needs it (see :mod:`.vmap_tf`).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Hashable, Iterator, Sequence
-import contextlib
+from collections.abc import Callable, Hashable, Sequence
 import dataclasses
 import hashlib
 import threading
@@ -130,8 +129,6 @@ class TraceCache:
     # The tf.function given to call_tf, if it is one (weakly).
     self._tf_function = (weakref.ref(tf_function) if tf_function is not None
                          else lambda: None)
-    # The triple the last traced call returned, by key (see same_trace).
-    self._latest: dict[Hashable, Any] = {}
     _ALL.add(self)
 
   @classmethod
@@ -176,8 +173,7 @@ class TraceCache:
       arguments: the function runs as Python now, as upstream's does).
       Otherwise the function is traced now, as the call's abstract
       evaluation would, and the triple kept for the same graph is returned
-      if there is one; else this call's own, kept. Within
-      :func:`same_trace`, the triple of the last trace for ``key``.
+      if there is one; else this call's own, kept.
     """
     own = (callable_flat_tf, function_flat_tf, res_treedef)
     if not any(isinstance(a, core.Tracer) for a in args_flat):
@@ -186,15 +182,7 @@ class TraceCache:
       hash(key)
     except TypeError:
       return own
-    if _SAME_TRACE.depth and (latest := self._latest.get(key)) is not None:
-      return latest  # call_tf itself traces the call again: no new TF trace
-    found = self._traced(key, own)
-    with self._lock:
-      self._latest.pop(key, None)
-      self._latest[key] = found
-      while len(self._latest) > MAX_SIGNATURES:
-        del self._latest[next(iter(self._latest))]
-    return found
+    return self._traced(key, own)
 
   def _traced(self, key: Hashable, own: tuple[Any, Any, Any]
               ) -> tuple[Any, Any, Any]:
@@ -250,7 +238,6 @@ class TraceCache:
   def clear(self) -> None:
     with self._lock:
       self._entries.clear()
-      self._latest.clear()
 
   def __len__(self) -> int:
     return len(self._entries)
@@ -326,28 +313,6 @@ def _rename_functions(graph_def: Any, names: dict[str, str]) -> None:
 
 _TF_FUNCTION = tf.types.experimental.PolymorphicFunction
 
-
-class _SameTrace(threading.local):
-  depth = 0
-
-
-_SAME_TRACE = _SameTrace()
-
-
-@contextlib.contextmanager
-def same_trace() -> Iterator[None]:
-  """While it lasts, ``call_tf`` re-traces calls it has just traced.
-
-  For ``call_tf``'s own second look at a call within one JAX trace (the
-  JVP rule tracing the call to find its ``call_tf_p``): the TF function is
-  not traced (nor its Python run) again; the triple of the last trace of
-  each signature is reused.
-  """
-  _SAME_TRACE.depth += 1
-  try:
-    yield
-  finally:
-    _SAME_TRACE.depth -= 1
 
 # The caches of the callables given to call_tf, shared by their call_tf's.
 _FOR_CALLABLE: weakref.WeakKeyDictionary[Any, TraceCache] = (
