@@ -24,7 +24,6 @@ whose own counts are at the end.
 from __future__ import annotations
 
 import collections
-import functools
 
 import jax
 from jax._src import config
@@ -38,6 +37,7 @@ import pytest
 import tensorflow as tf
 
 from .util import assert_close
+from .util import count_calls
 from .util import randn
 
 call_tf = jax2tf.call_tf
@@ -53,13 +53,7 @@ def counts(monkeypatch):
   found = collections.Counter()
 
   def count(obj, attr, kind):
-    original = getattr(obj, attr)
-
-    @functools.wraps(original)
-    def counted(*args, **kwargs):
-      found[kind] += 1
-      return original(*args, **kwargs)
-    monkeypatch.setattr(obj, attr, counted)
+    count_calls(monkeypatch, found, obj, attr, kind)
 
   count(autograph_api, "_convert_actual", "autograph")
   count(pfor_lib.PFor, "convert", "pfor")

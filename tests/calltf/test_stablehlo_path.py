@@ -24,12 +24,11 @@ and TF traces, and by the debug log.
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 
 import pytest
 
-from tests.calltf.util import assert_close, randn  # noqa: I001
+from tests.calltf.util import assert_close, count_calls, randn  # noqa: I001
 
 import jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
@@ -50,13 +49,7 @@ def counts(monkeypatch):
   found = collections.Counter()
 
   def count(obj, attr, kind):
-    original = getattr(obj, attr)
-
-    @functools.wraps(original)
-    def counted(*args, **kwargs):
-      found[kind] += 1
-      return original(*args, **kwargs)
-    monkeypatch.setattr(obj, attr, counted)
+    count_calls(monkeypatch, found, obj, attr, kind)
 
   count(pfor_lib.PFor, "convert", "pfor")
   count(tf.GradientTape, "gradient", "tape")

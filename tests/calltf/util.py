@@ -20,6 +20,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+import functools  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import jax  # noqa: E402
@@ -60,3 +61,15 @@ def check_eager_and_jit(f: Callable, f_ref: Callable, *args: Any,
   assert_close(f(*args), expected, tol)
   if jit:
     assert_close(jax.jit(f)(*args), expected, tol)
+
+
+def count_calls(monkeypatch: Any, found: Any, obj: Any, attr: str,
+                kind: str) -> None:
+  """Counts, in `found[kind]`, the calls of `obj.attr` while a test runs."""
+  original = getattr(obj, attr)
+
+  @functools.wraps(original)
+  def counted(*args, **kwargs):
+    found[kind] += 1
+    return original(*args, **kwargs)
+  monkeypatch.setattr(obj, attr, counted)
