@@ -150,8 +150,9 @@ def instrument(phases: Phases) -> None:
   pfor_lib.PFor.convert = phases.wrap(TF_PFOR, pfor_lib.PFor.convert)
   # The overlay's modules, where this version of it has them (a run against
   # an older wheel, for a before/after comparison, times what it can).
-  for module, attr, name in (("compile", "_compile_eager", TF_HLO),
-                             ("effects", "side_effect_ops", OVERLAY_EFFECTS)):
+  for module, attr, name in (("tf_function.compile", "_compile_eager", TF_HLO),
+                             ("tf_function.effects", "side_effect_ops",
+                              OVERLAY_EFFECTS)):
     try:
       mod = importlib.import_module(
           f"jax.experimental.jax2tf.call_tf_lib.{module}")

@@ -205,7 +205,7 @@ def _with_tf_jvp(primal_tf: Callable[[Any], Any],
 def _fwdacc(w: wl.Workload, mode: str, n: int) -> Callable[[Any], Any]:
   """Forward mode with TF's ForwardAccumulator instead of the fork's JVP.
 
-  The fork's JVP rule (``call_tf_lib/forward.py``) computes tangents with
+  The fork's JVP rule (``call_tf_lib/autodiff/``) computes tangents with
   the accumulator where it is exact, else with a double VJP; this is the
   formulation proposed before the fork had a JVP rule, built by hand from call_tf: a
   ``jax.custom_jvp`` whose JVP is a ``call_tf`` of a function that runs

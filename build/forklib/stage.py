@@ -53,15 +53,15 @@ from forklib import tree as tree_lib
 from forklib.manifest import Release
 
 # How code names an overlay module: `from jax.experimental.jax2tf import
-# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib import vmap` (or
-# `from jax.experimental.jax2tf.call_tf_lib.<subpackage> import mod`), or an
-# attribute of the package, `call_tf_lib.vmap.batch(...)` (its submodules load
-# on first use).
+# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib.<subpackage> import
+# mod`, or an attribute chain of the package,
+# `call_tf_lib.batching.dispatch.batch(...)` (its submodules load on first
+# use; the names that are not modules are dropped).
 _REFERENCE_RES = (
     re.compile(r"from jax\.experimental\.jax2tf import (call_tf_\w+)"),
     re.compile(
         r"from jax\.experimental\.jax2tf\.(call_tf_\w+(?:\.\w+)*) import (\w+)"),
-    re.compile(r"\b(call_tf_lib)\.([a-z_]\w*)\b"),
+    re.compile(r"\b(call_tf_lib)((?:\.[a-z_]\w*)+)"),
 )
 _STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
 UPSTREAM_TESTS_DIR = "jax/experimental/jax2tf/tests"
@@ -91,8 +91,8 @@ def _git(cwd: pathlib.Path, *args: str) -> str:
 def _overlay_modules(project: tree_lib.Project) -> dict[str, pathlib.Path]:
   """Overlay modules by dotted name within jax.experimental.jax2tf.
 
-  `call_tf_lib/__init__.py` is `call_tf_lib`, `call_tf_lib/vmap.py` is
-  `call_tf_lib.vmap`.
+  `call_tf_lib/__init__.py` is `call_tf_lib`, `call_tf_lib/batching/rule.py`
+  is `call_tf_lib.batching.rule`.
   """
   modules = {}
   for rel in tree_lib.overlay_files(project):
@@ -113,7 +113,7 @@ def _references(text: str) -> list[str]:
   for regex in _REFERENCE_RES:
     for m in regex.finditer(text):
       # A subpackage's modules: `from ...call_tf_lib.sub import mod`.
-      names = [n for g in m.groups() if g for n in g.split(".")]
+      names = [n for g in m.groups() if g for n in g.split(".") if n]
       found += [".".join(names[:i + 1]) for i in range(len(names))]
   return found
 

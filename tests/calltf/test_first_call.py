@@ -28,9 +28,9 @@ import collections
 import jax
 from jax._src import config
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
-from jax.experimental.jax2tf.call_tf_lib import effects
-from jax.experimental.jax2tf.call_tf_lib import pfor as call_tf_pfor
+from jax.experimental.jax2tf.call_tf_lib.batching import pfor as call_tf_pfor
+from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -191,7 +191,7 @@ def test_gradient_override_map_gives_the_same_jacobian_in_both_modes():
   # gradient_override_map (only tf.gradients does): the gradient is the
   # registered one of Identity. Forward mode must agree with reverse mode,
   # and takes the double VJP, as for any override.
-  from jax.experimental.jax2tf.call_tf_lib import forward  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp  # pylint: disable=g-import-not-at-top
 
   def f_tf(x):
     with tf.compat.v1.get_default_graph().gradient_override_map(
@@ -199,7 +199,7 @@ def test_gradient_override_map_gives_the_same_jacobian_in_both_modes():
       return tf.identity(x) * 2.
 
   spec = tf.TensorSpec((3,), tf.float32)
-  found = forward.gradient_override_ops(
+  found = tf_jvp.gradient_override_ops(
       tf.function(f_tf, autograph=False).get_concrete_function(spec).graph)
   assert [op_type for op_type, _ in found] == ["Identity"]
   f = call_tf(f_tf)
@@ -244,7 +244,7 @@ def test_hessian_of_a_tensor_list_loop_fails_to_vectorize_clearly():
 
 
 def test_gradient_override_ops_finds_overrides_in_called_functions():
-  from jax.experimental.jax2tf.call_tf_lib import forward  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp  # pylint: disable=g-import-not-at-top
 
   @tf.custom_gradient
   def triple_grad(x):
@@ -254,10 +254,10 @@ def test_gradient_override_ops_finds_overrides_in_called_functions():
   spec = tf.TensorSpec((3,), tf.float32)
   with_override = tf.function(lambda x: inner(x) * 2., autograph=False)
   plain = tf.function(lambda x: tf.sin(x) * 2., autograph=False)
-  found = forward.gradient_override_ops(
+  found = tf_jvp.gradient_override_ops(
       with_override.get_concrete_function(spec).graph)
   assert [op_type for op_type, _ in found] == ["IdentityN"]
-  assert not forward.gradient_override_ops(
+  assert not tf_jvp.gradient_override_ops(
       plain.get_concrete_function(spec).graph)
 
 

@@ -312,7 +312,7 @@ def test_eager_vmap_and_eager_call_read_the_same_state():
 
 def test_a_new_wrapper_of_the_same_function_reuses_its_vectorization(
     monkeypatch):
-  from jax.experimental.jax2tf.call_tf_lib import pfor as call_tf_pfor
+  from jax.experimental.jax2tf.call_tf_lib.batching import pfor as call_tf_pfor
   calls = []
   original = call_tf_pfor.vectorized_map
 

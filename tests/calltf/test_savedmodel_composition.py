@@ -31,7 +31,7 @@ from jax import export
 from jax._src import config
 from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
-from jax.experimental.jax2tf.call_tf_lib import restored as call_tf_restored
+from jax.experimental.jax2tf.call_tf_lib.embed import restored as call_tf_restored
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -24,7 +24,7 @@ from __future__ import annotations
 import jax
 from jax._src import config
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf.call_tf_lib import effects
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np

@@ -33,13 +33,13 @@ from tests.calltf.util import assert_close, count_calls, randn  # noqa: I001
 import jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
 from jax.experimental.jax2tf.call_tf_lib import errors  # noqa: E402
-from jax.experimental.jax2tf.call_tf_lib import interpreted  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 call_tf = jax2tf.call_tf
-LOGGER = "jax.experimental.jax2tf.call_tf_lib.interpreted"
+LOGGER = "jax.experimental.jax2tf.call_tf_lib.stablehlo"
 
 
 @pytest.fixture
@@ -389,27 +389,27 @@ def test_gradient_mismatch_ops_names_them():
     return tf.function(f).get_concrete_function(*specs).graph
 
   spec = tf.TensorSpec([4], tf.float32)
-  assert interpreted.gradient_mismatch_ops(graph(lj_tf, tf.TensorSpec(
+  assert exactness.gradient_mismatch_ops(graph(lj_tf, tf.TensorSpec(
       [8, 3], tf.float32))) == []
-  assert [t for t, _ in interpreted.gradient_mismatch_ops(
+  assert [t for t, _ in exactness.gradient_mismatch_ops(
       graph(_stop, spec))] == ["StopGradient"]
-  assert "IdentityN" in [t for t, _ in interpreted.gradient_mismatch_ops(
+  assert "IdentityN" in [t for t, _ in exactness.gradient_mismatch_ops(
       graph(_custom, spec))]
   assert {"Relu", "Maximum", "Abs", "Selu"} <= {
-      t for t, _ in interpreted.gradient_mismatch_ops(graph(_relu, spec))}
+      t for t, _ in exactness.gradient_mismatch_ops(graph(_relu, spec))}
 
   def resize_vjp(x):
     with tf.GradientTape() as tape:
       tape.watch(x)
       y = tf.image.resize(x, (6, 6), "bilinear")
     return tape.gradient(y, x)
-  found = interpreted.gradient_mismatch_ops(
+  found = exactness.gradient_mismatch_ops(
       graph(resize_vjp, tf.TensorSpec([1, 3, 3, 1], tf.float32)))
   assert "ResizeBilinearGrad" in [t for t, _ in found]
 
   def prevent(x):
     return tf.raw_ops.PreventGradient(input=x) * 2.
-  assert [t for t, _ in interpreted.gradient_mismatch_ops(
+  assert [t for t, _ in exactness.gradient_mismatch_ops(
       graph(prevent, spec))] == ["PreventGradient"]
 
 

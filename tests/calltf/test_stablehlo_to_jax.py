@@ -33,7 +33,8 @@ from jax._src import core
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import func as func_dialect
-from jax.experimental.jax2tf.call_tf_lib import stablehlo_to_jax as s2j
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax as s2j
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -333,8 +334,8 @@ class Compiled:
     self.tf_fn = tf.function(fn, jit_compile=True, autograph=False)
     self.specs = [m.spec for m in makers]
     self.args = [m() for m in makers]
-    self.module = s2j.stablehlo_of_tf(self.tf_fn, self.specs)
-    self.captured = s2j.captured_values(self.tf_fn, self.specs)
+    self.module = stablehlo_path.stablehlo_of_tf(self.tf_fn, self.specs)
+    self.captured = stablehlo_path.captured_values(self.tf_fn, self.specs)
     self.prog = s2j.parse(self.module)
     self._xla = xla_function(self.module, self.prog)
 
@@ -794,7 +795,7 @@ def test_ops_without_an_exact_rule_are_named(body, name):
 ])
 def test_tf_functions_whose_lowering_has_no_exact_rule(name, op):
   fn = tf.function(op, jit_compile=True, autograph=False)
-  prog = s2j.parse(s2j.stablehlo_of_tf(fn, [tf.TensorSpec((2, 2))]))
+  prog = s2j.parse(stablehlo_path.stablehlo_of_tf(fn, [tf.TensorSpec((2, 2))]))
   assert prog.unsupported == {"eigh": ("stablehlo.custom_call @Eigh",),
                               "svd": ("stablehlo.sort",)}[name]
 
@@ -830,10 +831,10 @@ def test_captured_variables_are_trailing_parameters():
   v = tf.Variable(np.arange(3, dtype=np.float32))
   fn = tf.function(lambda x: x * v, jit_compile=True, autograph=False)
   specs = [tf.TensorSpec((3,))]
-  prog = s2j.parse(s2j.stablehlo_of_tf(fn, specs))
+  prog = s2j.parse(stablehlo_path.stablehlo_of_tf(fn, specs))
   assert len(prog.in_avals) == 2
-  assert len(s2j.captured_inputs(fn, specs)) == 1
-  values = s2j.captured_values(fn, specs)
+  values = stablehlo_path.captured_values(fn, specs)
+  assert len(values) == 1
   assert_close(values, [np.arange(3, dtype=np.float32)])
   x = np.ones(3, np.float32)
   assert_close(jax.jit(prog)(x, *values), [np.arange(3, dtype=np.float32)])

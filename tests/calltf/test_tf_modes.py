@@ -26,7 +26,7 @@ import textwrap
 
 import jax
 from jax.experimental import jax2tf
-from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
+from jax.experimental.jax2tf.call_tf_lib.tf_function import version as call_tf_version
 from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 import jax.numpy as jnp
 import numpy as np
@@ -180,22 +180,22 @@ def test_graph_mode_vmap_of_call_tf():
 
 @pytest.mark.parametrize("version", ["2.15.1", "2.13.0", "1.15.5"])
 def test_old_tensorflow_is_refused_with_the_versions(version):
-  call_tf_compile.check_tensorflow_version.cache_clear()
+  call_tf_version.check_tensorflow_version.cache_clear()
   with pytest.raises(call_tf_errors.CallTfTensorFlowVersionError) as e:
-    call_tf_compile.check_tensorflow_version(version)
+    call_tf_version.check_tensorflow_version(version)
   msg = str(e.value)
   assert f"TensorFlow {version} is installed" in msg
   assert "needs TensorFlow 2.16 or newer" in msg
   assert "platform_name" in msg
   # The verified range of this build: its `tensorflow` extra.
-  assert call_tf_compile._verified_tensorflow_range() in msg  # pylint: disable=protected-access
-  assert call_tf_compile._verified_tensorflow_range().startswith("tensorflow")  # pylint: disable=protected-access
+  assert call_tf_version._verified_tensorflow_range() in msg  # pylint: disable=protected-access
+  assert call_tf_version._verified_tensorflow_range().startswith("tensorflow")  # pylint: disable=protected-access
 
 
 @pytest.mark.parametrize("version", ["2.16.0", "2.21.0", "2.22.0rc1",
                                      "3.0.0"])
 def test_supported_tensorflow_is_accepted(version):
-  call_tf_compile.check_tensorflow_version(version)
+  call_tf_version.check_tensorflow_version(version)
 
 
 def test_call_tf_checks_the_installed_version_at_first_use():
@@ -214,7 +214,7 @@ def test_call_tf_checks_the_installed_version_at_first_use():
 
 
 def test_the_installed_tensorflow_is_supported():
-  call_tf_compile.check_tensorflow_version.cache_clear()
-  call_tf_compile.check_tensorflow_version()
+  call_tf_version.check_tensorflow_version.cache_clear()
+  call_tf_version.check_tensorflow_version()
   assert_close(jax2tf.call_tf(tf.sin)(np.float32(1.)), np.sin(np.float32(1.)),
                tol=1e-6)

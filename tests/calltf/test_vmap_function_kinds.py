@@ -262,7 +262,7 @@ def test_eager_vmap_needs_no_xla(method):
 
 def test_affine_shape_fit_refuses_a_threshold():
   """max(b, 20) looks constant at small sizes; the large check sees it."""
-  from jax.experimental.jax2tf.call_tf_lib import shapes as call_tf_shapes  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes as call_tf_shapes  # pylint: disable=g-import-not-at-top
   aval = jax.core.ShapedArray(jax.export.symbolic_shape("b, 4"), np.float32)
   with pytest.raises(ValueError, match="not an affine function"):
     call_tf_shapes.fit_symbolic_output_shapes(

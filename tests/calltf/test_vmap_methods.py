@@ -316,15 +316,15 @@ def test_concurrent_traces_leave_tensorflow_as_they_found_it():
 def test_jax_clear_caches_clears_the_rules_caches():
   # The module (jax.experimental.jax2tf.call_tf is also the function's name).
   call_tf_module = importlib.import_module("jax.experimental.jax2tf.call_tf")
-  from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile  # pylint: disable=g-import-not-at-top
-  from jax.experimental.jax2tf.call_tf_lib import vmap_tf  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.batching import rule as batching_rule  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as call_tf_compile  # pylint: disable=g-import-not-at-top
 
   @tf.function(autograph=False)
   def g(x):
     return tf.sin(x)
 
   jax.jit(jax.vmap(call_tf(g)))(X)
-  caches = [vmap_tf._batched_tf_functions,  # pylint: disable=protected-access
+  caches = [batching_rule._batched_tf_functions,  # pylint: disable=protected-access
             call_tf_compile._compile_eager_cached,  # pylint: disable=protected-access
             # upstream's, registered by patch 0015
             call_tf_module._get_concrete_function_tf]  # pylint: disable=protected-access

@@ -273,7 +273,8 @@ def test_pull_request_descriptions_come_from_dep3(root, release, staged):
   assert text.startswith(f"# {patch.subject}\n")
   assert patch.headers["Description"].split("\n")[0] in text
   assert patchq.BUG_URL in text
-  assert "`jax/experimental/jax2tf/call_tf_lib/vmap.py`" in text
+  assert ("`jax/experimental/jax2tf/call_tf_lib/batching/dispatch.py`"
+          in text)
 
 
 def test_upstream_tests_are_staged_with_their_patch(root, staged):

@@ -32,7 +32,7 @@ import numpy as np
 try:
   import tensorflow as tf
   from jax.experimental import jax2tf
-  from jax.experimental.jax2tf.call_tf_lib import compile as call_tf_compile
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import version as call_tf_version
   from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
 except ImportError:
   tf = None
@@ -112,10 +112,10 @@ class CallTfModesTest(jtu.JaxTestCase):
                           atol=1e-5, rtol=1e-5)
 
   def test_old_tensorflow_is_refused(self):
-    call_tf_compile.check_tensorflow_version.cache_clear()
+    call_tf_version.check_tensorflow_version.cache_clear()
     with self.assertRaisesRegex(call_tf_errors.CallTfTensorFlowVersionError,
                                 "TensorFlow 2.15.1 is installed"):
-      call_tf_compile.check_tensorflow_version("2.15.1")
+      call_tf_version.check_tensorflow_version("2.15.1")
 
 
 if __name__ == "__main__":

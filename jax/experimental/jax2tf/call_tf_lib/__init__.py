@@ -11,41 +11,58 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The machinery behind ``jax2tf.call_tf``'s ``vmap``, TF modes and embedding.
+"""The machinery behind ``jax2tf.call_tf``'s ``vmap``, autodiff and TF modes.
 
-``call_tf.py`` imports this package once and calls into its modules, one job
-each:
+``call_tf.py`` imports this package once and calls into it. One subpackage
+per concern, each readable in one sitting:
 
-* :mod:`.vmap`: the one dispatcher of ``vmap_method`` semantics, shared by
-  the two ways ``call_tf`` makes a call (like ``ffi_batching_rule``).
-* :mod:`.vmap_tf`: the ``call_tf_p`` primitive's batching rule: how a TF
-  function is called on a batch (vectorized with pfor, or once on batched
-  shapes).
-* :mod:`.pfor`: TF's vectorizer, and reading what it failed on.
-* :mod:`.effects`: which TF ops have side effects.
-* :mod:`.errors`: the errors users see, and their messages.
-* :mod:`.captures`: the values of captured variables, in every TF mode.
-* :mod:`.compile`: TF function to HLO, in every TF mode.
-* :mod:`.shapes`: output shapes TF leaves unknown.
-* :mod:`.restored`, :mod:`.stablehlo`, :mod:`.exported`, :mod:`.embed`:
-  functions restored from jax2tf SavedModels, embedded as StableHLO.
+* :mod:`.batching`: ``jax.vmap`` of a call: the ``vmap_method`` dispatcher
+  (``dispatch``), the ``call_tf_p`` batching rule (``rule``) and TF's
+  vectorizer (``pfor``).
+* :mod:`.stablehlo`: the StableHLO path: a TF function's XLA lowering
+  expressed as JAX primitives (``to_jax``), when ``call_tf`` uses it
+  (``path``), and when JAX may differentiate it (``exactness``).
+* :mod:`.autodiff`: derivatives: the VJP's call (``vjp``), forward mode
+  (``jvp``), TF's tangent functions (``tf_jvp``) and the linear primitive
+  (``linear``).
+* :mod:`.tf_function`: a TF function as JAX needs it, in every TF mode: its
+  traces (``traces``, ``graph``), compilation (``compile``, ``version``),
+  captured values, output shapes, side effects, and the ``call_tf_graph``
+  custom call.
+* :mod:`.embed`: functions restored from jax2tf SavedModels, embedded as
+  StableHLO.
+* :mod:`.errors`: every error a user sees, and its message.
 * :mod:`.compat`: every JAX and TF internal that differs across releases.
 
-Submodules load on first use (``call_tf_lib.vmap``), so that each can be
-added on its own; see https://github.com/jax-ml/jax/issues/11753.
+Submodules load on first use (``call_tf_lib.batching.dispatch``), so that
+each can be added on its own; see https://github.com/jax-ml/jax/issues/11753.
 """
 
+from collections.abc import Callable
 import importlib
 import types
 
 
-def __getattr__(name: str) -> types.ModuleType:
-  if name.startswith("_"):
-    raise AttributeError(name)
-  try:
-    return importlib.import_module(f"{__name__}.{name}")
-  except ModuleNotFoundError as e:
-    if e.name != f"{__name__}.{name}":
-      raise
-    raise AttributeError(f"module {__name__!r} has no submodule {name!r}"
-                         ) from None
+def lazy_submodules(package: str) -> Callable[[str], types.ModuleType]:
+  """A module ``__getattr__`` that imports ``package``'s submodules on use.
+
+  Args:
+    package: the package's ``__name__``.
+
+  Returns:
+    The ``__getattr__`` to set in the package's ``__init__``.
+  """
+  def getattr_(name: str) -> types.ModuleType:
+    if name.startswith("_"):
+      raise AttributeError(name)
+    try:
+      return importlib.import_module(f"{package}.{name}")
+    except ModuleNotFoundError as e:
+      if e.name != f"{package}.{name}":
+        raise
+      raise AttributeError(f"module {package!r} has no submodule {name!r}"
+                           ) from None
+  return getattr_
+
+
+__getattr__ = lazy_submodules(__name__)

@@ -34,12 +34,12 @@ import inspect
 import threading
 from typing import Any
 
-from jax import tree_util
 from jax._src import core
-from jax._src import util
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
+from jax._src import util
+from jax import tree_util
 
 
 class InternalsChangedError(RuntimeError):
@@ -205,6 +205,23 @@ def has_registered_gradient(op_type: str) -> bool:
     return registry.lookup(op_type) is not None
   except LookupError:
     return False
+
+
+def is_stateful(op: Any) -> bool:
+  """Whether TensorFlow's op registry marks ``op`` stateful.
+
+  ``tf.Operation`` has no public accessor: ``op._is_stateful`` reads the
+  op definition's ``is_stateful`` flag.
+
+  Raises:
+    InternalsChangedError: the attribute is gone.
+  """
+  try:
+    return bool(op._is_stateful)  # pylint: disable=protected-access
+  except AttributeError:
+    raise _changed("tf.Operation._is_stateful",
+                   "call_tf cannot tell which TF ops have side effects"
+                   ) from None
 
 
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:

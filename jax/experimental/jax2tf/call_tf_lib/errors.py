@@ -253,3 +253,161 @@ def tangent_unknown_error(index: int, op_types: Sequence[str]
       "call_tf does not return zeros for it. Reverse mode works: use "
       "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
+
+
+def tensorflow_version_error(version: str, minimum: tuple[int, int],
+                             verified: str | None
+                             ) -> CallTfTensorFlowVersionError:
+  """The installed TensorFlow is older than ``minimum``."""
+  need = f"{minimum[0]}.{minimum[1]}"
+  return CallTfTensorFlowVersionError(
+      f"jax2tf.call_tf needs TensorFlow {need} or newer, but TensorFlow "
+      f"{version} is installed. call_tf compiles TensorFlow functions with "
+      "experimental_get_compiler_ir(...)(platform_name=...), which TensorFlow "
+      f"added in {need}. Upgrade TensorFlow"
+      + (f"; this jax was verified with {verified} (pip install "
+         f"'{verified}', or install jax with the extra [tensorflow])."
+         if verified else "."))
+
+
+def argument_count_error(takes: int, given: int) -> ValueError:
+  """A TF1 graph-mode function called with another number of arguments."""
+  return ValueError(f"call_tf: the function takes {takes} arguments, but "
+                    f"{given} were given.")
+
+
+def variable_write_under_jit_error(op_type: str, node_name: str | None
+                                   ) -> CallTfStatefulFunctionError:
+  """A function that assigns a variable, compiled into a JAX program."""
+  return CallTfStatefulFunctionError(
+      "call_tf under jax.jit (or another staging transformation) compiles "
+      "the TensorFlow function with XLA into the JAX program, but the "
+      f"function has {describe_op(op_type, node_name)}, which assigns a "
+      "TensorFlow variable: compiled into the JAX program, the assignment "
+      "cannot happen. Call the function outside jax.jit (call_tf then runs "
+      "it in TF eager mode), or, under jax2tf.convert, pass "
+      "call_tf_graph=True so that TensorFlow runs it; or return the new "
+      "value from the function and assign the variable outside call_tf.")
+
+
+def captures_in_several_graphs_error(names: Sequence[str]) -> ValueError:
+  """TF1 captures from more than one graph."""
+  return ValueError(f"call_tf: the captured variables and tensors {names} "
+                    "belong to different graphs; use one graph.")
+
+
+def no_session_error(names: Sequence[str], open_sessions: int) -> ValueError:
+  """TF1 captures that no session can be found to read."""
+  found = (f"{open_sessions} open sessions are on their graph and none is "
+           "the default session" if open_sessions
+           else "no open session on their graph was found")
+  return ValueError(
+      f"call_tf needs the values of the TF1 variables or tensors {names} "
+      "that the TensorFlow function captures, and in graph mode only the "
+      f"tf.compat.v1.Session holding them can read them, but {found}. "
+      "Convert or lower the JAX function inside `with sess.as_default():` "
+      "(or `with tf.compat.v1.Session(graph=g) as sess:`) for the session "
+      "where the variables are initialized or restored.")
+
+
+def graph_locked_error(names: Sequence[str]) -> ValueError:
+  """TF1 captures that cannot be read inside ``tf.gradients``."""
+  return ValueError(
+      f"call_tf cannot read the TF1 variables or tensors {names} while "
+      "their graph is locked for mutation (inside tf.gradients), and no "
+      "earlier lowering read them. Convert the forward function before "
+      "taking its gradient.")
+
+
+def uninitialized_variables_error(names: Sequence[str]
+                                  ) -> CallTfUninitializedVariablesError:
+  """TF1 variables that are not initialized in their session."""
+  return CallTfUninitializedVariablesError(
+      f"call_tf needs the values of the TF1 variables {names}, "
+      "which are not initialized in their session. Run "
+      "`sess.run(tf.compat.v1.global_variables_initializer())`, or restore "
+      "them (`tf.compat.v1.train.Saver().restore(sess, path)`), before "
+      "converting or lowering the JAX function. call_tf does not run "
+      "initializers itself: that would replace restored or assigned "
+      "values with initial ones.")
+
+
+def captured_resource_error(resource: Any, found: int) -> ValueError:
+  """A captured resource that is not the handle of one variable."""
+  return ValueError(f"call_tf: cannot find the variable of the captured "
+                    f"resource {resource} (found {found}).")
+
+
+def freeze_variables_error(e: Exception) -> ValueError:
+  """``call_tf_graph=True`` of a function whose variables cannot be frozen."""
+  return ValueError(
+      "call_tf(..., call_tf_graph=True) runs the TensorFlow function in "
+      "TensorFlow at run time with the values its variables have now, "
+      "frozen into it; that fails for this function, which assigns a "
+      "variable or uses one in another way than reading it ("
+      f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). "
+      "Return the new value from the function and assign the variable "
+      "outside call_tf, or call the function without call_tf_graph.")
+
+
+def embedded_weights_batched_error() -> NotImplementedError:
+  """``jax.vmap`` over the weights of an embedded SavedModel function."""
+  return NotImplementedError(
+      "call_tf of a jax2tf-saved function: only its arguments can be "
+      "batched by jax.vmap.")
+
+
+def embedded_second_derivative_error(name: str) -> NotImplementedError:
+  """A derivative of an embedded function's saved VJP, not interpretable."""
+  return NotImplementedError(
+      f"call_tf cannot differentiate the saved gradient of {name} (a "
+      "second derivative, such as jax.hessian or jax.jacfwd(jax.jacrev(f))): "
+      "jax2tf saves no derivative of it, and its StableHLO module cannot be "
+      "expressed as JAX primitives here (see the debug log of "
+      "jax.experimental.jax2tf.call_tf_lib.stablehlo.path), or "
+      "jax_call_tf_vectorizer is 'pfor'.")
+
+
+def embedded_forward_mode_error(name: str) -> NotImplementedError:
+  """Forward mode of an embedded function whose VJP is not interpretable."""
+  return NotImplementedError(
+      f"call_tf cannot compute forward-mode derivatives (jax.jvp, "
+      f"jax.jacfwd, jax.hessian) of {name}: it is embedded "
+      "from a jax2tf SavedModel, which saves only its reverse-mode "
+      "derivative (the VJP), and the VJP's StableHLO module cannot be "
+      "transposed as JAX primitives here (see the debug log of "
+      "jax.experimental.jax2tf.call_tf_lib.stablehlo.path; or "
+      "jax_call_tf_vectorizer is 'pfor'). Use reverse mode: jax.grad, "
+      "jax.vjp, jax.jacrev. For forward mode, call the JAX function the "
+      "model was converted from.")
+
+
+def embedded_transpose_error(name: str, e: Exception) -> NotImplementedError:
+  """Forward mode of an embedded function: JAX cannot transpose its VJP."""
+  return NotImplementedError(
+      f"call_tf cannot compute forward-mode derivatives of {name}: JAX "
+      f"cannot transpose the StableHLO module of its saved VJP "
+      f"({type(e).__name__}: {e}). Use reverse mode (jax.grad, jax.jacrev), "
+      "or call the JAX function the model was converted from.")
+
+
+def gradient_disabled_error(reason: str) -> LookupError:
+  """TensorFlow's own error for a ``PreventGradient`` op, word for word."""
+  return LookupError("Gradient explicitly disabled. Reason: " + reason)
+
+
+def embedded_no_gradient_error(name: str) -> ValueError:
+  """Reverse mode of an embedded function saved without its gradient."""
+  return ValueError(
+      f"call_tf cannot differentiate {name}: the SavedModel was saved "
+      "without its gradient. Save it with "
+      "tf.saved_model.SaveOptions(experimental_custom_gradients=True) "
+      "(and jax2tf.convert(..., with_gradient=True), the default).")
+
+
+def vmap_method_error(vmap_method: Any, methods: Sequence[str | None]
+                      ) -> ValueError:
+  """An unknown ``vmap_method``."""
+  return ValueError(
+      f"call_tf got vmap_method={vmap_method!r}; it must be one of "
+      + ", ".join(repr(m) for m in methods) + ".")

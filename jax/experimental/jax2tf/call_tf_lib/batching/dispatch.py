@@ -17,7 +17,7 @@
 
 * ``None`` (default): the function is vectorized: one call for the whole
   batch. For a TF function under ``jax.jit``, JAX's own batching rules batch
-  its StableHLO module, interpreted as JAX primitives (:mod:`.interpreted`),
+  its StableHLO module, interpreted as JAX primitives (:mod:`.stablehlo.path`),
   where every op of it has a rule; otherwise, and eagerly, TensorFlow's
   ``tf.vectorized_map`` (pfor) vectorizes it (the option
   ``jax_call_tf_vectorizer="pfor"`` makes pfor the only vectorizer). Where it
@@ -48,7 +48,7 @@ the same. :func:`batch` implements them for any :class:`Callee`, the way
 ``jax._src.ffi.ffi_batching_rule`` serves its primitives: a callee says how to
 make one call; :func:`batch` owns the axis moves, the validation, the option,
 the choice between a loop and one call, and the errors. ``call_tf`` has two
-callees: the ``call_tf_p`` primitive (:mod:`.vmap_tf`) and functions restored
+callees: the ``call_tf_p`` primitive (:mod:`.batching.rule`) and functions restored
 from jax2tf SavedModels, embedded as StableHLO (:mod:`.embed`).
 
 See https://github.com/jax-ml/jax/issues/11753.
@@ -60,14 +60,14 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import jax
-from jax import lax
-from jax import numpy as jnp
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
 from jax._src import util
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax import lax
+from jax import numpy as jnp
 import numpy as np
 
 VMAP_METHODS: tuple[str | None, ...] = (
@@ -86,9 +86,7 @@ def check_vmap_method(vmap_method: Any) -> None:
     vmap_method: the value given to ``call_tf(..., vmap_method=...)``.
   """
   if vmap_method not in VMAP_METHODS:
-    raise ValueError(
-        f"call_tf got vmap_method={vmap_method!r}; it must be one of "
-        + ", ".join(repr(m) for m in VMAP_METHODS) + ".")
+    raise errors.vmap_method_error(vmap_method, VMAP_METHODS)
 
 
 def vjp_vmap_method(vmap_method: str | None) -> str | None:
@@ -249,7 +247,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
       if slow_ok:
         return sequential()
       raise u.error from u.__cause__
-    return _checked(outs, batched_out_avals, vmap_method, axis_size), [
+    return _checked(outs, batched_out_avals, vmap_method), [
         0] * len(outs)
 
   if vmap_method == "batch_polymorphic":
@@ -266,7 +264,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
                         for a in out_avals]
     outs = _checked(callee.call_batched(merged, is_batched, vmap_method,
                                         merged_out_avals),
-                    merged_out_avals, vmap_method, axis_size)
+                    merged_out_avals, vmap_method)
     return [jnp.reshape(o, (axis_size, *a.shape))
             for o, a in zip(outs, out_avals)], [0] * len(outs)
 
@@ -277,34 +275,72 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
                        for a in out_avals]
   outs = callee.call_batched(expanded, is_batched, vmap_method,
                              batched_out_avals)
-  return _checked(outs, batched_out_avals, vmap_method, axis_size), [
+  return _checked(outs, batched_out_avals, vmap_method), [
       0] * len(outs)
 
 
-def _checked(outs: Sequence[Any], expected: Sequence[core.ShapedArray],
-             vmap_method: str | None, axis_size: Any) -> list[Any]:
-  """Checks the results of one batched call against their expected shapes.
+def check_results(vmap_method: str | None,
+                  shapes: Sequence[Sequence[Any] | None],
+                  expected: Sequence[Sequence[Any]]) -> list[bool]:
+  """The one check of a batched call's results against their shapes.
 
-  With ``"expand_dims"``, size-1 axes of a result are broadcast to the
-  expected shape, as NumPy broadcasting would: ``x * 2`` of an unbatched
-  (size-1) argument works.
+  Every path checks here what a batched call returned, JAX arrays
+  (:func:`batch`) and TF tensors while the batched TF function is traced
+  (:mod:`.rule`) alike. With ``"expand_dims"``, a size-1 axis of a result
+  broadcasts to the expected size, as NumPy broadcasting would: ``x * 2`` of
+  an unbatched (size-1) argument works.
+
+  Args:
+    vmap_method: the method that made the call.
+    shapes: each result's shape; None for an unknown rank, None for an
+      unknown size (TF's static shapes).
+    expected: each result's expected shape; None for a size only known when
+      the call runs (symbolic under TF).
+
+  Returns:
+    For each result, whether it must be broadcast to its expected shape.
+
+  Raises:
+    ValueError: a result count or shape that the method cannot give.
   """
-  del axis_size  # in the expected shapes
+  if len(shapes) != len(expected):
+    raise errors.result_count_error(vmap_method, len(shapes), len(expected))
+  return [_check_result_shape(vmap_method, i, s, e)
+          for i, (s, e) in enumerate(zip(shapes, expected))]
+
+
+def _check_result_shape(vmap_method: str | None, index: int,
+                        shape: Sequence[Any] | None,
+                        expected: Sequence[Any]) -> bool:
+  if shape is None:
+    return False  # known only when the call runs, where TF checks it
+  shape, expected = tuple(shape), tuple(expected)
+
+  def is_one(d: Any) -> bool:
+    return d is not None and core.definitely_equal(d, 1)
+
+  def same(d: Any, e: Any) -> bool:
+    return d is None or e is None or core.definitely_equal(d, e)
+
+  if len(shape) == len(expected):
+    if (vmap_method == "expand_dims"
+        and any(is_one(d) and not is_one(e) for d, e in zip(shape, expected))
+        and all(same(d, e) or is_one(d) for d, e in zip(shape, expected))):
+      return True
+    if all(same(d, e) for d, e in zip(shape, expected)):
+      return False
+  raise errors.result_shape_error(vmap_method, index, shape, expected)
+
+
+def _checked(outs: Sequence[Any], expected: Sequence[core.ShapedArray],
+             vmap_method: str | None) -> list[Any]:
+  """The results of one batched call, checked and broadcast as they must be."""
   outs = list(outs)
-  if len(outs) != len(expected):
-    raise errors.result_count_error(vmap_method, len(outs), len(expected))
-  checked = []
-  for i, (o, e) in enumerate(zip(outs, expected)):
-    shape = tuple(compat.typeof(o).shape)
-    if core.definitely_equal_shape(shape, e.shape):
-      checked.append(o)
-    elif (vmap_method == "expand_dims" and len(shape) == len(e.shape)
-          and all(core.definitely_equal(d, 1) or core.definitely_equal(d, x)
-                  for d, x in zip(shape, e.shape))):
-      checked.append(jnp.broadcast_to(o, e.shape))
-    else:
-      raise errors.result_shape_error(vmap_method, i, shape, e.shape)
-  return checked
+  broadcast = check_results(vmap_method,
+                            [compat.typeof(o).shape for o in outs],
+                            [e.shape for e in expected])
+  return [jnp.broadcast_to(o, e.shape) if b else o
+          for o, e, b in zip(outs, expected, broadcast)]
 
 
 def _sequential(callee: Callee, args: Sequence[Any],

@@ -32,18 +32,12 @@ what the function computes) is kept beside it. The caches are shared by
 every ``call_tf`` of the same callable (:meth:`TraceCache.for_callable`),
 so re-wrapping the same function reuses them, as ``jax.jit`` of the same
 function does. ``jax.clear_caches()`` empties them.
-
-:func:`mark_vectorized` records the vectorized ``tf.function``s that
-``jax.vmap`` makes: their avals are known and they are pure, so abstract
-evaluation need not trace them, and a vectorization waits until a lowering
-or an eager call needs it (see :mod:`.vmap_tf`).
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Hashable, Sequence
-import dataclasses
 import hashlib
 import threading
 from typing import Any
@@ -51,6 +45,7 @@ import weakref
 
 from jax._src import core
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -60,66 +55,11 @@ MAX_SIGNATURES = 64
 _ALL: weakref.WeakSet[TraceCache] = weakref.WeakSet()
 
 
-def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
-  """The concrete function of ``function_flat_tf`` for ``specs``.
-
-  Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
-  it), and cached by TensorFlow: the same as upstream's
-  ``_get_concrete_function_tf``.
-
-  Args:
-    function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param).
-    specs: the argument specs (``args_flat_sig_tf``).
-
-  Returns:
-    The ``ConcreteFunction``, traced on first use.
-  """
-  with jax2tf_internal.inside_call_tf():
-    return function_flat_tf.get_concrete_function(*specs)
-
-
-@dataclasses.dataclass(frozen=True)
-class Vectorized:
-  """What a vectorized ``function_flat_tf`` of ``jax.vmap`` was made from.
-
-  Attributes:
-    function_flat_tf: the unbatched ``tf.function`` (a ``call_tf_p`` param).
-    sig: its argument specs.
-    vmap_method: the method that vectorized it (None, "vectorized" or "pfor").
-  """
-  function_flat_tf: Any
-  sig: tuple[Any, ...]
-  vmap_method: str | None
-
-
-# Keyed weakly: an entry lives as long as the vectorized function, which the
-# batching rule's cache holds (and jax.clear_caches() releases).
-_VECTORIZED: weakref.WeakKeyDictionary[Any, Vectorized] = (
-    weakref.WeakKeyDictionary())
-
-
-def mark_vectorized(function_flat_tf: Any, made_from: Vectorized) -> None:
-  """Records that ``function_flat_tf`` is ``made_from`` vectorized.
-
-  Only for functions whose results are the unbatched function's, batched
-  (known avals), and whose unbatched function has no side effects.
-  """
-  _VECTORIZED[function_flat_tf] = made_from
-
-
-def vectorized_from(function_flat_tf: Any) -> Vectorized | None:
-  """What ``function_flat_tf`` vectorizes, or None if it is not vectorized."""
-  try:
-    return _VECTORIZED.get(function_flat_tf)
-  except TypeError:  # not weakly referenceable: not one of ours
-    return None
-
-
 class TraceCache:
   """The traces of one callable given to ``call_tf``, by signature and graph.
 
   Also what else a ``call_tf`` object keeps by signature: the ``call_tf``
-  of its VJP (see :func:`.autodiff.vjp_call_key`).
+  of its VJP (see :func:`.vjp.vjp_call_key`).
   """
 
   def __init__(self, tf_function: Any = None):
@@ -194,7 +134,7 @@ class TraceCache:
       # for these arguments tells the graph, without tracing ours.
       graph_key = (key, id(user_trace), _Keep(user_trace))
       return self.get(graph_key, lambda: own)[:3]
-    concrete = concrete_function(function_flat_tf, key_specs(key))
+    concrete = graph_lib.concrete_function(function_flat_tf, key_specs(key))
     graph_key = (key, fingerprint(concrete), res_treedef())
     return self.get(graph_key, lambda: own + (concrete,))[:3]
 

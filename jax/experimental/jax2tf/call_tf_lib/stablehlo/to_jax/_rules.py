@@ -33,13 +33,13 @@ from collections.abc import Callable, Sequence
 import functools
 from typing import Any
 
-from jax import lax
 from jax._src import dtypes
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _interpret
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax import lax
 import numpy as np
 
 NoRule = _interpret.NoRule

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import func as func_dialect
 from jax._src.lib.mlir.dialects import hlo
+from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import shapes
+from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
 
 
 def _owner(v: ir.Value) -> Any:

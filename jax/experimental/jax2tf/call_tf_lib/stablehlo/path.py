@@ -16,30 +16,27 @@
 Under ``jax.jit``, ``call_tf`` lowers a TF function with TensorFlow's own XLA
 lowering (tf2xla) into a StableHLO module. :func:`lookup` gives that module
 expressed as JAX primitives, one ``lax`` operation per StableHLO op
-(:mod:`.stablehlo_to_jax`), so that JAX's own rules transform it:
+(:mod:`.to_jax`), so that JAX's own rules transform it:
 
-* ``jax.vmap`` batches it (:mod:`.vmap_tf`), nested ``vmap`` included,
-  instead of TensorFlow's vectorizer (pfor). Batching the module is exact
-  for any pure function.
-* ``jax.jvp``/``jax.vjp`` differentiate it (:mod:`.forward`), but only where
-  that gives TensorFlow's gradients: :func:`gradient_mismatch_ops` names the
-  ops of a TF graph whose TF gradient differs from the derivative of their
-  lowering, and any such op keeps TF's derivatives (``tf.GradientTape``,
-  ``tf.autodiff.ForwardAccumulator``).
+* ``jax.vmap`` batches it (:mod:`..batching.rule`), nested ``vmap``
+  included, instead of TensorFlow's vectorizer (pfor). Batching the module
+  is exact for any pure function.
+* ``jax.jvp``/``jax.vjp`` differentiate it (:mod:`..autodiff.jvp`), but only
+  where that gives TensorFlow's gradients (:mod:`.exactness`).
 
 The path is taken for ``vmap_method`` None and ``"vectorized"`` when the
 option ``jax_call_tf_vectorizer`` is ``"stablehlo"`` (the default), under a
-staging trace (``jax.jit``), for a pure function (:mod:`.effects`) without
-``call_tf_graph``, that XLA compiles and whose every op has a rule. Anything
-else keeps pfor and TF's gradients; each such fallback is logged at debug
-level with its reason (the ops without a rule, the error of the
+staging trace (``jax.jit``), for a pure function (:mod:`..tf_function.effects`)
+without ``call_tf_graph``, that XLA compiles and whose every op has a rule.
+Anything else keeps pfor and TF's gradients; each such fallback is logged at
+debug level with its reason (the ops without a rule, the error of the
 compilation). ``vmap_method="pfor"`` and ``jax_call_tf_vectorizer="pfor"``
 choose pfor and TF's gradients always.
 
 Captured variables: the module's trailing parameters are the concrete
 function's captured inputs, which the call reads, as the lowering does
-(:mod:`.captures`), every time the call is traced: a variable assigned
-between two traces is seen by the second.
+(:mod:`..tf_function.captures`), every time the call is traced: a variable
+assigned between two traces is seen by the second.
 
 See https://github.com/jax-ml/jax/issues/11753.
 """
@@ -53,14 +50,17 @@ import logging
 from typing import Any
 
 import jax
-from jax import lax
 from jax._src import config
 from jax._src import core
-from jax.experimental.jax2tf.call_tf_lib import captures
+from jax._src.lib import _jax
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
-from jax.experimental.jax2tf.call_tf_lib import effects
-from jax.experimental.jax2tf.call_tf_lib import traces
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax import lax
 import numpy as np
 import tensorflow as tf
 
@@ -71,34 +71,6 @@ STABLEHLO = "stablehlo"
 PFOR = "pfor"
 # The vmap_method that chooses pfor (and TF's gradients) for one call_tf.
 PFOR_METHOD = "pfor"
-
-# Ops whose TF gradient is not the derivative of their lowering.
-# Gradients TensorFlow stops or refuses, where the lowering is the identity.
-_STOPS_GRADIENT = frozenset({"StopGradient", "PreventGradient"})
-# Ops whose TF gradient takes other values than JAX's derivative of their
-# tf2xla lowering at some points: ties and kinks (Maximum's gradient goes to
-# its first argument at a tie, JAX's derivative of `max` splits it; Relu's
-# is 0 at 0, the derivative of `max(x, 0)` is 1/2; Abs's is 0 at 0, that of
-# `abs` 1; Selu's at 0 is its scale, the derivative of its lowering's
-# `select(x > 0, ...)` scale * alpha; ClipByValue's passes at the bounds,
-# that of `clamp` does not), and straight-through estimators (the gradient
-# of a fake quantization is 1 inside its range, the derivative of its
-# rounding 0). Measured against TF's gradients at those points; Relu6,
-# LeakyRelu, Elu, Max (reductions), MaxPool, Sign, Round and Floor agree.
-# Also Cholesky, whose TF gradient symmetrizes the input while its lowering
-# reads one triangle (derivatives agree only along symmetric tangents), and
-# the segment reductions whose TF gradients are NaN or 0 for empty segments
-# where the lowering's derivative is not.
-_GRADIENT_DIFFERS = frozenset({
-    "Cholesky", "UnsortedSegmentMax", "UnsortedSegmentMin",
-    "UnsortedSegmentProd", "SegmentMax", "SegmentMin", "SegmentProd",
-    "Maximum", "Minimum", "Relu", "Abs", "Selu", "ClipByValue",
-    "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
-    "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
-    "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
-    "QuantizeAndDequantizeV4"})
-# Ops that carry no tangent although their types are floating.
-_NO_TANGENT = frozenset({"Const", "Placeholder", "_Arg", "_Retval", "NoOp"})
 
 
 def vectorizer(vmap_method: str | None) -> str:
@@ -138,7 +110,7 @@ class Interpreted:
   """A TF function's StableHLO module, as JAX primitives.
 
   Attributes:
-    program: the interpreted module (:class:`.stablehlo_to_jax.Program`);
+    program: the interpreted module (:class:`.to_jax.Program`);
       its parameters are the function's arguments, then its captured inputs.
     captured: the captured variables and tensors, read on every call.
     name: the TF function's name, for messages.
@@ -189,20 +161,36 @@ class Interpreted:
             for o, a in zip(outs, out_avals)]
 
 
-def _stablehlo_to_jax() -> Any:
-  from jax.experimental.jax2tf.call_tf_lib import stablehlo_to_jax  # pylint: disable=g-import-not-at-top
-  return stablehlo_to_jax
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+  """The jaxprs in an equation's params (loop bodies, branches, calls).
+
+  Found by their attributes: the classes moved between JAX releases.
+  """
+  found = []
+  for v in params.values():
+    for x in (v if isinstance(v, (tuple, list)) else (v,)):
+      if hasattr(x, "eqns"):  # a Jaxpr
+        found.append(x)
+      elif hasattr(getattr(x, "jaxpr", None), "eqns"):  # a ClosedJaxpr
+        found.append(x.jaxpr)
+  return found
+
+
+# Primitives JAX differentiates forward but cannot transpose.
+_NOT_TRANSPOSABLE = frozenset({"while", "reduce", "reduce_window"})
+
+
+def _has_while(jaxpr: Any) -> bool:
+  return any(eqn.primitive.name in _NOT_TRANSPOSABLE
+             or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
+             for eqn in jaxpr.eqns)
 
 
 def _parse(module: str) -> Any | str:
   """The interpreted module, or why there is none (for the debug log)."""
   try:
-    s2j = _stablehlo_to_jax()
-  except ImportError as e:
-    return f"the interpreter cannot be imported here ({e})"
-  try:
-    program = s2j.parse(module)
-  except s2j.UnsupportedOps as e:
+    program = to_jax.parse(module)
+  except to_jax.UnsupportedOps as e:
     return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
   except Exception as e:  # pylint: disable=broad-except
     # Not a wrong number: TF's path computes it instead, and the log says so.
@@ -217,7 +205,7 @@ def _parse(module: str) -> Any | str:
 def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
             platform: str) -> Interpreted | str:
   """:func:`lookup`, cached; the reason for the fallback if it refuses."""
-  concrete = traces.concrete_function(function_flat_tf, sig)
+  concrete = graph_lib.concrete_function(function_flat_tf, sig)
   side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
   if side_effects:
     return f"it has side effects (op {side_effects[0][0]!r})"
@@ -277,9 +265,8 @@ def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
 def _module_program(module_bytes: bytes, nr_platform_args: int,
                     in_shapes: tuple[tuple[int, ...], ...]) -> Any | str:
   """The interpreted module for static shapes, or why there is none."""
-  from jax.experimental.jax2tf.call_tf_lib import stablehlo  # pylint: disable=g-import-not-at-top
   try:
-    text = stablehlo.refined_module_text(module_bytes, nr_platform_args,
+    text = stablehlo_module.refined_module_text(module_bytes, nr_platform_args,
                                          in_shapes)
   except Exception as e:  # pylint: disable=broad-except
     return f"its shapes cannot be refined ({type(e).__name__}: {e})"
@@ -336,171 +323,37 @@ def exported_program(exported: Any, in_avals: Sequence[Any], *,
   return fun
 
 
-def _has_tangent_dtype(dtype: Any) -> bool:
-  return dtype.is_floating or dtype.is_complex
 
 
-def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
-  """The ops whose TF gradient differs from the derivative of their lowering.
+def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
+                    platform: str = "CPU") -> bytes:
+  """The StableHLO module of a TF function, as call_tf's lowering gets it.
 
-  JAX's rules differentiate a TF function's lowering exactly as TensorFlow's
-  gradients do only if its graph (and the functions it calls) has none of:
-
-  * ``StopGradient``/``PreventGradient``, lowered to the identity;
-  * ops whose gradient is overridden (``tf.custom_gradient``,
-    ``tf.recompute_grad``, ``tf.grad_pass_through``,
-    ``gradient_override_map``: the ``_gradient_op_type`` attribute);
-  * ops with a floating input and output and no gradient in TF's registry
-    (``tf.no_gradient``, or none registered: ``ResizeBilinearGrad``);
-  * ops whose TF gradient takes other values at ties, kinks or through a
-    straight-through estimator (``Maximum``, ``Minimum``, ``Relu``, ``Abs``,
-    ``Selu``, ``ClipByValue``, fake quantization).
+  TensorFlow compiles the function with its XLA lowering (tf2xla) to HLO,
+  which jaxlib converts to StableHLO.
 
   Args:
-    graph: a ``tf.Graph`` (a concrete function's ``graph``).
-
-  Only ops with a floating or complex input and output count: no tangent
-  flows through the others.
-
-  Returns:
-    ``(op_type, node_name)`` of each such op, in graph order.
-  """
-  found = []
-  for op in effects.graph_ops(graph):
-    if (op.type in _NO_TANGENT
-        or not any(_has_tangent_dtype(t.dtype) for t in op.inputs)
-        or not any(_has_tangent_dtype(t.dtype) for t in op.outputs)):
-      # No tangent flows through it (integer shape arithmetic: tf.eye's
-      # Minimum).
-      continue
-    if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
-        or "_gradient_op_type" in op.node_def.attr
-        or (op.type not in effects.CALLS
-            and not compat.has_registered_gradient(op.type))):
-      # (TF differentiates a function call through its body, walked here.)
-      found.append((op.type, op.name))
-  return found
-
-
-@functools.lru_cache(maxsize=512)
-def _function_gradient_mismatch_ops(function_flat_tf: Any,
-                                    sig: tuple[tf.TensorSpec, ...]
-                                    ) -> tuple[tuple[str, str], ...]:
-  return tuple(gradient_mismatch_ops(
-      traces.concrete_function(function_flat_tf, sig).graph))
-
-
-compat.register_cache(_function_gradient_mismatch_ops,
-                      "call_tf: ops whose gradient differs from the lowering")
-
-
-def function_gradient_mismatch_ops(function_flat_tf: Any,
-                                   sig: Sequence[tf.TensorSpec]
-                                   ) -> tuple[tuple[str, str], ...]:
-  """:func:`gradient_mismatch_ops` of ``function_flat_tf`` traced for ``sig``."""
-  return _function_gradient_mismatch_ops(function_flat_tf, tuple(sig))
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Differentiable:
-  """A call of ``call_tf`` that JAX's rules differentiate, as TF would.
-
-  Attributes:
-    fun: the call on flat JAX arguments, returning its flat results.
-    out_tree: the pytree of its results.
-    reverse: whether JAX can also transpose its derivative (no loop in the
-      module: JAX cannot differentiate a ``while`` loop in reverse mode).
-  """
-  fun: Callable[..., list[Any]]
-  out_tree: Any
-  reverse: bool
-
-
-def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
-  """The jaxprs in an equation's params (loop bodies, branches, calls).
-
-  Found by their attributes: the classes moved between JAX releases.
-  """
-  found = []
-  for v in params.values():
-    for x in (v if isinstance(v, (tuple, list)) else (v,)):
-      if hasattr(x, "eqns"):  # a Jaxpr
-        found.append(x)
-      elif hasattr(getattr(x, "jaxpr", None), "eqns"):  # a ClosedJaxpr
-        found.append(x.jaxpr)
-  return found
-
-
-# Primitives JAX differentiates forward but cannot transpose.
-_NOT_TRANSPOSABLE = frozenset({"while", "reduce", "reduce_window"})
-
-
-def _has_while(jaxpr: Any) -> bool:
-  return any(eqn.primitive.name in _NOT_TRANSPOSABLE
-             or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
-             for eqn in jaxpr.eqns)
-
-
-def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
-                   primals_tree: Any) -> Differentiable | None:
-  """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
-
-  Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
-  its ``call_tf_p``, and gives that call's interpreted module if
-  :func:`lookup` finds one, the TF graph has no op that
-  :func:`gradient_mismatch_ops` names, and no argument or result is complex
-  (TF's gradients of complex values follow TF's own convention).
-
-  Args:
-    make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
-      ``fun``).
-    flat_primals: the flat arguments.
-    primals_tree: their pytree.
+    function_flat_tf: a ``tf.function`` (call_tf passes its
+      ``tf.function(jit_compile=True)`` of the flat function).
+    specs: static ``tf.TensorSpec`` of the arguments.
+    platform: "CPU", "GPU" or "TPU".
 
   Returns:
-    None where TF's derivatives are needed (the reason is logged at debug
-    level).
+    The module as MLIR bytecode. Its parameters are the arguments, then one
+    per value the function captures (see :func:`captured_values`).
   """
-  def flat_call(*flat):
-    return make_call(*primals_tree.unflatten(list(flat)))
-  closed, out_shape = jax.make_jaxpr(flat_call, return_shape=True)(
-      *flat_primals)
-  jaxpr = closed.jaxpr
-  calls = [e for e in jaxpr.eqns if e.primitive.name == "call_tf"]
-  if (len(jaxpr.eqns) != 1 or len(calls) != 1 or closed.consts
-      or list(calls[0].invars) != list(jaxpr.invars)
-      or list(calls[0].outvars) != list(jaxpr.outvars)):
-    logger.debug("call_tf: differentiation uses TensorFlow's gradients: the "
-                 "call is not one call_tf_p of its arguments")
-    return None
-  params = calls[0].params
-  if params["call_tf_graph"] or params["ordered"]:
-    return None
-  if any(np.issubdtype(v.aval.dtype, np.complexfloating)
-         for v in [*jaxpr.invars, *jaxpr.outvars]):
-    # TF's gradients of complex values follow TF's convention.
-    logger.debug("call_tf: differentiation uses TensorFlow's gradients: "
-                 "complex arguments or results")
-    return None
-  fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
-  if traces.vectorized_from(fn) is not None:
-    return None
-  mismatch = function_gradient_mismatch_ops(fn, sig)
-  if mismatch:
-    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
-                 "gradients: the TF gradient of %s differs from the "
-                 "derivative of its lowering", getattr(fn, "__name__", fn),
-                 ", ".join(f"op {t!r} (node {n!r})" for t, n in mismatch))
-    return None
-  interp = lookup(fn, sig, purpose="differentiation")
-  if interp is None:
-    return None
-  out_avals = [v.aval for v in calls[0].outvars]
+  hlo = compile_lib.compile_to_hlo(function_flat_tf, tuple(specs), platform)
+  return _jax.mlir.hlo_to_stablehlo(hlo)
 
-  def fun(*flat):
-    outs = interp(*flat)
-    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
 
-  return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
-                        not interp.has_loop)
+def captured_values(function_flat_tf: Any, specs: Sequence[Any]
+                    ) -> list[np.ndarray]:
+  """The values the module's trailing parameters take, as NumPy arrays.
+
+  The concrete function's captured inputs (variables read, tensors), in
+  order, as ``call_tf``'s lowering passes them.
+  """
+  concrete = graph_lib.concrete_function(function_flat_tf, tuple(specs))
+  with tf.init_scope():
+    return [np.asarray(v) for v in captures.read_captured_values(
+        captures.captured_objects(concrete))]

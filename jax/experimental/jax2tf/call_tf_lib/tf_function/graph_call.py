@@ -29,6 +29,8 @@ from jax._src import core
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
 
 
@@ -121,14 +123,7 @@ def runnable_by_tf(concrete_fn: Any) -> Any:
   except Exception as e:  # pylint: disable=broad-except
     if not has_variables:
       raise
-    raise ValueError(
-        "call_tf(..., call_tf_graph=True) runs the TensorFlow function in "
-        "TensorFlow at run time with the values its variables have now, "
-        "frozen into it; that fails for this function, which assigns a "
-        "variable or uses one in another way than reading it ("
-        f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). "
-        "Return the new value from the function and assign the variable "
-        "outside call_tf, or call the function without call_tf_graph.") from e
+    raise errors.freeze_variables_error(e) from e
   if not _has_custom_gradients(graph_def) and not _unloadable_attrs(graph_def):
     return frozen
   _drop_custom_gradients(graph_def)
@@ -149,15 +144,14 @@ def runnable_by_tf(concrete_fn: Any) -> Any:
   return rewritten
 
 
-_GRADIENT_ATTR = "_gradient_op_type"
 # The suffix of a library function copied without its custom gradients.
 _RENAMED = "_call_tf_graph"
 
 
 def _has_custom_gradients(graph_def: Any) -> bool:
   """Whether any node of ``graph_def`` or its library has a custom gradient."""
-  return any(_GRADIENT_ATTR in n.attr for n in graph_def.node) or any(
-      _GRADIENT_ATTR in n.attr
+  return any(graph_lib.GRADIENT_OVERRIDE_ATTR in n.attr for n in graph_def.node) or any(
+      graph_lib.GRADIENT_OVERRIDE_ATTR in n.attr
       for f in graph_def.library.function for n in f.node_def)
 
 
@@ -195,7 +189,7 @@ def _drop_custom_gradients(graph_def: Any) -> None:
   """
   functions = {f.signature.name: f for f in graph_def.library.function}
   changed = {name for name, f in functions.items()
-             if any(_GRADIENT_ATTR in n.attr for n in f.node_def)
+             if any(graph_lib.GRADIENT_OVERRIDE_ATTR in n.attr for n in f.node_def)
              or _unloadable_attrs(f)}
   while True:
     callers = {name for name, f in functions.items() if name not in changed
@@ -208,8 +202,8 @@ def _drop_custom_gradients(graph_def: Any) -> None:
   nodes = list(graph_def.node) + [n for f in functions.values()
                                   for n in f.node_def]
   for node in nodes:
-    if _GRADIENT_ATTR in node.attr:
-      del node.attr[_GRADIENT_ATTR]
+    if graph_lib.GRADIENT_OVERRIDE_ATTR in node.attr:
+      del node.attr[graph_lib.GRADIENT_OVERRIDE_ATTR]
     for ref in _function_refs(node):
       ref.name = renamed.get(ref.name, ref.name)
   for name in changed:

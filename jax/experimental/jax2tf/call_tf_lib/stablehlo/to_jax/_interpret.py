@@ -29,7 +29,7 @@ import collections
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 
 
 class NoRule(Exception):

@@ -14,9 +14,9 @@
 """The batching rule of the ``call_tf_p`` primitive.
 
 :func:`batching_rule` hands the call to the ``vmap_method`` dispatcher
-(:func:`.vmap.batch`) with a callee that calls a TF function on a batch: for
+(:func:`.dispatch.batch`) with a callee that calls a TF function on a batch: for
 the vectorized methods under ``jax.jit``, ``jax.vmap`` of the function's
-StableHLO module as JAX primitives where :func:`.interpreted.lookup` has it
+StableHLO module as JAX primitives where :func:`.path.lookup` has it
 (the StableHLO path: no pfor, and an outer ``vmap`` batches JAX primitives),
 else the function wrapped in ``tf.vectorized_map`` (pfor);
 for the one-call methods, the function itself on batched shapes, its results
@@ -28,10 +28,11 @@ pfor runs where the vectorized function is first traced. With the
 ``jax_call_tf_slow_vmap`` fallback possible, that is the batching rule (and
 under ``jax.jit`` it also converts the result to HLO), so that a failure
 can still fall back to a loop. Otherwise nothing can change the outcome, and
-the rule only records the function (:func:`.traces.mark_vectorized`), whose
-avals it knows: pfor runs when the call is lowered, run eagerly, or batched
-again by an outer ``vmap``, and a failure raises
-:class:`~.errors.CallTfVectorizationError` there. So under ``jax.jit`` a
+the new call only carries what it vectorizes (its ``vectorized`` param, a
+:class:`Vectorized`), and its avals: pfor runs when the call is lowered, run
+eagerly, or batched again by an outer ``vmap``, and a failure raises
+:class:`~..errors.CallTfVectorizationError` there (the lowering asks
+:func:`check_compile_failure` why XLA refused what pfor made). So under ``jax.jit`` a
 call that jit drops (``jax.jacrev``'s primal output) is never vectorized,
 and an inner ``vmap``'s vectorized function is converted to HLO only inside
 the outer one's.
@@ -45,21 +46,53 @@ would fail.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 import functools
 from typing import Any
 
 from jax._src import core
 from jax._src import util
-from jax.experimental.jax2tf.call_tf_lib import captures
+from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
+from jax.experimental.jax2tf.call_tf_lib.batching import pfor
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
-from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib import interpreted
-from jax.experimental.jax2tf.call_tf_lib import pfor
-from jax.experimental.jax2tf.call_tf_lib import traces
-from jax.experimental.jax2tf.call_tf_lib import vmap
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class Vectorized:
+  """What a vectorized call's function vectorizes: its ``vectorized`` param.
+
+  ``call_tf_p``'s ``vectorized`` param is None for a call of the user's
+  function (or of its VJP or tangent function); the batching rule sets it on
+  the call of a function it vectorized. Such a call is pure (a function with
+  side effects is never vectorized) and its avals are known, so abstract
+  evaluation need not trace it.
+
+  Attributes:
+    function_flat_tf: the unbatched ``tf.function`` (a ``call_tf_p`` param).
+    sig: its argument specs.
+    vmap_method: the method that vectorized it (None, "vectorized" or
+      "pfor").
+    made_from: the ``vectorized`` param of the unbatched call (not None for
+      the inner functions of nested ``vmap``).
+  """
+  function_flat_tf: Any
+  sig: tuple[Any, ...]
+  vmap_method: str | None
+  made_from: Vectorized | None
+
+  def root(self) -> Vectorized:
+    """The vectorization of the function beneath every nested ``vmap``."""
+    found = self
+    while found.made_from is not None:
+      found = found.made_from
+    return found
 
 
 def register(prim: core.Primitive) -> None:
@@ -80,16 +113,16 @@ def batching_rule(prim: core.Primitive, axis_data: Any, args: Sequence[Any],
     axis_data: the vmap axis.
     args: the flat arguments; batched ones at ``dims[i]``.
     dims: each argument's batch dimension, or None.
-    vmap_method: see :mod:`.vmap`.
+    vmap_method: see :mod:`.dispatch`.
     **params: the other ``call_tf_p`` params (``callable_flat_tf``,
       ``function_flat_tf``, ``args_flat_sig_tf``, ``output_avals``,
-      ``has_side_effects``, ``ordered``, ``call_tf_graph``).
+      ``has_side_effects``, ``ordered``, ``call_tf_graph``, ``vectorized``).
 
   Returns:
     The batched results and their batch dimensions.
   """
   callee = _TfCallee(prim, dict(params, vmap_method=vmap_method))
-  return vmap.batch(callee, axis_data.size, args, dims,
+  return dispatch.batch(callee, axis_data.size, args, dims,
                     vmap_method=vmap_method, ordered=params["ordered"])
 
 
@@ -122,7 +155,7 @@ class _TfCallee:
 
   def side_effect_error(self, vmap_method: str | None) -> Exception | None:
     params = self.params
-    if traces.vectorized_from(params["function_flat_tf"]) is not None:
+    if params["vectorized"] is not None:
       return None  # pure: its unbatched function was checked
     side_effects = effects.function_side_effect_ops(
         params["function_flat_tf"], params["args_flat_sig_tf"])
@@ -139,12 +172,12 @@ class _TfCallee:
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     params = self.params
-    if interpreted.may_use(vmap_method, params["call_tf_graph"],
+    if stablehlo_path.may_use(vmap_method, params["call_tf_graph"],
                            params["ordered"]):
       # Under jit: JAX's own rules batch the function's StableHLO module,
       # where every op of it has a rule; else pfor, below. (A function with
       # side effects never gets here: the dispatcher refused it.)
-      found = interpreted.lookup(params["function_flat_tf"],
+      found = stablehlo_path.lookup(params["function_flat_tf"],
                                  params["args_flat_sig_tf"],
                                  purpose="jax.vmap")
       if found is not None:
@@ -152,7 +185,7 @@ class _TfCallee:
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)
-    if vmap.falls_back(vmap_method):
+    if dispatch.falls_back(vmap_method):
       # Vectorize now, while falling back is still possible.
       self._try_vectorizing(new_params)
     # Otherwise pfor runs when the call is lowered, run eagerly, or batched
@@ -168,19 +201,19 @@ class _TfCallee:
     """Traces (and under jit converts) the vectorized function now.
 
     Raises:
-      vmap.Unvectorizable: pfor cannot vectorize the function, or, under
+      dispatch.Unvectorizable: pfor cannot vectorize the function, or, under
         jit, XLA cannot compile what pfor made though it compiles the
         unbatched function.
     """
     fn, sig = new_params["function_flat_tf"], new_params["args_flat_sig_tf"]
     try:
-      traces.concrete_function(fn, sig)
+      graph_lib.concrete_function(fn, sig)
       if core.unsafe_am_i_under_a_jit() and not self.params["call_tf_graph"]:
         # Ops pfor emits may not compile with XLA (DynamicStitch for a tf.cond
         # on a batched predicate). The HLO is cached for the lowering.
-        _try_compile(fn, sig)
+        _try_compile(fn, sig, new_params["vectorized"])
     except errors.CallTfVectorizationError as e:
-      raise vmap.Unvectorizable(e) from e.__cause__
+      raise dispatch.Unvectorizable(e) from e.__cause__
 
   def _batched(self, args: Sequence[Any], is_batched: tuple[bool, ...],
                batch_arg: int, vmap_method: str | None,
@@ -188,17 +221,24 @@ class _TfCallee:
                ) -> tuple[list[Any], dict[str, Any]]:
     """The arguments and params of the ``call_tf_p`` of a batched call."""
     params = self.params
+    sig = tuple(params["args_flat_sig_tf"])
     eager_fn, staged_fn = _batched_tf_functions(
-        params["callable_flat_tf"], params["function_flat_tf"],
-        tuple(params["args_flat_sig_tf"]), vmap_method, is_batched,
-        batch_arg, tuple(_tf_shape(a.shape) for a in out_avals),
-        params["call_tf_graph"])
+        params["callable_flat_tf"], params["function_flat_tf"], sig,
+        vmap_method, is_batched, batch_arg,
+        tuple(_tf_shape(a.shape) for a in out_avals),
+        params["call_tf_graph"], params["vectorized"])
     new_sig = tuple(tf.TensorSpec(_tf_shape(compat.typeof(a).shape), s.dtype)
-                    for a, s in zip(args, params["args_flat_sig_tf"]))
+                    for a, s in zip(args, sig))
+    vectorized = None
+    if (vmap_method in dispatch.VECTORIZED_METHODS
+        and not params["call_tf_graph"]):
+      vectorized = Vectorized(params["function_flat_tf"], sig, vmap_method,
+                              params["vectorized"])
     return list(args), dict(params, callable_flat_tf=eager_fn,
                             function_flat_tf=staged_fn,
                             args_flat_sig_tf=new_sig,
-                            output_avals=tuple(out_avals))
+                            output_avals=tuple(out_avals),
+                            vectorized=vectorized)
 
 
 def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -245,21 +285,56 @@ compat.register_cache(_xla_compiles, "call_tf: XLA compiles vectorized")
 
 
 def _try_compile(function_flat_tf: Callable[..., Any],
-                 sig: tuple[tf.TensorSpec, ...]) -> None:
+                 sig: tuple[tf.TensorSpec, ...],
+                 vectorized: Vectorized | None) -> None:
   """Converts a vectorized function to HLO, as its lowering will.
 
   Raises:
     errors.CallTfVectorizationError: XLA cannot compile what pfor made (see
-      :func:`.compile.compile_to_hlo`). Other failures are left to the
+      :func:`check_compile_failure`). Other failures are left to the
       lowering to report, as they would be without ``jax.vmap``.
   """
+  platform = compile_lib.default_tf_platform()
   try:
-    compile_lib.compile_to_hlo(function_flat_tf, sig,
-                               compile_lib.default_tf_platform())
+    compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
   except errors.CallTfVectorizationError:
     raise
+  except Exception as e:  # pylint: disable=broad-except
+    if vectorized is not None:
+      check_compile_failure(vectorized, e, platform)
+
+
+def check_compile_failure(vectorized: Vectorized, error: Exception,
+                          platform: str) -> None:
+  """Says why XLA cannot compile a vectorized function, if pfor is the cause.
+
+  Ops that pfor emits may not compile with XLA (``DynamicStitch`` for a
+  ``tf.cond`` on a batched predicate). Called by ``call_tf``'s lowering
+  (and the slow-vmap probe) when compiling a call with a ``vectorized``
+  param fails.
+
+  Args:
+    vectorized: the call's ``vectorized`` param.
+    error: the compilation's error.
+    platform: "CPU", "GPU" or "TPU".
+
+  Raises:
+    errors.CallTfVectorizationError: the unbatched function compiles, so
+      vectorizing it made what XLA refuses; names the op and the ways out.
+      Returns otherwise, for the caller to report ``error``.
+  """
+  if _compiles(vectorized.function_flat_tf, vectorized.sig, platform):
+    raise errors.xla_compile_error(*pfor.xla_failure(error),
+                                   vectorized.vmap_method, error) from error
+
+
+def _compiles(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+              platform: str) -> bool:
+  try:
+    compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
   except Exception:  # pylint: disable=broad-except
-    pass
+    return False
+  return True
 
 
 def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
@@ -279,31 +354,27 @@ def _check_results(results: Sequence[Any],
                    batch_size_tf: Callable[[], Any]) -> list[Any]:
   """Checks (at trace time) the shapes the batched TF function returns.
 
-  With ``"expand_dims"``, size-1 axes of a result are broadcast to the
-  expected shape, as NumPy broadcasting would.
+  The check is the dispatcher's (:func:`.dispatch.check_results`); here
+  results are broadcast in TF where it says so, and given their static
+  shapes.
   """
-  if len(results) != len(expected):
-    raise errors.result_count_error(vmap_method, len(results), len(expected))
+  results = [tf.convert_to_tensor(r) for r in results]
+  broadcast = dispatch.check_results(
+      vmap_method,
+      [None if r.shape.rank is None else r.shape.as_list() for r in results],
+      expected)
   checked = []
-  for i, (r, exp) in enumerate(zip(results, expected)):
-    r = tf.convert_to_tensor(r)
-    if (vmap_method == "expand_dims" and r.shape.rank == len(exp)
-        and any(a == 1 and e != 1 for a, e in zip(r.shape.as_list(), exp))):
+  for r, exp, b in zip(results, expected, broadcast):
+    if b:
       target = [e if e is not None
                 else batch_size_tf() if j == 0 else tf.shape(r)[j]
                 for j, e in enumerate(exp)]
       r = tf.broadcast_to(r, tf.stack(target))
-    shape = r.shape
-    if shape.rank is not None and (
-        shape.rank != len(exp)
-        or any(a is not None and e is not None and a != e
-               for a, e in zip(shape.as_list(), exp))):
-      raise errors.result_shape_error(vmap_method, i, shape.as_list(), exp)
     checked.append(tf.ensure_shape(r, exp))
   return checked
 
 
-def _copyable_when_vectorized(function_flat_tf: Any) -> bool:
+def _copyable_when_vectorized(vectorized: Vectorized) -> bool:
   """Whether a vectorized function's vectorization can be copied by pfor.
 
   Its unbatched function (beneath every nested ``vmap``) calls no functions:
@@ -314,11 +385,9 @@ def _copyable_when_vectorized(function_flat_tf: Any) -> bool:
   with control flow is not vectorized twice (eagerly for the copy, then
   staged for the call).
   """
-  made_from = traces.vectorized_from(function_flat_tf)
-  while made_from is not None:
-    root, sig = made_from.function_flat_tf, made_from.sig
-    made_from = traces.vectorized_from(root)
-  return not pfor.calls_functions(traces.concrete_function(root, sig))
+  root = vectorized.root()
+  return not pfor.calls_functions(
+      graph_lib.concrete_function(root.function_flat_tf, root.sig))
 
 
 @functools.lru_cache(maxsize=256)
@@ -331,6 +400,7 @@ def _batched_tf_functions(
     batch_arg: int,
     expected_shapes: tuple[tuple[int | None, ...], ...],
     call_tf_graph: bool,
+    vectorized: Vectorized | None,
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
   """The batched ``(callable_flat_tf, function_flat_tf)`` pair for one call.
 
@@ -348,12 +418,14 @@ def _batched_tf_functions(
     callable_flat_tf: the unbatched flat TF callable (a primitive param).
     function_flat_tf: its ``tf.function`` (a primitive param).
     sig: the unbatched argument specs (a primitive param).
-    vmap_method: one of :data:`.vmap.VECTORIZED_METHODS` or of the one-call
+    vmap_method: one of :data:`.dispatch.VECTORIZED_METHODS` or of the one-call
       methods.
     is_batched: which flat arguments carry the batch at axis 0.
     batch_arg: an argument batched under vmap (its axis 0 is the batch).
     expected_shapes: the batched results' shapes (None for unknown sizes).
     call_tf_graph: the primitive param of the same name.
+    vectorized: the unbatched call's ``vectorized`` param: whether
+      ``function_flat_tf`` is itself vectorized (nested ``vmap``).
 
   Returns:
     The callable used eagerly (a ``tf.function`` that is never compiled with
@@ -368,25 +440,25 @@ def _batched_tf_functions(
     return tf.shape(args_tf[batch_arg])[0]
 
   def call(args_tf: Sequence[Any]) -> list[Any]:
-    if vmap_method not in vmap.VECTORIZED_METHODS:
+    if vmap_method not in dispatch.VECTORIZED_METHODS:
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
-    if traces.vectorized_from(function_flat_tf) is None:
+    if vectorized is None:
       unbatched_fn = pfor.inlined(
-          traces.concrete_function(function_flat_tf, sig))
-    elif _copyable_when_vectorized(function_flat_tf):
+          graph_lib.concrete_function(function_flat_tf, sig))
+    elif _copyable_when_vectorized(vectorized):
       # An inner vmap's function is copied from its eager variant, traced
       # outside XLA: there its pfor loop is in its graph, not in a function
       # that pfor makes under XLA, which would keep it from being copied.
       with compat.outside_xla_context():
         unbatched_fn = pfor.inlined(
-            traces.concrete_function(callable_flat_tf, sig))
+            graph_lib.concrete_function(callable_flat_tf, sig))
     else:
       # Called, from its staged variant: pfor's control flow ops compile
       # with XLA only if made in its context.
       unbatched_fn = None
     if unbatched_fn is None:
-      unbatched_fn = (traces.concrete_function(function_flat_tf, sig)
+      unbatched_fn = (graph_lib.concrete_function(function_flat_tf, sig)
                       if pfor.converts_calls_of_outer_functions()
                       else functools.partial(inner, check_output_avals=False))
 
@@ -423,9 +495,6 @@ def _batched_tf_functions(
   eager_fn = tf.function(batched_flat_tf, autograph=False, jit_compile=False)
   staged_fn = tf.function(batched_flat_tf, autograph=False,
                           jit_compile=not call_tf_graph)
-  if vmap_method in vmap.VECTORIZED_METHODS and not call_tf_graph:
-    traces.mark_vectorized(staged_fn, traces.Vectorized(
-        function_flat_tf, sig, vmap_method))
   return eager_fn, staged_fn
 
 

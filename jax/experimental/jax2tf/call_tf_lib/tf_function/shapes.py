@@ -36,11 +36,11 @@ from typing import Any, cast
 import jax
 from jax._src import core
 from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import func as func_dialect
+from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 

@@ -17,8 +17,8 @@
 XLA lowering (tf2xla) makes of the called function. :func:`parse` reads such
 a module into a :class:`Program`, a JAX function that computes the module
 with ``lax`` operations, so that JAX's own rules batch it (``jax.vmap``,
-nested) and differentiate it. :func:`stablehlo_of_tf` obtains the module of
-a TF function the way ``call_tf``'s lowering does.
+nested) and differentiate it. (:func:`..path.stablehlo_of_tf` obtains the
+module of a TF function the way ``call_tf``'s lowering does.)
 
 Each rule is exact or absent: where a ``lax`` operation does not reproduce
 an op's semantics in every corner (NaN ordering, clamping of indices,
@@ -38,14 +38,13 @@ from typing import Any
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
 from jax import lax
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _interpret
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo_to_jax import _rules
 import numpy as np
 
-__all__ = ["Program", "UnsupportedOps", "captured_inputs", "captured_values",
-           "parse", "stablehlo_of_tf"]
+__all__ = ["Program", "UnsupportedOps", "parse"]
 
 
 class UnsupportedOps(Exception):
@@ -233,65 +232,3 @@ def parse(module: str | bytes) -> Program:
   body = compiler.func(main)
   return Program(body, funcs[main].result_types, compiler.unsupported,
                  _uses_64_bits(funcs))
-
-
-def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
-                    platform: str = "CPU") -> bytes:
-  """The StableHLO module of a TF function, as call_tf's lowering gets it.
-
-  TensorFlow compiles the function with its XLA lowering (tf2xla) to HLO,
-  which jaxlib converts to StableHLO.
-
-  Args:
-    function_flat_tf: a ``tf.function`` (call_tf passes its
-      ``tf.function(jit_compile=True)`` of the flat function).
-    specs: static ``tf.TensorSpec`` of the arguments.
-    platform: "CPU", "GPU" or "TPU".
-
-  Returns:
-    The module as MLIR bytecode. Its parameters are the arguments, then one
-    per value the function captures, in the order of
-    :func:`captured_inputs` (the values of captured variables).
-  """
-  from jax._src.lib import _jax  # pylint: disable=g-import-not-at-top
-  from jax.experimental.jax2tf.call_tf_lib import compile as compile_lib  # pylint: disable=g-import-not-at-top
-  hlo = compile_lib.compile_to_hlo(function_flat_tf, tuple(specs), platform)
-  return _jax.mlir.hlo_to_stablehlo(hlo)
-
-
-def captured_inputs(function_flat_tf: Any, specs: Sequence[Any]
-                    ) -> tuple[Any, ...]:
-  """What the module's parameters after the arguments stand for.
-
-  Args:
-    function_flat_tf: as for :func:`stablehlo_of_tf`.
-    specs: as for :func:`stablehlo_of_tf`.
-
-  Returns:
-    The concrete function's ``captured_inputs``, in order: TF tensors, or
-    resource handles of variables (whose values the module takes).
-  """
-  from jax.experimental.jax2tf.call_tf_lib import traces  # pylint: disable=g-import-not-at-top
-  return tuple(traces.concrete_function(function_flat_tf,
-                                        tuple(specs)).captured_inputs)
-
-
-def captured_values(function_flat_tf: Any, specs: Sequence[Any]
-                    ) -> list[np.ndarray]:
-  """The values of :func:`captured_inputs` (variables read), as NumPy arrays.
-
-  These are the module's trailing parameters, as ``call_tf``'s lowering
-  passes them.
-  """
-  from jax.experimental.jax2tf.call_tf_lib import captures  # pylint: disable=g-import-not-at-top
-  from jax.experimental.jax2tf.call_tf_lib import traces  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  concrete = traces.concrete_function(function_flat_tf, tuple(specs))
-  inputs = []
-  for inp in concrete.captured_inputs:
-    if inp.dtype == tf.resource:  # a variable: found by its handle
-      inputs.append(next(v for v in concrete.variables if v.handle is inp))
-    else:
-      inputs.append(inp)
-  with tf.init_scope():
-    return [np.asarray(v) for v in captures.read_captured_values(inputs)]

@@ -21,7 +21,7 @@ serialized modules: :mod:`.restored` recognizes one and rebuilds a
 ``jax.export.Exported`` (:mod:`.exported`), and :func:`call_embedded` calls
 it with the model's variables as constants, its saved VJP as its gradient,
 and ``jax.vmap`` through the same ``vmap_method`` dispatcher as the general
-path (:mod:`.vmap`). The composition of JAX functions and jax2tf SavedModels
+path (:mod:`.dispatch`). The composition of JAX functions and jax2tf SavedModels
 is then closed under saving, cycle after cycle.
 
 Everything else (any other op in the function, ``call_tf_graph=True``,
@@ -36,17 +36,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-from jax import tree_util
 from jax._src import core
-from jax import numpy as jnp
-from jax.experimental.jax2tf.call_tf_lib import captures
+from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as jvp_lib
+from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib.embed import restored
 from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib import forward
-from jax.experimental.jax2tf.call_tf_lib import interpreted
-from jax.experimental.jax2tf.call_tf_lib import restored
-from jax.experimental.jax2tf.call_tf_lib import vmap
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+from jax import numpy as jnp
+from jax import tree_util
 import numpy as np
 import tensorflow as tf
 
@@ -89,7 +89,7 @@ class _EmbeddedCallee:
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
-    if self.interpret is not None and interpreted.may_use(vmap_method, False):
+    if self.interpret is not None and stablehlo_path.may_use(vmap_method, False):
       # Under jit, JAX batches the module as JAX primitives.
       avals = [compat.typeof(a) for a in args]
       avals = [a.update(shape=a.shape[1:]) if b else a
@@ -101,7 +101,7 @@ class _EmbeddedCallee:
         outs = jax.vmap(lambda *a: tuple(fun(*a)), in_axes=in_axes)(
             *args, *self.weights)
         return list(outs)
-    raise vmap.Unvectorizable(errors.opaque_module_error(vmap_method))
+    raise dispatch.Unvectorizable(errors.opaque_module_error(vmap_method))
 
 
 def _batched_call(fun: Callable[..., Any], nr_batchable: int,
@@ -122,11 +122,9 @@ def _batched_call(fun: Callable[..., Any], nr_batchable: int,
   @f.def_vmap
   def rule(axis_size, in_batched, *args):
     if any(in_batched[nr_batchable:]):
-      raise NotImplementedError(
-          "call_tf of a jax2tf-saved function: only its arguments can be "
-          "batched by jax.vmap.")
+      raise errors.embedded_weights_batched_error()
     callee = _EmbeddedCallee(f, args[nr_batchable:], interpret)
-    outs, dims = vmap.batch(
+    outs, dims = dispatch.batch(
         callee, axis_size, args[:nr_batchable],
         [0 if b else None for b in in_batched[:nr_batchable]],
         vmap_method=vmap_method)
@@ -166,7 +164,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
     """``interpret`` of a function of (arguments, extras..., weights)."""
     def interpret(avals):
       args, extra = avals[:nr_args], avals[nr_args:nr_fun_args]
-      fun = interpreted.exported_program(
+      fun = stablehlo_path.exported_program(
           module, [*module_operands(args, avals[nr_fun_args:]), *extra],
           purpose=purpose)
       if fun is None:
@@ -177,8 +175,8 @@ def call_embedded(embedded: restored.EmbeddedModule,
       return call_fun
     return interpret
 
-  def stablehlo_path() -> bool:
-    return interpreted.vectorizer(vmap_method) == interpreted.STABLEHLO
+  def uses_stablehlo() -> bool:
+    return stablehlo_path.vectorizer(vmap_method) == stablehlo_path.STABLEHLO
 
   primal = _batched_call(
       lambda *a: exported.call(*module_operands(a[:nr_args], a[nr_args:])),
@@ -195,7 +193,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
 
   def interpreted_vjp(avals: Sequence[Any]) -> Callable[..., Any] | None:
     # The saved VJP as JAX primitives: (args, cts, weights) -> arg cts.
-    if not exported.has_vjp() or not stablehlo_path():
+    if not exported.has_vjp() or not uses_stablehlo():
       return None
     fun = interpreter(exported.vjp(), nr_args + nr_outs,
                       "the saved gradient")(avals)
@@ -205,7 +203,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
                        if s.kind == "arg"]
 
   vjp_batched = _batched_call(
-      vjp_fun, nr_args + nr_outs, vmap.vjp_vmap_method(vmap_method),
+      vjp_fun, nr_args + nr_outs, dispatch.vjp_vmap_method(vmap_method),
       interpreted_vjp)
 
   @jax.custom_jvp
@@ -218,14 +216,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
     # differentiates its module; jax2tf saves no derivative of it.
     fun = interpreted_vjp([compat.typeof(p) for p in primals])
     if fun is None:
-      raise NotImplementedError(
-          f"call_tf cannot differentiate the saved gradient of "
-          f"{exported.fun_name} (a second derivative, such as jax.hessian "
-          "or jax.jacfwd(jax.jacrev(f))): jax2tf saves no derivative of it, "
-          "and its StableHLO module cannot be expressed as JAX primitives "
-          "here (see the debug log of "
-          "jax.experimental.jax2tf.call_tf_lib.interpreted), or "
-          "jax_call_tf_vectorizer is 'pfor'.")
+      raise errors.embedded_second_derivative_error(exported.fun_name)
     outs, out_tangents = jax.jvp(lambda *a: tuple(fun(*a)), tuple(primals),
                                  tuple(tangents))
     return outs, out_tangents
@@ -242,8 +233,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
     module, so that forward and reverse mode agree.
     """
     if embedded.gradient_disabled is not None:
-      raise LookupError("Gradient explicitly disabled. Reason: "
-                        + embedded.gradient_disabled)
+      raise errors.gradient_disabled_error(embedded.gradient_disabled)
     flat_args = list(args)
     out_avals = [compat.typeof(o) for o in jax.eval_shape(
         lambda *a: call(*a), *flat_args)]
@@ -251,17 +241,8 @@ def call_embedded(embedded: restored.EmbeddedModule,
     fun = interpreted_vjp([compat.typeof(a) for a in flat_args] + ct_avals
                           + [compat.typeof(w) for w in weights])
     if fun is None:
-      raise NotImplementedError(
-          f"call_tf cannot compute forward-mode derivatives (jax.jvp, "
-          f"jax.jacfwd, jax.hessian) of {exported.fun_name}: it is embedded "
-          "from a jax2tf SavedModel, which saves only its reverse-mode "
-          "derivative (the VJP), and the VJP's StableHLO module cannot be "
-          "transposed as JAX primitives here (see the debug log of "
-          "jax.experimental.jax2tf.call_tf_lib.interpreted; or "
-          "jax_call_tf_vectorizer is 'pfor'). Use reverse mode: jax.grad, "
-          "jax.vjp, jax.jacrev. For forward mode, call the JAX function the "
-          "model was converted from.")
-    float_outs = [forward._has_tangent_space(np.zeros((), a.dtype))  # pylint: disable=protected-access
+      raise errors.embedded_forward_mode_error(exported.fun_name)
+    float_outs = [jvp_lib.has_tangent_space(np.zeros((), a.dtype))
                   for a in ct_avals]
 
     def lin(*float_cts):
@@ -280,30 +261,20 @@ def call_embedded(embedded: restored.EmbeddedModule,
     try:
       out_t = jax.linear_transpose(lin, *float_ct_avals)(full_t)
     except Exception as e:  # pylint: disable=broad-except
-      raise NotImplementedError(
-          f"call_tf cannot compute forward-mode derivatives of "
-          f"{exported.fun_name}: JAX cannot transpose the StableHLO module "
-          f"of its saved VJP ({type(e).__name__}: {e}). Use reverse mode "
-          "(jax.grad, jax.jacrev), or call the JAX function the model was "
-          "converted from.") from e
+      raise errors.embedded_transpose_error(exported.fun_name, e) from e
     return list(out_t)
 
   def call_bwd(args, cts):
     if embedded.gradient_disabled is not None:
       # TensorFlow's own error for a PreventGradient op.
-      raise LookupError("Gradient explicitly disabled. Reason: "
-                        + embedded.gradient_disabled)
+      raise errors.gradient_disabled_error(embedded.gradient_disabled)
     if not exported.has_vjp():
-      raise ValueError(
-          f"call_tf cannot differentiate {exported.fun_name}: the SavedModel "
-          "was saved without its gradient. Save it with "
-          "tf.saved_model.SaveOptions(experimental_custom_gradients=True) "
-          "(and jax2tf.convert(..., with_gradient=True), the default).")
+      raise errors.embedded_no_gradient_error(exported.fun_name)
     return tuple(vjp(*args, *cts, *weights))
 
   # Reverse mode transposes the linear tangent call with the saved VJP;
   # forward mode evaluates it: the transpose of the saved VJP's module.
-  forward.define_linear_jvp(call, forward_mode, call_bwd)
+  jvp_lib.define_linear_jvp(call, forward_mode, call_bwd)
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 

@@ -29,12 +29,12 @@ tracing to say so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 import functools
 from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import traces
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
 
 # Stateful in TensorFlow's op registry, but only reading state.
@@ -42,10 +42,6 @@ _READS_ONLY = frozenset({
     "ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape",
     "VarIsInitializedOp", "VarHandleOp", "Placeholder", "Const",
     "ReadVariableXlaSplitND", "_Arg", "_Retval"})
-# Ops that call other functions: their bodies are inspected instead.
-CALLS = frozenset({
-    "PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile",
-    "If", "StatelessIf", "Case", "StatelessCase"})
 
 
 # Ops that write a resource variable.
@@ -85,19 +81,6 @@ def describe_effect(op_type: str) -> str:
   return "which has side effects"
 
 
-def _called_graphs(op: Any) -> list[Any]:
-  """The graphs of the functions ``op`` calls (its function attributes)."""
-  graphs = []
-  for attr in op.node_def.attr.values():
-    names = ([attr.func.name] if attr.HasField("func")
-             else [f.name for f in attr.list.func])
-    for name in names:
-      f = compat.find_function(op.graph, name)
-      if f is not None:
-        graphs.append(f.graph)
-  return graphs
-
-
 def _module_has_side_effects(op: Any) -> bool:
   for attr in ("has_token_input_output", "function_list"):
     try:
@@ -106,40 +89,6 @@ def _module_has_side_effects(op: Any) -> bool:
     except ValueError:
       pass
   return False
-
-
-def _ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
-  """:func:`graph_ops`, each op with the graphs of the functions it calls.
-
-  The list is empty for an op that calls no function (or whose functions
-  are not found); each graph is walked once.
-  """
-  seen: set[int] = set()
-  todo = [graph]
-  while todo:
-    g = todo.pop(0)
-    if id(g) in seen:
-      continue
-    seen.add(id(g))
-    for op in g.get_operations():
-      called = _called_graphs(op) if op.type in CALLS else []
-      yield op, called
-      todo += called
-
-
-def graph_ops(graph: Any) -> Iterator[Any]:
-  """Every op of ``graph`` and of the functions it calls, each graph once.
-
-  Args:
-    graph: a ``tf.Graph`` (a concrete function's ``graph``).
-
-  Yields:
-    The ops, in graph order, each graph's before those of the functions it
-    calls; the ops that call functions (``PartitionedCall``, ``While``, ...)
-    too.
-  """
-  for op, _ in _ops_and_called_graphs(graph):
-    yield op
 
 
 def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
@@ -152,7 +101,7 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
     ``(op_type, node_name)`` of each op with side effects, in graph order.
   """
   found: list[tuple[str, str]] = []
-  for op, called in _ops_and_called_graphs(graph):
+  for op, called in graph_lib.ops_and_called_graphs(graph):
     if called:
       continue  # Its body is inspected instead.
     if op.type == "XlaCallModule":
@@ -160,7 +109,7 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
       # if it threads a token (ordered effects) or calls TF functions.
       if _module_has_side_effects(op):
         found.append((op.type, op.name))
-    elif op.type not in _READS_ONLY and op._is_stateful:  # pylint: disable=protected-access
+    elif op.type not in _READS_ONLY and compat.is_stateful(op):
       found.append((op.type, op.name))
   return found
 
@@ -170,7 +119,7 @@ def _concrete_side_effect_ops(function_flat_tf: Any,
                               sig: tuple[tf.TensorSpec, ...]
                               ) -> tuple[tuple[str, str], ...]:
   return tuple(side_effect_ops(
-      traces.concrete_function(function_flat_tf, sig).graph))
+      graph_lib.concrete_function(function_flat_tf, sig).graph))
 
 
 compat.register_cache(_concrete_side_effect_ops,
@@ -214,13 +163,13 @@ def effect_only_if_needed(abstract_eval: Callable[..., Any],
   Returns:
     The rule, dropping ``effect`` for a pure TF function called without
     ``call_tf_graph`` (see :func:`needs_effect`). A function ``jax.vmap``
-    vectorized (:func:`.traces.vectorized_from`) is pure and its avals are
+    vectorized (its ``vectorized`` param is set) is pure and its avals are
     known: the rule does not trace it, so that it is vectorized only where
-    it is needed (see :mod:`.vmap_tf`).
+    it is needed (see :mod:`.batching.rule`).
   """
   def rule(*args_flat_avals: Any, **params: Any) -> tuple[Any, Any]:
     if (not params["ordered"] and params["output_avals"] is not None
-        and traces.vectorized_from(params["function_flat_tf"]) is not None):
+        and params["vectorized"] is not None):
       return params["output_avals"], set()
     out_avals, effs = abstract_eval(*args_flat_avals, **params)
     if effect in effs and not needs_effect(

@@ -306,7 +306,7 @@ def converts_calls_of_outer_functions() -> bool:
 
   False if TF moved pfor's converter registry: then the vectorized function
   must not call functions of the unbatched trace (see
-  :func:`.vmap_tf._batched_tf_functions`).
+  :func:`.rule._batched_tf_functions`).
   """
   registry = compat.pfor_converter_registry()
   return registry is not None and all(

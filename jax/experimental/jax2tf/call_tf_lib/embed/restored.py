@@ -32,11 +32,12 @@ import logging
 from typing import Any
 import weakref
 
-from jax import tree_util
-from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import exported as exported_lib
+from jax.experimental.jax2tf.call_tf_lib.embed import exported as exported_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+from jax import tree_util
 import tensorflow as tf
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class _GraphWalker:
       if op.type != "IdentityN":
         continue
       try:
-        gradient_type = op.get_attr("_gradient_op_type")
+        gradient_type = op.get_attr(graph_lib.GRADIENT_OVERRIDE_ATTR)
       except ValueError:
         continue
       for i in op.inputs:

@@ -34,8 +34,8 @@ from typing import Any
 
 import jax
 from jax import dtypes
-from jax import tree_util
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax import tree_util
 import numpy as np
 
 

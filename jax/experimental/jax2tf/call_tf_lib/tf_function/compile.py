@@ -19,8 +19,8 @@ captures, in the order of the concrete function's ``captured_inputs``.
 :func:`compile_to_hlo` does so in TF2 eager mode, while a ``tf.function`` is
 being traced, and in TF1 graph mode (``tf.compat.v1``), where it re-imports
 the function's graph into an eager ``tf.function`` first, since TF compiles
-only eager functions. :func:`check_tensorflow_version`: the compiler API
-``call_tf`` uses takes ``platform_name`` only from TF 2.16.
+only eager functions. Every compilation first checks the TensorFlow version
+(:mod:`.version`).
 
 See https://github.com/jax-ml/jax/issues/11753.
 """
@@ -29,19 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import functools
-import re
 from typing import Any
 
-from jax.experimental.jax2tf.call_tf_lib import captures
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import effects
 from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib import pfor
-from jax.experimental.jax2tf.call_tf_lib import traces
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import version
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
-
-MIN_TENSORFLOW = (2, 16)
 
 
 def default_tf_platform() -> str:
@@ -49,46 +46,6 @@ def default_tf_platform() -> str:
   import jax  # pylint: disable=g-import-not-at-top
   return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
           "tpu": "TPU"}.get(jax.default_backend(), "CPU")
-
-
-def _verified_tensorflow_range() -> str | None:
-  """The TF range this jax build was verified with (its `tensorflow` extra)."""
-  try:
-    from importlib import metadata  # pylint: disable=g-import-not-at-top
-    requires = metadata.requires("jax") or []
-  except Exception:  # pylint: disable=broad-except
-    return None
-  for req in requires:
-    if 'extra == "tensorflow"' in req and req.startswith("tensorflow"):
-      return req.split(";", 1)[0].strip()
-  return None
-
-
-@functools.cache
-def check_tensorflow_version(version: str | None = None) -> None:
-  """Raises unless TensorFlow ``version`` (default: the installed) is new enough.
-
-  Args:
-    version: a TensorFlow version string such as "2.21.0"; by default
-      ``tf.__version__``.
-
-  Raises:
-    CallTfTensorFlowVersionError: naming the version found and the one needed.
-  """
-  version = version or tf.__version__
-  m = re.match(r"(\d+)\.(\d+)", version)
-  if m is None or (int(m.group(1)), int(m.group(2))) >= MIN_TENSORFLOW:
-    return
-  verified = _verified_tensorflow_range()
-  raise errors.CallTfTensorFlowVersionError(
-      f"jax2tf.call_tf needs TensorFlow {MIN_TENSORFLOW[0]}."
-      f"{MIN_TENSORFLOW[1]} or newer, but TensorFlow {version} is installed. "
-      "call_tf compiles TensorFlow functions with "
-      "experimental_get_compiler_ir(...)(platform_name=...), which TensorFlow "
-      f"added in {MIN_TENSORFLOW[0]}.{MIN_TENSORFLOW[1]}. Upgrade TensorFlow"
-      + (f"; this jax was verified with {verified} (pip install "
-         f"'{verified}', or install jax with the extra [tensorflow])."
-         if verified else "."))
 
 
 def _compile_eager(function_flat_tf: Any, concrete_fn: Any,
@@ -125,8 +82,7 @@ def _compile_graph_mode(concrete_fn: Any, specs: Sequence[tf.TensorSpec],
   captured = captures.captured_objects(concrete_fn)
   arg_placeholders = list(graph.inputs[:len(graph.inputs) - len(internal)])
   if len(arg_placeholders) != len(specs):
-    raise ValueError(f"call_tf: the function takes {len(arg_placeholders)} "
-                     f"arguments, but {len(specs)} were given.")
+    raise errors.argument_count_error(len(arg_placeholders), len(specs))
   # The placeholders we rebind must go, or XLA would try to compile them;
   # colocation attributes may name nodes of the outer graph.
   rebound = {t.op.name for t in [*arg_placeholders, *internal]}
@@ -172,23 +128,14 @@ def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
   """
   writes = [(t, n) for t, n in side_effect_ops if effects.writes_variable(t)]
   if writes:
-    op_type, node = writes[0]
-    raise errors.CallTfStatefulFunctionError(
-        "call_tf under jax.jit (or another staging transformation) compiles "
-        "the TensorFlow function with XLA into the JAX program, but the "
-        f"function has {errors.describe_op(op_type, node)}, which assigns a "
-        "TensorFlow variable: compiled into the JAX program, the assignment "
-        "cannot happen. Call the function outside jax.jit (call_tf then runs "
-        "it in TF eager mode), or, under jax2tf.convert, pass "
-        "call_tf_graph=True so that TensorFlow runs it; or return the new "
-        "value from the function and assign the variable outside call_tf.")
+    raise errors.variable_write_under_jit_error(*writes[0])
 
 
 @functools.lru_cache(maxsize=256)
 def _compile_eager_cached(function_flat_tf: Any,
                           specs: tuple[tf.TensorSpec, ...],
                           platform: str) -> bytes:
-  concrete_fn = traces.concrete_function(function_flat_tf, specs)
+  concrete_fn = graph_lib.concrete_function(function_flat_tf, specs)
   # The scan abstract evaluation made (cached): the graph is walked once.
   _check_no_variable_writes(
       effects.function_side_effect_ops(function_flat_tf, specs))
@@ -216,39 +163,14 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
     the function captures, in the order of its ``captured_inputs``.
 
   Raises:
-    errors.CallTfVectorizationError: ``function_flat_tf`` is a function
-      ``jax.vmap`` vectorized, and XLA cannot compile it although it compiles
-      the unbatched function: pfor made ops XLA cannot compile.
+    errors.CallTfStatefulFunctionError: the function assigns a variable.
+    Exception: TensorFlow's error where XLA cannot compile the function.
   """
-  check_tensorflow_version()
+  version.check_tensorflow_version()
   specs = tuple(specs)
-  try:
-    return _compile_to_hlo(function_flat_tf, specs, platform)
-  except errors.CallTfVectorizationError:
-    raise
-  except Exception as e:  # pylint: disable=broad-except
-    made_from = traces.vectorized_from(function_flat_tf)
-    if made_from is None or not _compiles(made_from.function_flat_tf,
-                                          made_from.sig, platform):
-      raise
-    raise errors.xla_compile_error(*pfor.xla_failure(e),
-                                   made_from.vmap_method, e) from e
-
-
-def _compile_to_hlo(function_flat_tf: Any, specs: tuple[tf.TensorSpec, ...],
-                    platform: str) -> bytes:
   if captures.executing_eagerly_outside_functions():
     return _compile_eager_cached(function_flat_tf, specs, platform)
-  concrete_fn = traces.concrete_function(function_flat_tf, specs)
+  concrete_fn = graph_lib.concrete_function(function_flat_tf, specs)
   with jax2tf_internal.inside_call_tf():
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     return _compile_graph_mode(concrete_fn, specs, platform)
-
-
-def _compiles(function_flat_tf: Any, specs: tuple[tf.TensorSpec, ...],
-              platform: str) -> bool:
-  try:
-    compile_to_hlo(function_flat_tf, specs, platform)
-    return True
-  except Exception:  # pylint: disable=broad-except
-    return False

@@ -30,8 +30,8 @@ import re
 from typing import Any
 
 from jax._src.interpreters import mlir
-from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
+from jax._src.lib.mlir import ir
 import ml_dtypes
 import numpy as np
 

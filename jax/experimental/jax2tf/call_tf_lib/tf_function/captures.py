@@ -55,9 +55,7 @@ def captured_objects(concrete_fn: Any) -> list[Any]:
     if inp.dtype == tf.resource:  # A variable: look it up by its handle.
       found = [v for v in concrete_fn.variables if inp is v.handle]
       if len(found) != 1:
-        raise ValueError(
-            f"call_tf: cannot find the variable of the captured resource "
-            f"{inp} (found {len(found)}).")
+        raise errors.captured_resource_error(inp, len(found))
       res.append(found[0])
     else:
       res.append(inp)
@@ -106,31 +104,17 @@ def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
   graphs = {id(v.graph): v.graph for v in values}
   names = [getattr(v, "name", str(v)) for v in values]
   if len(graphs) != 1:
-    raise ValueError(f"call_tf: the captured variables and tensors {names} "
-                     "belong to different graphs; use one graph.")
+    raise errors.captures_in_several_graphs_error(names)
   graph, = graphs.values()
   sess, open_sessions = _find_session(graph)
   if sess is None:
-    found = (f"{open_sessions} open sessions are on their graph and none is "
-             "the default session" if open_sessions
-             else "no open session on their graph was found")
-    raise ValueError(
-        f"call_tf needs the values of the TF1 variables or tensors {names} "
-        "that the TensorFlow function captures, and in graph mode only the "
-        f"tf.compat.v1.Session holding them can read them, but {found}. "
-        "Convert or lower the JAX function inside `with sess.as_default():` "
-        "(or `with tf.compat.v1.Session(graph=g) as sess:`) for the session "
-        "where the variables are initialized or restored.")
+    raise errors.no_session_error(names, open_sessions)
   keys = [_snapshot_key(v) for v in values]
   if compat.graph_locked_for_mutation(graph):
     snapshot = _SNAPSHOTS.get(sess, {})
     missing = [n for n, k in zip(names, keys) if k not in snapshot]
     if missing:
-      raise ValueError(
-          f"call_tf cannot read the TF1 variables or tensors {missing} while "
-          "their graph is locked for mutation (inside tf.gradients), and no "
-          "earlier lowering read them. Convert the forward function before "
-          "taking its gradient.")
+      raise errors.graph_locked_error(missing)
     return [snapshot[k] for k in keys]
   try:
     # Variables are fetched through their own graph elements: reading them
@@ -144,14 +128,7 @@ def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
     uninitialized = [v.name for v in variables if v.op.name in ops]
     if not uninitialized:
       raise
-    raise errors.CallTfUninitializedVariablesError(
-        f"call_tf needs the values of the TF1 variables {uninitialized}, "
-        "which are not initialized in their session. Run "
-        "`sess.run(tf.compat.v1.global_variables_initializer())`, or restore "
-        "them (`tf.compat.v1.train.Saver().restore(sess, path)`), before "
-        "converting or lowering the JAX function. call_tf does not run "
-        "initializers itself: that would replace restored or assigned "
-        "values with initial ones.") from None
+    raise errors.uninitialized_variables_error(uninitialized) from None
   _SNAPSHOTS.setdefault(sess, {}).update(zip(keys, res))
   return res
 

@@ -1,0 +1,202 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Forward-mode differentiation of ``call_tf``: ``jvp``, ``jacfwd``, ``hessian``.
+
+``call_tf`` is a ``jax.custom_jvp``; :func:`define_jvp` gives its JVP rule.
+Under ``jax.jit``, where JAX's rules differentiate the function's StableHLO
+module exactly as TensorFlow's gradients would (:mod:`..stablehlo.exactness`),
+the rule is JAX's ``jvp`` of that module. Otherwise the primal is the call
+itself and the tangents TensorFlow's (:mod:`.tf_jvp`), as a *linear call*
+(:mod:`.linear`) whose transpose is ``call_tf``'s VJP (``tf.GradientTape``).
+So both modes use TF's own gradients:
+
+* ``jax.jvp``/``jax.jacfwd`` evaluate the linear call.
+* ``jax.grad``/``jax.vjp``/``jax.jacrev`` linearize and transpose: the linear
+  call is never evaluated; its transpose runs the GradientTape VJP, exactly
+  as the ``custom_vjp`` did.
+* Higher orders compose: the tangent and VJP functions are themselves
+  ``call_tf``s, differentiable the same way (``hessian`` is ``jacfwd`` of the
+  VJP; ``jacrev(jacfwd)`` transposes the JVP of the tangent function).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax._src import core
+from jax._src import dtypes
+from jax.experimental.jax2tf.call_tf_lib.autodiff import linear
+from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
+from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax import numpy as jnp
+from jax import tree_util
+import numpy as np
+
+
+def _is_symbolic_zero(t: Any) -> bool:
+  return isinstance(t, jax.custom_derivatives.SymbolicZero)
+
+
+def has_tangent_space(x: Any) -> bool:
+  """Whether ``x`` (a value or dtype) has tangents: floating or complex."""
+  return x is not None and dtypes.issubdtype(
+      dtypes.result_type(x), np.inexact)
+
+
+def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
+               callable_tf: Callable[..., Any],
+               vjp_bwd: Callable[[Any, Any], Any], *,
+               vmap_method: str | None, call_tf_graph: bool) -> None:
+  """Defines the JVP of ``call_tf``'s ``make_call`` (a ``jax.custom_jvp``).
+
+  Args:
+    make_call: the ``custom_jvp`` function of one ``call_tf``.
+    call_tf: ``jax2tf.call_tf`` itself, to make the tangent function's call.
+    callable_tf: the TF function given to ``call_tf``.
+    vjp_bwd: ``call_tf``'s VJP, ``vjp_bwd(primal_args, output_cotangents) ->
+      argument_cotangents`` (with float0 for integer arguments): the
+      transpose of the tangent map.
+    vmap_method: the ``call_tf``'s; the tangent function's call batches as
+      its VJP's does.
+    call_tf_graph: the ``call_tf``'s; the tangent function's call has it too.
+  """
+  made: list[Callable[..., Any]] = []
+
+  def tangent_call(args: Any, tangents: Any) -> Sequence[Any]:
+    # Made on first use (it is a call_tf with a JVP of its own), then kept,
+    # so that its TF traces are reused across calls.
+    if not made:
+      made.append(call_tf(tf_jvp.tf_jvp_function(callable_tf),
+                          vmap_method=dispatch.vjp_vmap_method(vmap_method),
+                          call_tf_graph=call_tf_graph))
+    return made[0](args, tangents)
+
+  def differentiable(flat_primals: Sequence[Any], primals_tree: Any
+                     ) -> exactness.Differentiable | None:
+    # Under jit, JAX's rules differentiate the function's StableHLO module
+    # where that gives TF's gradients (see .interpreted).
+    if not stablehlo_path.may_use(vmap_method, call_tf_graph):
+      return None
+    return exactness.differentiable(make_call.fun, flat_primals,
+                                      primals_tree)
+
+  define_linear_jvp(make_call, tangent_call, vjp_bwd,
+                    differentiable=differentiable)
+
+
+
+def _zero_tangent(primal: Any) -> Any:
+  """A zero tangent of ``primal`` (float0 if it has no tangent space)."""
+  if has_tangent_space(primal):
+    return jnp.zeros(np.shape(primal), dtypes.result_type(primal))
+  return np.zeros(np.shape(primal), dtypes.float0)
+
+
+def _instantiate(primal: Any, tangent: Any) -> Any:
+  """``tangent``, a zero array of the tangent dtype if it is symbolic."""
+  return _zero_tangent(primal) if _is_symbolic_zero(tangent) else tangent
+
+
+def define_linear_jvp(
+    f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
+    vjp_bwd: Callable[[Any, Any], Any], *,
+    differentiable: Callable[[Sequence[Any], Any],
+                             exactness.Differentiable | None] | None = None,
+) -> None:
+  """Defines the JVP of the ``custom_jvp`` function ``f`` as a linear call.
+
+  Args:
+    f: a ``jax.custom_jvp`` function of array pytrees.
+    tangent_call: ``tangent_call(args, tangents)``: the tangents of ``f``'s
+      outputs that have a tangent space (floating or complex), flat; the
+      ``tangents`` pytree has None for arguments without a tangent.
+    vjp_bwd: ``vjp_bwd(args, output_cotangents)``: the cotangents of all
+      arguments (float0 for those without a tangent space); the transpose.
+    differentiable: ``differentiable(flat_args, args_tree)``: ``f`` on these
+      arguments as a function JAX may differentiate itself
+      (:class:`.exactness.Differentiable`), or None where ``tangent_call``
+      and ``vjp_bwd`` must. Its derivative is then JAX's ``jvp`` of it, and
+      reverse mode JAX's transpose of that; where JAX cannot transpose it (a
+      loop), the transpose stays ``vjp_bwd``.
+  """
+  def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]
+          ) -> tuple[Any, Any]:
+    flat_primals, primals_tree = tree_util.tree_flatten(primals)
+    flat_tangents = primals_tree.flatten_up_to(tangents)
+    perturbed = [not _is_symbolic_zero(t) and has_tangent_space(p)
+                 for p, t in zip(flat_primals, flat_tangents)]
+    d = differentiable(flat_primals, primals_tree) if differentiable else None
+    if d is not None and d.reverse:
+      flat_outs, flat_out_tangents = jax.jvp(
+          d.fun, list(flat_primals),
+          [_instantiate(p, t) for p, t in zip(flat_primals, flat_tangents)])
+      return (d.out_tree.unflatten(flat_outs),
+              d.out_tree.unflatten(flat_out_tangents))
+    if d is not None:
+      interpreted_fun = d.fun
+      outs = d.out_tree.unflatten(d.fun(*flat_primals))
+
+      def interpreted_tangent_call(args, tangents_tree):
+        # The tangents of the outputs with a tangent space, from JAX's jvp
+        # of the module; its transpose stays TF's (vjp_bwd).
+        flat_args = primals_tree.flatten_up_to(args)
+        flat_t = tree_util.tree_leaves(tangents_tree,
+                                       is_leaf=lambda t: t is None)
+        full_t = [_zero_tangent(a) if t is None else t
+                  for a, t in zip(flat_args, flat_t)]
+        res, res_t = jax.jvp(interpreted_fun, list(flat_args), full_t)
+        return [t for r, t in zip(res, res_t) if has_tangent_space(r)]
+      current_tangent_call = interpreted_tangent_call
+    else:
+      outs = f(*primals)
+      current_tangent_call = tangent_call
+    flat_outs, outs_tree = tree_util.tree_flatten(outs)
+    has_tangent = [has_tangent_space(o) for o in flat_outs]
+    out_avals = [core.ShapedArray(np.shape(o), dtypes.result_type(o))
+                 for o, h in zip(flat_outs, has_tangent) if h]
+    nr = len(flat_primals)
+
+    def tangent_fun(*args):
+      residuals, lin = args[:nr], iter(args[nr:])
+      tangents_tree = primals_tree.unflatten(
+          [next(lin) if p else None for p in perturbed])
+      return list(current_tangent_call(
+          primals_tree.unflatten(list(residuals)), tangents_tree))
+
+    def transpose_fun(*args):
+      residuals, cts = args[:nr], iter(args[nr:])
+      full_cts = [next(cts) if h else np.zeros(np.shape(o), dtypes.float0)
+                  for o, h in zip(flat_outs, has_tangent)]
+      ct_args = vjp_bwd(primals_tree.unflatten(list(residuals)),
+                        outs_tree.unflatten(full_cts))
+      flat_ct_args = primals_tree.flatten_up_to(ct_args)
+      return [ct for ct, p in zip(flat_ct_args, perturbed) if p]
+
+    has_linear = out_avals and any(perturbed)
+    out_tangents = iter(linear.linear_call(
+        tangent_fun, transpose_fun, flat_primals,
+        [t for t, p in zip(flat_tangents, perturbed) if p], out_avals)
+        if has_linear else ())
+    flat_out_tangents = [
+        next(out_tangents) if h and has_linear
+        else np.zeros(np.shape(o), dtypes.result_type(o) if h
+                      else dtypes.float0)
+        for o, h in zip(flat_outs, has_tangent)]
+    return outs, outs_tree.unflatten(flat_out_tangents)
+
+  f.defjvp(jvp, symbolic_zeros=True)

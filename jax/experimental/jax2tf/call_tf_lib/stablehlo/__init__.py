@@ -1,0 +1,26 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The StableHLO path: a TF function's XLA lowering as JAX primitives.
+
+* :mod:`.to_jax`: a StableHLO module interpreted as ``lax`` operations.
+* :mod:`.path`: when ``call_tf`` takes the path, and the module of a TF
+  function (or of a jax2tf ``Exported``) as a JAX function.
+* :mod:`.exactness`: when JAX may differentiate that function itself.
+* :mod:`.module`: reading and refining StableHLO modules; the version
+  TensorFlow reads.
+"""
+
+from jax.experimental.jax2tf.call_tf_lib import lazy_submodules
+
+__getattr__ = lazy_submodules(__name__)

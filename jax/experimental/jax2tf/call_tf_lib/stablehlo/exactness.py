@@ -1,0 +1,215 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""When JAX's rules may differentiate a TF function's StableHLO module.
+
+Differentiating the module (:mod:`.path`) with JAX's rules gives
+TensorFlow's gradients only where no op of the TF graph has a TF gradient
+that differs from the derivative of its lowering (:func:`gradient_mismatch_ops`):
+stop/prevent gradient, custom gradients, ops without a registered gradient,
+and ops whose TF gradient takes other values at ties, kinks or through
+straight-through estimators. :func:`differentiable` gives the call as a
+function JAX may differentiate, or None where TF's derivatives are needed;
+and whether JAX can also transpose it (not through a loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+import logging
+from typing import Any
+
+import jax
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax import lax
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+# Ops whose TF gradient is not the derivative of their lowering.
+# Gradients TensorFlow stops or refuses, where the lowering is the identity.
+_STOPS_GRADIENT = frozenset({"StopGradient", "PreventGradient"})
+# Ops whose TF gradient takes other values than JAX's derivative of their
+# tf2xla lowering at some points: ties and kinks (Maximum's gradient goes to
+# its first argument at a tie, JAX's derivative of `max` splits it; Relu's
+# is 0 at 0, the derivative of `max(x, 0)` is 1/2; Abs's is 0 at 0, that of
+# `abs` 1; Selu's at 0 is its scale, the derivative of its lowering's
+# `select(x > 0, ...)` scale * alpha; ClipByValue's passes at the bounds,
+# that of `clamp` does not), and straight-through estimators (the gradient
+# of a fake quantization is 1 inside its range, the derivative of its
+# rounding 0). Measured against TF's gradients at those points; Relu6,
+# LeakyRelu, Elu, Max (reductions), MaxPool, Sign, Round and Floor agree.
+# Also Cholesky, whose TF gradient symmetrizes the input while its lowering
+# reads one triangle (derivatives agree only along symmetric tangents), and
+# the segment reductions whose TF gradients are NaN or 0 for empty segments
+# where the lowering's derivative is not.
+_GRADIENT_DIFFERS = frozenset({
+    "Cholesky", "UnsortedSegmentMax", "UnsortedSegmentMin",
+    "UnsortedSegmentProd", "SegmentMax", "SegmentMin", "SegmentProd",
+    "Maximum", "Minimum", "Relu", "Abs", "Selu", "ClipByValue",
+    "FakeQuantWithMinMaxArgs", "FakeQuantWithMinMaxVars",
+    "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
+    "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
+    "QuantizeAndDequantizeV4"})
+# Ops that carry no tangent although their types are floating.
+_NO_TANGENT = frozenset({"Const", "Placeholder", "_Arg", "_Retval", "NoOp"})
+
+
+def _has_tangent_dtype(dtype: Any) -> bool:
+  return dtype.is_floating or dtype.is_complex
+
+
+def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
+  """The ops whose TF gradient differs from the derivative of their lowering.
+
+  JAX's rules differentiate a TF function's lowering exactly as TensorFlow's
+  gradients do only if its graph (and the functions it calls) has none of:
+
+  * ``StopGradient``/``PreventGradient``, lowered to the identity;
+  * ops whose gradient is overridden (``tf.custom_gradient``,
+    ``tf.recompute_grad``, ``tf.grad_pass_through``,
+    ``gradient_override_map``: the ``_gradient_op_type`` attribute);
+  * ops with a floating input and output and no gradient in TF's registry
+    (``tf.no_gradient``, or none registered: ``ResizeBilinearGrad``);
+  * ops whose TF gradient takes other values at ties, kinks or through a
+    straight-through estimator (``Maximum``, ``Minimum``, ``Relu``, ``Abs``,
+    ``Selu``, ``ClipByValue``, fake quantization).
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Only ops with a floating or complex input and output count: no tangent
+  flows through the others.
+
+  Returns:
+    ``(op_type, node_name)`` of each such op, in graph order.
+  """
+  found = []
+  for op in graph_lib.graph_ops(graph):
+    if (op.type in _NO_TANGENT
+        or not any(_has_tangent_dtype(t.dtype) for t in op.inputs)
+        or not any(_has_tangent_dtype(t.dtype) for t in op.outputs)):
+      # No tangent flows through it (integer shape arithmetic: tf.eye's
+      # Minimum).
+      continue
+    if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
+        or graph_lib.overrides_gradient(op)
+        or (op.type not in graph_lib.CALLS
+            and not compat.has_registered_gradient(op.type))):
+      # (TF differentiates a function call through its body, walked here.)
+      found.append((op.type, op.name))
+  return found
+
+
+@functools.lru_cache(maxsize=512)
+def _function_gradient_mismatch_ops(function_flat_tf: Any,
+                                    sig: tuple[tf.TensorSpec, ...]
+                                    ) -> tuple[tuple[str, str], ...]:
+  return tuple(gradient_mismatch_ops(
+      graph_lib.concrete_function(function_flat_tf, sig).graph))
+
+
+compat.register_cache(_function_gradient_mismatch_ops,
+                      "call_tf: ops whose gradient differs from the lowering")
+
+
+def function_gradient_mismatch_ops(function_flat_tf: Any,
+                                   sig: Sequence[tf.TensorSpec]
+                                   ) -> tuple[tuple[str, str], ...]:
+  """:func:`gradient_mismatch_ops` of ``function_flat_tf`` traced for ``sig``."""
+  return _function_gradient_mismatch_ops(function_flat_tf, tuple(sig))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Differentiable:
+  """A call of ``call_tf`` that JAX's rules differentiate, as TF would.
+
+  Attributes:
+    fun: the call on flat JAX arguments, returning its flat results.
+    out_tree: the pytree of its results.
+    reverse: whether JAX can also transpose its derivative (no loop in the
+      module: JAX cannot differentiate a ``while`` loop in reverse mode).
+  """
+  fun: Callable[..., list[Any]]
+  out_tree: Any
+  reverse: bool
+
+
+def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
+                   primals_tree: Any) -> Differentiable | None:
+  """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
+
+  Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
+  its ``call_tf_p``, and gives that call's interpreted module if
+  :func:`lookup` finds one, the TF graph has no op that
+  :func:`gradient_mismatch_ops` names, and no argument or result is complex
+  (TF's gradients of complex values follow TF's own convention).
+
+  Args:
+    make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
+      ``fun``).
+    flat_primals: the flat arguments.
+    primals_tree: their pytree.
+
+  Returns:
+    None where TF's derivatives are needed (the reason is logged at debug
+    level).
+  """
+  def flat_call(*flat):
+    return make_call(*primals_tree.unflatten(list(flat)))
+  closed, out_shape = jax.make_jaxpr(flat_call, return_shape=True)(
+      *flat_primals)
+  jaxpr = closed.jaxpr
+  calls = [e for e in jaxpr.eqns if e.primitive.name == "call_tf"]
+  if (len(jaxpr.eqns) != 1 or len(calls) != 1 or closed.consts
+      or list(calls[0].invars) != list(jaxpr.invars)
+      or list(calls[0].outvars) != list(jaxpr.outvars)):
+    logger.debug("call_tf: differentiation uses TensorFlow's gradients: the "
+                 "call is not one call_tf_p of its arguments")
+    return None
+  params = calls[0].params
+  if params["call_tf_graph"] or params["ordered"]:
+    return None
+  if any(np.issubdtype(v.aval.dtype, np.complexfloating)
+         for v in [*jaxpr.invars, *jaxpr.outvars]):
+    # TF's gradients of complex values follow TF's convention.
+    logger.debug("call_tf: differentiation uses TensorFlow's gradients: "
+                 "complex arguments or results")
+    return None
+  if params["vectorized"] is not None:
+    return None
+  fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
+  mismatch = function_gradient_mismatch_ops(fn, sig)
+  if mismatch:
+    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
+                 "gradients: the TF gradient of %s differs from the "
+                 "derivative of its lowering", getattr(fn, "__name__", fn),
+                 ", ".join(f"op {t!r} (node {n!r})" for t, n in mismatch))
+    return None
+  interp = stablehlo_path.lookup(fn, sig, purpose="differentiation")
+  if interp is None:
+    return None
+  out_avals = [v.aval for v in calls[0].outvars]
+
+  def fun(*flat):
+    outs = interp(*flat)
+    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
+
+  return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
+                        not interp.has_loop)

@@ -1,0 +1,111 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A traced TF function's graph: its concrete function, and its ops.
+
+:func:`concrete_function` traces a call's ``tf.function`` as ``call_tf``
+does; :func:`graph_ops` walks every op of a graph and of the functions it
+calls (loop bodies, branches, nested ``tf.function``s), which is where
+``call_tf`` looks for side effects, custom gradients and ops whose gradients
+differ from their lowering's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+
+# Ops that call other functions: their bodies are inspected instead.
+CALLS = frozenset({
+    "PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile",
+    "If", "StatelessIf", "Case", "StatelessCase"})
+
+# The attribute TensorFlow sets on an op whose gradient is overridden: by
+# ``tf.custom_gradient`` (on its ``IdentityN``, also under
+# ``tf.recompute_grad`` and ``tf.grad_pass_through``) or by
+# ``Graph.gradient_override_map`` (which ``tf.GradientTape`` does not read:
+# both ways then give the type's registered gradient).
+GRADIENT_OVERRIDE_ATTR = "_gradient_op_type"
+
+
+def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
+  """The concrete function of ``function_flat_tf`` for ``specs``.
+
+  Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
+  it), and cached by TensorFlow: the same as upstream's
+  ``_get_concrete_function_tf``.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param).
+    specs: the argument specs (``args_flat_sig_tf``).
+
+  Returns:
+    The ``ConcreteFunction``, traced on first use.
+  """
+  with jax2tf_internal.inside_call_tf():
+    return function_flat_tf.get_concrete_function(*specs)
+
+
+def called_graphs(op: Any) -> list[Any]:
+  """The graphs of the functions ``op`` calls (its function attributes)."""
+  graphs = []
+  for attr in op.node_def.attr.values():
+    names = ([attr.func.name] if attr.HasField("func")
+             else [f.name for f in attr.list.func])
+    for name in names:
+      f = compat.find_function(op.graph, name)
+      if f is not None:
+        graphs.append(f.graph)
+  return graphs
+
+
+def ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
+  """:func:`graph_ops`, each op with the graphs of the functions it calls.
+
+  The list is empty for an op that calls no function (or whose functions
+  are not found); each graph is walked once.
+  """
+  seen: set[int] = set()
+  todo = [graph]
+  while todo:
+    g = todo.pop(0)
+    if id(g) in seen:
+      continue
+    seen.add(id(g))
+    for op in g.get_operations():
+      called = called_graphs(op) if op.type in CALLS else []
+      yield op, called
+      todo += called
+
+
+def graph_ops(graph: Any) -> Iterator[Any]:
+  """Every op of ``graph`` and of the functions it calls, each graph once.
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Yields:
+    The ops, in graph order, each graph's before those of the functions it
+    calls; the ops that call functions (``PartitionedCall``, ``While``, ...)
+    too.
+  """
+  for op, _ in ops_and_called_graphs(graph):
+    yield op
+
+
+def overrides_gradient(op: Any) -> bool:
+  """Whether ``op``'s gradient is not its type's registered gradient."""
+  return GRADIENT_OVERRIDE_ATTR in op.node_def.attr
