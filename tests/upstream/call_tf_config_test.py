@@ -38,6 +38,16 @@ _READ_OPTIONS = textwrap.dedent("""
 
 
 def _options_in_subprocess(env: dict[str, str], argv: list[str]) -> str:
+  """The two options' values in a new Python process.
+
+  Args:
+    env: environment variables to set, beside the test's own (without the
+      options' variables).
+    argv: command-line arguments, as absl flags.
+
+  Returns:
+    What the process printed: "<slow_vmap> <vectorizer>".
+  """
   env = {k: v for k, v in os.environ.items()
          if k not in ("JAX_CALL_TF_SLOW_VMAP", "JAX_CALL_TF_VECTORIZER")
          } | {"JAX_PLATFORMS": "cpu"} | env
