@@ -1,0 +1,58 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Tests for the VJP of call_tf with call_tf_graph=True, at a symbolic batch.
+
+Staged upstream as jax/experimental/jax2tf/tests/call_tf_graph_vjp_test.py in
+JAX's test style.
+"""
+# stage-with: 0011-call-tf-vjp-keeps-call-tf-graph.patch
+
+import os
+import unittest
+
+from absl.testing import absltest
+import jax
+from jax._src import test_util as jtu
+import jax.numpy as jnp
+import numpy as np
+
+try:
+  import tensorflow as tf
+  from jax.experimental import jax2tf
+except ImportError:
+  tf = None
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+jax.config.parse_flags_with_absl()
+
+
+@unittest.skipIf(tf is None, "Test requires TensorFlow")
+class CallTfGraphVjpTest(jtu.JaxTestCase):
+
+  def test_gradient_at_a_symbolic_batch(self):
+    f = jax2tf.call_tf(lambda x: tf.sin(x) * 2., call_tf_graph=True)
+    grad_tf = tf.function(
+        jax2tf.convert(jax.grad(lambda x: jnp.sum(jnp.cos(f(x)))),
+                       polymorphic_shapes=["(b, 4)"], with_gradient=False),
+        autograph=False).get_concrete_function(
+            tf.TensorSpec([None, 4], tf.float32))
+    grad_ref = jax.grad(lambda x: jnp.sum(jnp.cos(jnp.sin(x) * 2.)))
+    for batch in (1, 3):
+      x = np.linspace(-1., 1., 4 * batch, dtype=np.float32).reshape(batch, 4)
+      self.assertAllClose(grad_tf(tf.constant(x)).numpy(), grad_ref(x),
+                          rtol=1e-5, atol=1e-5)
+
+
+if __name__ == "__main__":
+  absltest.main(testLoader=jtu.JaxTestLoader())
