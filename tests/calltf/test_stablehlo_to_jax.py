@@ -33,6 +33,7 @@ from jax._src import core
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import func as func_dialect
+from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax as s2j
 import numpy as np
@@ -374,6 +375,32 @@ def test_values_and_vmap(name):
       c.tf_fn.python_function(*map(tf.constant, c.args)))],
                1e-4 if "image" not in name
                else 1e-3)
+
+
+def test_what_jax_cannot_differentiate_is_named():
+  assert compiled("qr_solve_inv_expm").prog.no_derivative == (
+      "stablehlo.custom_call @ProductOfElementaryHouseholderReflectors",
+      "stablehlo.custom_call @Qr")
+  for name in ("linalg", "control_flow"):
+    assert compiled(name).prog.no_derivative == ()
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev"])
+def test_call_tf_keeps_tf_gradients_where_jax_cannot_differentiate(transform):
+  # tf.linalg.solve lowers through the QR custom call, whose JAX rule
+  # (geqrf) has no JVP: call_tf differentiates with TF's gradients, and
+  # batches them (jacfwd, jacrev) with the StableHLO path of their modules.
+  b = np.arange(6, dtype=np.float32).reshape(3, 2)
+
+  def f(x):
+    return tf.linalg.solve(x + 3. * tf.eye(3), b)
+  x = _f(3, 3)()
+  got = jax.jit(getattr(jax, transform)(jax2tf.call_tf(f)))(x)
+  xt = tf.constant(x)
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(xt)
+    y = f(xt)
+  assert_close(got, tape.jacobian(y, xt, experimental_use_pfor=False), 1e-4)
 
 
 @pytest.mark.parametrize("name", ["dot_general", "control_flow", "sort"])

@@ -204,6 +204,13 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
   interp = stablehlo_path.lookup(fn, sig, purpose="differentiation")
   if interp is None:
     return None
+  if interp.program.no_derivative:
+    # (tf2xla's QR, solve and inverse: lax's geqrf has no JVP.)
+    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
+                 "gradients: JAX cannot differentiate %s of its module",
+                 getattr(fn, "__name__", fn),
+                 ", ".join(interp.program.no_derivative))
+    return None
   out_avals = [v.aval for v in calls[0].outvars]
 
   def fun(*flat):

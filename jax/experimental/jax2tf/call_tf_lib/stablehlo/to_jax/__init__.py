@@ -120,15 +120,18 @@ class Program:
     unsupported: the names of ops without an exact rule; empty if the
       module is fully interpretable.
     reasons: for each unsupported name, why.
+    no_derivative: the names of ops whose rule JAX cannot differentiate
+      (``jax.jvp`` of the program raises); the program computes values and
+      batches all the same.
   """
 
   __slots__ = ("_main", "_in_types", "_out_types", "in_avals", "out_avals",
-               "unsupported", "reasons", "uses_64_bits", "_frozen",
-               "__weakref__")
+               "unsupported", "reasons", "no_derivative", "uses_64_bits",
+               "_frozen", "__weakref__")
 
   def __init__(self, main: _interpret.CompiledBlock,
                out_types: Sequence[Any], unsupported: dict[str, str],
-               uses_64_bits: bool):
+               uses_64_bits: bool, no_derivative: Sequence[str] = ()):
     self._main = main
     self._in_types = tuple(main.arg_types)
     self._out_types = tuple(out_types)
@@ -136,6 +139,7 @@ class Program:
     self.out_avals = tuple(a for t in self._out_types for a in _aval(t))
     self.unsupported = tuple(sorted(unsupported))
     self.reasons = dict(sorted(unsupported.items()))
+    self.no_derivative = tuple(sorted(no_derivative))
     self.uses_64_bits = uses_64_bits
     self._frozen = True
 
@@ -231,4 +235,4 @@ def parse(module: str | bytes) -> Program:
   compiler = _interpret.Compiler(funcs, _rules.RULES)
   body = compiler.func(main)
   return Program(body, funcs[main].result_types, compiler.unsupported,
-                 _uses_64_bits(funcs))
+                 _uses_64_bits(funcs), compiler.no_derivative)

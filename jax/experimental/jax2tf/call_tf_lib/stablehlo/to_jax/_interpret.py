@@ -76,6 +76,8 @@ class Compiler:
     self.rules = rules
     self.compiled: dict[str, CompiledBlock] = {}
     self.unsupported: dict[str, str] = {}  # op name -> first reason
+    # Names of compiled ops whose rule JAX cannot differentiate.
+    self.no_derivative: set[str] = set()
     self.constants: dict[int, Any] = {}  # value id -> numpy constant
     self.used: set[int] = set()  # value ids some op or block returns
     for f in funcs.values():

@@ -472,14 +472,16 @@ def _fft_rule(op: Op, c: Compiler):
 
 
 def _custom_call_rule(op: Op, c: Compiler):
-  del c
   target = op.attrs.get("call_target_name")
   if op.attrs.get("has_side_effect"):
     raise NoRule("a custom call with side effects")
   if target == "Qr":
     # XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
+    # (JAX has no derivative of geqrf or householder_product.)
+    c.no_derivative.add(f"stablehlo.custom_call @{target}")
     return lambda env, x: [tuple(linalg.geqrf(x))]
   if target == "ProductOfElementaryHouseholderReflectors":
+    c.no_derivative.add(f"stablehlo.custom_call @{target}")
     return lambda env, x, taus: [linalg.householder_product(x, taus)]
   raise NoRule(f"custom call target {target!r} has no JAX equivalent "
                "(or none with the same results)")
