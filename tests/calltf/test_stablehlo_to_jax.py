@@ -275,6 +275,11 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
           tf.linalg.logdet(s), tf.linalg.lstsq(a, b[:3]),
           tf.linalg.cholesky_solve(tf.linalg.cholesky(s), b)),
                  [_f(3, 4), _spd(4), _f(4, 2)], (0, 1, 2)),
+      # Jacobi iterations, and an unstable sort of the singular values with
+      # the vectors as payloads, which compute_uv=False does not return.
+      "svd": (lambda a, b: (tf.linalg.svd(a, compute_uv=False),
+                            tf.linalg.svd(b, compute_uv=False)),
+              [_f(4, 3), _f(3, 3)], (0, 1)),
       # Through tf2xla's QR custom call (geqrf), which JAX cannot
       # differentiate.
       "qr_solve_inv_expm": (lambda a, s, b, m: (
@@ -310,7 +315,7 @@ CASES = _cases()
 GRAD_CASES = [k for k, v in CASES.items() if v[2]]
 # Reverse mode of lax.while_loop and of a general reduce_window: JAX refuses
 # them (a test below checks the refusal); forward mode is checked.
-NO_REVERSE_MODE = ("control_flow", "keras_lstm", "cumprod_logsumexp")
+NO_REVERSE_MODE = ("control_flow", "keras_lstm", "cumprod_logsumexp", "svd")
 # Arguments that TF's gradients treat as symmetric matrices (Cholesky's
 # gradient symmetrizes; its lowering reads one triangle): the derivatives
 # agree along symmetric tangents, and the gradients once symmetrized.
@@ -381,7 +386,7 @@ def test_what_jax_cannot_differentiate_is_named():
   assert compiled("qr_solve_inv_expm").prog.no_derivative == (
       "stablehlo.custom_call @ProductOfElementaryHouseholderReflectors",
       "stablehlo.custom_call @Qr")
-  for name in ("linalg", "control_flow"):
+  for name in ("linalg", "svd", "control_flow"):
     assert compiled(name).prog.no_derivative == ()
 
 
@@ -605,6 +610,63 @@ def test_sort_total_order_with_signed_zeros_and_nans(direction, swapped):
                                 np.asarray(expected[0]).view(np.int32))
 
 
+def _unstable_sort_module(returns: str) -> str:
+  """An unstable sort of keys with two payloads; `returns` what main returns."""
+  return _module(f"""
+  func.func @main(%k: tensor<40xf32>, %y: tensor<40xf32>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>) {{
+    %i = stablehlo.iota dim = 0 : tensor<40xi32>
+    %s:3 = "stablehlo.sort"(%k, %y, %i) <{{dimension = 0 : i64, is_stable = false}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>, %c0: tensor<i32>, %c1: tensor<i32>):
+      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>)
+    return {returns} : tensor<40xf32>, tensor<40xf32>, tensor<40xi32>
+  }}""")
+
+
+@pytest.mark.parametrize("returns", ["%s#0, %s#1, %i", "%s#0, %y, %s#2"])
+def test_unstable_sort_whose_payloads_are_used_is_refused(returns):
+  # The order of ties is XLA's, and not one order: XLA:CPU sorts with
+  # std::sort (which keeps no order of ties of more than 16 elements), but
+  # constant-folds a sort of constants with another algorithm.
+  prog = s2j.parse(_unstable_sort_module(returns))
+  assert prog.unsupported == ("stablehlo.sort",)
+  assert "unstable sort whose payloads are used" in prog.reasons[
+      "stablehlo.sort"]
+
+
+def test_unstable_sort_whose_payloads_are_dead_needs_no_order_of_ties():
+  # tf.linalg.svd(compute_uv=False) sorts the singular vectors along with
+  # the values, and returns only the values: ties of the keys are bitwise
+  # equal, so the sorted keys are one answer.
+  keys = np.where(np.arange(40) % 3 == 0, np.float32(-0.),
+                  np.arange(40) % 3).astype(np.float32)
+  prog, _ = _check_module(_unstable_sort_module("%s#0, %s#0, %i"), keys,
+                          np.ones(40, np.float32))
+  batch = np.stack([keys, keys[::-1] * 2])
+  assert_close(jax.jit(jax.vmap(prog, in_axes=(0, None)))(
+      batch, np.ones(40, np.float32))[0],
+               -np.sort(-batch, axis=1, kind="stable"))
+
+
+def test_dead_ops_need_no_rule():
+  # An op whose results reach no result of the module is not interpreted
+  # (no rule needed); one that may have side effects is kept.
+  body = """
+  func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {{
+    %r:2 = stablehlo.custom_call @Eigh(%x) {{backend_config = "1,1,4,0.000001"{effect}}} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
+    %n = stablehlo.negate %r#0 : tensor<2x2xf32>
+    %y = stablehlo.sine %x : tensor<2x2xf32>
+    return %{out} : tensor<2x2xf32>
+  }}"""
+  x = np.eye(2, dtype=np.float32)
+  prog, _ = _check_module(_module(body.format(effect="", out="y")), x,
+                          tol=1e-6)
+  for effect, out in ((", has_side_effect = true", "y"), ("", "n")):
+    prog = s2j.parse(_module(body.format(effect=effect, out=out)))
+    assert prog.unsupported == ("stablehlo.custom_call @Eigh",)
+
+
 def test_case_index_out_of_range_runs_the_last_branch():
   text = _module("""
   func.func @main(%i: tensor<i32>, %x: tensor<3xf32>) -> tensor<3xf32> {
@@ -776,12 +838,12 @@ def test_general_reduce_and_reduce_window_regions():
     ("""%r:2 = stablehlo.custom_call @Eigh(%x) {backend_config = "1,1,4,0.000001"} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
     return %r#0 : tensor<2x2xf32>""", "stablehlo.custom_call @Eigh"),
     ("""%i = stablehlo.iota dim = 0 : tensor<2x2xf32>
-    %s:2 = "stablehlo.sort"(%x, %i) <{dimension = 0 : i64, is_stable = false}> ({
+    %s:2 = "stablehlo.sort"(%x, %i) <{dimension = 0 : i64, is_stable = true}> ({
     ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>):
-      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %c = stablehlo.compare GT, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
       stablehlo.return %c : tensor<i1>
     }) : (tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>)
-    return %s#1 : tensor<2x2xf32>""", "stablehlo.sort"),
+    return %s#0 : tensor<2x2xf32>""", "stablehlo.sort"),
     ("""%s = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
     ^bb0(%a0: tensor<f32>, %a1: tensor<f32>):
       %c = stablehlo.compare LT, %a0, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
@@ -821,6 +883,10 @@ def test_ops_without_an_exact_rule_are_named(body, name):
     ("svd", tf.linalg.svd),
 ])
 def test_tf_functions_whose_lowering_has_no_exact_rule(name, op):
+  # Eigh: XLA's Jacobi eigensolver (the custom call's expansion) and LAPACK's
+  # (lax.linalg.eigh) differ in eigenvector signs and in the order of
+  # degenerate eigenvectors. SVD: the singular vectors are payloads of an
+  # unstable sort.
   fn = tf.function(op, jit_compile=True, autograph=False)
   prog = s2j.parse(stablehlo_path.stablehlo_of_tf(fn, [tf.TensorSpec((2, 2))]))
   assert prog.unsupported == {"eigh": ("stablehlo.custom_call @Eigh",),

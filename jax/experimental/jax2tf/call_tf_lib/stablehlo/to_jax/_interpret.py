@@ -21,6 +21,12 @@ cannot, it raises :class:`NoRule`, and the compiler records the op as
 unsupported. A :class:`CompiledBlock` evaluates its steps in order; values of
 enclosing blocks are visible in nested ones (StableHLO regions of ``while``,
 ``if`` and ``case`` may use them).
+
+Dead ops are not compiled: an op without side effects none of whose results
+reaches the entry function's results (:attr:`Compiler.live`) cannot change
+them, so it needs no rule (tf2xla's SVD sorts singular vectors that
+``compute_uv=False`` never returns). Rules may also ask which of an op's
+results are live (a sort whose order of ties matters only for its payloads).
 """
 
 from __future__ import annotations
@@ -71,7 +77,8 @@ class Compiler:
   """Compiles the functions of a module, recording ops without a rule."""
 
   def __init__(self, funcs: Mapping[str, _ir.Func],
-               rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]]):
+               rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]],
+               entry: str = "main"):
     self.funcs = funcs
     self.rules = rules
     self.compiled: dict[str, CompiledBlock] = {}
@@ -79,17 +86,47 @@ class Compiler:
     # Names of compiled ops whose rule JAX cannot differentiate.
     self.no_derivative: set[str] = set()
     self.constants: dict[int, Any] = {}  # value id -> numpy constant
-    self.used: set[int] = set()  # value ids some op or block returns
-    for f in funcs.values():
-      self._collect_uses(f.body)
+    # Value ids the entry function's results depend on, and the ops that
+    # compute them (or have side effects); see _mark_live.
+    self.live: set[int] = set()
+    self._live_ops: set[_ir.Op] = set()
+    self._live_funcs: set[str] = set()
+    if entry in funcs:
+      self._mark_func(entry)
     self._compiling: set[str] = set()
 
-  def _collect_uses(self, block: _ir.Block) -> None:
-    self.used.update(block.returns)
-    for op in block.ops:
-      self.used.update(op.operands)
-      for r in op.regions:
-        self._collect_uses(r)
+  def _mark_func(self, name: str) -> None:
+    # A function's results are all live at each of its calls (conservative:
+    # a callee is compiled once for all its call sites).
+    if name in self._live_funcs or name not in self.funcs:
+      return
+    self._live_funcs.add(name)
+    body = self.funcs[name].body
+    self._mark_live(body)
+
+  def _mark_live(self, block: _ir.Block) -> None:
+    """Marks the ops of `block` its results depend on, and their operands.
+
+    Backwards: an op is live if one of its results is, or if it may have a
+    side effect (an op without a rule, a custom call that says so). Values
+    of enclosing blocks that a region uses are marked when the region's op
+    is, before the enclosing block reaches the ops that define them.
+    """
+    self.live.update(block.returns)
+    for op in reversed(block.ops):
+      if not (any(r in self.live for r in op.results) or _may_have_effects(
+          op, self.rules)):
+        continue
+      self._live_ops.add(op)
+      self.live.update(op.operands)
+      for region in op.regions:
+        self._mark_live(region)
+      if op.name == "func.call":
+        self._mark_func(op.attrs.get("callee"))
+
+  def is_live(self, op: _ir.Op) -> bool:
+    """Whether the entry function's results depend on `op`."""
+    return op in self._live_ops
 
   def func(self, name: str) -> CompiledBlock:
     """The compiled body of the function `name`."""
@@ -107,7 +144,7 @@ class Compiler:
 
   def block(self, block: _ir.Block) -> CompiledBlock:
     return CompiledBlock(block, [(self.op(op), op.operands, op.results)
-                                 for op in block.ops])
+                                 for op in block.ops if self.is_live(op)])
 
   def op(self, op: _ir.Op) -> Step:
     rule = self.rules.get(op.name)
@@ -121,6 +158,12 @@ class Compiler:
         key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
+
+
+def _may_have_effects(op: _ir.Op, rules: Mapping[str, Any]) -> bool:
+  """Whether `op` may do more than compute its results."""
+  return (op.name not in rules or not op.results
+          or bool(op.attrs.get("has_side_effect")))
 
 
 def _unsupported_step(name: str) -> Step:
