@@ -20,7 +20,8 @@ does (which dies too), while the same call under ``jax.jit``, compiled by
 XLA, was right. The eager call now runs the function ``jit`` compiles,
 compiled by XLA, wherever XLA compiles it; TF's executor only where XLA
 cannot (eager ``vmap`` still needs no XLA: see
-``test_vmap_function_kinds.py``, ``tf.math.special.dawsn``).
+``test_vmap_function_kinds.py``, ``tf.math.special.dawsn``), and where the
+function draws random numbers (XLA draws others than the eager call).
 """
 
 from __future__ import annotations
@@ -58,6 +59,20 @@ def test_eager_vmap_without_xla_kernel_still_runs():
   x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
   expected = np.stack([2. * tf.math.special.dawsn(r).numpy() for r in x])
   assert_close(jax.vmap(f)(x), expected, tol=1e-5)
+
+
+def test_eager_vmap_of_random_ops_draws_the_eager_calls_numbers():
+  """XLA draws other stateless random numbers than TF's kernels: eager
+  ``vmap`` draws those of the eager call (TF's executor), ``jit(vmap)``
+  those of the jitted call (XLA)."""
+  f = call_tf(lambda x: x * tf.random.stateless_normal([5], seed=[1, 2])
+              + tf.random.stateless_uniform([5], seed=[3, 4]))
+  xs = np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5)
+  eager = np.stack([np.asarray(f(x)) for x in xs])
+  jitted = np.stack([np.asarray(jax.jit(f)(x)) for x in xs])
+  assert not np.allclose(eager, jitted, atol=1e-2)  # two sets of numbers
+  assert_close(jax.vmap(f)(xs), eager)
+  assert_close(jax.jit(jax.vmap(f))(xs), jitted)
 
 
 _KERAS_BLOCK = textwrap.dedent("""

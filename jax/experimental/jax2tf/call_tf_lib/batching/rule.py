@@ -253,6 +253,10 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   wherever XLA compiles it, and TF's executor only where XLA cannot: eager
   ``vmap`` still does not need XLA.
 
+  Not where the function draws random numbers (stateless random ops): XLA
+  draws other numbers than TF's kernels, and the unbatched eager call, which
+  ``vmap`` must agree with, runs TF's.
+
   Args:
     params: the ``call_tf_p`` params of a vectorized call.
 
@@ -264,9 +268,21 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   if (params["call_tf_graph"] or fn is params["callable_flat_tf"]
       or not captures.executing_eagerly_outside_functions()
       or not all(s.shape.is_fully_defined() for s in sig)
+      or _draws_random_numbers(params["vectorized"])
       or not _xla_compiles(fn, sig)):
     return params
   return dict(params, callable_flat_tf=fn)
+
+
+def _draws_random_numbers(vectorized: Vectorized | None) -> bool:
+  """Whether the function beneath a vectorization has stateless random ops."""
+  if vectorized is None:
+    return False
+  root = vectorized.root()
+  return any(
+      op.type.startswith("Stateless") and op.type not in graph_lib.CALLS
+      for op in graph_lib.graph_ops(
+          graph_lib.concrete_function(root.function_flat_tf, root.sig).graph))
 
 
 @functools.lru_cache(maxsize=256)
