@@ -15,9 +15,12 @@
 
 :func:`vectorized_map` runs pfor without its fallback to a while loop (a slow
 path must never be silent), with converters of our own wrapping pfor's: a
-better one for ``MatMul``, and function calls that find their function in an
-outer graph; pfor's own wrappers are traced without autograph, and TF's
-deprecation checks are off while it runs.
+better one for ``MatMul``, function calls that find their function in an
+outer graph, ``DepthwiseConv2dNative`` with a shared kernel; and converters
+for ops pfor has none for (``Svd``, ``Qr``, ``MatrixDeterminant``, the
+resize ops and their gradients, ``CumulativeLogsumexp``, ``ScatterNd``,
+``TensorScatterAdd`` and its kin). pfor's own wrappers are traced without
+autograph, and TF's deprecation checks are off while it runs.
 :func:`pfor_failure` and :func:`xla_failure` read the op that pfor or tf2xla
 failed on out of their messages, which is all TensorFlow gives: pfor's errors
 are re-raised by ``tf.function`` as new exceptions without the original.
@@ -179,11 +182,178 @@ def _call_of_outer_function(original: Callable[[Any], Any]
   return convert
 
 
+def _depthwise_conv_of_stacked_images(original: Callable[[Any], Any]
+                                      ) -> Callable[[Any], Any]:
+  """A pfor converter for ``DepthwiseConv2dNative`` with a shared kernel.
+
+  pfor's own requires stacked images and kernel (it folds the batch into
+  the channels), and refused ``tf.nn.depthwise_conv2d`` of a batch of images
+  with one kernel, the usual case: then the batch is folded into the
+  images'. Shared images are stacked for pfor's own.
+  """
+  def convert(pfor_input):
+    _, kernel_stacked, _ = pfor_input.input(1)
+    if kernel_stacked:
+      pfor_input.stack_inputs([0])
+      return original(pfor_input)
+    images = _flatten_batch(pfor_input.stacked_input(0))
+    out = tf.raw_ops.DepthwiseConv2dNative(
+        input=images, filter=pfor_input.unstacked_input(1),
+        **_attrs(pfor_input, "strides", "padding", "explicit_paddings",
+                 "data_format", "dilations"))
+    return compat.pfor_wrap(
+        _unflatten_batch(out, pfor_input.pfor.loop_len_vector), True)
+  return convert
+
+
 # Our converters, each wrapping pfor's own for that op type.
 _CONVERTERS = {
     "MatMul": _matmul_of_stacked_column,
     "PartitionedCall": _call_of_outer_function,
     "StatefulPartitionedCall": _call_of_outer_function,
+    "DepthwiseConv2dNative": _depthwise_conv_of_stacked_images,
+}
+
+
+# Converters for ops pfor has none for (TF 2.21), each computing the op on
+# the stacked inputs with the same kernels: ops that take leading batch
+# dimensions, ops on a batch of images whose batch axis takes pfor's too,
+# and scatters whose indices get the iteration's index in front. Each is
+# used only while TF has no converter of its own for the op.
+
+def _attrs(pfor_input: Any, *names: str) -> dict[str, Any]:
+  return {n: pfor_input.get_attr(n) for n in names}
+
+
+def _flatten_batch(t: Any) -> Any:
+  """``t`` of shape ``(N, b, ...)`` as ``(N * b, ...)``."""
+  shape = tf.shape(t)
+  return tf.reshape(t, tf.concat([[-1], shape[2:]], 0))
+
+
+def _unflatten_batch(t: Any, loop_len_vector: Any) -> Any:
+  """``t`` of shape ``(N * b, ...)`` as ``(N, b, ...)``."""
+  shape = tf.shape(t)
+  return tf.reshape(t, tf.concat(
+      [tf.cast(loop_len_vector, shape.dtype), [-1], shape[1:]], 0))
+
+
+def _batched_linalg(op: Callable[..., Any], *attrs: str,
+                    stacked_outputs: Callable[[Any], Sequence[bool]]
+                    | None = None) -> Callable[[Any], Any]:
+  """A converter for an op of matrices with leading batch dimensions."""
+  def convert(pfor_input):
+    kw = _attrs(pfor_input, *attrs)
+    outs = op(pfor_input.stacked_input(0), **kw)
+    if not isinstance(outs, (tuple, list)):
+      return compat.pfor_wrap(outs, True)
+    stacked = (stacked_outputs(kw) if stacked_outputs
+               else (True,) * len(outs))
+    return [compat.pfor_wrap(o, b) for o, b in zip(outs, stacked)]
+  return convert
+
+
+def _svd(input, compute_uv, full_matrices):  # pylint: disable=redefined-builtin
+  return tuple(tf.raw_ops.Svd(input=input, compute_uv=compute_uv,
+                              full_matrices=full_matrices))
+
+
+def _qr(input, full_matrices):  # pylint: disable=redefined-builtin
+  return tuple(tf.raw_ops.Qr(input=input, full_matrices=full_matrices))
+
+
+def _matrix_determinant(input):  # pylint: disable=redefined-builtin
+  return tf.raw_ops.MatrixDeterminant(input=input)
+
+
+# Resize ops and their gradients: op -> (the raw op, the names of its
+# inputs, which of them are image batches).
+_RESIZE = {
+    "ResizeBilinear": (tf.raw_ops.ResizeBilinear, ("images", "size"),
+                       (True, False)),
+    "ResizeNearestNeighbor": (tf.raw_ops.ResizeNearestNeighbor,
+                              ("images", "size"), (True, False)),
+    "ResizeBicubic": (tf.raw_ops.ResizeBicubic, ("images", "size"),
+                      (True, False)),
+    "ResizeArea": (tf.raw_ops.ResizeArea, ("images", "size"), (True, False)),
+    "ResizeBilinearGrad": (tf.raw_ops.ResizeBilinearGrad,
+                           ("grads", "original_image"), (True, True)),
+    "ResizeBicubicGrad": (tf.raw_ops.ResizeBicubicGrad,
+                          ("grads", "original_image"), (True, True)),
+    "ResizeNearestNeighborGrad": (tf.raw_ops.ResizeNearestNeighborGrad,
+                                  ("grads", "size"), (True, False)),
+}
+
+
+def _resize(pfor_input: Any) -> Any:
+  """Resize ops of a batch of images: pfor's batch folded into theirs."""
+  op, names, images = _RESIZE[pfor_input.op_type]
+  pfor_input.stack_inputs([i for i, image in enumerate(images) if image])
+  args = {name: _flatten_batch(pfor_input.stacked_input(i)) if image
+          else pfor_input.unstacked_input(i)
+          for i, (name, image) in enumerate(zip(names, images))}
+  attrs = [a.name for a in pfor_input.op.op_def.attr if a.name != "T"]
+  out = op(**args, **_attrs(pfor_input, *attrs))
+  return compat.pfor_wrap(
+      _unflatten_batch(out, pfor_input.pfor.loop_len_vector), True)
+
+
+def _cumulative_logsumexp(pfor_input: Any) -> Any:
+  """As pfor's ``Cumsum``: the axis shifted past the batch."""
+  t = pfor_input.stacked_input(0)
+  axis = pfor_input.unstacked_input(1)
+  axis += tf.cast(axis >= 0, axis.dtype)
+  return compat.pfor_wrap(tf.raw_ops.CumulativeLogsumexp(
+      x=t, axis=axis, **_attrs(pfor_input, "exclusive", "reverse")), True)
+
+
+def _with_iteration_index(indices: Any, loop_len_vector: Any) -> Any:
+  """Stacked scatter indices ``(N, ..., k)`` with the iteration in front."""
+  shape = tf.shape(indices)
+  n = tf.cast(loop_len_vector[0], indices.dtype)
+  iteration = tf.reshape(tf.range(n), tf.concat(
+      [[-1], tf.ones([tf.rank(indices) - 1], shape.dtype)], 0))
+  iteration = tf.broadcast_to(iteration, tf.concat([shape[:-1], [1]], 0))
+  return tf.concat([iteration, indices], -1)
+
+
+def _scatter_nd(pfor_input: Any) -> Any:
+  """``ScatterNd`` of stacked indices or updates into one output each."""
+  pfor_input.stack_inputs([0, 1])
+  n = pfor_input.pfor.loop_len_vector
+  shape = pfor_input.unstacked_input(2)
+  indices = _with_iteration_index(pfor_input.stacked_input(0), n)
+  return compat.pfor_wrap(tf.raw_ops.ScatterNd(
+      indices=indices, updates=pfor_input.stacked_input(1),
+      shape=tf.concat([tf.cast(n, shape.dtype), shape], 0)), True)
+
+
+def _tensor_scatter(op: Callable[..., Any]) -> Callable[[Any], Any]:
+  """``TensorScatter{Add,Sub,Max,Min}``, as pfor's ``TensorScatterUpdate``."""
+  def convert(pfor_input):
+    pfor_input.stack_inputs([0, 1, 2])
+    indices = _with_iteration_index(pfor_input.stacked_input(1),
+                                    pfor_input.pfor.loop_len_vector)
+    return compat.pfor_wrap(op(tensor=pfor_input.stacked_input(0),
+                               indices=indices,
+                               updates=pfor_input.stacked_input(2)), True)
+  return convert
+
+
+_NEW_CONVERTERS = {
+    "Svd": _batched_linalg(
+        _svd, "compute_uv", "full_matrices",
+        stacked_outputs=lambda kw: (True, kw["compute_uv"],
+                                    kw["compute_uv"])),
+    "Qr": _batched_linalg(_qr, "full_matrices"),
+    "MatrixDeterminant": _batched_linalg(_matrix_determinant),
+    **{op: _resize for op in _RESIZE},
+    "CumulativeLogsumexp": _cumulative_logsumexp,
+    "ScatterNd": _scatter_nd,
+    "TensorScatterAdd": _tensor_scatter(tf.raw_ops.TensorScatterAdd),
+    "TensorScatterSub": _tensor_scatter(tf.raw_ops.TensorScatterSub),
+    "TensorScatterMax": _tensor_scatter(tf.raw_ops.TensorScatterMax),
+    "TensorScatterMin": _tensor_scatter(tf.raw_ops.TensorScatterMin),
 }
 
 
@@ -380,6 +550,10 @@ def _converters() -> Iterator[None]:
       undo.callback(registry.update, originals)
       for op, original in originals.items():
         registry[op] = _CONVERTERS[op](original)
+      for op, converter in _NEW_CONVERTERS.items():
+        if op not in registry:
+          registry[op] = converter
+          undo.callback(registry.pop, op, None)
     yield
 
 
