@@ -21,7 +21,8 @@ XLA, was right. The eager call now runs the function ``jit`` compiles,
 compiled by XLA, wherever XLA compiles it; TF's executor only where XLA
 cannot (eager ``vmap`` still needs no XLA: see
 ``test_vmap_function_kinds.py``, ``tf.math.special.dawsn``), and where the
-function draws random numbers (XLA draws others than the eager call).
+function has ops XLA computes otherwise (random numbers, the signs of
+singular vectors and eigenvectors).
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ def test_eager_vmap_of_random_ops_draws_the_eager_calls_numbers():
   assert not np.allclose(eager, jitted, atol=1e-2)  # two sets of numbers
   assert_close(jax.vmap(f)(xs), eager)
   assert_close(jax.jit(jax.vmap(f))(xs), jitted)
+
+
+@pytest.mark.parametrize("name", ["svd", "eigh"])
+def test_eager_vmap_of_singular_and_eigenvectors_has_the_eager_calls_signs(
+    name):
+  """XLA's Jacobi solvers choose other signs of singular vectors and
+  eigenvectors than TF's kernels: eager ``vmap`` has the eager call's."""
+  op = {"svd": lambda x: tf.linalg.svd(x)[1],
+        "eigh": lambda x: tf.linalg.eigh(x + tf.transpose(x))[1]}[name]
+  f = call_tf(op)
+  xs = np.random.default_rng(0).standard_normal((3, 4, 4)).astype(np.float32)
+  eager = np.stack([np.asarray(f(x)) for x in xs])
+  assert not np.allclose(eager[0], jax.jit(f)(xs[0]), atol=1e-2)
+  assert_close(jax.vmap(f)(xs), eager, tol=1e-4)
 
 
 _KERAS_BLOCK = textwrap.dedent("""

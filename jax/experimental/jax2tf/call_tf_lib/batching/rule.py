@@ -253,9 +253,8 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   wherever XLA compiles it, and TF's executor only where XLA cannot: eager
   ``vmap`` still does not need XLA.
 
-  Not where the function draws random numbers (stateless random ops): XLA
-  draws other numbers than TF's kernels, and the unbatched eager call, which
-  ``vmap`` must agree with, runs TF's.
+  Not where XLA's answer is another than TF's kernels' (:func:`_xla_differs`):
+  the unbatched eager call, which ``vmap`` must agree with, runs TF's.
 
   Args:
     params: the ``call_tf_p`` params of a vectorized call.
@@ -268,21 +267,41 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   if (params["call_tf_graph"] or fn is params["callable_flat_tf"]
       or not captures.executing_eagerly_outside_functions()
       or not all(s.shape.is_fully_defined() for s in sig)
-      or _draws_random_numbers(params["vectorized"])
+      or _xla_differs(params["vectorized"])
       or not _xla_compiles(fn, sig)):
     return params
   return dict(params, callable_flat_tf=fn)
 
 
-def _draws_random_numbers(vectorized: Vectorized | None) -> bool:
-  """Whether the function beneath a vectorization has stateless random ops."""
+# Ops whose XLA lowering gives another answer than TF's kernels, not only
+# other rounding: the signs of singular vectors and eigenvectors (XLA's
+# Jacobi solvers and TF's kernels choose differently), and stateless random
+# ops (XLA draws other numbers). Measured with TF 2.21 on CPU.
+_XLA_DIFFERS = frozenset({"Svd", "SelfAdjointEig", "SelfAdjointEigV2"})
+
+
+def _xla_differs(vectorized: Vectorized | None) -> bool:
+  """Whether the function beneath a vectorization has an op XLA computes
+  otherwise than TF's kernels (:data:`_XLA_DIFFERS`, stateless random ops).
+  """
   if vectorized is None:
     return False
   root = vectorized.root()
+  return _function_xla_differs(root.function_flat_tf, root.sig)
+
+
+@functools.lru_cache(maxsize=256)
+def _function_xla_differs(function_flat_tf: Any,
+                          sig: tuple[tf.TensorSpec, ...]) -> bool:
   return any(
-      op.type.startswith("Stateless") and op.type not in graph_lib.CALLS
+      op.type in _XLA_DIFFERS
+      or (op.type.startswith("Stateless") and op.type not in graph_lib.CALLS)
       for op in graph_lib.graph_ops(
-          graph_lib.concrete_function(root.function_flat_tf, root.sig).graph))
+          graph_lib.concrete_function(function_flat_tf, sig).graph))
+
+
+compat.register_cache(_function_xla_differs,
+                      "call_tf: functions XLA computes otherwise than TF")
 
 
 @functools.lru_cache(maxsize=256)
