@@ -66,12 +66,25 @@ def test_forward_mode_without_second_order_gradient_raises():
   x = rng.random((1, 3, 2, 1)).astype(np.float32)
   f = call_tf(_resize)
   with pytest.raises(call_tf_errors.CallTfDerivativeError,
-                     match="no tangent.*jax.jacrev"):
+                     match="no tangent.*'ResizeBilinearGrad'.*jax.jacrev"):
     jax.jvp(f, (x,), (np.ones_like(x),))
   # With TF's tangents chosen under jit too (pfor: no StableHLO module).
-  with pytest.raises(call_tf_errors.CallTfDerivativeError):
+  with pytest.raises(call_tf_errors.CallTfDerivativeError,
+                     match="'ResizeBilinearGrad'"):
     jax.jit(lambda x, t: jax.jvp(call_tf(_resize, vmap_method="pfor"), (x,),
                                  (t,))[1])(x, np.ones_like(x))
+
+
+@pytest.mark.parametrize("method,grad_op", [
+    ("bicubic", "ResizeBicubicGrad"), ("nearest", "ResizeNearestNeighborGrad")])
+def test_forward_mode_through_an_unregistered_second_order_gradient_raises(
+    method, grad_op):
+  # TF raised its LookupError ("gradient registry has no entry for: ...").
+  x = rng.random((1, 3, 2, 1)).astype(np.float32)
+  f = call_tf(lambda x: tf.image.resize(x, [5, 4], method=method))
+  with pytest.raises(call_tf_errors.CallTfDerivativeError,
+                     match=f"no tangent.*'{grad_op}'.*jax.jacrev"):
+    jax.jvp(f, (x,), (np.ones_like(x),))
 
 
 def test_forward_mode_of_resize_under_jit_is_jaxs_and_right():

@@ -240,14 +240,15 @@ def result_count_error(vmap_method: str | None, got: int, expected: int
       f"function returned {got} results, expected {expected}.")
 
 
-def tangent_unknown_error(index: int, op_types: Sequence[str]
+def tangent_unknown_error(index: int | None, op_types: Sequence[str]
                           ) -> CallTfDerivativeError:
   """Forward mode: TF computes no tangent for a connected output."""
   ops = (" (op types without a gradient of their gradient here: "
          + ", ".join(repr(t) for t in op_types) + ")") if op_types else ""
+  result = "a result" if index is None else f"result {index}"
   return CallTfDerivativeError(
       f"Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian) of "
-      f"call_tf: TensorFlow computes no tangent for result {index} of the "
+      f"call_tf: TensorFlow computes no tangent for {result} of the "
       f"function, although the result depends on the differentiated "
       f"arguments: an op on the way has no second-order gradient{ops}. "
       "call_tf does not return zeros for it. Reverse mode works: use "

@@ -23,6 +23,7 @@ an error, never a zero.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import re
 from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -138,7 +139,15 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
 
   def tf_jvp_fun(args_tf, tangents_tf):
     with compat.slice_gradient_outside_xla():
-      return jvp_fun(args_tf, tangents_tf)
+      try:
+        return jvp_fun(args_tf, tangents_tf)
+      except LookupError as e:
+        # The accumulator or the double VJP differentiates an op's gradient
+        # that has no gradient of its own (ResizeBicubicGrad).
+        found = _NO_GRADIENT_RE.search(str(e))
+        if found is None:
+          raise
+        raise errors.tangent_unknown_error(None, [found.group(1)]) from e
 
   def jvp_fun(args_tf, tangents_tf):
     flat_args, args_tree = tree_util.tree_flatten(args_tf)
@@ -190,13 +199,19 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
                         for v, (_, t) in zip(vjps, watched)])
       jvps = outer.gradient(dot, us,
                             unconnected_gradients=tf.UnconnectedGradients.NONE)
-    return [_dense_tangent(tape, j, r, sources, i)
+    return [_dense_tangent(tape, j, r, sources, i,
+                           lambda: _ops_without_gradient_of_vjp(callable_tf,
+                                                                args_tf))
             for i, (j, r) in enumerate(zip(jvps, outs))]
   return tf_jvp_fun
 
 
+# TF's message for an op type without a registered gradient.
+_NO_GRADIENT_RE = re.compile(r"gradient registry has no entry for: (\w+)")
+
+
 def _dense_tangent(tape: Any, jvp: Any, out: Any, sources: Sequence[Any],
-                   index: int) -> Any:
+                   index: int, eager_ops: Callable[[], list[str]]) -> Any:
   """The tangent of ``out`` as a dense tensor; zero only if it is zero.
 
   TF gives no tangent (None) both for an output that does not depend on the
@@ -207,7 +222,9 @@ def _dense_tangent(tape: Any, jvp: Any, out: Any, sources: Sequence[Any],
   it finds connected to the arguments has a tangent TF did not compute.
 
   Raises:
-    errors.CallTfDerivativeError: the tangent is unknown.
+    errors.CallTfDerivativeError: the tangent is unknown; it names the op
+      types without a gradient of their gradient (eagerly, those of a
+      traced VJP: ``eager_ops``).
   """
   if jvp is not None:
     return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
@@ -215,9 +232,34 @@ def _dense_tangent(tape: Any, jvp: Any, out: Any, sources: Sequence[Any],
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
   if any(g is not None for g in grads):
     raise errors.tangent_unknown_error(
-        index, [] if tf.executing_eagerly() else _ops_without_gradient(
-            out.graph))
+        index, eager_ops() if tf.executing_eagerly()
+        else _ops_without_gradient(out.graph))
   return tf.zeros_like(out)
+
+
+def _ops_without_gradient_of_vjp(callable_tf: Callable[..., Any],
+                                 args_tf: Any) -> list[str]:
+  """:func:`_ops_without_gradient` of a graph of the function's VJP.
+
+  For the message of an eager call, which has no graph: the VJP is traced
+  for the arguments' specs (never run).
+  """
+  flat, tree = tree_util.tree_flatten(args_tf)
+  specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat]
+
+  def vjp(*flat_args):
+    sources = [a for a in flat_args if a.dtype.is_floating]
+    with tf.GradientTape() as tape:
+      tape.watch(sources)
+      outs = [tf.convert_to_tensor(o) for o in tf.nest.flatten(
+          callable_tf(*tree.unflatten(list(flat_args))))]
+    return tape.gradient([o for o in outs if o.dtype.is_floating], sources,
+                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
+  try:
+    concrete = tf.function(vjp, autograph=False).get_concrete_function(*specs)
+  except Exception:  # pylint: disable=broad-except
+    return []  # (the message then names none)
+  return _ops_without_gradient(concrete.graph)
 
 
 def _ops_without_gradient(graph: Any) -> list[str]:
