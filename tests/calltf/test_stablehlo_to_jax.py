@@ -302,6 +302,10 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
           tf.map_fn(lambda r: tf.reduce_sum(r ** 2), x),
           tf.foldl(lambda a, r: a * r, x, tf.ones(3))),
                        [_f(4, 3), _i(lo=-1, hi=4)], (0,)),
+      # A loop whose trip count depends on the data: a while_loop.
+      "data_dependent_loop": (lambda x: tf.while_loop(
+          lambda y: tf.reduce_sum(y) < 20., lambda y: [y * 1.5 + .1],
+          [x])[0], [_f(3, lo=.5)], (0,)),
       "int64_inside": (lambda x: (
           tf.cast((tf.cast(x, tf.int64) + 2 ** 40) // 2 ** 38, tf.int32),
           tf.cast(tf.argmax(tf.cast(x, tf.float32)), tf.int32)),
@@ -313,9 +317,11 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
 
 CASES = _cases()
 GRAD_CASES = [k for k, v in CASES.items() if v[2]]
-# Reverse mode of lax.while_loop and of a general reduce_window: JAX refuses
-# them (a test below checks the refusal); forward mode is checked.
-NO_REVERSE_MODE = ("control_flow", "keras_lstm", "cumprod_logsumexp", "svd")
+# Reverse mode of lax.while_loop (a loop whose trip count depends on the
+# data: SVD's Jacobi sweeps) and of a general reduce_window: JAX refuses
+# them (a test below checks the refusal); forward mode is checked. (Loops of
+# a fixed trip count, control_flow's and the LSTM's, are scans.)
+NO_REVERSE_MODE = ("data_dependent_loop", "cumprod_logsumexp", "svd")
 # Arguments that TF's gradients treat as symmetric matrices (Cholesky's
 # gradient symmetrizes; its lowering reads one triangle): the derivatives
 # agree along symmetric tangents, and the gradients once symmetrized.
@@ -548,13 +554,23 @@ def test_derivatives_match_tensorflow(name):
 
 
 def test_jax_refuses_what_it_cannot_differentiate():
-  c = compiled("control_flow")
+  c = compiled("data_dependent_loop")
   with pytest.raises(ValueError, match="Reverse-mode differentiation"):
-    jax.grad(lambda x: c.interp(x, c.args[1])[0].sum())(c.args[0])
+    jax.grad(lambda x: c.interp(x)[0].sum())(c.args[0])
   c = compiled("qr_solve_inv_expm")
   with pytest.raises(NotImplementedError, match="geqrf"):
     jax.jvp(lambda s: c.interp(c.args[0], s, *c.args[2:])[2], (c.args[1],),
             (c.args[1],))
+
+
+@pytest.mark.parametrize("name,scans,whiles", [
+    ("control_flow", 3, 0), ("keras_lstm", 1, 0),
+    ("data_dependent_loop", 0, 1), ("svd", 2, 2)])
+def test_loops_of_a_fixed_trip_count_are_scans(name, scans, whiles):
+  c = compiled(name)
+  jaxpr = jax.make_jaxpr(c.interp)(*c.args)
+  names = [e.primitive.name for e in jaxpr.jaxpr.eqns]
+  assert (names.count("scan"), names.count("while")) == (scans, whiles)
 
 
 # Hand-written modules: corners of op semantics that TF rarely emits.
@@ -806,6 +822,104 @@ def test_tuples_calls_and_captured_values_in_regions():
   # Forward mode through the loop, w.r.t. the value the body captures.
   _, t = jax.jvp(lambda s: prog(x, s)[0], (s,), (np.float32(1.),))
   assert_close(t, 2 * 3 * (x + 1.5), 1e-5)
+
+
+def _counted_loop(cond: str, init: str = "0", step: str = "1",
+                  ity: str = "i32") -> str:
+  """A loop of `y = y * 1.5 + x` whose condition is `cond` of (%i, %n, %y).
+
+  %i starts at `init` and steps by `step`; %n is 5, passed on unchanged.
+  """
+  return _module(f"""
+  func.func private @cond(%i: tensor<{ity}>, %n: tensor<{ity}>, %y: tensor<3xf32>) -> tensor<i1> {{
+    {cond}
+  }}
+  func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<{ity}>) {{
+    %i0 = stablehlo.constant dense<{init}> : tensor<{ity}>
+    %n0 = stablehlo.constant dense<5> : tensor<{ity}>
+    %w:3 = stablehlo.while(%i = %i0, %n = %n0, %y = %x) : tensor<{ity}>, tensor<{ity}>, tensor<3xf32>
+     cond {{
+      %c = func.call @cond(%i, %n, %y) : (tensor<{ity}>, tensor<{ity}>, tensor<3xf32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }} do {{
+      %s = stablehlo.constant dense<{step}> : tensor<{ity}>
+      %i1 = stablehlo.add %i, %s : tensor<{ity}>
+      %i2 = stablehlo.reshape %i1 : (tensor<{ity}>) -> tensor<{ity}>
+      %k = stablehlo.constant dense<1.5> : tensor<3xf32>
+      %m = stablehlo.multiply %y, %k : tensor<3xf32>
+      %y1 = stablehlo.add %m, %x : tensor<3xf32>
+      stablehlo.return %i2, %n, %y1 : tensor<{ity}>, tensor<{ity}>, tensor<3xf32>
+    }}
+    return %w#2, %w#0 : tensor<3xf32>, tensor<{ity}>
+  }}""")
+
+
+def _compare(direction: str, lhs: str, rhs: str, ctype: str = "SIGNED",
+             ity: str = "i32") -> str:
+  return (f"%r = stablehlo.compare {direction}, {lhs}, {rhs}, {ctype} : "
+          f"(tensor<{ity}>, tensor<{ity}>) -> tensor<i1>\n    "
+          "return %r : tensor<i1>")
+
+
+_THREE = "%t = stablehlo.constant dense<3> : tensor<i32>\n    "
+
+
+@pytest.mark.parametrize("cond,init,step,ity,trips", [
+    (_THREE + _compare("LT", "%i", "%t"), "0", "1", "i32", 3),
+    (_compare("LT", "%i", "%n"), "0", "1", "i32", 5),  # a carried bound
+    (_compare("GT", "%n", "%i"), "-3", "2", "i32", 4),
+    (_compare("LE", "%i", "%n"), "7", "1", "i32", 0),
+    (_compare("NE", "%i", "%n", ity="i64"), "11", "-2", "i64", 3),
+    # Two counters (tf.map_fn's): both must hold.
+    ("%t = stablehlo.constant dense<2> : tensor<i32>\n    "
+     "%a = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>)"
+     " -> tensor<i1>\n    %b = stablehlo.compare LT, %t, %n, SIGNED : "
+     "(tensor<i32>, tensor<i32>) -> tensor<i1>\n    %r = stablehlo.and %a,"
+     " %b : tensor<i1>\n    return %r : tensor<i1>", "0", "1", "i32", 5),
+    # Wrapping around like XLA's integers: 126, 127, -128 (stops).
+    ("%z = stablehlo.constant dense<0> : tensor<i8>\n    "
+     + _compare("GT", "%i", "%z", ity="i8"), "126", "1", "i8", 2),
+])
+def test_loops_with_a_fixed_trip_count_run_as_scans(cond, init, step, ity,
+                                                    trips):
+  text = _counted_loop(cond, init, step, ity)
+  x = np.array([.5, -1., 2.], np.float32)
+  with config.enable_x64(True):
+    prog, expected = _check_module(text, x, tol=1e-6)
+    jaxpr = jax.make_jaxpr(prog)(x)
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns
+            if e.primitive.name in ("scan", "while")] == ["scan"]
+    assert next(e for e in jaxpr.jaxpr.eqns
+                if e.primitive.name == "scan").params["length"] == trips
+    y = x
+    for _ in range(trips):
+      y = y * np.float32(1.5) + x
+    assert_close(expected[0], y, 1e-6)
+    # Reverse mode: d/dx of sum(y) = sum of 1.5^k, k <= trips.
+    grad = jax.jit(jax.grad(lambda x: prog(x)[0].sum()))(x)
+    assert_close(grad, np.full(3, sum(1.5 ** k for k in range(trips + 1)),
+                               np.float32), 1e-6)
+
+
+@pytest.mark.parametrize("cond", [
+    # It reads the data.
+    "%r0 = stablehlo.constant dense<true> : tensor<i1>\n    "
+    "%s = stablehlo.reduce(%y init: %z) applies stablehlo.add across "
+    "dimensions = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<f32>\n    "
+    "%r = stablehlo.compare LT, %s, %z : (tensor<f32>, tensor<f32>) -> "
+    "tensor<i1>\n    return %r : tensor<i1>",
+    # An op the evaluator does not know.
+    "%one = stablehlo.constant dense<1> : tensor<i32>\n    "
+    "%s = stablehlo.shift_left %i, %one : tensor<i32>\n    "
+    + _compare("LT", "%s", "%n"),
+])
+def test_loops_whose_trip_count_may_depend_on_data_stay_while_loops(cond):
+  cond = "%z = stablehlo.constant dense<10.0> : tensor<f32>\n    " + cond
+  text = _counted_loop(cond)
+  x = np.array([.5, 1., 2.], np.float32)
+  prog, _ = _check_module(text, x, tol=1e-5)
+  assert "while" in [e.primitive.name
+                     for e in jax.make_jaxpr(prog)(x).jaxpr.eqns]
 
 
 def test_general_reduce_and_reduce_window_regions():

@@ -39,6 +39,7 @@ from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _loops
 from jax import lax
 import numpy as np
 
@@ -761,17 +762,29 @@ def _sort_rule(op: Op, c: Compiler):
 def _while_rule(op: Op, c: Compiler):
   cond_block, body_block = op.regions
   cond, body = c.block(cond_block), c.block(body_block)
+  # A loop whose condition reads only counters (tf.while_loop with a
+  # counter, tf.map_fn, tf.scan, Keras' recurrent layers) runs a number of
+  # times known now: a scan of that length, which JAX also transposes.
+  trips = _loops.trip_count(op, c.funcs, c.constants)
+
+  def body_fun(env, carry):
+    out = body(*carry, outer=env)
+    return tuple(lax.convert_element_type(o, np.dtype(i.dtype))
+                 if np.dtype(getattr(o, "dtype", None)) != i.dtype else o
+                 for o, i in zip(out, carry))
+
+  if trips is not None:
+    def scan_step(env, *init):
+      carry, _ = lax.scan(lambda carry, _: (body_fun(env, carry), None),
+                          tuple(init), None, length=trips)
+      return list(carry)
+    return scan_step
 
   def step(env, *init):
     def cond_fun(carry):
       return cond(*carry, outer=env)[0]
-
-    def body_fun(carry):
-      out = body(*carry, outer=env)
-      return tuple(lax.convert_element_type(o, np.dtype(i.dtype))
-                   if np.dtype(getattr(o, "dtype", None)) != i.dtype else o
-                   for o, i in zip(out, carry))
-    return list(lax.while_loop(cond_fun, body_fun, tuple(init)))
+    return list(lax.while_loop(cond_fun, functools.partial(body_fun, env),
+                               tuple(init)))
   return step
 
 
