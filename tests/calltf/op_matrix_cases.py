@@ -147,6 +147,14 @@ def _svd():
                _randn("svd", 4, 3))
 
 
+def _svd_vectors():
+  import tensorflow as tf
+  def f(x):
+    s, u, v = tf.linalg.svd(x)
+    return tf.concat([u * u * s, v * v * s], 0)  # sign-free in the vectors
+  return Built(f, _randn("svd_vectors", 4, 3))
+
+
 def _qr():
   import tensorflow as tf
   def f(x):
@@ -584,6 +592,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("cholesky", "linalg", _cholesky, "cholesky(x x^T + 3I)"),
     Family("eigh", "linalg", _eigh, "eigh(x + x^T): v * v * e"),
     Family("svd", "linalg", _svd, "singular values of a 4x3 matrix"),
+    Family("svd_vectors", "linalg", _svd_vectors,
+           "svd of a 4x3 matrix: u^2 s, v^2 s (sign-free)"),
     Family("qr", "linalg", _qr, "q, r = qr(x); q @ (r * r)"),
     Family("solve", "linalg", _solve, "solve(x + 3I, b)"),
     Family("triangular_solve", "linalg", _triangular_solve,
