@@ -707,10 +707,53 @@ def all_case_ids() -> list[str]:
   return [case_id(f.name, t) for f in FAMILIES for t in TRANSFORMS]
 
 
+# Gaps that stay: cases that raise with the defaults and run with
+# vmap_method="sequential", case -> why they are not closed. test_op_matrix.py
+# expects each to be a gap (and fails when it runs, so that the entry goes);
+# any other gap fails it: every case that runs sequentially must run
+# vectorized with the defaults.
+KNOWN_GAPS: dict[str, str] = {
+    "svd_vectors:jit(vmap(hessian))": (
+        "SVD's module is refused by the StableHLO path (its vectors are "
+        "payloads of an unstable sort, whose order of ties is XLA's own), so "
+        "pfor vectorizes the Hessian's tangent function twice; the inner "
+        "function call loses the static length of tf.linalg.diag's diagonal "
+        "in SVD's gradient, and TF's shape function then refuses "
+        "MatrixDiagV3 (the error names PartitionedCall and quotes TF's "
+        "message about MatrixDiagV3)"),
+}
+
+# Refusals: what fails with every vmap_method, family (or case) -> why. For
+# the report; test_op_matrix.py accepts a refusal, which names the op.
+KNOWN_REFUSALS: dict[str, str] = {
+    "det_slogdet": (
+        "XLA has no kernel for MatrixDeterminant (tf2xla): under jax.jit "
+        "call_tf cannot compile the function at all, batched or not; "
+        "eagerly it runs (pfor's converter)"),
+    "resize_bicubic": (
+        "XLA has no kernel for ResizeBicubic (tf2xla); forward mode also "
+        "needs a gradient of ResizeBicubicGrad, which TF does not register "
+        "(the error names it and says that reverse mode works)"),
+    "resize_bilinear:jvp": (
+        "forward mode (eager: TF's tangents) needs a gradient of "
+        "ResizeBilinearGrad, which TF has not; the error names it and says "
+        "that reverse mode works (under jit JAX differentiates the lowering)"),
+    "resize_nearest": (
+        "XLA has no kernel for ResizeNearestNeighborGrad (reverse mode under "
+        "jit), and TF registers no gradient of it (forward mode, eager)"),
+}
+
+
 # Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,
 # the strict mark turns that into a failure, and the fix removes the entry.
-_ODE_ZEROS = "TFP ODE Jacobians are zeros (a gradient TF gives as None)"
+_ODE_ZEROS = (
+    "TFP ODE Jacobians are zeros (a gradient TF gives as None): TFP's "
+    "adjoint gives no gradient of values the ODE function closes over in "
+    "graph mode (a GradientTape in a tf.function returns None; eagerly it "
+    "does not), and call_tf traces in graph mode. Passed as constants= (as "
+    "TFP documents), TF's gradient is right, but XLA cannot compile it (an "
+    "adaptive loop's TensorLists without a size)")
 KNOWN_BUGS: dict[str, str] = {
     "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
     "tfp_ode:jit(jacrev)": _ODE_ZEROS,

@@ -528,10 +528,37 @@ def _escape(text: str) -> str:
   return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _by_reason(entries: dict[str, str]) -> list[str]:
+  """One Markdown item per reason, with the cases it explains."""
+  by_reason: dict[str, list[str]] = {}
+  for key, why in entries.items():
+    by_reason.setdefault(why, []).append(key)
+  items = ["- " + ", ".join(f"`{k}`" for k in keys) + f": {_escape(why)}"
+           for why, keys in by_reason.items()]
+  return items or ["- none"]
+
+
+def _known_refusal(refusals: dict[str, str], cid: str) -> str | None:
+  return refusals.get(cid, refusals.get(cid.split(":", 1)[0]))
+
+
 def markdown(results: dict[str, dict], environment: dict[str, str],
-             seconds: float, known: dict[str, str] | None = None) -> str:
-  """The report: a family x transformation table, then every non-ok case."""
+             seconds: float, known: dict[str, str] | None = None,
+             gaps: dict[str, str] | None = None,
+             refusals: dict[str, str] | None = None) -> str:
+  """The report: a family x transformation table, then every non-ok case.
+
+  Args:
+    results: case -> record.
+    environment: versions, for the header.
+    seconds: the run's wall time.
+    known: known bugs, case -> the bug (cells marked `(x)`).
+    gaps: known gaps, case -> why they stay.
+    refusals: known refusals, family or case -> why.
+  """
   known = known or {}
+  gaps = gaps or {}
+  refusals = refusals or {}
   c = counts(results)
   out = [
       "# The op matrix: TensorFlow op families x transformations of call_tf",
@@ -572,7 +599,10 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "- **skip**: cannot run here (the reason is below).",
       "",
       "Cells marked `(x)` are known bugs the tests expect to fail today",
-      "(`KNOWN_BUGS` in `tests/calltf/op_matrix_cases.py`).",
+      "(`KNOWN_BUGS` in `tests/calltf/op_matrix_cases.py`); why each gap",
+      "stays and why each refusal cannot be helped is under \"Known gaps and",
+      "refusals\" (`KNOWN_GAPS`, `KNOWN_REFUSALS`); the test fails on any",
+      "other gap.",
       "",
       "Environment: " + ", ".join(f"{k} {v}" for k, v in environment.items())
       + f"; {seconds:.0f} s of wall time.",
@@ -600,13 +630,26 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += ["", "## Families", "", "| family | group | function |", "|---|---|---|"]
   out += [f"| `{f.name}` | {f.group} | {_escape(f.description)} |"
           for f in cases.FAMILIES]
+  out += ["", "## Known gaps and refusals", "",
+          "Gaps that stay (they run with `vmap_method=\"sequential\"`):", ""]
+  out += _by_reason(gaps)
+  out += ["", "Refusals (they fail with every `vmap_method`):", ""]
+  out += _by_reason(refusals)
+  out += ["", "Known bugs (cells `(x)`):", ""]
+  out += _by_reason(known)
   out += ["", "## Every case that is not ok", ""]
   for cid, r in results.items():
     if r["outcome"] == "ok":
       continue
     line = f"- `{cid}`: **{r['outcome']}**"
     if cid in known:
-      line += f" (known bug: {known[cid]})"
+      line += " (known bug)"
+    elif cid in gaps and r["outcome"] == "gap":
+      line += " (known gap)"
+    elif r["outcome"] == "refused" and _known_refusal(refusals, cid):
+      line += " (known refusal)"
+    elif r["outcome"] == "gap":
+      line += " (**a gap not known**)"
     if r["outcome"] == "skip":
       line += f": {_escape(r['reason'])}"
     elif r["outcome"] == "WRONG":
@@ -688,7 +731,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     indent=1) + "\n")
   if args.markdown:
     args.markdown.write_text(markdown(results, environment(), seconds,
-                                      cases.KNOWN_BUGS))
+                                      cases.KNOWN_BUGS, cases.KNOWN_GAPS,
+                                      cases.KNOWN_REFUSALS))
   return 0
 
 

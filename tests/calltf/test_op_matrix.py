@@ -21,9 +21,10 @@ The whole matrix runs once per session, for the cases selected.
 - `ok` passes; a refusal that also fails with `vmap_method="sequential"`
   passes (a clear refusal is allowed; the report says whether it names the
   op).
-- A refusal that runs with `sequential` is a gap in vectorization: xfail
-  (not strict) with reason "gap: runs with sequential", so CI stays green
-  while the gap is listed in `docs/op-matrix.md`.
+- A refusal that runs with `sequential` is a gap in vectorization: it fails,
+  unless it is a known gap (`op_matrix_cases.KNOWN_GAPS`, each with the
+  reason it stays), which is an xfail, and must stay a gap: a known gap that
+  runs fails, so that its entry goes.
 - A wrong number (with the defaults or with `sequential`) and a crash fail.
 - Known bugs (`op_matrix_cases.KNOWN_BUGS`) are `xfail(strict=True)`: the
   case must be ok, and passes as soon as the bug is fixed, which the strict
@@ -79,7 +80,8 @@ def matrix(request):
   path = os.environ.get("JAX_FORK_OP_MATRIX_REPORT")
   if path:
     pathlib.Path(path).write_text(report.markdown(
-        results, report.environment(), seconds, cases.KNOWN_BUGS))
+        results, report.environment(), seconds, cases.KNOWN_BUGS,
+        cases.KNOWN_GAPS, cases.KNOWN_REFUSALS))
   return results
 
 
@@ -102,6 +104,11 @@ def test_case(matrix, case):
                 f"{record.get('stderr', '')}")
   if outcome == "WRONG":
     pytest.fail(f"{case} returns a wrong result: {record['mismatch']}")
+  if case in cases.KNOWN_GAPS:
+    assert outcome == "gap", (
+        f"{case} is a known gap (op_matrix_cases.KNOWN_GAPS) but is "
+        f"{outcome!r} now: {_describe(record)}; remove the entry if it runs")
+    pytest.xfail(f"known gap: {cases.KNOWN_GAPS[case]}")
   if outcome == "gap":
-    pytest.xfail("gap: runs with sequential; with the defaults: "
-                 f"{record['error_type']}: {record['error']}")
+    pytest.fail(f"{case} runs with vmap_method='sequential' but not with the "
+                f"defaults: {record['error_type']}: {record['error']}")
