@@ -693,7 +693,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("tfp_ode", "tfp", _tfp_ode,
            "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
            requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
-           heavy=SECOND_ORDER | {"jit(vmap)", "jit(jacfwd)"}),
+           heavy=SECOND_ORDER | {"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"}),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
