@@ -693,7 +693,12 @@ FAMILIES: tuple[Family, ...] = (
     Family("tfp_ode", "tfp", _tfp_ode,
            "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
            requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
-           heavy=SECOND_ORDER | {"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"}),
+           heavy=frozenset({"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"}),
+           skip=dict.fromkeys(SECOND_ORDER, (
+               "Hessians of the adaptive solve take more than 15 minutes on "
+               "a loaded 2-core machine (TF's tapes of TFP's adjoint, "
+               "vectorized by pfor), and its first derivatives are a known "
+               "bug (zeros)"))),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
@@ -758,6 +763,4 @@ KNOWN_BUGS: dict[str, str] = {
     "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
     "tfp_ode:jit(jacrev)": _ODE_ZEROS,
     "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
-    "tfp_ode:jit(hessian)": _ODE_ZEROS,
-    "tfp_ode:jit(vmap(hessian))": _ODE_ZEROS,
 }
