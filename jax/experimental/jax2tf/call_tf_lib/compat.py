@@ -181,10 +181,17 @@ def hlo_to_module(hlo: bytes) -> ir.Module:
   return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
 
 
-def hlo_to_stablehlo_text(hlo: bytes) -> str:
-  """A serialized HLO module as the text of a StableHLO module."""
+def hlo_to_stablehlo(hlo: bytes) -> bytes:
+  """A serialized HLO module as a StableHLO module, in MLIR bytecode.
+
+  jaxlib from 0.6 converts it directly (no text is printed and parsed
+  again); before, through :func:`hlo_to_module`.
+  """
+  ext = mlir_extension()
+  if hasattr(ext, "hlo_to_stablehlo"):
+    return ext.hlo_to_stablehlo(hlo)
   with mlir.make_ir_context():
-    return str(hlo_to_module(hlo))
+    return mlir.module_to_bytecode(hlo_to_module(hlo))
 
 
 def has_registered_gradient(op_type: str) -> bool:
