@@ -279,7 +279,9 @@ def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   Either way, the two modes are transposes of each other.
 
   The choice is made once per argument signature, on a trace of
-  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`).
+  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`). Custom
+  gradients are recorded as eager TF records them, as in the VJP (see
+  :func:`.compat.custom_gradients_recorded_as_eagerly`).
 
   It takes the arguments and a pytree of their tangents (None where an
   argument has none) and returns the tangents of the floating and complex
@@ -288,7 +290,8 @@ def _tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   exact: dict[Any, bool] = {}
 
   def tf_jvp_fun(args_tf, tangents_tf):
-    with compat.slice_gradient_outside_xla():
+    with (compat.slice_gradient_outside_xla(),
+          compat.custom_gradients_recorded_as_eagerly()):
       return jvp_fun(args_tf, tangents_tf)
 
   def jvp_fun(args_tf, tangents_tf):
