@@ -700,11 +700,4 @@ def all_case_ids() -> list[str]:
 # Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,
 # the strict mark turns that into a failure, and the fix removes the entry.
-_ODE_ZEROS = "TFP ODE Jacobians are zeros (a gradient TF gives as None)"
-KNOWN_BUGS: dict[str, str] = {
-    "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
-    "tfp_ode:jit(jacrev)": _ODE_ZEROS,
-    "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
-    "tfp_ode:jit(hessian)": _ODE_ZEROS,
-    "tfp_ode:jit(vmap(hessian))": _ODE_ZEROS,
-}
+KNOWN_BUGS: dict[str, str] = {}
