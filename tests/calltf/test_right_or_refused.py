@@ -163,6 +163,45 @@ def test_jit_jacfwd_of_cholesky():
   assert_close(jac, jax.jacfwd(jnp.linalg.cholesky)(a), 1e-4)
 
 
+# --- A list that grows: XLA loses the writes beyond its initial size -------
+
+def _growing_list(size):
+  def f(x):
+    n = tf.shape(x)[0]  # three writes
+    ta = tf.TensorArray(tf.float32, size=size, dynamic_size=size == 0)
+
+    def body(i, ta):
+      return i + 1, ta.write(i, tf.reduce_sum(x) * tf.cast(i, tf.float32))
+
+    _, ta = tf.while_loop(lambda i, _: i < n, body, (0, ta))
+    return tf.reduce_sum(ta.stack()) + x
+  return f
+
+
+def test_a_growing_list_under_jit_is_refused():
+  # TF's own tf.function(jit_compile=True) returns 0 + x here: XLA keeps the
+  # list at size 0 and drops the writes. call_tf under jit returned it too.
+  f, x = _growing_list(0), np.ones(3, np.float32)
+  assert_close(call_tf(f)(x), f(tf.constant(x)).numpy())  # eager: TF's
+  xs = np.stack([x, 2 * x])
+  for run, arg in ((jax.jit(call_tf(f)), x),
+                   (jax.jit(jax.vmap(call_tf(f))), xs),
+                   (jax.jit(jax.vmap(call_tf(f, vmap_method="sequential"))),
+                    xs)):
+    with pytest.raises(ValueError, match="dynamic_size=True") as e:
+      run(arg)
+    assert "TensorListSetItem" in str(e.value)
+    assert "dynamic_size=False" in str(e.value)
+
+
+def test_a_list_of_fixed_size_compiles_and_is_right():
+  f, x = _growing_list(3), np.ones(3, np.float32)
+  expected = f(tf.constant(x)).numpy()
+  assert_close(jax.jit(call_tf(f))(x), expected)
+  assert_close(jax.jit(jax.vmap(call_tf(f)))(np.stack([x, 2 * x])),
+               np.stack([expected, _growing_list(3)(tf.constant(2 * x))]))
+
+
 # --- Forward over reverse is finite where TF's own is -----------------------
 
 def _cumulative(x):
