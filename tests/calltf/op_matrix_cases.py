@@ -695,10 +695,9 @@ FAMILIES: tuple[Family, ...] = (
            requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
            heavy=frozenset({"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"}),
            skip=dict.fromkeys(SECOND_ORDER, (
-               "Hessians of the adaptive solve take more than 15 minutes on "
-               "a loaded 2-core machine (TF's tapes of TFP's adjoint, "
-               "vectorized by pfor), and its first derivatives are a known "
-               "bug (zeros)"))),
+               "Hessians of the adaptive solve took more than 15 minutes "
+               "each on a loaded 2-core machine (TF's tapes of TFP's "
+               "adjoint, vectorized by pfor)"))),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
@@ -752,15 +751,4 @@ KNOWN_REFUSALS: dict[str, str] = {
 # Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,
 # the strict mark turns that into a failure, and the fix removes the entry.
-_ODE_ZEROS = (
-    "TFP ODE Jacobians are zeros (a gradient TF gives as None): TFP's "
-    "adjoint gives no gradient of values the ODE function closes over in "
-    "graph mode (a GradientTape in a tf.function returns None; eagerly it "
-    "does not), and call_tf traces in graph mode. Passed as constants= (as "
-    "TFP documents), TF's gradient is right, but XLA cannot compile it (an "
-    "adaptive loop's TensorLists without a size)")
-KNOWN_BUGS: dict[str, str] = {
-    "tfp_ode:jit(vmap(grad))": _ODE_ZEROS,
-    "tfp_ode:jit(jacrev)": _ODE_ZEROS,
-    "tfp_ode:jit(jacfwd)": _ODE_ZEROS,
-}
+KNOWN_BUGS: dict[str, str] = {}

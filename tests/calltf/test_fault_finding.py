@@ -24,12 +24,15 @@ function in `jnp` where it does not (`vmap`, forward mode).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 
 import jax
@@ -231,9 +234,42 @@ def test_a_side_effect_runs_once_per_element_or_refuses(method, jit):
 # --------------------------------------------------------------- threads
 
 
-@pytest.mark.xfail(strict=False, reason="race (flaky, about 1 result in 200): "
-                   "an eager call of one call_tf object from 8 threads "
-                   "sometimes returns a wrong value")
+@contextlib.contextmanager
+def _thread_switches_in(function_name: str) -> Iterator[list[int]]:
+  """Threads started meanwhile yield the GIL at each line of `function_name`.
+
+  Python may switch threads at any of those lines anyway; yielding at every
+  one makes the interleavings that expose a race there likely, not rare.
+
+  Args:
+    function_name: the name of the function's code object.
+
+  Yields:
+    A list with an entry per call of the function seen, so that a test can
+    check that it hooked something.
+  """
+  seen = []
+
+  def on_line(frame, event, arg):
+    del frame, arg
+    if event == "line":
+      time.sleep(0)
+    return on_line
+
+  def on_call(frame, event, arg):
+    del event, arg
+    if frame.f_code.co_name != function_name:
+      return None
+    seen.append(threading.get_ident())
+    return on_line
+
+  threading.settrace(on_call)
+  try:
+    yield seen
+  finally:
+    threading.settrace(None)
+
+
 def test_threads_share_one_call_tf():
   """8 threads call one call_tf object, jitted, eager and under vmap."""
   def f(x):
@@ -256,17 +292,60 @@ def test_threads_share_one_call_tf():
     except Exception as e:  # noqa: BLE001 (reported below)
       errors.append(repr(e))
 
-  threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join()
+  with _thread_switches_in("callable_flat_tf"):
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
   assert not errors, errors
   assert len(results) == 8 * 6 * len(runs)
   for (_, _, name), (arg, got) in results.items():
     expected = (_tf_loop(f, arg) if "vmap" in name
                 else f(tf.constant(arg)).numpy())
     assert_close(got, expected, 1e-5)
+
+
+@pytest.mark.parametrize("vmap_method", [None, "sequential"])
+def test_threads_share_the_kept_trace(vmap_method):
+  """8 threads make eager calls that run the kept trace's flat callable.
+
+  The trace cache keeps one flat callable of `f` per graph, for every
+  `call_tf` of `f`; eager `vmap` of a batch of one and eager "sequential"
+  call it (not a callable of their own), from every thread at once. It
+  returned another thread's results while it kept the results of a call in
+  its closure (1 call in 80 to 240; with threads switching inside it, every
+  run of this test).
+  """
+  def f(x):
+    return tf.tanh(x) * tf.reduce_sum(x)
+  run = jax.vmap(call_tf(f, vmap_method=vmap_method))
+  n = 1 if vmap_method is None else 3
+  base = np.linspace(-1., 1., 3 * n, dtype=np.float32).reshape(n, 3)
+  run(base)  # the first call, which traces, outside threads
+  errors, results = [], {}
+
+  def work(k):
+    try:
+      for i in range(10):
+        xs = base + 0.01 * (10 * k + i)
+        results[(k, i)] = (xs, np.asarray(run(xs)))
+    except Exception as e:  # noqa: BLE001 (reported below)
+      errors.append(repr(e))
+
+  # upstream's name of call_tf's flat callable, which the trace cache keeps
+  with _thread_switches_in("callable_flat_tf") as seen:
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+      t.start()
+    for t in threads:
+      t.join()
+  assert not errors, errors
+  assert len(results) == 8 * 10
+  assert len(seen) >= len(results), "the threads did not call the callable"
+  wrong = [key for key, (xs, got) in results.items()
+           if not np.allclose(got, _tf_loop(f, xs), rtol=1e-5, atol=1e-5)]
+  assert not wrong, f"{len(wrong)} of {len(results)} results wrong: {wrong}"
 
 
 # -------------------------------------------------- Python state of the TF

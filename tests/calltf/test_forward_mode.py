@@ -223,6 +223,24 @@ def test_forward_mode_of_a_tensor_list_loop():
                       jax.hessian(lambda x: f_jnp(x).sum()), x, tol=1e-4)
 
 
+def test_forward_mode_of_a_tensor_list_loop_leaves_eager_tf_usable():
+  # The accumulator's failed trace of tf.map_fn left the caching device
+  # map_fn sets on TF's variable scope, which graphs share with eager TF:
+  # every later eager tf.compat.v1.variable_scope (TF Probability's ODE
+  # solvers enter one) raised "Caching devices is not yet supported when
+  # eager execution is enabled".
+  scope = tf.compat.v1.get_variable_scope()
+  before = scope.caching_device
+  f_tf = lambda x: tf.map_fn(lambda r: tf.sin(r) * r, x)
+  x = randn(3)
+  jax.jvp(call_tf(f_tf), (x,), (x,))
+  jax.jit(lambda x: jax.jvp(call_tf(f_tf), (x,), (x,)))(x)
+  assert scope.caching_device is before
+  if before is None:
+    with tf.compat.v1.variable_scope(scope, use_resource=True):
+      pass
+
+
 def test_hessian_of_a_tensor_list_loop_fails_to_vectorize_clearly():
   # pfor's converter for the VJP's TensorList loop raises a TypeError of its
   # own under jit(hessian); that is a failure to vectorize like any other:

@@ -176,6 +176,45 @@ def test_jit_jacfwd_of_cholesky():
   assert_close(jac, jax.jacfwd(jnp.linalg.cholesky)(a), 1e-4)
 
 
+# --- A list that grows: XLA loses the writes beyond its initial size -------
+
+def _growing_list(size):
+  def f(x):
+    n = tf.shape(x)[0]  # three writes
+    ta = tf.TensorArray(tf.float32, size=size, dynamic_size=size == 0)
+
+    def body(i, ta):
+      return i + 1, ta.write(i, tf.reduce_sum(x) * tf.cast(i, tf.float32))
+
+    _, ta = tf.while_loop(lambda i, _: i < n, body, (0, ta))
+    return tf.reduce_sum(ta.stack()) + x
+  return f
+
+
+def test_a_growing_list_under_jit_is_refused():
+  # TF's own tf.function(jit_compile=True) returns 0 + x here: XLA keeps the
+  # list at size 0 and drops the writes. call_tf under jit returned it too.
+  f, x = _growing_list(0), np.ones(3, np.float32)
+  assert_close(call_tf(f)(x), f(tf.constant(x)).numpy())  # eager: TF's
+  xs = np.stack([x, 2 * x])
+  for run, arg in ((jax.jit(call_tf(f)), x),
+                   (jax.jit(jax.vmap(call_tf(f))), xs),
+                   (jax.jit(jax.vmap(call_tf(f, vmap_method="sequential"))),
+                    xs)):
+    with pytest.raises(ValueError, match="dynamic_size=True") as e:
+      run(arg)
+    assert "TensorListSetItem" in str(e.value)
+    assert "dynamic_size=False" in str(e.value)
+
+
+def test_a_list_of_fixed_size_compiles_and_is_right():
+  f, x = _growing_list(3), np.ones(3, np.float32)
+  expected = f(tf.constant(x)).numpy()
+  assert_close(jax.jit(call_tf(f))(x), expected)
+  assert_close(jax.jit(jax.vmap(call_tf(f)))(np.stack([x, 2 * x])),
+               np.stack([expected, _growing_list(3)(tf.constant(2 * x))]))
+
+
 # --- Forward over reverse is finite where TF's own is -----------------------
 
 def _cumulative(x):
@@ -196,6 +235,169 @@ def test_jvp_of_grad_through_cumulative_logsumexp(jit):
   jvp = lambda f: (lambda x, t: jax.jvp(jax.grad(loss(f)), (x,), (t,))[1])
   got = (jax.jit if jit else (lambda f: f))(jvp(call_tf(_cumulative)))(x, t)
   assert_close(got, jvp(_cumulative_jnp)(x, t), 1e-4)
+
+
+# --- A custom gradient's captured tensors: eager TF's gradient, not zero ----
+# A tf.custom_gradient function whose result depends on the argument only
+# through a tensor it captures (TF Probability's ODE solvers: the adjoint
+# method, with the parameters closed over by `ode_fn`). TF's graph-mode
+# gradient gave None there, which call_tf made zero wherever it traces the
+# VJP (jacrev, jacfwd, vmap of grad, hessian, eagerly and under jit); eager
+# TF (tape.jacobian) differentiates the ops the function ran.
+
+C3 = np.array([1., 2., 3.], np.float32)
+T3 = np.array([.3, -1.2, .8], np.float32)
+TS = np.stack([T3, T3 / 2., -T3])
+
+
+def _closes_over(x):
+  a = tf.sin(x) * x  # captured by the custom-gradient function
+
+  @tf.custom_gradient
+  def scaled(y):
+    return a * y, lambda dy: dy * a
+
+  return scaled(tf.constant(C3))
+
+
+def _closes_over_in_a_loop(x):
+  # As the ODE solvers: a while loop of the captured parameter, with a
+  # custom gradient with respect to the initial state.
+  a = tf.exp(x)
+
+  @tf.custom_gradient
+  def euler(y0):
+    _, y = tf.while_loop(lambda i, y: i < 5,
+                         lambda i, y: (i + 1, y - .1 * a * y), (0, y0),
+                         maximum_iterations=5)
+    return y, lambda dy: dy * (1. - .1 * a) ** 5
+
+  return euler(tf.constant(C3))
+
+
+def _energy(f):
+  return lambda x: tf.reduce_sum(f(x) ** 2)
+
+
+_maybe_jit = {False: lambda f: f, True: jax.jit}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("f", [_closes_over, _closes_over_in_a_loop])
+@pytest.mark.parametrize("transform", ["jacrev", "jacfwd"])
+def test_jacobian_through_tensors_a_custom_gradient_captures(transform, f,
+                                                             jit):
+  jac = _maybe_jit[jit](getattr(jax, transform)(call_tf(f)))(T3)
+  expected = _tf_jacobian(f, T3)
+  assert np.all(np.diag(expected) != 0.)  # the test could not fail on zeros
+  assert_close(jac, expected, 1e-5)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_hessian_through_tensors_a_custom_gradient_captures(jit):
+  f = _energy(_closes_over)
+  hess = _maybe_jit[jit](jax.hessian(call_tf(f)))(T3)
+  assert_close(hess, _tf_hessian(f, T3), 1e-4)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_vmap_grad_and_hessian_through_tensors_a_custom_gradient_captures(
+    jit):
+  f = _energy(_closes_over)
+  grads = _maybe_jit[jit](jax.vmap(jax.grad(call_tf(f))))(TS)
+  assert_close(grads, np.stack([_tf_jacobian(f, x) for x in TS]), 1e-5)
+  hess = _maybe_jit[jit](jax.vmap(jax.hessian(call_tf(f))))(TS)
+  assert_close(hess, np.stack([_tf_hessian(f, x) for x in TS]), 1e-4)
+
+
+def test_jit_vmap_grad_through_tensors_captured_in_a_loop():
+  f = _energy(_closes_over_in_a_loop)
+  grads = jax.jit(jax.vmap(jax.grad(call_tf(f))))(TS)
+  assert_close(grads, np.stack([_tf_jacobian(f, x) for x in TS]), 1e-5)
+
+
+def test_a_custom_gradient_of_a_differentiated_argument_still_applies():
+  # Where the function's argument is differentiated, TF records the custom
+  # gradient in both modes: a gradient 3 dy, not the identity's 1.
+  def f(x):
+    @tf.custom_gradient
+    def triple_grad(y):
+      return tf.identity(y), lambda dy: 3. * dy
+    return triple_grad(tf.sin(x))
+
+  expected = _tf_jacobian(f, T3)
+  assert_close(expected, np.diag(3. * np.cos(T3)), 1e-6)
+  for jac in (jax.jacrev, jax.jacfwd):
+    assert_close(jax.jit(jac(call_tf(f)))(T3), expected, 1e-6)
+
+
+def test_graph_mode_custom_gradients_are_tfs_outside_call_tf():
+  # call_tf records custom gradients as eager TF does only while it traces
+  # its own derivatives: a tf.function elsewhere keeps TF's gradient (None).
+  jax.jacrev(call_tf(_closes_over))(T3)
+
+  @tf.function(autograph=False)
+  def tf_gradient(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = _closes_over(x)
+    return tape.gradient(y, x)
+
+  assert tf_gradient(tf.constant(T3)) is None
+
+
+def _tfp_ode():
+  """The states at t = .5, 1 of y' = A(theta) y, solved by TF Probability."""
+  tfp = pytest.importorskip("tensorflow_probability")
+  y0 = tf.constant([1., .5])
+
+  def f(theta):
+    a = tf.reshape(tf.stack([-theta[0], 1., 0., -theta[1]]), [2, 2])
+    solver = tfp.math.ode.DormandPrince(rtol=1e-6, atol=1e-8)
+    return solver.solve(lambda t, y: tf.linalg.matvec(a, y), 0., y0,
+                        solution_times=[.5, 1.]).states
+  return f
+
+
+THETA = np.array([.7, 1.3], np.float32)
+
+
+def _right_or_refused(compute, expected, tol, errors, *names):
+  """`compute()` is `expected`, or raises one of `errors` naming `names`."""
+  try:
+    got = compute()
+  except errors as e:
+    assert all(n in str(e) for n in names), e
+  else:
+    assert_close(got, expected, tol)
+
+
+def test_tfp_ode_jacobian_eagerly_right_or_refused():
+  # Was: zeros, for jacrev and jacfwd.
+  f = _tfp_ode()
+  expected = _tf_jacobian(f, THETA)
+  assert np.abs(expected).max() > .1
+  for transform in (jax.jacrev, jax.jacfwd):
+    # pfor vectorizes neither the gradient of the solver's while loop nor
+    # its gradient's gradient today: refused, naming the op and the loop,
+    # which works.
+    _right_or_refused(lambda: transform(call_tf(f))(THETA), expected, 2e-3,
+                      call_tf_errors.CallTfVectorizationError,
+                      "StatelessWhile", "vmap_method='sequential'")
+    jac = transform(call_tf(f, vmap_method="sequential"))(THETA)
+    assert_close(jac, expected, 2e-3)
+  grad = jax.grad(lambda x: jnp.sum(call_tf(f)(x)))(THETA)
+  assert_close(grad, expected.sum((0, 1)), 2e-3)
+
+
+def test_tfp_ode_jacobian_under_jit_right_or_refused():
+  # Was: zeros. XLA cannot compile the gradient of the solver's while loop,
+  # whose number of steps is not bounded.
+  f = _tfp_ode()
+  expected = _tf_jacobian(f, THETA)
+  _right_or_refused(lambda: jax.jit(jax.jacrev(call_tf(f)))(THETA), expected,
+                    2e-3, (call_tf_errors.CallTfVectorizationError,
+                           ValueError), "StatelessWhile")
 
 
 # --- One convention for complex derivatives ---------------------------------

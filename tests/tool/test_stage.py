@@ -246,11 +246,13 @@ def test_every_commit_has_the_overlay_modules_it_imports(staged):
       text = _git(repo, "show", f"{commit}:{path}")
       names = re.findall(
           r"from jax\.experimental\.jax2tf import (call_tf_\w+)", text)
-      names += [f"call_tf_lib/{m}" for m in re.findall(
-          r"from jax\.experimental\.jax2tf\.call_tf_lib import (\w+)", text)]
-      # call_tf.py reaches the package's modules as call_tf_lib.<module>.
-      names += [f"call_tf_lib/{m}" for m in re.findall(
-          r"\bcall_tf_lib\.([a-z_]\w*)\.", text)]
+      names += [f"{package.replace('.', '/')}/{m}" for package, m in re.findall(
+          r"from jax\.experimental\.jax2tf\.(call_tf_lib(?:\.\w+)*) "
+          r"import (\w+)", text)]
+      # call_tf.py reaches the package's modules as attribute chains,
+      # call_tf_lib.<subpackage>.<module>.<name>.
+      names += [chain.replace(".", "/") for chain in re.findall(
+          r"\b(call_tf_lib(?:\.[a-z_]\w*)+)\.", text)]
       for module in names:
         assert (f"jax/experimental/jax2tf/{module}.py" in files
                 or f"jax/experimental/jax2tf/{module}/__init__.py" in files), (

@@ -181,10 +181,17 @@ def hlo_to_module(hlo: bytes) -> ir.Module:
   return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
 
 
-def hlo_to_stablehlo_text(hlo: bytes) -> str:
-  """A serialized HLO module as the text of a StableHLO module."""
+def hlo_to_stablehlo(hlo: bytes) -> bytes:
+  """A serialized HLO module as a StableHLO module, in MLIR bytecode.
+
+  jaxlib from 0.6 converts it directly (no text is printed and parsed
+  again); before, through :func:`hlo_to_module`.
+  """
+  ext = mlir_extension()
+  if hasattr(ext, "hlo_to_stablehlo"):
+    return ext.hlo_to_stablehlo(hlo)
   with mlir.make_ir_context():
-    return str(hlo_to_module(hlo))
+    return mlir.module_to_bytecode(hlo_to_module(hlo))
 
 
 def has_registered_gradient(op_type: str) -> bool:
@@ -475,6 +482,156 @@ def slice_gradient_outside_xla() -> Iterator[None]:
         entry["type"] = entry["type"].original
 
 
+class _RecordAsEagerly:
+  """TF's ``record`` module, as ``tf.custom_gradient`` sees it.
+
+  While :func:`custom_gradients_recorded_as_eagerly` lasts in a thread, the
+  gradient of a ``tf.custom_gradient`` function built in graph mode is
+  recorded as eager TF records it; otherwise, and in other threads, this is
+  TF's module.
+  """
+
+  def __init__(self, module: Any):
+    self._module = module
+
+  def __getattr__(self, name: str) -> Any:
+    return getattr(self._module, name)
+
+  def record_operation(self, op_type: Any, output_tensors: Any,
+                       input_tensors: Any, backward_function: Any,
+                       *args: Any, **kwargs: Any) -> Any:
+    if getattr(_EAGER_RULE, "depth", 0):
+      nr_results = _custom_gradient_result_count(backward_function)
+      if nr_results is not None:
+        input_tensors = list(input_tensors)[nr_results:]
+        graph_backward_function = backward_function
+
+        def backward_function(*output_gradients: Any) -> Any:
+          return graph_backward_function(*output_gradients)[nr_results:]
+    return self._module.record_operation(op_type, output_tensors,
+                                         input_tensors, backward_function,
+                                         *args, **kwargs)
+
+
+def _custom_gradient_result_count(backward_function: Any) -> int | None:
+  """How many results a graph-mode custom gradient records, else None.
+
+  TF's graph-mode decorator records ``results + args + variables`` as the
+  inputs of its op, and its backward function (``tape_grad_fn``) has the
+  number of results in its closure; eager TF's (``actual_grad_fn``) does
+  not: None.
+
+  Raises:
+    InternalsChangedError: a graph-mode custom gradient's backward function
+      does not have it (TF changed the decorator): its gradient could be
+      silently lost.
+  """
+  code = getattr(backward_function, "__code__", None)
+  names = code.co_freevars if code is not None else ()
+  if "flat_result_len" in names:
+    value = backward_function.__closure__[
+        names.index("flat_result_len")].cell_contents
+    if isinstance(value, int):
+      return value
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if tf.executing_eagerly():
+    return None
+  raise _changed(
+      "the closure of tf.custom_gradient's graph-mode backward function "
+      "(tape_grad_fn's flat_result_len)",
+      "call_tf cannot differentiate a tf.custom_gradient function whose "
+      "results depend on the differentiated arguments through tensors it "
+      "captures, where TensorFlow's graph-mode gradient drops that "
+      "dependence")
+
+
+_EAGER_RULE = threading.local()
+_RECORD_PROXY_LOCK = threading.Lock()
+
+
+def _custom_gradient_module() -> Any | None:
+  try:
+    from tensorflow.python.ops import custom_gradient  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  record = getattr(custom_gradient, "record", None)
+  return (custom_gradient
+          if callable(getattr(record, "record_operation", None)) else None)
+
+
+@contextlib.contextmanager
+def custom_gradients_recorded_as_eagerly() -> Iterator[None]:
+  """While it lasts, graph-mode ``tf.custom_gradient``\\s record as eager ones.
+
+  Eager TF records a ``tf.custom_gradient`` function's gradient on a tape
+  with the function's arguments and the variables it uses as the inputs.
+  Graph-mode TF (a ``tf.function``, pfor's trace, XLA: every gradient
+  call_tf computes except the eager unbatched VJP) records it with the
+  function's *results* as inputs too, and gives the results no gradient.
+  The two differ where a result depends on a watched tensor only through a
+  tensor the function captures, not through its arguments or variables
+  (TF Probability's ODE solvers use ``tf.custom_gradient``, the adjoint
+  method, and an ``ode_fn`` usually closes over the parameters): eager TF
+  does not record the custom gradient and differentiates the ops the
+  function ran (``tape.jacobian`` and finite differences agree); graph-mode
+  TF records it, and the dependence is lost: None, which call_tf's VJP
+  made a zero derivative (``jacrev``, ``jacfwd``, ``vmap`` of ``grad``,
+  ``hessian``: all zero, where the eager ``jax.grad`` was right).
+
+  So, in the thread that enters this, a graph-mode custom gradient is
+  recorded with the inputs eager TF records: each tape and forward
+  accumulator records it, by TF's own rule, only if it watches one of the
+  function's arguments or variables, and then with the gradients TF gives
+  them in either mode (the results' are None in graph mode, and are left
+  out with them). Where it records, both modes leave out a dependence
+  through a captured tensor, as TF does. Other threads see TF's module.
+
+  Raises:
+    InternalsChangedError: (on use) a graph-mode custom gradient's backward
+      function is not the one this module reads.
+  """
+  module = _custom_gradient_module()
+  if module is not None and not isinstance(module.record, _RecordAsEagerly):
+    with _RECORD_PROXY_LOCK:
+      if not isinstance(module.record, _RecordAsEagerly):
+        module.record = _RecordAsEagerly(module.record)
+  _EAGER_RULE.depth = getattr(_EAGER_RULE, "depth", 0) + 1
+  try:
+    yield
+  finally:
+    _EAGER_RULE.depth -= 1
+
+
+def _custom_gradients_record_as_eagerly() -> bool:
+  """Whether :func:`custom_gradients_recorded_as_eagerly` takes effect.
+
+  A graph-mode gradient, with it, of a custom-gradient function whose
+  result depends on the argument only through a tensor it captures: eager
+  TF's (2), where TF's graph mode gives None.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  def vjp(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      captured = 2. * x
+
+      @tf.custom_gradient
+      def times_captured(y):
+        return captured * y, lambda dy: dy * captured
+
+      y = times_captured(tf.constant(1.))
+    return tape.gradient(y, x)
+
+  try:
+    with custom_gradients_recorded_as_eagerly():
+      graph = tf.function(vjp, autograph=False).get_concrete_function(
+          tf.TensorSpec((), tf.float32)).graph
+  except InternalsChangedError:
+    return False
+  return bool(graph.outputs) and graph.outputs[0].dtype == tf.float32
+
+
 def set_stack_traces(ops: Sequence[Any]) -> None:
   """Gives ops without a stack trace the current one, as op creation does.
 
@@ -675,6 +832,9 @@ def check() -> list[str]:
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
        "tensorflow ops._gradient_registry.lookup")
+  need(_custom_gradients_record_as_eagerly(),
+       "tensorflow custom_gradient.record.record_operation, called with "
+       "tape_grad_fn (closing over flat_result_len) in graph mode")
   from tensorflow.python.saved_model import function_deserialization  # pylint: disable=g-import-not-at-top
   need(function_deserialization.__name__ == _SAVED_MODEL_LOADER
        and hasattr(function_deserialization, "_gen_gradient_func"),

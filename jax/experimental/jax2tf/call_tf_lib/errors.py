@@ -57,6 +57,10 @@ class CallTfStatefulFunctionError(ValueError):
   """A TF function with side effects where ``call_tf`` cannot run them."""
 
 
+class CallTfCompileError(ValueError):
+  """A TF function that XLA would compile into one that computes otherwise."""
+
+
 class CallTfDerivativeError(ValueError):
   """A derivative of ``call_tf`` that TensorFlow cannot compute.
 
@@ -412,3 +416,17 @@ def vmap_method_error(vmap_method: Any, methods: Sequence[str | None]
   return ValueError(
       f"call_tf got vmap_method={vmap_method!r}; it must be one of "
       + ", ".join(repr(m) for m in methods) + ".")
+
+
+def growing_list_error(node_name: str) -> CallTfCompileError:
+  """A ``TensorArray`` with ``dynamic_size=True``, to compile with XLA."""
+  return CallTfCompileError(
+      "call_tf under jax.jit (or another staging transformation) compiles "
+      "the TensorFlow function with XLA, but the function has "
+      f"{describe_op('TensorListSetItem', node_name)} that grows its list "
+      "(a tf.TensorArray with dynamic_size=True): XLA keeps the list at its "
+      "initial size and loses the writes beyond it, so the results would be "
+      "wrong (TensorFlow's own tf.function(jit_compile=True) returns them). "
+      "Give the TensorArray the size it reaches (size=n, "
+      "dynamic_size=False), or call the function outside jax.jit, where "
+      "call_tf runs it in TF eager mode.")

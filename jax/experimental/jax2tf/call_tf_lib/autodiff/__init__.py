@@ -20,6 +20,6 @@
   transpose.
 """
 
-from jax.experimental.jax2tf.call_tf_lib import lazy_submodules
+from jax.experimental.jax2tf import call_tf_lib
 
-__getattr__ = lazy_submodules(__name__)
+__getattr__ = call_tf_lib.lazy_submodules(__name__)

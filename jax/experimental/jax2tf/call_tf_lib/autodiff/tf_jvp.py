@@ -98,6 +98,13 @@ def _accumulator_is_exact(callable_tf: Callable[..., Any],
         for o in outs if o.dtype.is_floating]
 
   specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat_args]
+  # A trace that fails in a tf.map_fn leaves the caching device map_fn sets
+  # on the variable scope, which graphs share with eager TF: every eager
+  # tf.compat.v1.variable_scope (TF Probability's ODE solvers) then failed
+  # ("Caching devices is not yet supported when eager execution is
+  # enabled").
+  scope = tf.compat.v1.get_variable_scope()
+  caching_device = scope.caching_device
   try:
     concrete = tf.function(probe, autograph=False, jit_compile=True
                            ).get_concrete_function(
@@ -105,6 +112,10 @@ def _accumulator_is_exact(callable_tf: Callable[..., Any],
   except Exception:  # pylint: disable=broad-except
     # The double VJP then differentiates it, or raises the function's error.
     return False
+  finally:
+    if scope.caching_device is not caching_device:
+      with tf.Graph().as_default():  # TF sets it only outside eager mode
+        scope.set_caching_device(caching_device)
   return not gradient_override_ops(concrete.graph)
 
 
@@ -129,7 +140,9 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   Either way, the two modes are transposes of each other.
 
   The choice is made once per argument signature, on a trace of
-  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`).
+  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`). Custom
+  gradients are recorded as eager TF records them, as in the VJP (see
+  :func:`.compat.custom_gradients_recorded_as_eagerly`).
 
   It takes the arguments and a pytree of their tangents (None where an
   argument has none) and returns the tangents of the floating and complex
@@ -138,7 +151,8 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   exact: dict[Any, bool] = {}
 
   def tf_jvp_fun(args_tf, tangents_tf):
-    with compat.slice_gradient_outside_xla():
+    with (compat.slice_gradient_outside_xla(),
+          compat.custom_gradients_recorded_as_eagerly()):
       try:
         return jvp_fun(args_tf, tangents_tf)
       except LookupError as e:

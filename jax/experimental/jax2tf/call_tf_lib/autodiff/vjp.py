@@ -89,12 +89,18 @@ def vjp_call_key(vjp_args: dict[str, Any]) -> Any:
 
 
 def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
-  """The VJP's TF function, its gradients built as outside XLA.
+  """The VJP's TF function, its gradients built as outside XLA and eagerly.
 
   ``call_tf`` traces it for XLA, where TF's gradient of ``Slice`` is an
   ``XlaDynamicUpdateSlice``, which has neither a gradient (``jax.hessian``
   differentiates the VJP) nor a pfor converter (``jax.jacrev`` vectorizes
-  it); see :func:`.compat.slice_gradient_outside_xla`.
+  it); see :func:`.compat.slice_gradient_outside_xla`. And traced (under
+  ``jit``, ``vmap``, ``jacrev``), it is TF's graph-mode gradient, which
+  loses what a ``tf.custom_gradient``'s results owe to the tensors the
+  function captures (the parameters of a TF Probability ODE solve: a zero
+  Jacobian) where eager TF differentiates them; it records custom
+  gradients as eager TF does, see
+  :func:`.compat.custom_gradients_recorded_as_eagerly`.
 
   Args:
     tf_vjp_fun: ``call_tf``'s VJP, ``(args, cotangents) -> cotangents``.
@@ -104,7 +110,8 @@ def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
   """
   @functools.wraps(tf_vjp_fun)
   def vjp_fun(*args: Any) -> Any:
-    with compat.slice_gradient_outside_xla():
+    with (compat.slice_gradient_outside_xla(),
+          compat.custom_gradients_recorded_as_eagerly()):
       return tf_vjp_fun(*args)
   return vjp_fun
 

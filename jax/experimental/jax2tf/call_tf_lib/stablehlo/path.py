@@ -52,7 +52,6 @@ from typing import Any
 import jax
 from jax._src import config
 from jax._src import core
-from jax._src.lib import _jax
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
@@ -186,7 +185,7 @@ def _has_while(jaxpr: Any) -> bool:
              for eqn in jaxpr.eqns)
 
 
-def _parse(module: str) -> Any | str:
+def _parse(module: str | bytes) -> Any | str:
   """The interpreted module, or why there is none (for the debug log)."""
   try:
     program = to_jax.parse(module)
@@ -214,7 +213,7 @@ def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
   except Exception as e:  # pylint: disable=broad-except
     return (f"XLA cannot compile it ({type(e).__name__}: "
             f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-  module = compat.hlo_to_stablehlo_text(hlo)
+  module = compat.hlo_to_stablehlo(hlo)
   found = _parse(module)
   if isinstance(found, str):
     return found
@@ -343,7 +342,7 @@ def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
     per value the function captures (see :func:`captured_values`).
   """
   hlo = compile_lib.compile_to_hlo(function_flat_tf, tuple(specs), platform)
-  return _jax.mlir.hlo_to_stablehlo(hlo)
+  return compat.hlo_to_stablehlo(hlo)
 
 
 def captured_values(function_flat_tf: Any, specs: Sequence[Any]

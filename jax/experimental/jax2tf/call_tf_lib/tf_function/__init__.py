@@ -23,6 +23,6 @@
 * :mod:`.graph_call`: the ``call_tf_graph=True`` custom call.
 """
 
-from jax.experimental.jax2tf.call_tf_lib import lazy_submodules
+from jax.experimental.jax2tf import call_tf_lib
 
-__getattr__ = lazy_submodules(__name__)
+__getattr__ = call_tf_lib.lazy_submodules(__name__)

@@ -131,6 +131,36 @@ def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
     raise errors.variable_write_under_jit_error(*writes[0])
 
 
+def _check_no_growing_lists(graph: Any) -> None:
+  """Raises for a list that grows, which XLA compiles into a wrong one.
+
+  A ``tf.TensorArray(..., dynamic_size=True)`` (a ``TensorListSetItem``
+  that may resize its list) compiles with XLA into a list of its initial
+  size whose writes beyond it are lost: TensorFlow's own
+  ``tf.function(jit_compile=True)`` returns other values than TensorFlow
+  does (measured: a loop of three writes into a list of initial size 0
+  gives zeros). A wrong number is never an answer: the call is refused.
+
+  Args:
+    graph: the graph of the function to compile (with the functions it
+      calls).
+
+  Raises:
+    errors.CallTfCompileError: naming the op.
+  """
+  for op in graph_lib.graph_ops(graph):
+    if op.type == "TensorListSetItem" and _attr(
+        op, "resize_if_index_out_of_bounds", False):
+      raise errors.growing_list_error(op.name)
+
+
+def _attr(op: Any, name: str, default: Any) -> Any:
+  try:
+    return op.get_attr(name)
+  except ValueError:
+    return default
+
+
 @functools.lru_cache(maxsize=256)
 def _compile_eager_cached(function_flat_tf: Any,
                           specs: tuple[tf.TensorSpec, ...],
@@ -139,6 +169,7 @@ def _compile_eager_cached(function_flat_tf: Any,
   # The scan abstract evaluation made (cached): the graph is walked once.
   _check_no_variable_writes(
       effects.function_side_effect_ops(function_flat_tf, specs))
+  _check_no_growing_lists(concrete_fn.graph)
   with jax2tf_internal.inside_call_tf():
     return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
 
@@ -173,4 +204,5 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
   concrete_fn = graph_lib.concrete_function(function_flat_tf, specs)
   with jax2tf_internal.inside_call_tf():
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
+    _check_no_growing_lists(concrete_fn.graph)
     return _compile_graph_mode(concrete_fn, specs, platform)

@@ -113,7 +113,10 @@ class TraceCache:
       arguments: the function runs as Python now, as upstream's does).
       Otherwise the function is traced now, as the call's abstract
       evaluation would, and the triple kept for the same graph is returned
-      if there is one; else this call's own, kept.
+      if there is one; else this call's own, kept. A kept callable is then
+      called by every call that reuses it, eagerly too (``jax.vmap`` of a
+      batch of one, ``"sequential"``), from any thread: it keeps nothing of
+      a call (patch 0010 makes upstream's ``res_tf_flat`` its local).
     """
     own = (callable_flat_tf, function_flat_tf, res_treedef)
     if not any(isinstance(a, core.Tracer) for a in args_flat):
