@@ -745,6 +745,13 @@ KNOWN_REFUSALS: dict[str, str] = {
     "resize_nearest": (
         "XLA has no kernel for ResizeNearestNeighborGrad (reverse mode under "
         "jit), and TF registers no gradient of it (forward mode, eager)"),
+    "tfp_ode": (
+        "TF's gradient of the adaptive solve (TFP's adjoint: a while loop "
+        "whose trip count depends on the data, with TensorLists without a "
+        "size) is compiled by XLA with no method (sequential too: 'Error "
+        "compiling TensorFlow function', XLA asking for a fixed tensor "
+        "list size), and pfor cannot vectorize it (StatelessWhile, "
+        "TensorListPushBack, named); eagerly the derivatives run"),
 }
 
 
