@@ -311,14 +311,9 @@ def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
     expected = (tf_hessian(lj_tf, x[0]) if transform == "hessian"
                 else tf_jacobian(lj_tf, x[0]))
   assert_close(got, expected, 2e-4)
-  assert seen[1] == 0, seen  # no pfor
-  # One trace of the TF function and nothing from TF's autodiff. Known:
-  # custom_jvp traces the call for its primal and its JVP rule traces it
-  # again, and with the trace rule (the function is traced whenever JAX
-  # traces the call) f's Python runs twice; reverse mode then still
-  # transposes with a TF tape.
-  if seen != (1, 0, 0, 0):
-    pytest.xfail(f"known: (f runs, pfor, tapes, accumulators) = {seen}")
+  # One trace of the TF function (f's Python runs once), no pfor, and
+  # nothing from TF's autodiff: reverse mode is JAX's transpose of the module.
+  assert seen == (1, 0, 0, 0), seen
 
 
 def test_reverse_mode_matches_the_gradient_tape(counts):
@@ -341,8 +336,7 @@ def test_reverse_mode_matches_the_gradient_tape(counts):
     total = a + tf.reduce_sum(b * tf.range(4.))
   expected = tuple(g.numpy() for g in tape.gradient(total, [xt, wt]))
   assert_close(got, expected, 1e-5)
-  if tapes != 0:  # JAX's transpose of the module was expected
-    pytest.xfail(f"known: {tapes} TF tape(s) in reverse mode under jit")
+  assert tapes == 0, tapes  # JAX's transpose of the module, no TF tape
 
 
 def _stop(x):

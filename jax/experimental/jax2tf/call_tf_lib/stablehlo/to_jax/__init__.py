@@ -228,6 +228,7 @@ def parse(module: str | bytes) -> Program:
     funcs, main = _ir.read_module(module)
   except _ir.UnreadableModule as e:
     raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
+  funcs = _ir.without_identity_converts(funcs)
   compiler = _interpret.Compiler(funcs, _rules.RULES)
   body = compiler.func(main)
   return Program(body, funcs[main].result_types, compiler.unsupported,

@@ -322,6 +322,52 @@ class _Reader:
     return {"value": _dense_from_text(operation.get_asm(), ty)}
 
 
+def without_identity_converts(funcs: dict[str, Func]) -> dict[str, Func]:
+  """The functions with each ``convert`` to its own operand's type removed.
+
+  Such a ``convert`` is the identity (XLA's simplifier removes it too);
+  tf2xla puts one around the operands and results of every reduction. Its
+  uses read its operand instead, so that a constant stays a constant: the
+  initial value of a sum reaches ``lax.reduce`` as the NumPy zero it is,
+  which lax then expresses as ``reduce_sum``, a primitive JAX can transpose
+  (a ``reduce`` with a traced initial value it cannot).
+
+  Args:
+    funcs: the functions of a module, as :func:`read_module` gives them.
+
+  Returns:
+    The same functions, rebuilt where a ``convert`` was removed.
+  """
+  alias: dict[int, int] = {}
+
+  def find(v: int) -> int:
+    while v in alias:
+      v = alias[v]
+    return v
+
+  def block(b: Block) -> Block:
+    ops = []
+    for op in b.ops:
+      if (op.name == "stablehlo.convert" and len(op.operands) == 1
+          and op.operand_types == op.result_types):
+        alias[op.results[0]] = find(op.operands[0])
+        continue
+      operands = tuple(find(v) for v in op.operands)
+      regions = tuple(block(r) for r in op.regions)
+      if operands != op.operands or any(
+          r is not s for r, s in zip(regions, op.regions)):
+        op = dataclasses.replace(op, operands=operands, regions=regions)
+      ops.append(op)
+    returns = tuple(find(v) for v in b.returns)
+    if len(ops) == len(b.ops) and returns == b.returns and all(
+        o is p for o, p in zip(ops, b.ops)):
+      return b
+    return dataclasses.replace(b, ops=tuple(ops), returns=returns)
+
+  return {name: dataclasses.replace(f, body=block(f.body))
+          for name, f in funcs.items()}
+
+
 def read_module(module: str | bytes) -> tuple[dict[str, Func], str]:
   """Copies the functions of a StableHLO module (text or bytecode).
 
