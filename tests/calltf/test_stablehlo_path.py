@@ -316,6 +316,41 @@ def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
   assert seen == (1, 0, 0, 0), seen
 
 
+@pytest.mark.parametrize("transform", ["grad_of_jit", "hessian_of_jit",
+                                       "grad_of_checkpoint", "grad_of_scan"])
+def test_a_call_differentiated_after_its_trace_is_traced_once(counts,
+                                                              transform):
+  # JAX traces the call into a jaxpr first (jit, checkpoint, scan), then
+  # differentiates the jaxpr: the JVP rule reads the call's own TF trace.
+  runs = []
+
+  def f_tf(x):
+    runs.append(1)
+    return lj_tf(x)
+
+  f = call_tf(f_tf)
+  x = lattice(3)
+
+  def total(xs):  # one call in the body of a scan
+    return jax.lax.scan(lambda c, a: (c + f(a), None), np.float32(0.), xs)[0]
+
+  got = {"grad_of_jit": lambda: jax.grad(jax.jit(f))(x[0]),
+         "hessian_of_jit": lambda: jax.hessian(jax.jit(f))(x[0]),
+         "grad_of_checkpoint": lambda: jax.jit(jax.grad(jax.checkpoint(f)))(
+             x[0]),
+         "grad_of_scan": lambda: jax.jit(jax.grad(total))(x)}[transform]()
+  seen = (len(runs), counts["pfor"], counts["tape"], counts["accumulator"])
+  # (The references use TF's autodiff and pfor.)
+  if transform == "hessian_of_jit":
+    expected = tf_hessian(lj_tf, x[0])
+  elif transform == "grad_of_scan":
+    expected = np.stack([tf_jacobian(lj_tf, a) for a in x])
+  else:
+    expected = tf_jacobian(lj_tf, x[0])
+  assert_close(got, expected, 2e-4)
+  assert seen == (1, 0, 0, 0), seen
+
+
 def test_reverse_mode_matches_the_gradient_tape(counts):
   def f_tf(x, w):
     return tf.reduce_sum(tf.tanh(tf.linalg.matvec(w, x)) ** 2), tf.sin(x)
