@@ -809,6 +809,9 @@ def test_ops_without_an_exact_rule_are_named(body, name):
   }}""")
   prog = s2j.parse(text)
   assert prog.unsupported == (name,)
+  # The reason quotes the op's assembly (printed only for such modules).
+  assert name.split()[0] in prog.reasons[name].split("(in: ", 1)[1], (
+      prog.reasons)
   with pytest.raises(s2j.UnsupportedOps, match=name) as e:
     prog(np.eye(2, dtype=np.float32))
   assert e.value.ops == (name,)
