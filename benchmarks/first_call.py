@@ -20,7 +20,14 @@ Jacobian workload): build, trace, lower, XLA compile, run. Native JAX,
 the fork's ``call_tf``, tf2jax and TensorFlow's own ``tf.vectorized_map``
 (``batch_jacobian`` for a Jacobian) in a ``tf.function(jit_compile=True)``
 alternate, repeat after repeat, so that "fork minus native" compares
-neighbours in time.
+neighbours in time, and each repeat gives a paired ratio (the fork over the
+faster of native and tf2jax in that repeat).
+
+The cases of :data:`TRANSFORMED` time the first call of one transformation
+of an 8-atom Lennard-Jones energy (``lj8``): ``jax.jit`` of ``vmap`` (N
+examples), ``jacrev``, ``jacfwd``, ``hessian`` (one example) and
+``vmap(hessian)``, for native JAX, the fork and tf2jax. Every result is
+checked, after the clock, against native JAX's.
 
 In the fork's processes the phases are timed by wrapping TensorFlow's and
 the overlay's functions (exclusive time: a phase's nested phases are
@@ -31,7 +38,10 @@ subtracted), which costs microseconds:
 * TF autograph (the functions pfor wraps in ``tf.function``);
 * pfor's conversion (``PFor.convert``);
 * TF to HLO (``experimental_get_compiler_ir``);
+* TF's autodiff: ``GradientTape.gradient`` and ``ForwardAccumulator.jvp``
+  (inside the traces of TF's VJP and tangent functions);
 * the overlay's side-effect scan of TF graphs;
+* the overlay's reading of a StableHLO module into JAX (``to_jax.parse``);
 * what is left of JAX's trace (JAX and the overlay's own Python), JAX's
   lowering, XLA's compilation, the run.
 
@@ -62,8 +72,19 @@ import time
 from typing import Any
 
 BENCH = pathlib.Path(__file__).resolve().parent
-WORKLOADS = ("mlp128", "energy", "energy_jac")
+# The first calls of one transformation of one example's function: case ->
+# (workload, transformation). "vmap" ones take N examples, the others one.
+TRANSFORMED = {
+    "lj8_vmap": ("lj8", "vmap"),
+    "lj8_jacrev": ("lj8", "jacrev"),
+    "lj8_jacfwd": ("lj8", "jacfwd"),
+    "lj8_hessian": ("lj8", "hessian"),
+    "lj8_vmap_hessian": ("lj8", "vmap_hessian"),
+}
+WORKLOADS = ("mlp128", "energy", "energy_jac", *TRANSFORMED)
 METHODS = ("native", "fork", "tf2jax", "tf")
+# The references of the paired ratio: the fork over the faster of them.
+REFERENCES = ("native", "tf2jax")
 N = 100
 # An earlier fork's first calls, (fork, native) seconds: the reference of
 # the JSON's ``issue_extra`` and ``target_extra`` (half of it).
@@ -120,6 +141,9 @@ TF_AUTOGRAPH = "TF autograph (pfor's tf.function wrappers)"
 TF_PFOR = "TF pfor conversion (PFor.convert)"
 TF_HLO = "TF to HLO (experimental_get_compiler_ir)"
 OVERLAY_EFFECTS = "overlay: side-effect scan of TF graphs"
+OVERLAY_READ = "overlay: StableHLO module read into JAX (to_jax.parse)"
+TF_TAPE = "TF autodiff: GradientTape.gradient"
+TF_ACCUMULATOR = "TF autodiff: ForwardAccumulator.jvp"
 JAX_TRACE = "JAX trace: JAX and overlay Python"
 JAX_LOWER = "JAX lowering"
 XLA_COMPILE = "XLA compile"
@@ -127,7 +151,8 @@ BUILD = "build the function (tf2jax: convert)"
 TF_FIRST_CALL = ("TF: trace, pfor, XLA compile and run "
                  "(tf.function(jit_compile=True))")
 RUN = "run"
-TF_PHASES = (TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH, TF_PFOR, TF_HLO)
+TF_PHASES = (TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH, TF_PFOR, TF_HLO,
+             TF_TAPE, TF_ACCUMULATOR)
 
 
 def instrument(phases: Phases) -> None:
@@ -136,6 +161,7 @@ def instrument(phases: Phases) -> None:
   from tensorflow.python.autograph.impl import api as ag_api
   from tensorflow.python.eager.polymorphic_function import tracing_compilation
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib
+  import tensorflow as tf
   # pylint: enable=g-import-not-at-top
 
   def trace_name(function_type, type_context, func_graph, tracing_options):
@@ -148,11 +174,15 @@ def instrument(phases: Phases) -> None:
       trace_name, tracing_compilation._create_concrete_function)  # pylint: disable=protected-access
   ag_api._convert_actual = phases.wrap(TF_AUTOGRAPH, ag_api._convert_actual)  # pylint: disable=protected-access
   pfor_lib.PFor.convert = phases.wrap(TF_PFOR, pfor_lib.PFor.convert)
+  tf.GradientTape.gradient = phases.wrap(TF_TAPE, tf.GradientTape.gradient)
+  tf.autodiff.ForwardAccumulator.jvp = phases.wrap(
+      TF_ACCUMULATOR, tf.autodiff.ForwardAccumulator.jvp)
   # The overlay's modules, where this version of it has them (a run against
   # an older wheel, for a before/after comparison, times what it can).
   for module, attr, name in (("tf_function.compile", "_compile_eager", TF_HLO),
                              ("tf_function.effects", "side_effect_ops",
-                              OVERLAY_EFFECTS)):
+                              OVERLAY_EFFECTS),
+                             ("stablehlo.to_jax", "parse", OVERLAY_READ)):
     try:
       mod = importlib.import_module(
           f"jax.experimental.jax2tf.call_tf_lib.{module}")
@@ -190,8 +220,12 @@ def _child(workload: str, method: str, n: int, profile: str | None,
   from benchmarks import workloads as wl
   # pylint: enable=g-import-not-at-top
   tf.get_logger().setLevel("ERROR")
-  w = wl.by_name(workload, str(BENCH / ".cache"))
-  x = jax.block_until_ready(jax.device_put(w.inputs(n)))
+  name, transformation = TRANSFORMED.get(workload, (workload, None))
+  w = wl.by_name(name, str(BENCH / ".cache"))
+  inputs = w.inputs(n)
+  if transformation is not None and not transformation.startswith("vmap"):
+    inputs = inputs[0]  # one example
+  x = jax.block_until_ready(jax.device_put(inputs))
   jax.block_until_ready(jax.jit(lambda a: a * 2)(x))  # the backend is up
   if warm_tf:
     warm_tensorflow()
@@ -225,7 +259,7 @@ def _child(workload: str, method: str, n: int, profile: str | None,
         jax_fn, params = tf2jax.convert(tf.function(w.tf_fn, autograph=False),
                                         np.zeros(w.example_shape, np.float32))
         f = lambda a: jax_fn(params, a)[0]
-      g = jax.jit(jax.vmap(wl.per_example(w, f)))
+      g = jax.jit(transformed(transformation, w, f))
     with phases.phase(JAX_TRACE):
       traced = g.trace(x)
     with phases.phase(JAX_LOWER):
@@ -233,17 +267,51 @@ def _child(workload: str, method: str, n: int, profile: str | None,
     with phases.phase(XLA_COMPILE):
       compiled = lowered.compile()
     with phases.phase(RUN):
-      jax.block_until_ready(compiled(x))
+      got = jax.block_until_ready(compiled(x))
     total = time.perf_counter() - t0
   if prof is not None:
     prof.disable()
     _write_profile(prof, profile, f"{workload} N={n}, the fork's first call "
                    f"under jit in a fresh process: {total * 1e3:.0f} ms "
                    "(with the profiler's overhead)")
-  print("RESULT " + json.dumps({
-      "workload": workload, "method": method, "n": n, "total": total,
-      "phases": dict(phases.exclusive), "counts": dict(phases.count)}),
-        flush=True)
+  result = {"workload": workload, "method": method, "n": n, "total": total,
+            "phases": dict(phases.exclusive), "counts": dict(phases.count)}
+  if method in ("fork", "tf2jax"):
+    # After the clock: the result against native JAX's.
+    expected = jax.jit(transformed(transformation, w, w.jnp_fn))(x)
+    err = float(np.max(np.abs(np.asarray(got) - np.asarray(expected))) /
+                max(float(np.max(np.abs(np.asarray(expected)))), 1e-30))
+    result["max_rel_err"] = err
+    result["wrong"] = not err <= w.tol
+  print("RESULT " + json.dumps(result), flush=True)
+
+
+def transformed(transformation: str | None, w: Any,
+                f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+  """What a first call computes: ``f`` of one example, transformed.
+
+  Args:
+    transformation: a transformation of :data:`TRANSFORMED`, or None for
+      ``vmap`` of the workload's own derivative (:func:`.per_example`).
+    w: the workload.
+    f: one example's function, in the method's own form.
+  """
+  import jax  # pylint: disable=g-import-not-at-top
+  from benchmarks import workloads as wl  # pylint: disable=g-import-not-at-top
+  if transformation is None:
+    return jax.vmap(wl.per_example(w, f))
+  return {"vmap": jax.vmap, "jacrev": jax.jacrev, "jacfwd": jax.jacfwd,
+          "hessian": jax.hessian,
+          "vmap_hessian": lambda g: jax.vmap(jax.hessian(g)),
+          }[transformation](f)
+
+
+def runs(workload: str, method: str) -> bool:
+  """Whether ``method`` runs the first call ``workload``.
+
+  TensorFlow's own batched forms exist for the vmap workloads only.
+  """
+  return not (method == "tf" and workload in TRANSFORMED)
 
 
 def _package(filename: str) -> str:
@@ -341,13 +409,16 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
     per-repeat differences); with ``before_python``, the older wheel's extra
     and, per repeat, the ratio of the two extras.
   """
-  runs = []
+  done = []
+  load_before = load_average()
   methods = tuple(methods) + (
       (("native_before",) if before_native else ()) + ("fork_before",)
       if before_python else ())
   for r in range(repeats):
     for w in workloads:
       for m in methods:
+        if not runs(w, m.removesuffix("_before")):
+          continue
         if m.endswith("_before"):
           res = _run_child(w, m[:-len("_before")], n, python=before_python,
                            warm_tf=warm_tf)
@@ -355,10 +426,11 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
         else:
           res = _run_child(w, m, n, warm_tf=warm_tf)
         res["repeat"] = r
-        runs.append(res)
-        log(f"  first call {w:10s} N={n} {m:13s} repeat {r}: "
+        done.append(res)
+        log(f"  first call {w:16s} N={n} {m:13s} repeat {r}: "
             + (f"{res['total'] * 1e3:7.0f} ms" if "total" in res
-               else f"FAILED {res['error']}"))
+               else f"FAILED {res['error']}")
+            + (" WRONG RESULT" if res.get("wrong") else ""))
   if profile_path is not None:
     profile_path.write_text("")
     for w in workloads:
@@ -367,7 +439,7 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
   for w in workloads:
     s: dict[str, Any] = {}
     for m in methods:
-      ok = [x for x in runs if x["workload"] == w and x["method"] == m
+      ok = [x for x in done if x["workload"] == w and x["method"] == m
             and "total" in x]
       if not ok:
         continue
@@ -375,17 +447,29 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
       s[m] = {"median": statistics.median(x["total"] for x in ok),
               "min": min(x["total"] for x in ok),
               "phases": {p: statistics.median(x["phases"].get(p, 0.)
+                                              for x in ok) for p in names},
+              "counts": {p: statistics.median(x["counts"].get(p, 0)
                                               for x in ok) for p in names}}
-    diffs, diffs_before, ratios = [], [], []
+      if any("wrong" in x for x in ok):
+        s[m]["wrong"] = any(x.get("wrong") for x in ok)
+        s[m]["max_rel_err"] = max(x.get("max_rel_err", 0.) for x in ok)
+    diffs, diffs_before, ratios, paired = [], [], [], []
     native_before = "native_before" if before_native else "native"
     for r in range(repeats):
-      pair = {x["method"]: x["total"] for x in runs
+      pair = {x["method"]: x["total"] for x in done
               if x["workload"] == w and x["repeat"] == r and "total" in x}
+      refs = [pair[m] for m in REFERENCES if m in pair]
+      if "fork" in pair and refs:
+        paired.append(pair["fork"] / min(refs))
       if "fork" in pair and "native" in pair:
         diffs.append(pair["fork"] - pair["native"])
         if "fork_before" in pair and native_before in pair:
           diffs_before.append(pair["fork_before"] - pair[native_before])
           ratios.append(diffs[-1] / diffs_before[-1])
+    if paired:
+      # The fork over the faster reference, within each repeat.
+      s["ratio"] = statistics.median(paired)
+      s["ratio_runs"] = paired
     if diffs:
       s["extra"] = statistics.median(diffs)
       s["extra_runs"] = diffs
@@ -399,14 +483,25 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
       s["issue_extra"] = fork - native
       s["target_extra"] = (fork - native) / 2
     summary[w] = s
-  return {"n": n, "repeats": repeats, "warm_tf": warm_tf, "runs": runs,
-          "summary": summary}
+  return {"n": n, "repeats": repeats, "warm_tf": warm_tf, "runs": done,
+          "summary": summary,
+          "load": {"before": load_before, "after": load_average()}}
+
+
+def load_average() -> list[float] | None:
+  """The machine's 1, 5 and 15 minute load averages (as ``uptime``)."""
+  try:
+    return [round(v, 2) for v in os.getloadavg()]
+  except OSError:
+    return None
 
 
 def main(argv: list[str]) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--child", nargs=3, metavar=("WORKLOAD", "METHOD", "N"))
-  p.add_argument("--profile", help="append a cProfile of the call to FILE")
+  p.add_argument("--profile", help="a child: append a cProfile of the call "
+                 "to FILE; else: write a cProfile of one fork first call per "
+                 "workload to FILE")
   p.add_argument("--repeats", type=int, default=5)
   p.add_argument("--workloads", default=",".join(WORKLOADS))
   p.add_argument("--n", type=int, default=N)
@@ -432,8 +527,7 @@ def main(argv: list[str]) -> int:
     _child(w, m, int(n), args.profile, args.warm_tf)
     return 0
   data = measure(args.workloads.split(","), args.n, args.repeats,
-                 BENCH / "results" / "first_call_profile.txt"
-                 if args.profile else None,
+                 pathlib.Path(args.profile) if args.profile else None,
                  before_python=args.before_python,
                  before_native=args.before_native,
                  methods=args.methods.split(","),

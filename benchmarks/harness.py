@@ -241,8 +241,11 @@ def _wanted(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
 
 
 def _sections(args: argparse.Namespace, data: dict[str, Any],
-              cache: pathlib.Path, log) -> None:
-  """The measurements besides the steady-state tables, into ``data``."""
+              cache: pathlib.Path, out: pathlib.Path, log) -> None:
+  """The measurements besides the steady-state tables, into ``data``.
+
+  Files a section writes (the first call's profile) go to ``out``.
+  """
   # pylint: disable=g-import-not-at-top
   from benchmarks import dispatch
   from benchmarks import eager
@@ -272,8 +275,8 @@ def _sections(args: argparse.Namespace, data: dict[str, Any],
     log(f"[bench] first call under jit in fresh processes: {', '.join(names)}")
     data["first_call"] = first_call.measure(
         names, repeats=1 if args.quick else 5,
-        profile_path=None if args.quick
-        else BENCH / "results" / "first_call_profile.txt", log=log)
+        profile_path=None if args.quick else out / "first_call_profile.txt",
+        log=log)
 
   def memory_section() -> None:
     log("[bench] resident memory over eager calls, fresh processes")
@@ -343,7 +346,7 @@ def run(args: argparse.Namespace, full_sizes: Sequence[int],
   }
   with open(out / "results.json", "w") as f:  # kept if a section crashes
     json.dump(data, f, indent=1)
-  _sections(args, data, cache, log)
+  _sections(args, data, cache, out, log)
   env["total_seconds"] = round(time.perf_counter() - start, 1)
   env["command"] = " ".join(["python3 benchmarks/run.py", *sys.argv[1:]])
   with open(out / "results.json", "w") as f:

@@ -149,6 +149,8 @@ def fmt_time(t: float | None) -> str:
   """Seconds, in the unit that reads best."""
   if t is None:
     return "—"
+  if t < 0:  # a difference: the fork faster than native
+    return "-" + fmt_time(-t)
   if t < 1e-3:
     return f"{t * 1e6:.0f} µs" if t >= 1e-5 else f"{t * 1e6:.1f} µs"
   if t < 1:
@@ -254,13 +256,18 @@ def first_call_table(data: dict[str, Any]) -> str:
   if not fc:
     return ""
   rows = ["| workload | native | fork | tf2jax | TF (vectorized_map) | "
-          "fork - native (median of pairs) |", "|---|---:|---:|---:|---:|---:|"]
+          "fork - native (median of pairs) | fork / faster of native, "
+          "tf2jax (median of pairs) |", "|---|---:|---:|---:|---:|---:|---:|"]
   for w, s in fc["summary"].items():
     cell = lambda m: (f"{fmt_time(s[m]['median'])} (min "
-                      f"{fmt_time(s[m]['min'])})" if m in s else "—")
+                      f"{fmt_time(s[m]['min'])})"
+                      + (" **wrong**" if s[m].get("wrong") else "")
+                      if m in s else "—")
+    ratio = f"{s['ratio']:.2f}x" if "ratio" in s else "—"
     rows.append(
         f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
-        f"{cell('tf2jax')} | {cell('tf')} | {fmt_time(s.get('extra'))} |")
+        f"{cell('tf2jax')} | {cell('tf')} | {fmt_time(s.get('extra'))} | "
+        f"{ratio} |")
   return "\n".join(rows)
 
 
@@ -435,10 +442,16 @@ def _sections(res: Results, heading: str) -> list[str]:
   fc = first_call_table(res.data)
   if fc:
     f = res.data["first_call"]
+    load = f.get("load") or {}
+    load_text = (" Load average (1, 5, 15 min) before: "
+                 f"{load.get('before')}, after: {load.get('after')}."
+                 if load else "")
     parts += [f"{heading} First call under jit, fresh process", "",
               f"Median of {f['repeats']} fresh processes per method, "
               "interleaved; the extra is the median of per-repeat "
-              "(fork - native) differences.", "", fc, "",
+              "(fork - native) differences. `lj8_*`: that transformation "
+              "of an 8-atom Lennard-Jones energy (`vmap`s of N examples, "
+              f"the others of one).{load_text}", "", fc, "",
               "The fork's first call by phase (exclusive times, median):", "",
               first_call_phases_table(res.data), ""]
   mt = memory_table(res.data)
@@ -574,19 +587,31 @@ SUMMARY_FILES = (("README.md", "benchmarks/results"),
 
 @dataclasses.dataclass(frozen=True)
 class SummaryRow:
-  """One row: a workload of the steady-state tables, and of the first call."""
+  """One row: a workload of the steady-state tables, and first calls.
+
+  Attributes:
+    label: the row's first cell.
+    steady: the steady-state workload.
+    first_calls: the first-call cases (``first_call.WORKLOADS``) shown, each
+      with its label in the cell ("" for the row's own workload).
+  """
   label: str
   steady: str
-  first_call: str | None = None
+  first_calls: tuple[tuple[str, str], ...] = ()
 
 
+_LJ8 = "LJ, 8 atoms"
 SUMMARY_ROWS = (
-    SummaryRow("`vmap`, an MLP `R^64 -> R`", "mlp", "mlp128"),
+    SummaryRow("`vmap`, an MLP `R^64 -> R`", "mlp", (("", "mlp128"),)),
     SummaryRow("`vmap`, a molecular energy `R^(16x3) -> R^3`", "energy",
-               "energy"),
-    SummaryRow("`vmap(jacrev)` of the energy", "energy_jac", "energy_jac"),
-    SummaryRow("`vmap(jacfwd)` of the energy", "energy_jacfwd"),
-    SummaryRow("`vmap(hessian)` of the energy", "energy_hessian"),
+               (("", "energy"), (f"`vmap`, {_LJ8}", "lj8_vmap"))),
+    SummaryRow("`vmap(jacrev)` of the energy", "energy_jac",
+               (("", "energy_jac"), (f"`jacrev`, {_LJ8}", "lj8_jacrev"))),
+    SummaryRow("`vmap(jacfwd)` of the energy", "energy_jacfwd",
+               ((f"`jacfwd`, {_LJ8}", "lj8_jacfwd"),)),
+    SummaryRow("`vmap(hessian)` of the energy", "energy_hessian",
+               ((f"`hessian`, {_LJ8}", "lj8_hessian"),
+                (f"`vmap(hessian)`, {_LJ8}", "lj8_vmap_hessian"))),
     SummaryRow("`vmap` of a Keras SavedModel", "keras"),
 )
 _REFS = ("native", "tf2jax")
@@ -608,19 +633,38 @@ def _steady_cell(res: Results, w: str) -> str:
   return cell
 
 
-def _first_call_cell(data: dict[str, Any], w: str | None) -> str:
-  """The fork's median first call over the faster reference's median."""
+def _first_call_entry(data: dict[str, Any], w: str) -> str | None:
+  """The fork's first call over the faster reference's, or None.
+
+  The ratio is the median over repeats of the ratio within a repeat where
+  the run has it (``first_call.measure``'s ``ratio``), else the ratio of the
+  medians; the times are the medians.
+  """
   summary = (data.get("first_call") or {}).get("summary", {})
-  s = summary.get(w) if w else None
+  s = summary.get(w)
   if not s or "fork" not in s:
-    return "not measured"
+    return None
+  if s["fork"].get("wrong"):
+    return "**wrong result**"
   refs = {m: s[m]["median"] for m in _REFS if m in s}
   if not refs:
-    return "not measured"
+    return None
   best = min(refs, key=refs.get)
   fork = s["fork"]["median"]
-  return (f"{fork / refs[best]:.2f}x ({fmt_time(fork)} vs {best} "
+  ratio = s.get("ratio", fork / refs[best])
+  return (f"{ratio:.2f}x ({fmt_time(fork)} vs {best} "
           f"{fmt_time(refs[best])})")
+
+
+def _first_call_cell(data: dict[str, Any],
+                     cases: Sequence[tuple[str, str]]) -> str:
+  """The measured entries of ``cases``, each after its label."""
+  entries = []
+  for label, w in cases:
+    entry = _first_call_entry(data, w)
+    if entry is not None:
+      entries.append(f"{label}: {entry}" if label else entry)
+  return "; ".join(entries) if entries else "not measured"
 
 
 def _merged_into(data: dict[str, Any], part: str,
@@ -643,10 +687,10 @@ def summary_table(data: dict[str, Any], results: str) -> str:
   """
   res = Results(data)
   rows = ["| call | steady state under `jit`, N = 100 to 10^4 | "
-          "first `jit` call, N = 100 |", "|---|---|---|"]
+          "first `jit` call |", "|---|---|---|"]
   for r in SUMMARY_ROWS:
     rows.append(f"| {r.label} | {_steady_cell(res, r.steady)} | "
-                f"{_first_call_cell(data, r.first_call)} |")
+                f"{_first_call_cell(data, r.first_calls)} |")
   e = res.env
   dates = {}
   for r in SUMMARY_ROWS:
@@ -665,8 +709,12 @@ def summary_table(data: dict[str, Any], results: str) -> str:
       "faster. Steady state: "
       "time per call of the batch, paired by sampling round, its range over "
       "the batch sizes measured; first call: trace, compile and run of a "
-      "new `jax.jit` function in a fresh process, median of "
-      f"{fc.get('repeats', '?')}.",
+      "new `jax.jit` function of the row's transformation in a fresh "
+      f"process, N = {fc.get('n', 100)}, median of {fc.get('repeats', '?')} "
+      "(of the ratios within a repeat, where measured so); "
+      f"\"{_LJ8}\": the named transformation of a Lennard-Jones energy "
+      "`R^(8x3) -> R` (`jit(jacrev(f))` of one example, "
+      "`jit(vmap(hessian(f)))` of N).",
       "",
       f"From [`{results}/results.json`]({results}/results.json) "
       f"([all tables]({results}/results.md)): {e['machine']}, "

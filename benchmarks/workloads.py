@@ -46,6 +46,8 @@ N_ATOMS = 16
 LJ_ATOMS = 27
 # The MLP of the eager, first-call and memory rows: R^64 -> R, 128 tanh units.
 MLP128_HIDDEN = 128
+# The Lennard-Jones energy of the first calls of each transformation: 8 atoms.
+LJ8_ATOMS = 8
 # The derivatives a workload may ask for (see per_example).
 DERIVATIVES = (None, "jacrev", "jacfwd", "hessian", "jacrev_jacfwd", "jvp")
 # The Keras model: R^16 -> R, two hidden layers of 64 ReLU units.
@@ -366,13 +368,20 @@ def mlp128() -> Workload:
                   family="mlp128")
 
 
+def lj8() -> Workload:
+  """The 8-atom Lennard-Jones energy: the first calls of each transformation."""
+  return Workload("lj8", f"Lennard-Jones energy of {LJ8_ATOMS} atoms "
+                  f"R^({LJ8_ATOMS}x3) -> R", (LJ8_ATOMS, 3), lj_tf, lj_jnp,
+                  tol=1e-3, modes=("jit",), family="lj8")
+
+
 @functools.cache
 def _all_by_name(cache_dir: str | None) -> dict[str, Workload]:
-  return {w.name: w for w in [*all_workloads(cache_dir), mlp128()]}
+  return {w.name: w for w in [*all_workloads(cache_dir), mlp128(), lj8()]}
 
 
 def by_name(name: str, cache_dir: str | None = None) -> Workload:
-  """The workload called ``name`` (``mlp128`` included)."""
+  """The workload called ``name`` (``mlp128`` and ``lj8`` included)."""
   found = _all_by_name(cache_dir)
   if name not in found:
     raise ValueError(f"unknown workload {name!r}; known: {sorted(found)}")

@@ -94,3 +94,29 @@ def test_summary_ratios_are_to_the_faster_reference(report):
   energy = next(line for line in table.splitlines() if "`energy`" in line
                 or "molecular energy" in line)
   assert energy.count("not measured") == 2, energy
+
+
+def test_summary_first_calls_of_each_transformation(report):
+  """A row's first calls, each labeled; the paired ratio; a wrong result."""
+  env = {"date": "2026-01-01 00:00", "machine": "m", "backend": "cpu",
+         "jax": "j", "jaxlib": "l", "tensorflow": "t", "tf2jax": "x",
+         "python": "p"}
+  timed = lambda t: {"median": t, "min": t}  # noqa: E731
+  data = {"environment": env, "sizes": [1, 100], "workloads": [],
+          "methods": [], "records": [],
+          "first_call": {"n": 100, "repeats": 3, "summary": {
+              "energy": {"native": timed(0.2), "fork": timed(0.4)},
+              "lj8_vmap": {"native": timed(0.2), "tf2jax": timed(0.3),
+                           "fork": timed(0.25), "ratio": 1.1},
+              "lj8_hessian": {"native": timed(0.5),
+                              "fork": {**timed(0.4), "wrong": True}}}}}
+  lines = report.summary_table(data, "results").splitlines()
+  energy = next(line for line in lines if "molecular energy" in line)
+  # Without a paired ratio, the ratio of the medians; with one, that one.
+  assert ("| 2.00x (400 ms vs native 200 ms); `vmap`, LJ, 8 atoms: 1.10x "
+          "(250 ms vs native 200 ms) |") in energy, energy
+  hessian = next(line for line in lines if "`vmap(hessian)` of" in line)
+  assert hessian.endswith("| `hessian`, LJ, 8 atoms: **wrong result** |"), (
+      hessian)
+  jacfwd = next(line for line in lines if "`vmap(jacfwd)` of" in line)
+  assert jacfwd.endswith("| not measured |"), jacfwd

@@ -311,14 +311,44 @@ def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
     expected = (tf_hessian(lj_tf, x[0]) if transform == "hessian"
                 else tf_jacobian(lj_tf, x[0]))
   assert_close(got, expected, 2e-4)
-  assert seen[1] == 0, seen  # no pfor
-  # One trace of the TF function and nothing from TF's autodiff. Known:
-  # custom_jvp traces the call for its primal and its JVP rule traces it
-  # again, and with the trace rule (the function is traced whenever JAX
-  # traces the call) f's Python runs twice; reverse mode then still
-  # transposes with a TF tape.
-  if seen != (1, 0, 0, 0):
-    pytest.xfail(f"known: (f runs, pfor, tapes, accumulators) = {seen}")
+  # One trace of the TF function (f's Python runs once), no pfor, and
+  # nothing from TF's autodiff: reverse mode is JAX's transpose of the module.
+  assert seen == (1, 0, 0, 0), seen
+
+
+@pytest.mark.parametrize("transform", ["grad_of_jit", "hessian_of_jit",
+                                       "grad_of_checkpoint", "grad_of_scan"])
+def test_a_call_differentiated_after_its_trace_is_traced_once(counts,
+                                                              transform):
+  # JAX traces the call into a jaxpr first (jit, checkpoint, scan), then
+  # differentiates the jaxpr: the JVP rule reads the call's own TF trace.
+  runs = []
+
+  def f_tf(x):
+    runs.append(1)
+    return lj_tf(x)
+
+  f = call_tf(f_tf)
+  x = lattice(3)
+
+  def total(xs):  # one call in the body of a scan
+    return jax.lax.scan(lambda c, a: (c + f(a), None), np.float32(0.), xs)[0]
+
+  got = {"grad_of_jit": lambda: jax.grad(jax.jit(f))(x[0]),
+         "hessian_of_jit": lambda: jax.hessian(jax.jit(f))(x[0]),
+         "grad_of_checkpoint": lambda: jax.jit(jax.grad(jax.checkpoint(f)))(
+             x[0]),
+         "grad_of_scan": lambda: jax.jit(jax.grad(total))(x)}[transform]()
+  seen = (len(runs), counts["pfor"], counts["tape"], counts["accumulator"])
+  # (The references use TF's autodiff and pfor.)
+  if transform == "hessian_of_jit":
+    expected = tf_hessian(lj_tf, x[0])
+  elif transform == "grad_of_scan":
+    expected = np.stack([tf_jacobian(lj_tf, a) for a in x])
+  else:
+    expected = tf_jacobian(lj_tf, x[0])
+  assert_close(got, expected, 2e-4)
+  assert seen == (1, 0, 0, 0), seen
 
 
 def test_reverse_mode_matches_the_gradient_tape(counts):
@@ -341,8 +371,7 @@ def test_reverse_mode_matches_the_gradient_tape(counts):
     total = a + tf.reduce_sum(b * tf.range(4.))
   expected = tuple(g.numpy() for g in tape.gradient(total, [xt, wt]))
   assert_close(got, expected, 1e-5)
-  if tapes != 0:  # JAX's transpose of the module was expected
-    pytest.xfail(f"known: {tapes} TF tape(s) in reverse mode under jit")
+  assert tapes == 0, tapes  # JAX's transpose of the module, no TF tape
 
 
 def _stop(x):

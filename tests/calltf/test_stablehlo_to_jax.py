@@ -948,6 +948,33 @@ def test_general_reduce_and_reduce_window_regions():
                [np.stack([expected[1], 4 * expected[1]])], 1e-5)
 
 
+def test_identity_converts_keep_a_sum_transposable():
+  # tf2xla wraps every reduction's operand, initial value and result in a
+  # convert to the same type; a sum must stay a sum (reduce_sum), which JAX
+  # transposes, not a general reduce of a traced zero, which it cannot.
+  text = _module("""
+  func.func @main(%x: tensor<4x6xf32>) -> (tensor<4xf32>, tensor<4x6xf32>) {
+    %c = stablehlo.convert %x : tensor<4x6xf32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %zc = stablehlo.convert %z : tensor<f32>
+    %r = stablehlo.reduce(%c init: %zc) applies stablehlo.add across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>
+    %rc = stablehlo.convert %r : tensor<4xf32>
+    %s = stablehlo.convert %x : (tensor<4x6xf32>) -> tensor<4x6xf16>
+    %t = stablehlo.convert %s : (tensor<4x6xf16>) -> tensor<4x6xf32>
+    return %rc, %t : tensor<4xf32>, tensor<4x6xf32>
+  }""")
+  x = _f(4, 6)()
+  prog, _ = _check_module(text, x, tol=1e-6)
+  jaxpr = jax.make_jaxpr(lambda a: prog(a)[0])(x)
+  names = {e.primitive.name for e in jaxpr.eqns}
+  assert "reduce_sum" in names and "reduce" not in names, jaxpr
+  assert_close(jax.grad(lambda a: (prog(a)[0] * np.arange(4.)).sum())(x),
+               np.broadcast_to(np.arange(4., dtype=np.float32)[:, None],
+                               (4, 6)))
+  # Converts to another type stay: f32 -> f16 -> f32 rounds.
+  assert_close(prog(x)[1], x.astype(np.float16).astype(np.float32))
+
+
 @pytest.mark.parametrize("body,name", [
     ("""%r:2 = stablehlo.custom_call @Eigh(%x) {backend_config = "1,1,4,0.000001"} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
     return %r#0 : tensor<2x2xf32>""", "stablehlo.custom_call @Eigh"),
@@ -985,6 +1012,9 @@ def test_ops_without_an_exact_rule_are_named(body, name):
   }}""")
   prog = s2j.parse(text)
   assert prog.unsupported == (name,)
+  # The reason quotes the op's assembly (printed only for such modules).
+  assert name.split()[0] in prog.reasons[name].split("(in: ", 1)[1], (
+      prog.reasons)
   with pytest.raises(s2j.UnsupportedOps, match=name) as e:
     prog(np.eye(2, dtype=np.float32))
   assert e.value.ops == (name,)

@@ -99,6 +99,27 @@ class CallTfForwardModeTest(jtu.JaxTestCase):
     self.assertAllClose(out_t[0], 2. * np.ones_like(self.x))
     self.assertEqual(out_t[1].dtype, jax.dtypes.float0)
 
+  def test_a_call_differentiated_after_tracing_it_runs_as_often(self):
+    # jax.grad(jax.jit(f)) traces the call into a jaxpr, then its JVP rule
+    # differentiates it: the rule reads the call's own TF trace, so the TF
+    # function's Python runs as often as under jax.jit(jax.grad(f)).
+    runs = []
+
+    def f_tf(x):
+      runs.append(1)
+      return _energy_tf(x)
+
+    expected = jax.grad(_energy_jnp)(self.x)
+    counts = []
+    for transform in (lambda g: jax.jit(jax.grad(g)),
+                      lambda g: jax.grad(jax.jit(g)),
+                      lambda g: jax.jit(jax.grad(jax.checkpoint(g)))):
+      del runs[:]
+      res = transform(jax2tf.call_tf(f_tf))(self.x)
+      self.assertAllClose(res, expected, rtol=1e-4, atol=1e-4)
+      counts.append(len(runs))
+    self.assertEqual(counts, [counts[0]] * 3)
+
   def test_vmap_of_jacfwd(self):
     xs = np.stack([self.x, 2. * self.x])
     res = jax.jit(jax.vmap(jax.jacfwd(jax2tf.call_tf(_energy_tf))))(xs)

@@ -28,11 +28,17 @@ So both modes use TF's own gradients:
 * Higher orders compose: the tangent and VJP functions are themselves
   ``call_tf``s, differentiable the same way (``hessian`` is ``jacfwd`` of the
   VJP; ``jacrev(jacfwd)`` transposes the JVP of the tangent function).
+
+Each call carries its own :class:`..tf_function.traces.CallTraces`, a static
+argument of the ``custom_jvp``: the JVP rule of a call reads the TF trace its
+primal made, so that the function is traced once per call, also where JAX
+differentiates the call after tracing it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import functools
 from typing import Any
 
 import jax
@@ -43,6 +49,7 @@ from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
 from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
@@ -61,11 +68,13 @@ def has_tangent_space(x: Any) -> bool:
 def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
                callable_tf: Callable[..., Any],
                vjp_bwd: Callable[[Any, Any], Any], *,
-               vmap_method: str | None, call_tf_graph: bool) -> None:
-  """Defines the JVP of ``call_tf``'s ``make_call`` (a ``jax.custom_jvp``).
+               vmap_method: str | None, call_tf_graph: bool
+               ) -> Callable[..., Any]:
+  """The differentiable callable of one ``call_tf``: ``make_call`` with a JVP.
 
   Args:
-    make_call: the ``custom_jvp`` function of one ``call_tf``.
+    make_call: the ``custom_jvp`` function of one ``call_tf``; its ``fun``
+      (the undecorated call) is called.
     call_tf: ``jax2tf.call_tf`` itself, to make the tangent function's call.
     callable_tf: the TF function given to ``call_tf``.
     vjp_bwd: ``call_tf``'s VJP, ``vjp_bwd(primal_args, output_cotangents) ->
@@ -74,6 +83,11 @@ def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
     vmap_method: the ``call_tf``'s; the tangent function's call batches as
       its VJP's does.
     call_tf_graph: the ``call_tf``'s; the tangent function's call has it too.
+
+  Returns:
+    A function of the call's arguments: a ``custom_jvp`` whose static first
+    argument, a new :class:`.traces.CallTraces` per call, makes the call's
+    primal and its JVP rule read one TF trace of the function.
   """
   made: list[Callable[..., Any]] = []
 
@@ -86,18 +100,36 @@ def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
                           call_tf_graph=call_tf_graph))
     return made[0](args, tangents)
 
-  def differentiable(flat_primals: Sequence[Any], primals_tree: Any
-                     ) -> exactness.Differentiable | None:
-    # Under jit, JAX's rules differentiate the function's StableHLO module
-    # where that gives TF's gradients (see .interpreted).
-    if not stablehlo_path.may_use(vmap_method, call_tf_graph):
-      return None
-    return exactness.differentiable(make_call.fun, flat_primals,
-                                      primals_tree)
+  undecorated = make_call.fun
 
-  define_linear_jvp(make_call, tangent_call, vjp_bwd,
-                    differentiable=differentiable)
+  def one_call(call: traces.CallTraces, *args: Any) -> Any:
+    with call.active():
+      return undecorated(*args)
 
+  call_once = jax.custom_jvp(one_call, nondiff_argnums=(0,))
+
+  def call_jvp(call: traces.CallTraces, primals: tuple[Any, ...],
+               tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    def differentiable(flat_primals: Sequence[Any], primals_tree: Any
+                       ) -> exactness.Differentiable | None:
+      # Under jit, JAX's rules differentiate the function's StableHLO module
+      # where that gives TF's gradients (see ..stablehlo.exactness); the
+      # probe reads this call's TF trace.
+      if not stablehlo_path.may_use(vmap_method, call_tf_graph):
+        return None
+      return exactness.differentiable(functools.partial(one_call, call),
+                                      flat_primals, primals_tree)
+
+    return linear_jvp(functools.partial(call_once, call), tangent_call,
+                      vjp_bwd, differentiable=differentiable)(
+                          primals, tangents)
+
+  call_once.defjvp(call_jvp, symbolic_zeros=True)
+
+  @functools.wraps(undecorated)
+  def call(*args: Any) -> Any:
+    return call_once(traces.CallTraces(), *args)
+  return call
 
 
 def _zero_tangent(primal: Any) -> Any:
@@ -122,6 +154,25 @@ def define_linear_jvp(
 
   Args:
     f: a ``jax.custom_jvp`` function of array pytrees.
+    tangent_call: see :func:`linear_jvp`.
+    vjp_bwd: see :func:`linear_jvp`.
+    differentiable: see :func:`linear_jvp`.
+  """
+  f.defjvp(linear_jvp(f, tangent_call, vjp_bwd,
+                      differentiable=differentiable), symbolic_zeros=True)
+
+
+def linear_jvp(
+    f: Callable[..., Any], tangent_call: Callable[[Any, Any], Sequence[Any]],
+    vjp_bwd: Callable[[Any, Any], Any], *,
+    differentiable: Callable[[Sequence[Any], Any],
+                             exactness.Differentiable | None] | None = None,
+) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any]]:
+  """The JVP rule of ``f``, its tangents a linear call (symbolic zeros).
+
+  Args:
+    f: the differentiated function of array pytrees (it computes the
+      primal where ``differentiable`` gives nothing).
     tangent_call: ``tangent_call(args, tangents)``: the tangents of ``f``'s
       outputs that have a tangent space (floating or complex), flat; the
       ``tangents`` pytree has None for arguments without a tangent.
@@ -133,6 +184,10 @@ def define_linear_jvp(
       and ``vjp_bwd`` must. Its derivative is then JAX's ``jvp`` of it, and
       reverse mode JAX's transpose of that; where JAX cannot transpose it (a
       loop), the transpose stays ``vjp_bwd``.
+
+  Returns:
+    ``jvp(primals, tangents) -> (outputs, output_tangents)``, for
+    ``custom_jvp.defjvp(..., symbolic_zeros=True)``.
   """
   def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]
           ) -> tuple[Any, Any]:
@@ -199,4 +254,4 @@ def define_linear_jvp(
         for o, h in zip(flat_outs, has_tangent)]
     return outs, outs_tree.unflatten(flat_out_tangents)
 
-  f.defjvp(jvp, symbolic_zeros=True)
+  return jvp

@@ -22,7 +22,16 @@ with each other. Calling a ``tf.function`` follows TensorFlow's own rule for
 it: it traces once per input signature, and later calls reuse that trace,
 eagerly too.
 
-What is reused is the work that follows a trace: the vectorization of
+One call of a ``call_tf`` made in one JAX trace is traced once: the JVP
+rule and its differentiability probe read the TF trace that the call's
+primal made (:class:`CallTraces`), also where JAX differentiates the call
+after tracing it (``jax.grad`` of a ``jax.jit``, ``jax.checkpoint`` or
+``lax.scan`` holding it). The reuse is keyed to the call itself (a
+``CallTraces`` per call, carried by the ``custom_jvp`` as a static argument,
+so that it reaches the JVP rule however late JAX calls it), never to an
+earlier call: a new JAX trace of the call is a new call, and traces again.
+
+What is reused across calls is the work that follows a trace: the vectorization of
 ``jax.vmap``, the compiled HLO, the TF function of the VJP. :class:`TraceCache`
 keeps, per argument signature, the flat callable and ``tf.function`` of each
 distinct *graph* traced (a fingerprint of the graph, its captured values
@@ -37,7 +46,9 @@ function does. ``jax.clear_caches()`` empties them.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+import contextlib
+import contextvars
 import hashlib
 import threading
 from typing import Any
@@ -117,6 +128,9 @@ class TraceCache:
       called by every call that reuses it, eagerly too (``jax.vmap`` of a
       batch of one, ``"sequential"``), from any thread: it keeps nothing of
       a call (patch 0010 makes upstream's ``res_tf_flat`` its local).
+      Within one call (:meth:`CallTraces.active`), the function is traced
+      once: a second look at the call (its JVP rule) gets the first one's
+      triple.
     """
     own = (callable_flat_tf, function_flat_tf, res_treedef)
     if not any(isinstance(a, core.Tracer) for a in args_flat):
@@ -125,7 +139,10 @@ class TraceCache:
       hash(key)
     except TypeError:
       return own
-    return self._traced(key, own)
+    call = _CURRENT_CALL.get()
+    if call is None:
+      return self._traced(key, own)
+    return call.get((self, key), lambda: self._traced(key, own))
 
   def _traced(self, key: Hashable, own: tuple[Any, Any, Any]
               ) -> tuple[Any, Any, Any]:
@@ -184,6 +201,46 @@ class TraceCache:
 
   def __len__(self) -> int:
     return len(self._entries)
+
+
+class CallTraces:
+  """The TF traces of one call of a ``call_tf``, made in one JAX trace.
+
+  ``call_tf``'s callable makes one per call and passes it to its
+  ``custom_jvp`` as a static argument, so that the primal and the JVP rule
+  (with its differentiability probe) of that call, and only of that call,
+  see it. While :meth:`active`, :meth:`TraceCache.reuse` traces the TF
+  function for a signature once and gives the same triple again: TF's
+  trace, and so the Python state it read, is the same for the call's value
+  and its derivatives, however late JAX differentiates the call (after
+  ``jax.jit``, ``jax.checkpoint`` or ``lax.scan`` traced it).
+  """
+
+  __slots__ = ("_traced",)
+
+  def __init__(self):
+    self._traced: dict[Hashable, Any] = {}
+
+  @contextlib.contextmanager
+  def active(self) -> Iterator[None]:
+    """Makes this call's traces the ones :meth:`TraceCache.reuse` reads."""
+    token = _CURRENT_CALL.set(self)
+    try:
+      yield
+    finally:
+      _CURRENT_CALL.reset(token)
+
+  def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+    """The triple this call traced for ``key``; ``make()``'s, kept, if none."""
+    found = self._traced.get(key)
+    if found is None:
+      found = self._traced[key] = make()
+    return found
+
+
+# The call whose traces TraceCache.reuse reads (per thread and context).
+_CURRENT_CALL: contextvars.ContextVar[CallTraces | None] = (
+    contextvars.ContextVar("call_tf_current_call", default=None))
 
 
 def key_specs(key: Hashable) -> Sequence[Any]:

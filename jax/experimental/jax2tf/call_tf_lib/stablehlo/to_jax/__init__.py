@@ -228,11 +228,18 @@ def parse(module: str | bytes) -> Program:
     ValueError: the module cannot be read (dynamic shapes, an element type
       JAX has no dtype for, regions with several blocks).
   """
-  try:
-    funcs, main = _ir.read_module(module)
-  except _ir.UnreadableModule as e:
-    raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
-  compiler = _interpret.Compiler(funcs, _rules.RULES)
-  body = compiler.func(main)
+  def compile_module(with_text: bool):
+    try:
+      funcs, main = _ir.read_module(module, with_text=with_text)
+    except _ir.UnreadableModule as e:
+      raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
+    funcs = _ir.without_identity_converts(funcs)
+    compiler = _interpret.Compiler(funcs, _rules.RULES)
+    return funcs, main, compiler, compiler.func(main)
+
+  funcs, main, compiler, body = compile_module(with_text=False)
+  if compiler.unsupported:
+    # The reasons quote each op's assembly, printed only now.
+    funcs, main, compiler, body = compile_module(with_text=True)
   return Program(body, funcs[main].result_types, compiler.unsupported,
                  _uses_64_bits(funcs), compiler.no_derivative)

@@ -64,7 +64,10 @@ class Op:
   result_types: tuple[Any, ...]
   attrs: dict[str, Any]
   regions: tuple[Block, ...]
-  text: str  # the operation's assembly, for error messages (shortened)
+  # The operation's assembly, for error messages (shortened); empty unless
+  # the module was read with_text (printing every op costs more than
+  # reading it).
+  text: str
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -265,9 +268,10 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
 class _Reader:
   """Copies a module's functions, numbering values as it goes."""
 
-  def __init__(self):
+  def __init__(self, with_text: bool = True):
     self.table = _dtype_table()
     self.ids: dict[Any, int] = {}
+    self.with_text = with_text
 
   def value(self, v: ir.Value) -> int:
     key = v
@@ -310,7 +314,8 @@ class _Reader:
                     if len(r.blocks))
     if any(len(r.blocks) > 1 for r in operation.regions):
       raise UnreadableModule(f"a region with several blocks in {operation.name}")
-    text = operation.get_asm(large_elements_limit=8)
+    text = (operation.get_asm(large_elements_limit=8) if self.with_text
+            else "")
     text = text if len(text) < 300 else text[:300] + "..."
     return Op(operation.name, operands, operand_types, results, result_types,
               attrs, regions, text)
@@ -322,15 +327,66 @@ class _Reader:
     return {"value": _dense_from_text(operation.get_asm(), ty)}
 
 
-def read_module(module: str | bytes) -> tuple[dict[str, Func], str]:
+def without_identity_converts(funcs: dict[str, Func]) -> dict[str, Func]:
+  """The functions with each ``convert`` to its own operand's type removed.
+
+  Such a ``convert`` is the identity (XLA's simplifier removes it too);
+  tf2xla puts one around the operands and results of every reduction. Its
+  uses read its operand instead, so that a constant stays a constant: the
+  initial value of a sum reaches ``lax.reduce`` as the NumPy zero it is,
+  which lax then expresses as ``reduce_sum``, a primitive JAX can transpose
+  (a ``reduce`` with a traced initial value it cannot).
+
+  Args:
+    funcs: the functions of a module, as :func:`read_module` gives them.
+
+  Returns:
+    The same functions, rebuilt where a ``convert`` was removed.
+  """
+  alias: dict[int, int] = {}
+
+  def find(v: int) -> int:
+    while v in alias:
+      v = alias[v]
+    return v
+
+  def block(b: Block) -> Block:
+    ops = []
+    for op in b.ops:
+      if (op.name == "stablehlo.convert" and len(op.operands) == 1
+          and op.operand_types == op.result_types):
+        alias[op.results[0]] = find(op.operands[0])
+        continue
+      operands = tuple(find(v) for v in op.operands)
+      regions = tuple(block(r) for r in op.regions)
+      if operands != op.operands or any(
+          r is not s for r, s in zip(regions, op.regions)):
+        op = dataclasses.replace(op, operands=operands, regions=regions)
+      ops.append(op)
+    returns = tuple(find(v) for v in b.returns)
+    if len(ops) == len(b.ops) and returns == b.returns and all(
+        o is p for o, p in zip(ops, b.ops)):
+      return b
+    return dataclasses.replace(b, ops=tuple(ops), returns=returns)
+
+  return {name: dataclasses.replace(f, body=block(f.body))
+          for name, f in funcs.items()}
+
+
+def read_module(module: str | bytes, *, with_text: bool = True
+                ) -> tuple[dict[str, Func], str]:
   """Copies the functions of a StableHLO module (text or bytecode).
+
+  Args:
+    module: the module.
+    with_text: whether each :class:`Op` gets its assembly (``Op.text``).
 
   Returns:
     The functions by name, and the name of the entry function ("main").
   """
   with mlir.make_ir_context():
     m = ir.Module.parse(module)
-    reader = _Reader()
+    reader = _Reader(with_text)
     funcs = {}
     for f in m.body.operations:
       if f.operation.name != "func.func":
