@@ -45,12 +45,13 @@ import time
 
 from forklib import ForkError
 from forklib import envs
-from forklib import fetch
-from forklib import tree as tree_lib
+from forklib import log
 from forklib import upstream_tests
 from forklib import wheel as wheel_lib
 from forklib.manifest import Manifest
 from forklib.manifest import Release
+from forklib.project import Project
+from forklib.project import cache_root
 
 FULL = "full"
 SMOKE = "smoke"
@@ -103,7 +104,7 @@ def _counts(report: pathlib.Path) -> tuple[int, int]:
   return passed, failed
 
 
-def _run_fork_suite(project: tree_lib.Project, release: Release,
+def _run_fork_suite(project: Project, release: Release,
                     venv: pathlib.Path, wheel: pathlib.Path, mode: str,
                     pytest_args: list[str], log_dir: pathlib.Path,
                     tests_dir: pathlib.Path | None
@@ -119,7 +120,7 @@ def _run_fork_suite(project: tree_lib.Project, release: Release,
   return rc, _counts(report)
 
 
-def run_release(project: tree_lib.Project, release: Release, mode: str, *,
+def run_release(project: Project, release: Release, mode: str, *,
                 pytest_args: list[str], tests_dir: pathlib.Path | None,
                 wheel: pathlib.Path | None = None) -> Row:
   """Builds, installs and tests one release; never raises a ForkError.
@@ -134,14 +135,14 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
   """
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
-  log_dir = (fetch.cache_root() / "logs"
+  log_dir = (cache_root() / "logs"
              / f"test-{release.version}-py{release.test_python}")
   log_dir.mkdir(parents=True, exist_ok=True)
   if mode == SMOKE_FORK:
     tests_dir = None
     row.upstream_note = "on the release's first Python only"
   try:
-    wheel = wheel or wheel_lib.build(project, release, project.root / "dist")
+    wheel = wheel or wheel_lib.build(project, release, project.dist)
   except ForkError as e:
     row.status = "build fails: " + _first_line(str(e))
     row.seconds = time.monotonic() - start
@@ -165,7 +166,7 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
   return row
 
 
-def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
+def _run_upstream(project: Project, release: Release, mode: str,
                   python: pathlib.Path, tests_dir: pathlib.Path,
                   log_dir: pathlib.Path, row: Row) -> None:
   test_set = upstream_tests.find_set(tests_dir, release.version)
@@ -245,6 +246,44 @@ def plan(manifest: Manifest, versions: list[str], full: bool,
   return runs
 
 
+def run(project: Project, versions: list[str], *, full: bool = False,
+        python: str | None = None, pytest_args: list[str] = (),
+        tests_dir: pathlib.Path | None = None,
+        write_compatibility_page: bool = False) -> int:
+  """`test` and `matrix`: runs the `plan`; prints the table.
+
+  Args:
+    project: the repository.
+    versions: the releases to test in full (default: all, as `plan` says).
+    full: every release in full.
+    python: the Python to test on instead of each release's first.
+    pytest_args: more arguments for the fork suite's pytest.
+    tests_dir: upstream's tests by tag, or None.
+    write_compatibility_page: also write docs/compatibility.md (`matrix`).
+
+  Returns:
+    The exit status: 0 if every run passed, else 1.
+  """
+  rows, wheels = [], {}
+  for release, mode in plan(project.manifest(), versions, full, python):
+    log.step("test", f"jax {release.label} on Python {release.test_python} "
+             f"({mode})")
+    rows.append(run_release(project, release, mode,
+                            pytest_args=list(pytest_args),
+                            tests_dir=tests_dir,
+                            wheel=wheels.get(release.label)))
+    built = project.dist / wheel_lib.wheel_name(release)
+    if rows[-1].fork is not None and built.exists():
+      wheels[release.label] = built
+  print(summary(rows, tests_dir), flush=True)
+  if write_compatibility_page:
+    path = project.root / "docs" / "compatibility.md"
+    write_compatibility(path, rows, tests_dir, upstream_tests.today(),
+                        upstream_tests.machine())
+    print(f"wrote {path}")
+  return 0 if all(r.ok for r in rows) else 1
+
+
 def table(rows: list[Row]) -> list[list[str]]:
   """The result table: a header and one row per release."""
   out = [["release", "mode", "Python", "TensorFlow", "fork suite",
@@ -264,15 +303,9 @@ def table(rows: list[Row]) -> list[list[str]]:
   return out
 
 
-def format_table(cells: list[list[str]]) -> str:
-  widths = [max(len(row[i]) for row in cells[:]) for i in range(len(cells[0]))]
-  return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-                   for row in cells)
-
-
 def summary(rows: list[Row], tests_dir: pathlib.Path | None) -> str:
   """The closing lines of `test` and `matrix`."""
-  lines = ["", "release matrix:", format_table(table(rows))]
+  lines = ["", "release matrix:", log.table(table(rows))]
   if tests_dir is None:
     lines += ["", "NOTE: upstream's own tests were NOT run: pass "
               "--upstream-tests DIR (e.g. ../shared/upstream-tests; see "

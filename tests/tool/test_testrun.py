@@ -22,7 +22,7 @@ import pytest
 from forklib import ForkError
 from forklib import manifest as manifest_lib
 from forklib import testrun
-from forklib import tree as tree_lib
+from forklib.project import Project
 
 from .test_pipeline_synthetic import _config_patch
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
@@ -120,7 +120,7 @@ def test_a_release_whose_queue_does_not_apply_is_reported(
   monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
   monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
   release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
-  row = testrun.run_release(tree_lib.Project(root), release, testrun.SMOKE,
+  row = testrun.run_release(Project(root), release, testrun.SMOKE,
                             pytest_args=[], tests_dir=None)
   assert not row.ok
   assert row.status.startswith("build fails: patch "
