@@ -140,7 +140,8 @@ def cmd_test(args: argparse.Namespace) -> int:
   return testrun.run(_project(args), args.version, full=args.full,
                      python=args.python, pytest_args=args.pytest_args,
                      tests_dir=_path(args.upstream_tests),
-                     write_compatibility_page=args.write_compatibility)
+                     write_compatibility_page=args.write_compatibility,
+                     jobs=args.jobs)
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
@@ -282,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
                          "tar.gz files or checkouts of upstream's repository "
                          "(e.g. ../shared/upstream-tests); without it they "
                          "are not run, and the summary says so")
+  jobs_help = (f"runs at a time (default: {testrun.JOBS}); with more than "
+               "one, each run's output is printed when it ends, and at most "
+               "one runs in full")
   p = sub.add_parser("test", help="build, install, run pytest, per release")
   p.add_argument("--upstream", dest="version", action="append", default=[],
                  help="only this upstream release, in full (repeatable; "
@@ -295,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                       "first; default: the first in the mode chosen, the "
                       "others with the fork's smoke suite")
   p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
+  p.add_argument("--jobs", type=int, default=testrun.JOBS, metavar="N",
+                 help=jobs_help)
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to the fork suite's pytest")
   p.set_defaults(func=cmd_test, write_compatibility=False)
@@ -302,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
   p = sub.add_parser("matrix", help="every release in full, a table, and "
                       "docs/compatibility.md")
   p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
+  p.add_argument("--jobs", type=int, default=testrun.JOBS, metavar="N",
+                 help=jobs_help)
   p.set_defaults(func=cmd_test, version=[], full=True, pytest_args=[],
                  python=None, write_compatibility=True)
 

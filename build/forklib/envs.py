@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+from typing import TextIO
 
 from forklib import ForkError
 from forklib import fetch
@@ -279,13 +280,15 @@ def show_fork(project: Project, venv: pathlib.Path) -> int:
 def run_pytest(project: Project, release: Release,
                venv: pathlib.Path, wheel: pathlib.Path,
                pytest_args: list[str],
-               upstream_tests: pathlib.Path | None = None) -> int:
+               upstream_tests: pathlib.Path | None = None,
+               output: TextIO | None = None) -> int:
   """Runs the test suite with the test environment's Python.
 
   `build/` is on PYTHONPATH, so `-p forklib.pytest_plugin` can be passed.
   With `upstream_tests` (the folder of upstream's tests by tag), the tests
   that need upstream's repository (git am and quilt of the whole queue,
-  stage) find it in $JAX_FORK_UPSTREAM_TESTS.
+  stage) find it in $JAX_FORK_UPSTREAM_TESTS. pytest's output goes to
+  `output` (a file), else to this process's stdout and stderr.
   """
   env = dict(os.environ, JAX_FORK_WHEEL=str(wheel),
              JAX_FORK_UPSTREAM=release.version,
@@ -295,7 +298,11 @@ def run_pytest(project: Project, release: Release,
     env["JAX_FORK_UPSTREAM_TESTS"] = str(upstream_tests.resolve())
   cmd = [str(venv_python(venv)), "-m", "pytest", *pytest_args]
   log.step("test", " ".join(cmd))
-  return subprocess.run(cmd, cwd=project.root, env=env).returncode
+  if output is not None:
+    print("$ " + " ".join(cmd), file=output, flush=True)
+  return subprocess.run(
+      cmd, cwd=project.root, env=env, stdout=output,
+      stderr=None if output is None else subprocess.STDOUT).returncode
 
 
 def tool_venv(requirement: str) -> pathlib.Path:
