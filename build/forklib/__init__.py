@@ -11,17 +11,29 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The library behind `python build/fork.py`.
+"""The library behind `python build/fork.py` (which only parses arguments).
 
 Modules, in pipeline order:
 
+* `project`: where the inputs live (`Project`), the cache, file hashes.
 * `manifest`: `patches/upstream.toml`, the supported upstream releases.
-* `fetch`: upstream's source distribution through `pip download`, verified.
+* `fetch`: `pip download` into the cache, verified: upstream's sdist, the
+  pinned jaxlib wheels, upstream's own wheel.
 * `patchq`: the patch queue: `patches/series`, DEP-3 headers, exact apply.
-* `tree`: sdist + overlay + patches + version stamp -> a patched tree.
-* `wheel`: the patched tree -> a reproducible wheel.
-* `setup_support`: what the repository's `setup.py` runs.
-* `envs`: virtual environments for the demo and the tests.
+* `tree`: sdist + overlay + patches + version stamp -> a patched tree;
+  `check`.
+* `wheel`, `setup_support`: the patched tree -> a reproducible wheel.
+* `envs`: virtual environments: the demo, the tests, tools (ruff, twine).
+* `testrun`: `test` and `matrix`; `upstream_tests`, `pytest_plugin` and
+  `baseline`: upstream's own suites, judged against stock upstream.
+* `jaxlib_mirror`: `jaxlib_build/pins.toml`; `publication`: which files a
+  release publishes; `index`: the static index; `serve`: serving it;
+  `publish` (and `twine_probe`): uploading to an index server.
+* `rebase` (and `mergecheck`), `stage`, `gitcmd`: the queue across releases
+  and towards upstream.
+* `workflow`: the GitHub Actions workflow from the manifest.
+* `scratch`: temporary directories a crash cannot leave behind; `log`: what
+  the tool prints.
 """
 
 

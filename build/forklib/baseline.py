@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
+import sys
 
+from forklib import ForkError
 from forklib import envs
 from forklib import log
-from forklib import tree as tree_lib
 from forklib import upstream_tests
 from forklib.manifest import Release
+from forklib.project import Project
 
 # Stock call_tf, a small function, under jit and grad: what the TF pins of a
 # release must support.
@@ -62,7 +64,7 @@ def call_tf_check(python: pathlib.Path) -> str:
   return f"FAILED (exit {proc.returncode}): " + (lines[-1] if lines else "")
 
 
-def run(project: tree_lib.Project, release: Release,
+def run(project: Project, release: Release,
         tests_dir: pathlib.Path) -> upstream_tests.Baseline:
   """Runs the stock baseline of `release`; writes it to the known failures.
 
@@ -100,3 +102,26 @@ def run(project: tree_lib.Project, release: Release,
   print(f"  stock call_tf: {check}")
   print(f"{len(baseline.failures)} failing test(s) recorded in {path}")
   return baseline
+
+
+def run_releases(project: Project, versions: list[str],
+                 tests_dir: pathlib.Path) -> int:
+  """`baseline [VERSION...]`: `run` for each release (default: every one).
+
+  Returns:
+    The exit status: 1 if a release failed (each error is printed, and the
+    others go on), else 0. With one release, its error is raised.
+  """
+  manifest = project.manifest()
+  releases = ([manifest.get(v) for v in versions] if versions
+              else manifest.newest())
+  failed = []
+  for release in releases:
+    try:
+      run(project, release, tests_dir)
+    except ForkError as e:
+      if len(releases) == 1:
+        raise
+      print(f"error: jax {release.version}: {e}", file=sys.stderr)
+      failed.append(release.version)
+  return 1 if failed else 0

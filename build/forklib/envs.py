@@ -29,14 +29,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
+from typing import TextIO
 
 from forklib import ForkError
 from forklib import fetch
 from forklib import log
-from forklib import tree as tree_lib
+from forklib import wheel as wheel_lib
 from forklib.manifest import Release
 from forklib.manifest import running_python
+from forklib.project import Project
+from forklib.project import cache_root
 
 _MARKER = ".fork-env-complete"
 _TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -197,11 +199,11 @@ def _requirements(path: pathlib.Path) -> list[str]:
           if l.split("#", 1)[0].strip()]
 
 
-def test_requirements(project: tree_lib.Project) -> list[str]:
+def test_requirements(project: Project) -> list[str]:
   return _requirements(project.root / "tests" / "requirements.txt")
 
 
-def test_env(project: tree_lib.Project, release: Release,
+def test_env(project: Project, release: Release,
              wheel: pathlib.Path) -> pathlib.Path:
   """The cached test environment of `release`, with the jax wheel `wheel`.
 
@@ -213,7 +215,7 @@ def test_env(project: tree_lib.Project, release: Release,
   requirements = _base_requirements(release) + test_requirements(project)
   key = _key(release, requirements)
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-  venv = fetch.cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
+  venv = cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
   return _ensure(venv, release, key, requirements, wheel)
 
 
@@ -224,30 +226,14 @@ def stock_wheel(release: Release) -> pathlib.Path:
     ForkError: pip cannot get it, or what it got is not upstream's release
       (a local version label: a fork's wheel on a configured index).
   """
-  name = f"jax-{release.version}-py3-none-any.whl"
-  dest = fetch.cache_root() / "stock" / name
-  if dest.exists():
-    return dest
-  dest.parent.mkdir(parents=True, exist_ok=True)
-  with tempfile.TemporaryDirectory(prefix=".download-",
-                                   dir=dest.parent) as tmp:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--only-binary", ":all:", "--disable-pip-version-check",
-           "--python-version", release.test_python, "--dest", tmp,
-           f"jax=={release.version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    got = sorted(os.listdir(tmp))
-    if proc.returncode != 0 or got != [name]:
-      raise ForkError(
-          f"pip download of upstream's wheel jax=={release.version} gave "
-          f"{got or 'nothing'} (exit {proc.returncode}), expected {name}:\n"
-          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    os.replace(pathlib.Path(tmp) / name, dest)
-  log.step("env", f"upstream's {name}: sha256 {fetch.sha256_of(dest)}")
-  return dest
+  return fetch.pip_download(f"jax=={release.version}",
+                            f"jax-{release.version}-py3-none-any.whl",
+                            cache_root() / "stock",
+                            python_version=release.test_python,
+                            pip_args=("--only-binary", ":all:"))
 
 
-def demo_env(project: tree_lib.Project, release: Release,
+def demo_env(project: Project, release: Release,
              wheel: pathlib.Path) -> pathlib.Path:
   """The user's environment, .venv in the repository, with `wheel` in it."""
   requirements = _base_requirements(release)
@@ -256,11 +242,17 @@ def demo_env(project: tree_lib.Project, release: Release,
                  in_cache=False)
 
 
+def demo(project: Project, release: Release) -> int:
+  """`demo`: builds the wheel, installs it into .venv, shows it working."""
+  wheel = wheel_lib.build(project, release, project.dist)
+  return show_fork(project, demo_env(project, release, wheel))
+
+
 SHOW = ("import jax; print(jax.__version__, jax.__version_info__, "
         "jax.config.jax_call_tf_slow_vmap)")
 
 
-def show_fork(project: tree_lib.Project, venv: pathlib.Path) -> int:
+def show_fork(project: Project, venv: pathlib.Path) -> int:
   """Prints what the installed fork reports, and runs the Jacobian example."""
   python = venv_python(venv)
   rc = 0
@@ -285,16 +277,18 @@ def show_fork(project: tree_lib.Project, venv: pathlib.Path) -> int:
   return rc
 
 
-def run_pytest(project: tree_lib.Project, release: Release,
+def run_pytest(project: Project, release: Release,
                venv: pathlib.Path, wheel: pathlib.Path,
                pytest_args: list[str],
-               upstream_tests: pathlib.Path | None = None) -> int:
+               upstream_tests: pathlib.Path | None = None,
+               output: TextIO | None = None) -> int:
   """Runs the test suite with the test environment's Python.
 
   `build/` is on PYTHONPATH, so `-p forklib.pytest_plugin` can be passed.
   With `upstream_tests` (the folder of upstream's tests by tag), the tests
   that need upstream's repository (git am and quilt of the whole queue,
-  stage) find it in $JAX_FORK_UPSTREAM_TESTS.
+  stage) find it in $JAX_FORK_UPSTREAM_TESTS. pytest's output goes to
+  `output` (a file), else to this process's stdout and stderr.
   """
   env = dict(os.environ, JAX_FORK_WHEEL=str(wheel),
              JAX_FORK_UPSTREAM=release.version,
@@ -304,7 +298,24 @@ def run_pytest(project: tree_lib.Project, release: Release,
     env["JAX_FORK_UPSTREAM_TESTS"] = str(upstream_tests.resolve())
   cmd = [str(venv_python(venv)), "-m", "pytest", *pytest_args]
   log.step("test", " ".join(cmd))
-  return subprocess.run(cmd, cwd=project.root, env=env).returncode
+  if output is not None:
+    print("$ " + " ".join(cmd), file=output, flush=True)
+  return subprocess.run(
+      cmd, cwd=project.root, env=env, stdout=output,
+      stderr=None if output is None else subprocess.STDOUT).returncode
+
+
+def tool_venv(requirement: str) -> pathlib.Path:
+  """A venv in the cache with `requirement` ("twine==7.0.0") installed."""
+  venv = cache_root() / "venvs" / f"tool-{requirement}"
+  if not (venv / _MARKER).exists():
+    if venv.exists():
+      shutil.rmtree(venv)
+    log.step("env", f"installing {requirement} into {venv}")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _pip(venv, "install", "--quiet", requirement)
+    (venv / _MARKER).write_text(requirement)
+  return venv
 
 
 def ruff() -> str:
@@ -327,12 +338,4 @@ def ruff() -> str:
                           text=True)
     if proc.stdout.split()[-1:] == [wanted]:
       return str(beside)
-  venv = fetch.cache_root() / "venvs" / f"tool-{requirement}"
-  if not (venv / _MARKER).exists():
-    if venv.exists():
-      shutil.rmtree(venv)
-    log.step("env", f"installing {requirement} into {venv}")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _pip(venv, "install", "--quiet", requirement)
-    (venv / _MARKER).write_text(requirement)
-  return str(venv / "bin" / "ruff")
+  return str(tool_venv(requirement) / "bin" / "ruff")

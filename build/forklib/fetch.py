@@ -11,16 +11,18 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Fetching upstream's source distribution, verified against the manifest.
+"""Fetching from the package registry with pip, verified, into the cache.
 
-The sdist comes through `pip download`, so the user's pip configuration
-(index, mirrors, certificates, proxies) applies. It is kept in a cache and
-checked against the pinned sha256 every time it is used.
+Everything comes through `pip download`, so the user's pip configuration
+(index, mirrors, certificates, proxies) applies: upstream's source
+distribution (checked against the sha256 pinned in the manifest), the pinned
+jaxlib wheels (`forklib.jaxlib_mirror`) and upstream's own jax wheel
+(`forklib.envs.stock_wheel`). A pinned file is checked every time it is used,
+and one that fails the check never enters the cache.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import subprocess
@@ -30,85 +32,75 @@ from forklib import ForkError
 from forklib import log
 from forklib import scratch
 from forklib.manifest import Release
+from forklib.project import cache_root
+from forklib.project import sha256_of
+from forklib.project import verify
 
 
-def cache_root() -> pathlib.Path:
-  """The fork's cache: $JAX_FORK_CACHE, else $XDG_CACHE_HOME/jax-calltf-fork."""
-  if os.environ.get("JAX_FORK_CACHE"):
-    return pathlib.Path(os.environ["JAX_FORK_CACHE"]).expanduser().resolve()
-  xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-  return pathlib.Path(xdg) / "jax-calltf-fork"
-
-
-def sha256_of(path: pathlib.Path) -> str:
-  h = hashlib.sha256()
-  with open(path, "rb") as f:
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-      h.update(chunk)
-  return h.hexdigest()
-
-
-def verify(path: pathlib.Path, expected: str, *, origin: str) -> None:
-  """Raises ForkError unless `path` has sha256 `expected`.
+def pip_download(requirement: str, name: str, cache: pathlib.Path, *,
+                 python_version: str, pip_args: tuple[str, ...] = (),
+                 sha256: str | None = None,
+                 pin: str = "pinned in patches/upstream.toml"
+                 ) -> pathlib.Path:
+  """`cache/name`, downloaded by `pip download requirement` on first use.
 
   Args:
-    path: the file to check.
-    expected: the pinned sha256.
-    origin: where the file came from, for the message.
+    requirement: what pip downloads, e.g. "jax==0.10.2".
+    name: the file pip must produce, e.g. "jax-0.10.2.tar.gz".
+    cache: the cache directory the file is kept in.
+    python_version: the Python pip downloads for ("3.12").
+    pip_args: more options of `pip download` (`--no-binary jax`, platforms).
+    sha256: the pinned sha256, checked on every use; None: not pinned.
+    pin: where `sha256` comes from, for the error.
+
+  Raises:
+    ForkError: pip failed or produced another file, or the file's sha256 is
+      not the pinned one.
   """
-  actual = sha256_of(path)
-  if actual != expected:
-    raise ForkError(
-        f"sha256 mismatch for {path} ({origin}):\n"
-        f"  expected {expected}  (pinned in patches/upstream.toml)\n"
-        f"  actual   {actual}\n"
-        "The file is not the upstream release the patches were verified "
-        "against; refusing to build. If the download was corrupted or "
-        "tampered with, delete the file and fetch again; if upstream really "
-        "re-published the sdist, review the change before updating the pin.")
+  target = cache / name
+  if target.exists():
+    if sha256:
+      verify(target, sha256, origin="cached copy", pin=pin)
+      log.step("fetch", f"{name}: cached at {target}, sha256 ok")
+    return target
+  cache.mkdir(parents=True, exist_ok=True)
+  log.step("fetch", f"pip download {requirement} ({name})")
+  with scratch.directory(cache, "download") as tmp:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
+           "--disable-pip-version-check", "--python-version", python_version,
+           *pip_args, "--dest", str(tmp), requirement]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    downloaded = tmp / name
+    if proc.returncode != 0 or not downloaded.exists():
+      found = ", ".join(sorted(os.listdir(tmp))) or "nothing"
+      raise ForkError(
+          f"pip download of {requirement} failed (exit {proc.returncode}): "
+          f"it produced {found}, not {name}. Its output:\n"
+          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}\n"
+          "Check pip's index configuration (pip config list).")
+    if sha256:
+      verify(downloaded, sha256, origin="fresh pip download", pin=pin)
+    os.replace(downloaded, target)
+  log.step("fetch", f"{name}: sha256 {'ok' if sha256 else sha256_of(target)}"
+           f", cached at {target}")
+  return target
 
 
-def fetch(release: Release, cache: pathlib.Path | None = None) -> pathlib.Path:
-  """Returns the path of the verified upstream sdist for `release`.
+def fetch(release: Release) -> pathlib.Path:
+  """The verified upstream sdist of `release`, in the cache.
 
-  Downloads it with `pip download --no-deps --no-binary jax` on first use
-  (jax only: since pip 26, `:all:` would also refuse the wheels of the
-  build dependencies pip needs to read the sdist's metadata).
+  Downloaded with `pip download --no-binary jax` on first use (jax only:
+  since pip 26, `:all:` would also refuse the wheels of the build
+  dependencies pip needs to read the sdist's metadata), for the release's
+  own Python: the sdist's Requires-Python may exclude the Python that runs
+  the tool (0.11 and later require 3.12).
 
   Raises:
     ForkError: the download failed, or the file's sha256 is not the pinned
-      one. A file that fails the check never enters the cache.
+      one.
   """
-  cache = cache or cache_root()
-  sdists = cache / "sdists"
-  target = sdists / release.sdist_name
-  if target.exists():
-    verify(target, release.sdist_sha256, origin="cached copy")
-    log.step("fetch", f"{release.sdist_name}: cached at {target}, sha256 ok")
-    return target
-  sdists.mkdir(parents=True, exist_ok=True)
-  log.step("fetch", f"{release.sdist_name}: pip download jax=="
-           f"{release.version} (source distribution)")
-  with scratch.directory(sdists, "download") as tmp:
-    # --python-version: the sdist's Requires-Python may exclude the Python
-    # that runs the tool (0.11 and later require 3.12); the release's own
-    # Python is the one it is built for.
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--no-binary", "jax", "--disable-pip-version-check",
-           "--python-version", release.test_python,
-           "--dest", str(tmp), f"jax=={release.version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-      raise ForkError(
-          f"pip download of jax=={release.version} failed (exit "
-          f"{proc.returncode}). Its output:\n{proc.stdout}{proc.stderr}\n"
-          "Check pip's index configuration (pip config list).")
-    downloaded = pathlib.Path(tmp) / release.sdist_name
-    if not downloaded.exists():
-      found = ", ".join(sorted(os.listdir(tmp))) or "nothing"
-      raise ForkError(f"pip download produced {found}, not "
-                      f"{release.sdist_name}")
-    verify(downloaded, release.sdist_sha256, origin="fresh pip download")
-    os.replace(downloaded, target)
-  log.step("fetch", f"{release.sdist_name}: sha256 ok, cached at {target}")
-  return target
+  return pip_download(f"jax=={release.version}", release.sdist_name,
+                      cache_root() / "sdists",
+                      python_version=release.test_python,
+                      pip_args=("--no-binary", "jax"),
+                      sha256=release.sdist_sha256)

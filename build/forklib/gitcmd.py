@@ -22,6 +22,18 @@ import subprocess
 from forklib import ForkError
 
 
+def committer() -> dict[str, str]:
+  """Who commits in the tool's work repositories (`stage`, `rebase`).
+
+  The environment's GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL, else the
+  fork's maintainers.
+  """
+  return {"GIT_COMMITTER_NAME": os.environ.get(
+              "GIT_COMMITTER_NAME", "JAX call_tf fork maintainers"),
+          "GIT_COMMITTER_EMAIL": os.environ.get(
+              "GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")}
+
+
 def git(cwd: pathlib.Path, *args: str, command: str, check: bool = True,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
   """Runs ``git args`` in ``cwd``.

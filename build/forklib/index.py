@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The private package index: a static PEP 503 tree, and a server for it.
+"""The private package index: a static PEP 503 tree, written transactionally.
 
 Layout (servable by any static web server)::
 
@@ -48,26 +48,23 @@ from __future__ import annotations
 
 import contextlib
 import email.parser
-import errno
 import fcntl
 import hashlib
 import html
-import http.server
-import ipaddress
 import json
 import os
 import pathlib
 import re
 import secrets
 import shutil
-import socket
 import urllib.parse
 import zipfile
 from typing import Any, Iterator
 
 from forklib import ForkError
-from forklib import fetch
 from forklib import log
+from forklib import publication
+from forklib.project import sha256_of
 
 LEDGER = "ledger.json"
 JOURNAL = "ledger.journal.json"
@@ -116,17 +113,15 @@ def _project_page(project: str, wheels: dict[str, dict[str, Any]]) -> str:
       attrs.append('data-requires-python="'
                    f'{html.escape(entry["requires_python"], quote=True)}"')
     links.append(f'    <a {" ".join(attrs)}>{html.escape(name)}</a><br/>')
-  return ("<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:"
-          "repository-version\" content=\"1.0\">\n    <title>Links for "
-          f"{project}</title>\n  </head>\n  <body>\n    <h1>Links for "
-          f"{project}</h1>\n" + "\n".join(links) + "\n  </body>\n</html>\n")
+  return _page(f"Links for {project}",
+               [f"    <h1>Links for {project}</h1>", *links])
 
 
-def _root_page(projects: list[str]) -> str:
-  links = "\n".join(f'    <a href="{p}/">{p}</a><br/>' for p in projects)
+def _page(title: str, body: list[str]) -> str:
   return ("<!DOCTYPE html>\n<html>\n  <head>\n    <meta name=\"pypi:"
-          "repository-version\" content=\"1.0\">\n    <title>Simple index"
-          "</title>\n  </head>\n  <body>\n" + links + "\n  </body>\n</html>\n")
+          "repository-version\" content=\"1.0\">\n    <title>"
+          f"{title}</title>\n  </head>\n  <body>\n" + "\n".join(body)
+          + "\n  </body>\n</html>\n")
 
 
 def _install_txt(label: str, wheels: dict[str, dict[str, Any]],
@@ -157,7 +152,8 @@ def _render(ledger: dict[str, Any]) -> dict[str, bytes]:
   projects: dict[str, dict[str, dict[str, Any]]] = {}
   for name, entry in wheels.items():
     projects.setdefault(entry["project"], {})[name] = entry
-  out = {"simple/index.html": _root_page(sorted(projects))}
+  out = {"simple/index.html": _page("Simple index", [
+      f'    <a href="{p}/">{p}</a><br/>' for p in sorted(projects)])}
   for project, project_wheels in projects.items():
     out[f"simple/{project}/index.html"] = _project_page(project,
                                                         project_wheels)
@@ -217,7 +213,7 @@ def _copy_verified(src: pathlib.Path, dest: pathlib.Path, sha256: str) -> None:
     with open(tmp, "rb") as f:
       os.fsync(f.fileno())
     os.chmod(tmp, 0o644)
-    actual = fetch.sha256_of(tmp)
+    actual = sha256_of(tmp)
     if actual != sha256:
       raise ForkError(f"{src} changed while it was being published (sha256 "
                       f"{sha256}, then {actual}); nothing was published.")
@@ -238,7 +234,7 @@ def _file_sha(path: pathlib.Path) -> str | None:
     return None
   if not path.is_file():
     return "not-a-file"
-  return fetch.sha256_of(path)
+  return sha256_of(path)
 
 
 @contextlib.contextmanager
@@ -347,7 +343,7 @@ def _conflict(out: pathlib.Path, name: str, published: dict[str, Any],
              "and files no longer record what `index` published. Do not "
              "serve it; restore the index from a backup, or publish into a "
              "new directory, and find out who changed it.")
-  if origin == ORIGIN_PINNED:
+  if origin == publication.ORIGIN_PINNED:
     return (head + " This file is the one jaxlib_build/pins.toml pins by "
             "sha256, and a pinned file never changes." + outside)
   if origin and published.get("origin") == origin:
@@ -365,15 +361,6 @@ def _conflict(out: pathlib.Path, name: str, published: dict[str, Any],
           "backup.")
 
 
-# How a wheel came to be published, recorded in the ledger (`origins`).
-ORIGIN_PINNED = "pinned in jaxlib_build/pins.toml"
-
-
-def build_origin(inputs_digest: str) -> str:
-  """The origin of a fork wheel the tool built from inputs of that digest."""
-  return f"built by the tool from inputs {inputs_digest}"
-
-
 def build(out: pathlib.Path, wheels: list[pathlib.Path],
           releases: dict[str, list[str]] | None = None,
           origins: dict[str, str] | None = None) -> pathlib.Path:
@@ -385,10 +372,10 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
     releases: for each fork version (e.g. "0.10.2+calltf.1"), the names of
       the files its install/<version>.txt pins (its jax and jaxlib wheels).
       Files are added to what the release already pins, never removed.
-    origins: where each wheel (by file name) came from: `ORIGIN_PINNED`, or
-      `build_origin(...)` of a fork wheel the tool built; recorded in the
-      ledger, it tells a rebuild from changed inputs apart from an index
-      changed outside the tool when a published name meets other bytes.
+    origins: where each wheel (by file name) came from (`publication`'s
+      `ORIGIN_PINNED` or `build_origin`); recorded in the ledger, it tells a
+      rebuild from changed inputs apart from an index changed outside the
+      tool when a published name meets other bytes.
 
   Returns:
     ``out``.
@@ -407,7 +394,7 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
     for wheel in wheels:
       name = wheel.name
       project = project_of(name)
-      digest = fetch.sha256_of(wheel)
+      digest = sha256_of(wheel)
       published = new["wheels"].get(name)
       origin = (origins or {}).get(name)
       if published:
@@ -474,157 +461,26 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
   return out
 
 
-def published_hashes(directory: pathlib.Path) -> dict[str, str]:
-  """The paths `serve` answers for, the ledger's files, with their sha256."""
-  return dict(_read_json(directory / LEDGER)["files"])
+def add_releases(out: pathlib.Path,
+                 releases: list[publication.ReleaseFiles]) -> pathlib.Path:
+  """Publishes the files of `releases` into the index at `out` (`build`).
 
-
-def served_files(directory: pathlib.Path) -> set[str]:
-  """The paths `serve` answers for: the ledger's files, nothing else."""
-  return set(published_hashes(directory))
-
-
-_CONTENT_TYPES = {".html": "text/html; charset=utf-8",
-                  ".txt": "text/plain; charset=utf-8",
-                  ".metadata": "text/plain; charset=utf-8",
-                  ".whl": "application/octet-stream"}
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-  """GET and HEAD of the index's published files; nothing else."""
-
-  server_version = "jax-fork-index"
-  root: pathlib.Path  # set on the subclass `serve` makes
-
-  def log_message(self, format, *args):  # noqa: A002
-    log.step("serve", format % args)
-
-  def do_GET(self):  # noqa: N802
-    self._respond(send_body=True)
-
-  def do_HEAD(self):  # noqa: N802
-    self._respond(send_body=False)
-
-  def _refuse_method(self):
-    self.send_response(405)
-    self.send_header("Allow", "GET, HEAD")
-    self.send_header("Content-Length", "0")
-    self.end_headers()
-
-  do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method  # noqa: N815
-
-  def _not_found(self, send_body: bool):
-    body = b"404 Not Found\n"
-    self.send_response(404)
-    self.send_header("Content-Type", "text/plain; charset=utf-8")
-    self.send_header("Content-Length", str(len(body)))
-    self.end_headers()
-    if send_body:
-      self.wfile.write(body)
-
-  def _respond(self, send_body: bool):
-    path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-    parts = path.split("/")
-    if (not path.startswith("/") or "\\" in path or "\0" in path
-        or any(p in (".", "..") for p in parts)):
-      return self._not_found(send_body)
-    rel = path.lstrip("/")
-    if rel == "" or rel.endswith("/"):
-      rel += "index.html"
-    try:
-      allowed = published_hashes(self.root)
-    except ForkError:
-      allowed = {}
-    if rel not in allowed:
-      if f"{rel}/index.html" in allowed:
-        self.send_response(301)
-        self.send_header("Location", path + "/")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-        return None
-      return self._not_found(send_body)
-    full = self.root / rel
-    # Only regular files inside the tree: no component may be a symlink.
-    if os.path.realpath(full) != str(full):
-      return self._not_found(send_body)
-    try:
-      fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-      return self._not_found(send_body)
-    with os.fdopen(fd, "rb") as f:
-      size = os.fstat(f.fileno()).st_size
-      h = hashlib.sha256()
-      for block in iter(lambda: f.read(1 << 20), b""):
-        h.update(block)
-      if h.hexdigest() != allowed[rel]:
-        # Not the published bytes: refuse rather than serve them.
-        log.step("serve", f"REFUSED {rel}: sha256 {h.hexdigest()}, the "
-                 f"ledger has {allowed[rel]}; the file was changed after "
-                 "publication (`index` names what to restore)")
-        body = (f"409 Conflict: {rel} does not match the index's ledger; "
-                "it was changed after publication.\n").encode()
-        self.send_response(409)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if send_body:
-          self.wfile.write(body)
-        return None
-      f.seek(0)
-      self.send_response(200)
-      self.send_header("Content-Type", _CONTENT_TYPES.get(
-          pathlib.PurePosixPath(rel).suffix, "application/octet-stream"))
-      self.send_header("Content-Length", str(size))
-      self.end_headers()
-      if send_body:
-        shutil.copyfileobj(f, self.wfile)
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-  try:
-    return ipaddress.ip_address(host).is_loopback
-  except ValueError:
-    return host == "localhost"
-
-
-def serve(directory: pathlib.Path, host: str = "127.0.0.1",
-          port: int = 0) -> None:
-  """Serves the index at ``directory`` over HTTP until interrupted.
-
-  Only the files the index's ledger lists are served, by GET and HEAD, and
-  only with the bytes it records: a file whose sha256 is not the ledger's
-  is refused (409) and the refusal logged; no directory listings, no
-  symlinks, no other methods. Prints the index URL
-  (``http://host:port/simple/``) first, on stdout.
+  Each release's install file pins its fork wheel and its jaxlib wheels.
   """
-  directory = directory.resolve()
+  files = [f for r in releases for f in r.files]
+  return build(out, [f.path for f in files],
+               {r.release.label: [f.path.name for f in r.files]
+                for r in releases},
+               {f.path.name: f.origin for f in files if f.origin})
+
+
+def published_files(directory: pathlib.Path) -> dict[str, str]:
+  """The files the ledger of the index at `directory` lists: path -> sha256.
+
+  Raises:
+    ForkError: the ledger is missing, unreadable or not this tool's.
+  """
   if not (directory / LEDGER).is_file():
     raise ForkError(f"{directory} is not an index (no {LEDGER}); build one "
                     "with `python build/fork.py index --out DIR`")
-  served_files(directory)  # a readable ledger, or a clear error now
-  if not _is_loopback(host):
-    log.step("serve", f"WARNING: serving on {host}, beyond this machine, "
-             "over plain HTTP: anyone between the server and its users can "
-             "change what they download unless they install with hash pins. "
-             "For a shared index, serve the directory with a web server "
-             "that has TLS (see docs/install.md).")
-
-  class Handler(_Handler):
-    root = directory
-
-  server_class = http.server.ThreadingHTTPServer
-  if ":" in host:
-    server_class = type("Server6", (server_class,),
-                        {"address_family": socket.AF_INET6})
-  try:
-    server = server_class((host, port), Handler)
-  except OSError as e:
-    if e.errno == errno.EADDRINUSE:
-      raise ForkError(f"port {port} on {host} is in use; pass --port 0 for "
-                      "a free one")
-    raise
-  with server:
-    shown = f"[{host}]" if ":" in host else host
-    print(f"http://{shown}:{server.server_address[1]}/simple/", flush=True)
-    server.serve_forever()
+  return dict(_read_json(directory / LEDGER)["files"])

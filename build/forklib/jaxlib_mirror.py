@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -37,6 +36,10 @@ from forklib import load_toml
 from forklib import fetch
 from forklib import log
 from forklib import scratch
+from forklib.manifest import Release
+from forklib.manifest import version_tuple
+from forklib.project import Project
+from forklib.project import cache_root
 
 # The platforms upstream publishes jaxlib for, each with the platform tags
 # pip is asked for (pip widens a macOS tag to the older macOS versions, not a
@@ -131,33 +134,14 @@ def load_pins(path: pathlib.Path) -> dict[str, list[PinnedWheel]]:
   return pins
 
 
-def fetch_wheel(pin: PinnedWheel, cache: pathlib.Path | None = None
-                ) -> pathlib.Path:
-  """The verified wheel file of ``pin``, downloaded with pip on first use."""
-  cache = (cache or fetch.cache_root()) / "jaxlib"
-  target = cache / pin.name
-  if target.exists():
-    fetch.verify(target, pin.sha256, origin="cached copy")
-    return target
-  cache.mkdir(parents=True, exist_ok=True)
-  log.step("jaxlib", f"pip download {pin.name}")
-  with scratch.directory(cache, "download") as tmp:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps",
-           "--only-binary", ":all:", "--disable-pip-version-check",
-           "--python-version", pin.python_version,
-           *(a for tag in pin.platform.split(".") for a in ("--platform", tag)),
-           "--dest", str(tmp), f"jaxlib=={pin.version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    downloaded = pathlib.Path(tmp) / pin.name
-    if proc.returncode != 0 or not downloaded.exists():
-      raise ForkError(
-          f"pip download of {pin.name} failed (exit {proc.returncode}); it "
-          f"produced {sorted(os.listdir(tmp)) or 'nothing'}:\n"
-          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    fetch.verify(downloaded, pin.sha256,
-                 origin="fresh pip download, pinned in jaxlib_build/pins.toml")
-    os.replace(downloaded, target)
-  return target
+def fetch_wheel(pin: PinnedWheel) -> pathlib.Path:
+  """The verified wheel file of `pin`, downloaded with pip on first use."""
+  return fetch.pip_download(
+      f"jaxlib=={pin.version}", pin.name, cache_root() / "jaxlib",
+      python_version=pin.python_version,
+      pip_args=("--only-binary", ":all:", *(
+          a for tag in pin.platform.split(".") for a in ("--platform", tag))),
+      sha256=pin.sha256, pin="pinned in jaxlib_build/pins.toml")
 
 
 def find_upstream_wheel(version: str, python: str, family: str
@@ -171,7 +155,7 @@ def find_upstream_wheel(version: str, python: str, family: str
   Returns:
     The wheel, or None when upstream publishes none for that pair.
   """
-  with scratch.directory(fetch.cache_root() / "jaxlib", "find") as tmp:
+  with scratch.directory(cache_root() / "jaxlib", "find") as tmp:
     report = tmp / "report.json"
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
            "--ignore-installed", "--ignore-requires-python", "--no-deps",
@@ -229,13 +213,33 @@ def write_pins(path: pathlib.Path, updates: dict[str, list[PinnedWheel]]
   header = text.split("[[jaxlib]]", 1)[0]
   pins = load_pins(path) if path.exists() else {}
   pins.update(updates)
-  def key(version):
-    return tuple(int(p) for p in version.split("."))
   body = []
-  for version in sorted(pins, key=key, reverse=True):
+  for version in sorted(pins, key=version_tuple, reverse=True):
     lines = [f'[[jaxlib]]\nversion = "{version}"\nfiles = [']
     lines += [f'  {{ name = "{w.name}", sha256 = "{w.sha256}" }},'
               for w in sorted(pins[version], key=lambda w: w.name)]
     body.append("\n".join(lines) + "\n]\n")
   path.write_text(header.rstrip("\n") + "\n\n" + "\n".join(body),
                   encoding="utf-8")
+
+
+def pin_releases(project: Project, releases: list[Release]
+                 ) -> dict[str, list[PinnedWheel]]:
+  """Pins the jaxlib wheels of `releases` in the project's pins file.
+
+  Each release's `test_jaxlib`, for every platform of `PLATFORMS` and every
+  Python of the releases on that jaxlib.
+
+  Returns:
+    The wheels pinned, by jaxlib version.
+  """
+  manifest = project.manifest()
+  updates: dict[str, list[PinnedWheel]] = {}
+  for release in releases:
+    pythons = tuple(sorted(
+        {p for r in manifest.releases if r.test_jaxlib == release.test_jaxlib
+         for p in r.python}, key=version_tuple))
+    updates[release.test_jaxlib] = find_upstream_wheels(release.test_jaxlib,
+                                                        pythons)
+  write_pins(project.pins_path, updates)
+  return updates

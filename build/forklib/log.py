@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Progress lines a person can read: `[fork] step: what happened`."""
+"""What the tool prints: progress lines (`[fork] step: ...`) and tables."""
 
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def step(stage: str, message: str) -> None:
   """Prints one progress line to stderr, e.g. `[fork] fetch: ...`."""
   if not _quiet:
     print(f"[fork] {stage}: {message}", file=sys.stderr, flush=True)
+
+
+def table(rows: list[list[str]]) -> str:
+  """`rows` (the first a header) as aligned columns, two spaces apart."""
+  widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+  return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+                   for row in rows)

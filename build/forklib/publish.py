@@ -38,14 +38,15 @@ import subprocess
 import sys
 
 from forklib import ForkError
-from forklib import fetch
+from forklib import envs
 from forklib import index as index_lib
-from forklib import jaxlib_mirror
 from forklib import log
 from forklib import publication
 from forklib import scratch
-from forklib import tree as tree_lib
 from forklib.manifest import Release
+from forklib.project import Project
+from forklib.project import cache_root
+from forklib.project import verify
 
 TWINE_VERSION = "7.0.0"
 _PROBE = pathlib.Path(__file__).with_name("twine_probe.py")
@@ -61,25 +62,7 @@ def twine_python() -> str:
       return sys.executable
   except importlib.metadata.PackageNotFoundError:
     pass
-  venv = fetch.cache_root() / "venvs" / f"twine-{TWINE_VERSION}"
-  python = venv / "bin" / "python"
-  marker = venv / ".fork-env-complete"
-  if marker.exists():
-    return str(python)
-  if venv.exists():
-    shutil.rmtree(venv)
-  log.step("publish", f"installing twine=={TWINE_VERSION} into {venv}")
-  subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-  proc = subprocess.run(
-      [str(python), "-m", "pip", "install", "--quiet",
-       "--disable-pip-version-check", f"twine=={TWINE_VERSION}"],
-      capture_output=True, text=True)
-  if proc.returncode != 0:
-    raise ForkError(f"pip install twine=={TWINE_VERSION} failed (exit "
-                    f"{proc.returncode}):\n{proc.stdout[-2000:]}"
-                    f"{proc.stderr[-2000:]}")
-  marker.write_text(TWINE_VERSION)
-  return str(python)
+  return str(envs.venv_python(envs.tool_venv(f"twine=={TWINE_VERSION}")))
 
 
 def _probe(python: str, twine_args: list[str], simple_url: str | None,
@@ -106,22 +89,15 @@ def _probe(python: str, twine_args: list[str], simple_url: str | None,
   return answer
 
 
-def _verified_files(project: tree_lib.Project, releases: list[Release],
-                    jaxlib: bool) -> list[tuple[pathlib.Path, str, str]]:
-  """(path, sha256, origin) of every file to publish, jaxlib first."""
-  jaxlibs: dict[str, tuple[pathlib.Path, str, str]] = {}
-  forks = []
-  for release in releases:
-    files = publication.release_files(project, release, jaxlib=jaxlib)
-    for pin in files.jaxlib:
-      jaxlibs[pin.name] = (jaxlib_mirror.fetch_wheel(pin), pin.sha256,
-                           "pinned in jaxlib_build/pins.toml")
-    forks.append((files.fork_wheel, fetch.sha256_of(files.fork_wheel),
-                  "built here from the verified sdist and patches"))
-  return [*jaxlibs.values(), *forks]
+def _verified_files(project: Project, releases: list[Release],
+                    jaxlib: bool) -> list[publication.File]:
+  """Every file to publish, verified, jaxlib first, each once."""
+  files = publication.collect(project, releases, jaxlib=jaxlib)
+  jaxlibs = {f.path.name: f for r in files for f in r.jaxlib}
+  return [*jaxlibs.values(), *(r.fork_wheel for r in files)]
 
 
-def publish(project: tree_lib.Project, releases: list[Release], *,
+def publish(project: Project, releases: list[Release], *,
             repository_url: str | None = None,
             repository: str | None = None,
             simple_url: str | None = None,
@@ -154,13 +130,14 @@ def publish(project: tree_lib.Project, releases: list[Release], *,
   python = twine_python()
   files = _verified_files(project, releases, jaxlib)
   uploaded = []
-  with scratch.directory(fetch.cache_root() / "publish", "publish") as staging:
+  with scratch.directory(cache_root() / "publish", "publish") as staging:
     staged = []
-    for path, sha, origin in files:
-      copy = staging / path.name
-      shutil.copyfile(path, copy)
-      fetch.verify(copy, sha, origin=origin)
-      staged.append((copy, sha))
+    for f in files:
+      copy = staging / f.path.name
+      shutil.copyfile(f.path, copy)
+      verify(copy, f.sha256, origin=f"a copy of {f.path}",
+             pin=f.origin or "the given wheel, hashed before copying")
+      staged.append((copy, f.sha256))
     names = [p.name for p, _ in staged]
     state = _probe(python, twine_args, simple_url, names)
     server = state["repository"]

@@ -39,7 +39,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 from forklib import ForkError
@@ -51,14 +50,14 @@ from forklib import mergecheck
 from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
+from forklib.manifest import version_tuple
+from forklib.project import Project
 
 
 def _git(cwd: pathlib.Path, *args: str, check: bool = True
          ) -> subprocess.CompletedProcess:
   return gitcmd.git(cwd, *args, command="rebase", check=check, env={
-      "GIT_COMMITTER_NAME": "JAX call_tf fork maintainers",
-      "GIT_COMMITTER_EMAIL": "calltf-fork@users.noreply.github.com",
-      "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
+      **gitcmd.committer(), "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"})
 
 
 def _commit_tree(repo: pathlib.Path, sdist: pathlib.Path, version: str,
@@ -70,10 +69,7 @@ def _commit_tree(repo: pathlib.Path, sdist: pathlib.Path, version: str,
     if p.name != ".git":
       _git(repo, "clean", "-fdxq", "--", p.name)
   with tempfile.TemporaryDirectory() as tmp:
-    with tarfile.open(sdist) as tar:
-      tar.extractall(tmp, filter="data")
-    top = pathlib.Path(tmp) / f"jax-{version}"
-    for p in top.iterdir():
+    for p in tree_lib.unpack(sdist, pathlib.Path(tmp)).iterdir():
       os.rename(p, repo / p.name)
   _git(repo, "add", "-A")
   _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
@@ -85,16 +81,17 @@ def _set_last_update(text: str, day: datetime.date) -> str:
                 count=1, flags=re.MULTILINE)
 
 
-def rebase(project: tree_lib.Project, source: Release, target: Release,
+def rebase(project: Project, version: str, source: str | None = None, *,
            workdir: pathlib.Path | None = None,
            today: datetime.date | None = None,
            resume: pathlib.Path | None = None) -> list[str]:
-  """Refreshes the queue of ``source`` for ``target``.
+  """Refreshes the queue of release `source` for release `version`.
 
   Args:
     project: the fork project.
-    source: a release the queue applies to exactly.
-    target: the release to rebase onto.
+    version: the release to rebase onto.
+    source: a release the queue applies to exactly; default: the newest
+      other release in the manifest.
     workdir: where to keep the work repository (a temporary directory by
       default; kept only on conflict).
     today: the Last-Update date of refreshed patches.
@@ -103,12 +100,20 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
       --continue`: only the export step runs.
 
   Returns:
-    The names of the patches written as variants for ``target``.
+    The names of the patches written as variants for `version`.
 
   Raises:
-    ForkError: the queue does not apply to ``source``, or a patch conflicts
-      on ``target`` (the message shows the conflict and the work repository).
+    ForkError: the queue does not apply to `source`, or a patch conflicts
+      on `version` (the message shows the conflict and the work repository).
   """
+  manifest = project.manifest()
+  target = manifest.get(version)
+  others = [r for r in manifest.releases if r.version != version]
+  if not source and not others:
+    raise ForkError("rebase needs a second release in the manifest to "
+                    "rebase from; pass --from")
+  base = (manifest.get(source) if source
+          else max(others, key=lambda r: version_tuple(r.version)))
   today = today or datetime.date.today()
   names = patchq.read_series(project.patches)
   if resume is not None:
@@ -117,18 +122,18 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
       raise ForkError(f"the rebase in {resume} is still in progress: resolve "
                       "the conflict and run `git rebase --continue` first")
     return _export(project, target, resume, names, today)
-  queue = patchq.load_queue(project.patches, source.version)
+  queue = patchq.load_queue(project.patches, base.version)
   workdir = workdir or pathlib.Path(tempfile.mkdtemp(prefix="fork-rebase-"))
   repo = workdir / "repo"
   repo.mkdir(parents=True)
   _git(repo, "init", "-q")
-  _commit_tree(repo, fetch.fetch(source), source.version, "source")
+  _commit_tree(repo, fetch.fetch(base), base.version, "source")
   _git(repo, "am", "-q", "--committer-date-is-author-date",
        *(str(p.path) for p in queue))
   _commit_tree(repo, fetch.fetch(target), target.version, "target")
   _git(repo, "checkout", "-q", "-b", "rebased", "source")
   log.step("rebase", f"replaying {len(queue)} patches from jax "
-           f"{source.version} onto {target.version} in {repo}, checking "
+           f"{base.version} onto {target.version} in {repo}, checking "
            "each merged patch's Python files (compile, undefined names)")
   proc = _git(repo, "rebase", "-q", "--committer-date-is-author-date",
               "--exec", _merge_check_command(project, target),
@@ -151,7 +156,7 @@ def rebase(project: tree_lib.Project, source: Release, target: Release,
   return _export(project, target, repo, names, today)
 
 
-def _merge_check_command(project: tree_lib.Project, target: Release) -> str:
+def _merge_check_command(project: Project, target: Release) -> str:
   """The `git rebase --exec` command that checks each merged patch."""
   args = [sys.executable, str(pathlib.Path(mergecheck.__file__).resolve()),
           "--python", envs.find_python(target), "--ruff", envs.ruff(),
@@ -176,7 +181,7 @@ def _broken_merge(repo: pathlib.Path, target: Release,
       f"--resume {repo}` to write the variants (see docs/maintainers.md).")
 
 
-def _export(project: tree_lib.Project, target: Release, repo: pathlib.Path,
+def _export(project: Project, target: Release, repo: pathlib.Path,
             names: list[str], today: datetime.date) -> list[str]:
   """Writes the rebased patches that differ from the queue as variants."""
   with tempfile.TemporaryDirectory() as tmp:
@@ -190,9 +195,7 @@ def _export(project: tree_lib.Project, target: Release, repo: pathlib.Path,
     written = []
     variants = project.patches / "variants" / target.version
     with tempfile.TemporaryDirectory() as check_dir:
-      with tarfile.open(fetch.fetch(target)) as tar:
-        tar.extractall(check_dir, filter="data")
-      tree = pathlib.Path(check_dir) / f"jax-{target.version}"
+      tree = tree_lib.unpack(fetch.fetch(target), pathlib.Path(check_dir))
       for name, new in zip(names, refreshed):
         original = patchq.parse(patchq.resolve(project.patches, name))
         try:

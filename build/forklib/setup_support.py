@@ -34,6 +34,7 @@ from typing import Any
 
 from forklib import manifest as manifest_lib
 from forklib import tree as tree_lib
+from forklib.project import Project
 from forklib import wheel as wheel_lib
 
 
@@ -122,9 +123,8 @@ def main(root: pathlib.Path) -> None:
   """Builds the patched jax package with setuptools (called by setup.py)."""
   import setuptools  # pylint: disable=g-import-not-at-top
 
-  project = tree_lib.Project(root)
-  manifest = manifest_lib.load(project.manifest_path)
-  release = manifest.select(None)
+  project = Project(root)
+  release = project.manifest().select(None)
   tree = os.environ.get("JAX_FORK_TREE")
   tree = (pathlib.Path(tree) if tree
           else tree_lib.cached_tree(project, release))

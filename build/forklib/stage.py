@@ -41,7 +41,6 @@ import os
 import pathlib
 import re
 import shutil
-import tarfile
 import tempfile
 
 from forklib import ForkError
@@ -51,6 +50,7 @@ from forklib import log
 from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
+from forklib.project import Project
 
 # How code names an overlay module: `from jax.experimental.jax2tf import
 # call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib.<subpackage> import
@@ -67,7 +67,7 @@ _STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
 UPSTREAM_TESTS_DIR = "jax/experimental/jax2tf/tests"
 
 
-def staged_tests(project: tree_lib.Project) -> dict[str, list[pathlib.Path]]:
+def staged_tests(project: Project) -> dict[str, list[pathlib.Path]]:
   """The upstream-style tests, by the patch they are staged with."""
   tests: dict[str, list[pathlib.Path]] = {}
   for path in sorted((project.root / "tests" / "upstream").glob("*_test.py")):
@@ -80,22 +80,18 @@ def staged_tests(project: tree_lib.Project) -> dict[str, list[pathlib.Path]]:
 
 def _git(cwd: pathlib.Path, *args: str) -> str:
   env = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-         "GIT_COMMITTER_NAME": os.environ.get(
-             "GIT_COMMITTER_NAME", "JAX call_tf fork maintainers"),
-         "GIT_COMMITTER_EMAIL": os.environ.get(
-             "GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")}
+         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", **gitcmd.committer()}
   return gitcmd.git(cwd, *args, command="stage", env=env).stdout
 
 
-def _overlay_modules(project: tree_lib.Project) -> dict[str, pathlib.Path]:
+def _overlay_modules(project: Project) -> dict[str, pathlib.Path]:
   """Overlay modules by dotted name within jax.experimental.jax2tf.
 
   `call_tf_lib/__init__.py` is `call_tf_lib`, `call_tf_lib/batching/rule.py`
   is `call_tf_lib.batching.rule`.
   """
   modules = {}
-  for rel in tree_lib.overlay_files(project):
+  for rel in project.overlay_files():
     if rel.suffix != ".py":
       continue
     parts = list(rel.with_suffix("").parts)
@@ -290,11 +286,8 @@ def _am(repo: pathlib.Path, patch: patchq.Patch, exclude: list[str]
 
 
 def _git_proc(cwd: pathlib.Path, *args: str):
-  env = {"GIT_COMMITTER_NAME": os.environ.get(
-             "GIT_COMMITTER_NAME", "JAX call_tf fork maintainers"),
-         "GIT_COMMITTER_EMAIL": os.environ.get(
-             "GIT_COMMITTER_EMAIL", "calltf-fork@users.noreply.github.com")}
-  return gitcmd.git(cwd, *args, command="stage", env=env, check=False)
+  return gitcmd.git(cwd, *args, command="stage", env=gitcmd.committer(),
+                    check=False)
 
 
 def report_text(release: Release, base: str, results: list[Staged]) -> str:
@@ -340,9 +333,7 @@ def report_text(release: Release, base: str, results: list[Staged]) -> str:
 def _sdist_base(release: Release, sdist: pathlib.Path,
                 repo: pathlib.Path) -> None:
   """Upstream's sdist at `repo` as upstream's git has it, committed."""
-  with tarfile.open(sdist) as tar:
-    tar.extractall(repo.parent / "unpacked", filter="data")
-  os.rename(repo.parent / "unpacked" / f"jax-{release.version}", repo)
+  os.rename(tree_lib.unpack(sdist, repo.parent / "unpacked"), repo)
   (repo.parent / "unpacked").rmdir()
   for name in _SDIST_ONLY:
     (repo / name).unlink(missing_ok=True)
@@ -375,7 +366,7 @@ def _checkout_base(onto: pathlib.Path, ref: str | None,
           f"({described})")
 
 
-def stage(project: tree_lib.Project, release: Release,
+def stage(project: Project, release: Release,
           out: pathlib.Path, onto: pathlib.Path | None = None,
           ref: str | None = None) -> pathlib.Path:
   """Writes the staging repository for ``release`` at ``out``.

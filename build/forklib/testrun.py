@@ -34,6 +34,9 @@ A release's further Pythons (`python` in the manifest after the first: 3.13
 where TF 2.21 has cp313 wheels) get the fork's smoke suite in `test` and
 `matrix` (SMOKE_FORK: upstream's suites run on the first Python only), each
 in a venv of its own, with the wheel built once per release.
+
+Runs go JOBS at a time (`--jobs N`), longest first, at most one in full
+mode; each one's output is printed whole when it ends (`run_all`).
 """
 
 from __future__ import annotations
@@ -41,16 +44,20 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import subprocess
+import sys
+import threading
 import time
+from typing import Callable, TextIO
 
 from forklib import ForkError
 from forklib import envs
-from forklib import fetch
-from forklib import tree as tree_lib
+from forklib import log
 from forklib import upstream_tests
 from forklib import wheel as wheel_lib
 from forklib.manifest import Manifest
 from forklib.manifest import Release
+from forklib.project import Project
+from forklib.project import cache_root
 
 FULL = "full"
 SMOKE = "smoke"
@@ -65,6 +72,9 @@ SMOKE_PATHS = ("tests/calltf/test_smoke.py",
 # has under 200 and takes under 2 minutes (docs/maintainers.md, "CI"). A
 # count, not a time: the stock runs' times depend on the machine's load.
 SMOKE_SUITE_TESTS = 500
+# Runs at a time (`test --jobs`): CI's machine has 2 cores, and one run
+# leaves much of them idle (docs/maintainers.md, "CI").
+JOBS = 2
 
 
 @dataclasses.dataclass
@@ -103,10 +113,10 @@ def _counts(report: pathlib.Path) -> tuple[int, int]:
   return passed, failed
 
 
-def _run_fork_suite(project: tree_lib.Project, release: Release,
+def _run_fork_suite(project: Project, release: Release,
                     venv: pathlib.Path, wheel: pathlib.Path, mode: str,
                     pytest_args: list[str], log_dir: pathlib.Path,
-                    tests_dir: pathlib.Path | None
+                    tests_dir: pathlib.Path | None, out: TextIO | None
                     ) -> tuple[int, tuple[int, int]]:
   """Runs the fork's own suite; returns pytest's exit code and counts."""
   report = log_dir / "fork-suite.jsonl"
@@ -115,13 +125,51 @@ def _run_fork_suite(project: tree_lib.Project, release: Release,
   rc = envs.run_pytest(project, release, venv, wheel, [
       "-p", "forklib.pytest_plugin", "--jax-fork-report", str(report),
       "--jax-fork-expect-version", release.label, *paths, *pytest_args],
-      upstream_tests=tests_dir)
+      upstream_tests=tests_dir, output=out)
   return rc, _counts(report)
 
 
-def run_release(project: tree_lib.Project, release: Release, mode: str, *,
+class Wheels:
+  """The fork's wheel of each release, built once per run, one at a time.
+
+  A build that fails is not tried again in the same run: each of the
+  release's runs reports it.
+  """
+
+  def __init__(self, project: Project):
+    self._project = project
+    self._lock = threading.Lock()
+    self._built: dict[str, pathlib.Path | ForkError] = {}
+
+  def get(self, release: Release) -> pathlib.Path:
+    """The release's wheel in `dist/`, built on first use.
+
+    Raises:
+      ForkError: the build failed (now or earlier in this run).
+    """
+    with self._lock:
+      if release.label not in self._built:
+        try:
+          self._built[release.label] = wheel_lib.build(
+              self._project, release, self._project.dist)
+        except ForkError as e:
+          self._built[release.label] = e
+      built = self._built[release.label]
+    if isinstance(built, ForkError):
+      raise built
+    return built
+
+
+def log_dir_of(release: Release) -> pathlib.Path:
+  """Where a run of `release` on its `test_python` keeps its logs."""
+  return (cache_root() / "logs"
+          / f"test-{release.version}-py{release.test_python}")
+
+
+def run_release(project: Project, release: Release, mode: str, *,
                 pytest_args: list[str], tests_dir: pathlib.Path | None,
-                wheel: pathlib.Path | None = None) -> Row:
+                wheels: Wheels | None = None, out: TextIO | None = None
+                ) -> Row:
   """Builds, installs and tests one release; never raises a ForkError.
 
   Args:
@@ -130,18 +178,18 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
     mode: FULL, SMOKE or SMOKE_FORK (no upstream suites).
     pytest_args: more arguments for the fork suite's pytest.
     tests_dir: upstream's tests by tag, or None.
-    wheel: the release's fork wheel if already built in this run.
+    wheels: the run's wheels (default: build the release's).
+    out: where the suites' output goes (default: stdout and stderr).
   """
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
-  log_dir = (fetch.cache_root() / "logs"
-             / f"test-{release.version}-py{release.test_python}")
+  log_dir = log_dir_of(release)
   log_dir.mkdir(parents=True, exist_ok=True)
   if mode == SMOKE_FORK:
     tests_dir = None
     row.upstream_note = "on the release's first Python only"
   try:
-    wheel = wheel or wheel_lib.build(project, release, project.root / "dist")
+    wheel = (wheels or Wheels(project)).get(release)
   except ForkError as e:
     row.status = "build fails: " + _first_line(str(e))
     row.seconds = time.monotonic() - start
@@ -152,11 +200,12 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
     row.python = upstream_tests.versions_in(python)["python"]
     rc, row.fork = _run_fork_suite(project, release, venv, wheel,
                                    SMOKE if mode == SMOKE_FORK else mode,
-                                   pytest_args, log_dir, tests_dir)
+                                   pytest_args, log_dir, tests_dir, out)
     if rc != 0:
       row.status = f"fork suite fails (pytest exit {rc})"
     if tests_dir is not None:
-      _run_upstream(project, release, mode, python, tests_dir, log_dir, row)
+      _run_upstream(project, release, mode, python, tests_dir, log_dir, row,
+                    out or sys.stdout)
   except ForkError as e:
     row.status = _first_line(str(e))
   except subprocess.CalledProcessError as e:
@@ -165,9 +214,9 @@ def run_release(project: tree_lib.Project, release: Release, mode: str, *,
   return row
 
 
-def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
+def _run_upstream(project: Project, release: Release, mode: str,
                   python: pathlib.Path, tests_dir: pathlib.Path,
-                  log_dir: pathlib.Path, row: Row) -> None:
+                  log_dir: pathlib.Path, row: Row, out: TextIO) -> None:
   test_set = upstream_tests.find_set(tests_dir, release.version)
   row.upstream_note = "" if test_set.exact else f"tests of {test_set.name}"
   tree = upstream_tests.prepare(
@@ -185,15 +234,15 @@ def _run_upstream(project: tree_lib.Project, release: Release, mode: str,
             f"{release.version}` and `matrix` run it" for s, n in big.items()]
   print(f"\nupstream's tests of jax {release.version}, from "
         f"{test_set.describe()}, against the installed {release.label}:",
-        flush=True)
+        file=out, flush=True)
   results = upstream_tests.run_all(
       python, tree, log_dir / "upstream", expect_version=release.label,
       build_dir=project.root / "build", suites=suites)
   judgement = upstream_tests.judge(results, test_set, baseline)
   print(upstream_tests.report(results, judgement, known_path=known_path),
-        flush=True)
+        file=out, flush=True)
   if left:
-    print("\n".join(left), flush=True)
+    print("\n".join(left), file=out, flush=True)
     row.upstream_note = "; ".join(
         filter(None, [row.upstream_note, f"{len(left)} large suite(s) left "
                       "to full mode"]))
@@ -245,6 +294,141 @@ def plan(manifest: Manifest, versions: list[str], full: bool,
   return runs
 
 
+def run(project: Project, versions: list[str], *, full: bool = False,
+        python: str | None = None, pytest_args: list[str] = (),
+        tests_dir: pathlib.Path | None = None,
+        write_compatibility_page: bool = False, jobs: int = 1) -> int:
+  """`test` and `matrix`: runs the `plan`; prints the table.
+
+  Args:
+    project: the repository.
+    versions: the releases to test in full (default: all, as `plan` says).
+    full: every release in full.
+    python: the Python to test on instead of each release's first.
+    pytest_args: more arguments for the fork suite's pytest.
+    tests_dir: upstream's tests by tag, or None.
+    write_compatibility_page: also write docs/compatibility.md (`matrix`).
+    jobs: how many runs at a time (`run_all`).
+
+  Returns:
+    The exit status: 0 if every run passed, else 1.
+  """
+  start = time.monotonic()
+  runs = plan(project.manifest(), versions, full, python)
+  rows = run_all(project, runs, pytest_args=list(pytest_args),
+                 tests_dir=tests_dir, jobs=jobs)
+  print(summary(rows, tests_dir), flush=True)
+  print(f"wall time: {(time.monotonic() - start) / 60:.1f} min for "
+        f"{len(rows)} run(s), {min(jobs, len(rows))} at a time", flush=True)
+  if write_compatibility_page:
+    path = project.root / "docs" / "compatibility.md"
+    write_compatibility(path, rows, tests_dir, upstream_tests.today(),
+                        upstream_tests.machine())
+    print(f"wrote {path}")
+  return 0 if all(r.ok for r in rows) else 1
+
+
+def run_all(project: Project, runs: list[tuple[Release, str]], *,
+            pytest_args: list[str], tests_dir: pathlib.Path | None,
+            jobs: int = 1) -> list[Row]:
+  """Runs `runs` (`plan`'s), `jobs` at a time; their rows, in plan order.
+
+  One at a time, each run's output streams to the terminal. Several at a
+  time, each run's output goes to `output.log` in its log directory and is
+  printed whole when the run ends. Either way each wheel is built once, one
+  build at a time; at most one run is in FULL mode at a time (full runs
+  build wheels and run servers of their own in the repository), and runs
+  start longest first (FULL, then SMOKE, then SMOKE_FORK), so that the short
+  ones fill in beside the long ones.
+  """
+  wheels = Wheels(project)
+  if jobs <= 1 or len(runs) <= 1:
+    rows = []
+    for release, mode in runs:
+      log.step("test", f"jax {release.label} on Python "
+               f"{release.test_python} ({mode})")
+      rows.append(run_release(project, release, mode,
+                              pytest_args=pytest_args, tests_dir=tests_dir,
+                              wheels=wheels))
+    return rows
+  print_lock = threading.Lock()
+
+  def one(release: Release, mode: str) -> Row:
+    path = log_dir_of(release) / "output.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.step("test", f"jax {release.label} on Python {release.test_python} "
+             f"({mode}): started; its output goes to {path}")
+    with open(path, "w", encoding="utf-8") as out:
+      row = run_release(project, release, mode, pytest_args=pytest_args,
+                        tests_dir=tests_dir, wheels=wheels, out=out)
+    with print_lock:
+      print(f"\n===== jax {release.label} on Python {row.python} ({mode}):"
+            f" {row.status}, {row.seconds / 60:.1f} min; output of {path}:",
+            flush=True)
+      print(path.read_text(encoding="utf-8", errors="replace").rstrip(),
+            flush=True)
+    return row
+
+  return _schedule(runs, one, jobs)
+
+
+_START_ORDER = (FULL, SMOKE, SMOKE_FORK)
+
+
+def _schedule(runs: list[tuple[Release, str]],
+              one: Callable[[Release, str], Row], jobs: int) -> list[Row]:
+  """`one(*run)` for each run, on `jobs` threads; the rows in plan order.
+
+  Runs start longest first (`_START_ORDER`, then plan order), one FULL run
+  at a time: a thread takes the first run it may start.
+  """
+  pending = sorted(range(len(runs)),
+                   key=lambda i: (_START_ORDER.index(runs[i][1]), i))
+  rows: dict[int, Row] = {}
+  errors: list[BaseException] = []
+  state = {"full": False}
+  cond = threading.Condition()
+
+  def worker() -> None:
+    while True:
+      with cond:
+        while True:
+          if not pending or errors:
+            return
+          i = next((i for i in pending
+                    if runs[i][1] != FULL or not state["full"]), None)
+          if i is not None:
+            break
+          cond.wait()
+        pending.remove(i)
+        full = runs[i][1] == FULL
+        state["full"] |= full
+      try:
+        rows[i] = one(*runs[i])
+      except BaseException as e:  # re-raised in the calling thread
+        errors.append(e)
+      finally:
+        with cond:
+          if full:
+            state["full"] = False
+          cond.notify_all()
+
+  threads = [threading.Thread(target=worker, daemon=True)
+             for _ in range(min(jobs, len(runs)))]
+  for thread in threads:
+    thread.start()
+  try:
+    for thread in threads:
+      thread.join()
+  except KeyboardInterrupt:
+    with cond:
+      pending.clear()
+    raise
+  if errors:
+    raise errors[0]
+  return [rows[i] for i in range(len(runs))]
+
+
 def table(rows: list[Row]) -> list[list[str]]:
   """The result table: a header and one row per release."""
   out = [["release", "mode", "Python", "TensorFlow", "fork suite",
@@ -264,15 +448,9 @@ def table(rows: list[Row]) -> list[list[str]]:
   return out
 
 
-def format_table(cells: list[list[str]]) -> str:
-  widths = [max(len(row[i]) for row in cells[:]) for i in range(len(cells[0]))]
-  return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-                   for row in cells)
-
-
 def summary(rows: list[Row], tests_dir: pathlib.Path | None) -> str:
   """The closing lines of `test` and `matrix`."""
-  lines = ["", "release matrix:", format_table(table(rows))]
+  lines = ["", "release matrix:", log.table(table(rows))]
   if tests_dir is None:
     lines += ["", "NOTE: upstream's own tests were NOT run: pass "
               "--upstream-tests DIR (e.g. ../shared/upstream-tests; see "

@@ -29,7 +29,6 @@ of the user's is ever deleted.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -37,6 +36,7 @@ import pathlib
 import re
 import shutil
 import tarfile
+import tempfile
 
 from forklib import ForkError
 from forklib import fetch
@@ -44,44 +44,15 @@ from forklib import log
 from forklib import patchq
 from forklib import scratch
 from forklib.manifest import Release
+from forklib.project import Project
+from forklib.project import cache_root
+from forklib.project import sha256_of
 
 TREE_MANIFEST = ".fork-tree.json"
 _TREE_FORMAT = "jax-calltf-fork tree 1"
 
 _RELEASE_VERSION_RE = re.compile(
     r"^_release_version: str = (?:'[^']*'|\"[^\"]*\"|None)$", re.MULTILINE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Project:
-  """Where the fork's inputs live (the repository, or a test's stand-in)."""
-  root: pathlib.Path
-
-  @property
-  def patches(self) -> pathlib.Path:
-    return self.root / "patches"
-
-  @property
-  def overlay(self) -> pathlib.Path:
-    return self.root / "jax"
-
-  @property
-  def manifest_path(self) -> pathlib.Path:
-    return self.patches / "upstream.toml"
-
-  @property
-  def notice(self) -> pathlib.Path:
-    return self.root / "NOTICE"
-
-
-def overlay_files(project: Project) -> list[pathlib.Path]:
-  """The overlay's files, relative to the overlay root, sorted."""
-  if not project.overlay.is_dir():
-    return []
-  return sorted(p.relative_to(project.overlay)
-                for p in project.overlay.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts
-                and p.suffix not in (".pyc", ".pyo"))
 
 
 def inputs_digest(project: Project, release: Release) -> str:
@@ -97,7 +68,7 @@ def inputs_digest(project: Project, release: Release) -> str:
   for name in patchq.read_series(project.patches):
     path = patchq.resolve(project.patches, name, release.version)
     h.update(f"patch\0{name}\0".encode() + path.read_bytes())
-  for rel in overlay_files(project):
+  for rel in project.overlay_files():
     h.update(f"overlay\0{rel.as_posix()}\0".encode()
              + (project.overlay / rel).read_bytes())
   if project.notice.exists():
@@ -105,7 +76,7 @@ def inputs_digest(project: Project, release: Release) -> str:
   return h.hexdigest()
 
 
-def _extract(sdist: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+def unpack(sdist: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
   """Unpacks `sdist` into `dest`; returns its single top-level directory."""
   with tarfile.open(sdist) as tar:
     tar.extractall(dest, filter="data")
@@ -118,7 +89,7 @@ def _extract(sdist: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
 
 def _lay_overlay(project: Project, tree: pathlib.Path) -> list[str]:
   laid = []
-  for rel in overlay_files(project):
+  for rel in project.overlay_files():
     dest = tree / "jax" / rel
     if dest.exists():
       raise ForkError(
@@ -165,7 +136,7 @@ def _tree_files(tree: pathlib.Path) -> dict[str, str]:
       if path.is_symlink():
         files[rel] = "symlink:" + os.readlink(path)
       else:
-        files[rel] = "sha256:" + fetch.sha256_of(path)
+        files[rel] = "sha256:" + sha256_of(path)
   return dict(sorted(files.items()))
 
 
@@ -298,7 +269,7 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
   sdist = sdist or fetch.fetch(release)
   queue = patchq.load_queue(project.patches, release.version)
   with scratch.directory(out.parent, "tree") as tmp:
-    tree = _extract(sdist, tmp / "unpacked")
+    tree = unpack(sdist, tmp / "unpacked")
     log.step("apply", f"unpacked {sdist.name}")
     laid = _lay_overlay(project, tree)
     log.step("apply", f"overlay: {len(laid)} file(s) laid in"
@@ -331,7 +302,7 @@ def cached_tree(project: Project, release: Release,
   A cached tree is used only if every file is as its manifest recorded;
   otherwise it is removed and built again.
   """
-  cache = cache or fetch.cache_root()
+  cache = cache or cache_root()
   digest = inputs_digest(project, release)[:16]
   out = cache / "trees" / f"jax-{release.label}-{digest}"
   if out.exists():
@@ -360,8 +331,40 @@ def cached_tree(project: Project, release: Release,
 def touched_files(project: Project, release: Release) -> set[str]:
   """Files of the wheel our overlay, patches and version stamp change."""
   files = {"jax/version.py"}
-  files.update(f"jax/{rel.as_posix()}" for rel in overlay_files(project))
+  files.update(f"jax/{rel.as_posix()}" for rel in project.overlay_files())
   for patch in patchq.load_queue(project.patches, release.version):
     files.update(fp.path for fp in patch.files
                  if not patchq.is_test_path(fp.path))
   return files
+
+
+def check(project: Project) -> int:
+  """`check`: applies the queue to every release; prints a table.
+
+  Returns:
+    The exit status: 1 if the queue does not apply to a release or a patch
+    lacks DEP-3 headers or has lopsided context, else 0.
+  """
+  rows = [["upstream", "fork version", "patches", "status", "details"]]
+  for release in project.manifest().releases:
+    queue = patchq.load_queue(project.patches, release.version)
+    problems = [f"{p.name}: missing DEP-3 {', '.join(p.missing_dep3())}"
+                for p in queue if p.missing_dep3()]
+    problems += [f"{p.name}: asymmetric context in {h}"
+                 for p in queue for h in p.asymmetric_hunks()]
+    log.step("check", f"jax {release.version}: applying {len(queue)} "
+             "patches")
+    quiet = log.is_quiet()
+    try:
+      log.set_quiet(True)
+      with tempfile.TemporaryDirectory(prefix="fork-check-") as tmp:
+        build_tree(project, release, pathlib.Path(tmp) / "tree")
+      status = "ok" if not problems else "headers"
+    except ForkError as e:
+      status, problems = "FAILS", [str(e).splitlines()[0], *problems]
+    finally:
+      log.set_quiet(quiet)
+    rows.append([release.version, release.label, str(len(queue)), status,
+                 "; ".join(problems)])
+  print(log.table(rows), flush=True)
+  return 1 if any(row[3] != "ok" for row in rows[1:]) else 0

@@ -49,12 +49,12 @@ import tempfile
 import time
 
 from forklib import ForkError
-from forklib import fetch
 from forklib import load_toml
 from forklib import log
 from forklib import patchq
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
+from forklib.project import cache_root
 
 # The suites the test command runs, as paths in upstream's repository.
 SUITES = (
@@ -74,9 +74,6 @@ _TAG_RE = re.compile(r"^jax-v(?P<version>[0-9]+(?:\.[0-9]+)*)(?:\.tar\.gz)?$")
 SUITE_TIMEOUT = 3600
 _MAX_CRASHES = 5
 FAILING = ("failed", "error")
-
-
-is_test_path = patchq.is_test_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +171,7 @@ def test_patches(patches_dir: pathlib.Path,
   """The parts of the release's queue that change upstream's test files."""
   out = []
   for patch in patchq.load_queue(patches_dir, release.version):
-    files = [fp for fp in patch.files if is_test_path(fp.path)]
+    files = [fp for fp in patch.files if patchq.is_test_path(fp.path)]
     if files:
       out.append(dataclasses.replace(patch, files=files))
   return out
@@ -190,7 +187,7 @@ def prepare(test_set: TestSet, patches: list[patchq.Patch],
     patches: the test-file parts of the queue (`test_patches`), or none for
       stock upstream.
     pytest_config: the text of the pytest.ini written at the tree's root.
-    cache: the fork's cache (default: `fetch.cache_root()`).
+    cache: the fork's cache (default: `project.cache_root()`).
 
   Returns:
     The prepared tree, laid out like upstream's repository.
@@ -208,7 +205,7 @@ def prepare(test_set: TestSet, patches: list[patchq.Patch],
     h.update(rel.encode() + b"\0" + files[rel])
   for patch in patches:
     h.update(patch.name.encode() + b"\0" + patch.path.read_bytes())
-  cache = cache or fetch.cache_root()
+  cache = cache or cache_root()
   out = cache / "upstream-tests" / f"{test_set.name}-{h.hexdigest()[:16]}"
   if out.exists():
     return out

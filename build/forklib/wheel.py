@@ -33,15 +33,16 @@ import tempfile
 import zipfile
 
 from forklib import ForkError
-from forklib import fetch
 from forklib import log
 from forklib import scratch
 from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
+from forklib.project import Project
+from forklib.project import sha256_of
 
 
-def source_date_epoch(project: tree_lib.Project, release: Release) -> int:
+def source_date_epoch(project: Project, release: Release) -> int:
   """$SOURCE_DATE_EPOCH, else midnight UTC of the newest patch Last-Update."""
   if os.environ.get("SOURCE_DATE_EPOCH"):
     return int(os.environ["SOURCE_DATE_EPOCH"])
@@ -108,7 +109,7 @@ def normalize(path: pathlib.Path, epoch: int) -> None:
     raise
 
 
-def build(project: tree_lib.Project, release: Release,
+def build(project: Project, release: Release,
           out_dir: pathlib.Path) -> pathlib.Path:
   """Builds the patched wheel of `release` into `out_dir`; returns its path.
 
@@ -143,5 +144,5 @@ def build(project: tree_lib.Project, release: Release,
     normalize(built, epoch)  # Already canonical from setup.py; idempotent.
     dest = out_dir / built.name
     os.replace(built, dest)
-  log.step("wheel", f"{dest} (sha256 {fetch.sha256_of(dest)})")
+  log.step("wheel", f"{dest} (sha256 {sha256_of(dest)})")
   return dest

@@ -34,6 +34,7 @@ import pathlib
 
 from forklib import ForkError
 from forklib.manifest import Manifest
+from forklib.project import Project
 
 PATH = pathlib.Path(".github") / "workflows" / "wheels.yml"
 
@@ -193,3 +194,13 @@ def check(root: pathlib.Path, manifest: Manifest) -> None:
     raise ForkError(f"{path} is not the workflow generated from "
                     f"{manifest.path}; run `python3 build/fork.py workflow` "
                     "and commit the result")
+
+
+def run(project: Project, check_only: bool) -> None:
+  """`workflow [--check]`: writes (or checks) the workflow; says which."""
+  manifest = project.manifest()
+  if check_only:
+    check(project.root, manifest)
+    print(f"{project.root / PATH} matches {manifest.path}")
+  else:
+    print(write(project.root, manifest))

@@ -37,6 +37,7 @@ import pytest
 from forklib import manifest as manifest_lib
 from forklib import scratch
 from forklib import tree as tree_lib
+from forklib.project import Project
 
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 from .test_pipeline_synthetic import synthetic as synthetic_sdist  # noqa: F401
@@ -173,7 +174,7 @@ def test_a_changed_cached_tree_is_rebuilt(synthetic, monkeypatch):  # noqa: F811
   monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
   monkeypatch.setenv("PIP_NO_INDEX", "1")
   monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
-  project = tree_lib.Project(synthetic["project"])
+  project = Project(synthetic["project"])
   release = _release(synthetic["project"])
   tree = tree_lib.cached_tree(project, release, synthetic["cache"])
   pristine = _snapshot(tree)

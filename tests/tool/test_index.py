@@ -48,6 +48,7 @@ from forklib import fetch
 from forklib import index as index_lib
 from forklib import jaxlib_mirror
 from forklib import manifest as manifest_lib
+from forklib import serve as serve_lib
 
 
 class _Links(html.parser.HTMLParser):
@@ -337,7 +338,7 @@ def test_rebuilding_keeps_published_files(fork_wheel, tmp_path):
 
 def test_serve_refuses_a_directory_that_is_not_an_index(tmp_path):
   with pytest.raises(ForkError, match="not an index"):
-    index_lib.serve(tmp_path)
+    serve_lib.serve(tmp_path)
 
 
 def test_index_of_an_unknown_wheel_is_refused(root, tmp_path):

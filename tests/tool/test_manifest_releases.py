@@ -15,14 +15,18 @@
 
 Each release's sdist is fetched (verified against its pin) and read: its
 Requires-Python must admit the release's Python, and its jaxlib range must be
-the manifest's.
+the manifest's. Each Python of a release has wheels of its jaxlib (pinned)
+and of its TensorFlow (asked of the registry, metadata only).
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import shutil
+import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -84,6 +88,26 @@ def test_jaxlib_of_each_release_is_pinned_for_its_python(root, release):
   # Every platform upstream publishes jaxlib for, for each of its Pythons.
   assert jaxlib_mirror.missing_platforms(pins[release.test_jaxlib],
                                          release.python) == []
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("tensorflow,python", sorted(
+    {(r.test_tensorflow, p) for r in MANIFEST.releases for p in r.python}))
+def test_tensorflow_has_a_wheel_for_each_python_of_its_releases(
+    tmp_path, tensorflow, python):
+  """A Python listed for a release needs its TF's wheel (3.13: TF >= 2.20)."""
+  report = tmp_path / "report.json"
+  proc = subprocess.run(
+      [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+       "--ignore-installed", "--no-deps", "--only-binary", ":all:",
+       "--disable-pip-version-check", "--python-version", python,
+       *(a for tag in jaxlib_mirror.PLATFORMS["linux-x86_64"]
+         for a in ("--platform", tag)),
+       "--target", str(tmp_path / "target"), "--report", str(report),
+       f"tensorflow-cpu=={tensorflow}"], capture_output=True, text=True)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  url = json.loads(report.read_text())["install"][0]["download_info"]["url"]
+  assert f"-cp{python.replace('.', '')}-" in url.rsplit("/", 1)[-1], url
 
 
 def test_platform_families_of_wheel_tags():

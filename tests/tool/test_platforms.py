@@ -36,7 +36,7 @@ import sys
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from forklib import fetch
+from forklib.project import cache_root
 from forklib import jaxlib_mirror
 
 from .test_index import _Server
@@ -67,7 +67,7 @@ def served(root, fork_wheel, tmp_path_factory):
 
 def _uv_env() -> dict[str, str]:
   return dict(os.environ, UV_PYTHON_DOWNLOADS="never",
-              UV_CACHE_DIR=str(fetch.cache_root() / "uv"))
+              UV_CACHE_DIR=str(cache_root() / "uv"))
 
 
 def _pins(root, release) -> dict[tuple[str, str], jaxlib_mirror.PinnedWheel]:

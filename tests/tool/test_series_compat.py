@@ -31,6 +31,7 @@ from forklib import fetch
 from forklib import patchq
 from forklib import upstream_tests
 from forklib import tree as tree_lib
+from forklib.project import Project
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def _patched_files(root, release) -> set[str]:
 
 @pytest.fixture
 def tool_tree(root, release, tmp_path) -> pathlib.Path:
-  return tree_lib.build_tree(tree_lib.Project(root), release,
+  return tree_lib.build_tree(Project(root), release,
                              tmp_path / "tool")
 
 

@@ -37,6 +37,7 @@ from forklib import patchq
 from forklib import stage as stage_lib
 from forklib import tree as tree_lib
 from forklib import upstream_tests as upstream_tests_lib
+from forklib.project import Project
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None,
                                 reason="git is not installed")
@@ -261,9 +262,9 @@ def test_every_commit_has_the_overlay_modules_it_imports(staged):
 
 def test_the_branch_ends_at_the_patched_tree(root, release, staged,
                                              tmp_path):
-  tree = tree_lib.build_tree(tree_lib.Project(root), release,
+  tree = tree_lib.build_tree(Project(root), release,
                              tmp_path / "tree")
-  touched = tree_lib.touched_files(tree_lib.Project(root), release)
+  touched = tree_lib.touched_files(Project(root), release)
   for path in touched - {"jax/version.py"}:
     assert (staged / "repo" / path).read_text() == (tree / path).read_text()
 
@@ -280,7 +281,7 @@ def test_pull_request_descriptions_come_from_dep3(root, release, staged):
 
 
 def test_upstream_tests_are_staged_with_their_patch(root, staged):
-  tests = stage_lib.staged_tests(tree_lib.Project(root))
+  tests = stage_lib.staged_tests(Project(root))
   assert tests, "tests/upstream has no staged tests"
   for patch_name, paths in tests.items():
     subject = patchq.parse(root / "patches" / patch_name).subject

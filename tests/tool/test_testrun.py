@@ -16,13 +16,15 @@
 from __future__ import annotations
 
 import pathlib
+import threading
+import time
 
 import pytest
 
 from forklib import ForkError
 from forklib import manifest as manifest_lib
 from forklib import testrun
-from forklib import tree as tree_lib
+from forklib.project import Project
 
 from .test_pipeline_synthetic import _config_patch
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
@@ -120,7 +122,7 @@ def test_a_release_whose_queue_does_not_apply_is_reported(
   monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
   monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
   release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
-  row = testrun.run_release(tree_lib.Project(root), release, testrun.SMOKE,
+  row = testrun.run_release(Project(root), release, testrun.SMOKE,
                             pytest_args=[], tests_dir=None)
   assert not row.ok
   assert row.status.startswith("build fails: patch "
@@ -158,3 +160,77 @@ def test_smoke_mode_leaves_only_huge_suites_to_full_mode(root):
           if b.test_count(s) > testrun.SMOKE_SUITE_TESTS}
   assert left == {("0.6.2", "shape_poly_test.py"),
                   ("0.4.38", "shape_poly_test.py")}
+
+
+def test_runs_go_two_at_a_time_longest_first_one_full_at_a_time():
+  releases = MANIFEST.newest()[:4]
+  runs = [(releases[0], testrun.FULL), (releases[1], testrun.SMOKE_FORK),
+          (releases[2], testrun.FULL), (releases[3], testrun.SMOKE),
+          (releases[1], testrun.SMOKE)]
+  lock = threading.Lock()
+  running: list[str] = []
+  seen: list[tuple[str, ...]] = []
+  started: list[tuple[str, str]] = []
+
+  def one(release, mode):
+    with lock:
+      running.append(mode)
+      started.append((release.version, mode))
+      seen.append(tuple(running))
+    time.sleep(0.3)
+    with lock:
+      running.remove(mode)
+    return testrun.Row(release=release, mode=mode, python="3.x")
+
+  rows = testrun._schedule(runs, one, jobs=2)
+  assert [(r.release, r.mode) for r in rows] == runs  # plan order
+  assert max(len(s) for s in seen) == 2  # two at a time, never more
+  assert all(s.count(testrun.FULL) <= 1 for s in seen)
+  # Longest first: the first full run, then (the other full run waiting)
+  # the smoke runs, the further-Python runs last.
+  assert started[:2] == [(releases[0].version, testrun.FULL),
+                         (releases[3].version, testrun.SMOKE)]
+  assert started[-1] == (releases[1].version, testrun.SMOKE_FORK)
+
+
+def test_a_failing_run_stops_the_schedule_and_raises():
+  runs = [(r, testrun.SMOKE) for r in MANIFEST.newest()[:4]]
+  calls = []
+
+  def one(release, mode):
+    calls.append(release.version)
+    raise RuntimeError(f"broken {release.version}")
+
+  with pytest.raises(RuntimeError, match="broken"):
+    testrun._schedule(runs, one, jobs=2)
+  assert len(calls) <= 2  # no new run starts after a failure
+
+
+def test_parallel_runs_build_a_release_once_and_print_each_whole(
+    synthetic, monkeypatch, capsys):  # noqa: F811
+  """Two runs of a release whose queue does not apply: one build, two rows."""
+  root = synthetic["project"]
+  (root / "patches" / "0001-config-add-option.patch").write_text(
+      _config_patch("drifted\n"))
+  monkeypatch.setenv("PIP_NO_INDEX", "1")
+  monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
+  monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
+  builds = []
+  build = testrun.wheel_lib.build
+
+  def counted(*args, **kwargs):
+    builds.append(args[1].label)
+    return build(*args, **kwargs)
+
+  monkeypatch.setattr(testrun.wheel_lib, "build", counted)
+  release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
+  runs = [(release, testrun.SMOKE),
+          (testrun.on_python(release, release.python[1]), testrun.SMOKE_FORK)]
+  rows = testrun.run_all(Project(root), runs, pytest_args=[], tests_dir=None,
+                         jobs=2)
+  assert builds == [release.label]
+  assert [r.release.test_python for r in rows] == list(release.python[:2])
+  assert all(r.status.startswith("build fails: patch 0001-config-add-option"
+                                 ".patch does not apply") for r in rows)
+  out = capsys.readouterr().out
+  assert out.count("===== jax 9.9.9") == 2

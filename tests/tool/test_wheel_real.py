@@ -32,6 +32,7 @@ import packaging.specifiers
 import pytest
 
 from forklib import tree as tree_lib
+from forklib.project import Project
 
 
 def _sha(path: pathlib.Path) -> str:
@@ -94,7 +95,7 @@ def test_differs_from_upstream_only_where_we_patch(root, release, fork_wheel,
                f"jax-{release.version}.dist-info/")
   ours_pkg = {n: d for n, d in ours.items() if not n.startswith(dist_info)}
   theirs_pkg = {n: d for n, d in theirs.items() if not n.startswith(dist_info)}
-  touched = tree_lib.touched_files(tree_lib.Project(root), release)
+  touched = tree_lib.touched_files(Project(root), release)
 
   added = set(ours_pkg) - set(theirs_pkg)
   removed = set(theirs_pkg) - set(ours_pkg)
