@@ -145,8 +145,14 @@ def _pip(venv: pathlib.Path, *args: str) -> None:
 
 def _ensure(venv: pathlib.Path, release: Release, key: str,
             requirements: list[str], jax: pathlib.Path, *,
-            in_cache: bool = True) -> pathlib.Path:
+            in_cache: bool = True,
+            no_deps: tuple[str, ...] = ()) -> pathlib.Path:
   """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`.
+
+  `requirements` are installed with `jax`, then `no_deps` without their
+  dependencies (the manifest's `test_packages`: tf-keras's metadata asks
+  for `tensorflow`, which would bring the full TensorFlow beside
+  tensorflow-cpu).
 
   A stale `venv` is made again; outside the cache (`in_cache` False: the
   demo's .venv) only one this tool made (it has the tool's marker file):
@@ -173,6 +179,10 @@ def _ensure(venv: pathlib.Path, release: Release, key: str,
              + f" and {jax.name} (tensorflow-cpu is large: this takes a "
              "minute or more the first time)")
     _pip(venv, "install", "--quiet", str(jax), *requirements)
+    if no_deps:
+      log.step("env", "installing " + ", ".join(no_deps)
+               + " without their dependencies")
+      _pip(venv, "install", "--quiet", "--no-deps", *no_deps)
     marker.write_text(key)
   log.step("env", f"installing {jax.name} into {venv}")
   _pip(venv, "install", "--quiet", "--force-reinstall", "--no-deps",
@@ -208,15 +218,16 @@ def test_env(project: Project, release: Release,
   """The cached test environment of `release`, with the jax wheel `wheel`.
 
   The environment is keyed by its exact pins (Python, jaxlib,
-  tensorflow-cpu, tests/requirements.txt); the wheel is reinstalled every
-  time, so the same environment serves the fork's wheel and, for `baseline`,
-  upstream's own (`stock_wheel`).
+  tensorflow-cpu, tests/requirements.txt, the release's `test_packages`);
+  the wheel is reinstalled every time, so the same environment serves the
+  fork's wheel and, for `baseline`, upstream's own (`stock_wheel`).
   """
   requirements = _base_requirements(release) + test_requirements(project)
-  key = _key(release, requirements)
+  key = _key(release, requirements + list(release.test_packages))
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
   venv = cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
-  return _ensure(venv, release, key, requirements, wheel)
+  return _ensure(venv, release, key, requirements, wheel,
+                 no_deps=release.test_packages)
 
 
 def stock_wheel(release: Release) -> pathlib.Path:

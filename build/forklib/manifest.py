@@ -30,6 +30,8 @@ _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 _REQUIRED_KEYS = ("version", "sdist_sha256", "fork_release", "python",
                   "tensorflow", "jaxlib", "test_jaxlib", "test_tensorflow")
+_OPTIONAL_KEYS = ("test_packages",)
+_PIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[0-9][A-Za-z0-9.+!-]*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Release:
     jaxlib: the jaxlib range the wheel accepts.
     test_jaxlib: the exact jaxlib version tests install.
     test_tensorflow: the exact tensorflow-cpu version tests install.
+    test_packages: exact pins ("name==version") of the packages users pair
+      with TensorFlow (TF Probability) that the fork's suite tests; the test
+      venvs install them with `--no-deps`, after the rest.
   """
   version: str
   sdist_sha256: str
@@ -55,6 +60,7 @@ class Release:
   jaxlib: str
   test_jaxlib: str
   test_tensorflow: str
+  test_packages: tuple[str, ...] = ()
 
   @property
   def label(self) -> str:
@@ -130,10 +136,11 @@ def load(path: pathlib.Path) -> Manifest:
     missing = [k for k in _REQUIRED_KEYS if k not in entry]
     if missing:
       raise ForkError(f"{where} lacks {', '.join(missing)}")
-    unknown = sorted(set(entry) - set(_REQUIRED_KEYS))
+    known = _REQUIRED_KEYS + _OPTIONAL_KEYS
+    unknown = sorted(set(entry) - set(known))
     if unknown:
       raise ForkError(f"{where} has unknown keys {', '.join(unknown)}; "
-                      f"the known keys are {', '.join(_REQUIRED_KEYS)}")
+                      f"the known keys are {', '.join(known)}")
     if not _VERSION_RE.match(str(entry["version"])):
       raise ForkError(f"{where}: version {entry['version']!r} is not a plain "
                       "release version such as '0.10.2'")
@@ -148,12 +155,20 @@ def load(path: pathlib.Path) -> Manifest:
         or not all(isinstance(p, str) for p in python)):
       raise ForkError(f"{where}: python must be a list such as ['3.11'], got "
                       f"{python!r}")
+    packages = entry.get("test_packages", [])
+    if (not isinstance(packages, list)
+        or not all(isinstance(p, str) and _PIN_RE.match(p) for p in packages)):
+      raise ForkError(f"{where}: test_packages must be a list of exact pins "
+                      "such as ['tensorflow-probability==0.25.0'] (they are "
+                      f"installed without their dependencies), got "
+                      f"{packages!r}")
     releases.append(Release(
         version=entry["version"], sdist_sha256=entry["sdist_sha256"],
         fork_release=entry["fork_release"], python=tuple(python),
         tensorflow=entry["tensorflow"], jaxlib=entry["jaxlib"],
         test_jaxlib=entry["test_jaxlib"],
-        test_tensorflow=entry["test_tensorflow"]))
+        test_tensorflow=entry["test_tensorflow"],
+        test_packages=tuple(packages)))
   versions = [r.version for r in releases]
   dupes = sorted({v for v in versions if versions.count(v) > 1})
   if dupes:

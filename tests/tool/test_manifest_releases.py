@@ -16,12 +16,16 @@
 Each release's sdist is fetched (verified against its pin) and read: its
 Requires-Python must admit the release's Python, and its jaxlib range must be
 the manifest's. Each Python of a release has wheels of its jaxlib (pinned)
-and of its TensorFlow (asked of the registry, metadata only).
+and of its TensorFlow (asked of the registry, metadata only). The release's
+`test_packages`, installed without their dependencies, find every one of
+them in the test venv.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -29,6 +33,7 @@ import subprocess
 import sys
 import tarfile
 
+from packaging import requirements as requirements_lib
 import pytest
 
 from forklib import fetch
@@ -137,3 +142,35 @@ def test_pins_rewrites_one_release_and_keeps_the_rest(root, tmp_path):
       "[[jaxlib]]", 1)[0]
   assert path.read_text().startswith(header)
   assert jaxlib_mirror.missing_platforms(kept, ("3.12",)) != []
+
+
+@pytest.mark.skipif(
+    "JAX_FORK_TEST_VENV" not in os.environ,
+    reason="checks the test venv that `build/fork.py test` makes")
+def test_test_packages_find_their_dependencies_installed():
+  """`--no-deps` left nothing out: each requirement of a test package is met.
+
+  `tensorflow` (tf-keras and TF Probability ask for it) is met by
+  tensorflow-cpu, the same modules under another distribution name.
+  """
+  release = MANIFEST.select(None)
+  unmet = []
+  for pin in release.test_packages:
+    name, version = pin.split("==")
+    assert importlib.metadata.version(name) == version, pin
+    for text in importlib.metadata.requires(name) or []:
+      requirement = requirements_lib.Requirement(text)
+      if requirement.marker and not requirement.marker.evaluate(
+          {"extra": ""}):
+        continue
+      dist = ("tensorflow-cpu" if requirement.name == "tensorflow"
+              else requirement.name)
+      try:
+        installed = importlib.metadata.version(dist)
+      except importlib.metadata.PackageNotFoundError:
+        unmet.append(f"{pin} needs {text}: not installed")
+        continue
+      if not requirement.specifier.contains(installed, prereleases=True):
+        unmet.append(f"{pin} needs {text}: {dist} {installed} is installed")
+  assert not unmet, ("add these to test_packages in patches/upstream.toml:\n"
+                     + "\n".join(unmet))

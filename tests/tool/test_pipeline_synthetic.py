@@ -181,6 +181,18 @@ def test_manifest_errors_say_what_is_wrong(synthetic):
   assert proc.returncode == 2 and "not 64 lowercase hex digits" in proc.stderr
 
 
+def test_a_test_package_without_an_exact_pin_is_refused(synthetic):
+  manifest = synthetic["project"] / "patches" / "upstream.toml"
+  manifest.write_text(manifest.read_text().replace(
+      'test_tensorflow = "2.21.0"\n',
+      'test_tensorflow = "2.21.0"\n'
+      'test_packages = ["tensorflow-probability>=0.25"]\n'))
+  proc = synthetic["fork"]("fetch", "9.9.9")
+  assert proc.returncode == 2, proc.stdout + proc.stderr
+  assert "test_packages must be a list of exact pins" in proc.stderr
+  assert "tensorflow-probability>=0.25" in proc.stderr
+
+
 def _add_release(synthetic, version: str, config: str) -> None:
   """Serves another synthetic release whose config.py is `config`."""
   files = {name: text.replace("9.9.9", version)
