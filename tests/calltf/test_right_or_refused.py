@@ -215,6 +215,32 @@ def test_a_list_of_fixed_size_compiles_and_is_right():
                np.stack([expected, _growing_list(3)(tf.constant(2 * x))]))
 
 
+def _grows_until(bound):
+  """Multiplies x by 1.5 until its sum reaches 10: a data-dependent loop."""
+  def f(x):
+    _, y = tf.while_loop(lambda i, y: tf.reduce_sum(y) < 10.,
+                         lambda i, y: (i + 1, y * 1.5), (0, x),
+                         maximum_iterations=bound)
+    return y
+  return f
+
+
+def test_the_gradient_of_an_unbounded_loop_under_jit_is_refused():
+  # TF's gradient of a tf.while_loop without maximum_iterations keeps the
+  # loop's values in lists that grow, which XLA cannot: refused, naming the
+  # bound; with a bound it compiles and is tape.jacobian's.
+  x = np.array([1., 2.], np.float32)
+  unbounded = _grows_until(None)
+  assert_close(jax.jacrev(call_tf(unbounded))(x), _tf_jacobian(unbounded, x))
+  with pytest.raises(ValueError, match="maximum_iterations=n"):
+    jax.jit(jax.jacrev(call_tf(unbounded)))(x)
+  bounded = _grows_until(20)
+  expected = _tf_jacobian(bounded, x)
+  assert np.abs(expected).max() > 1.
+  assert_close(jax.jit(jax.jacrev(call_tf(bounded)))(x), expected)
+  assert_close(jax.jit(jax.jacfwd(call_tf(bounded)))(x), expected)
+
+
 # --- Forward over reverse is finite where TF's own is -----------------------
 
 def _cumulative(x):
@@ -395,9 +421,13 @@ def test_tfp_ode_jacobian_under_jit_right_or_refused():
   # whose number of steps is not bounded.
   f = _tfp_ode()
   expected = _tf_jacobian(f, THETA)
+  # pfor cannot vectorize that gradient and XLA cannot compile it unbatched
+  # either, so no vmap_method runs it under jit: the refusal says so, and
+  # points outside jit, where "sequential" works (above).
   _right_or_refused(lambda: jax.jit(jax.jacrev(call_tf(f)))(THETA), expected,
-                    2e-3, (call_tf_errors.CallTfVectorizationError,
-                           ValueError), "StatelessWhile")
+                    2e-3, call_tf_errors.CallTfVectorizationError,
+                    "StatelessWhile", "Under jax.jit no vmap_method runs it",
+                    "outside jax.jit")
 
 
 # --- One convention for complex derivatives ---------------------------------

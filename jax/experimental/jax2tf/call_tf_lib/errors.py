@@ -100,14 +100,34 @@ def what_to_do(vmap_method: str | None) -> str:
 
 
 def pfor_error(op_type: str | None, node_name: str | None,
-               vmap_method: str | None, cause: BaseException | str
+               vmap_method: str | None, cause: BaseException | str, *,
+               compile_error: BaseException | None = None
                ) -> CallTfVectorizationError:
-  """pfor (``tf.vectorized_map``) cannot vectorize an op of the function."""
+  """pfor (``tf.vectorized_map``) cannot vectorize an op of the function.
+
+  Args:
+    op_type: the op pfor cannot vectorize.
+    node_name: its node.
+    vmap_method: the method that asked for pfor.
+    cause: pfor's error.
+    compile_error: under ``jax.jit``, why XLA cannot compile the unbatched
+      function either, if it cannot: then no ``vmap_method`` runs it under
+      ``jax.jit``, and the way out is to call it outside.
+  """
+  if compile_error is None:
+    remedy = what_to_do(vmap_method)
+  else:
+    remedy = (
+        "Under jax.jit no vmap_method runs it: XLA cannot compile the "
+        "unbatched function either (TensorFlow said: "
+        f"{first_line(compile_error, ('XLA compilation', 'XLA'))}). Call it "
+        "outside jax.jit, where call_tf runs it in TensorFlow and "
+        "vmap_method='sequential' runs it once per batch element.")
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) vectorizes the "
       "TensorFlow function with tf.vectorized_map (pfor), which cannot "
       f"vectorize {describe_op(op_type, node_name)}. "
-      f"{what_to_do(vmap_method)}\nTensorFlow said: "
+      f"{remedy}\nTensorFlow said: "
       f"{first_line(cause, ('pfor', 'loop invariant'))}",
       op_type, node_name)
 
@@ -424,9 +444,11 @@ def growing_list_error(node_name: str) -> CallTfCompileError:
       "call_tf under jax.jit (or another staging transformation) compiles "
       "the TensorFlow function with XLA, but the function has "
       f"{describe_op('TensorListSetItem', node_name)} that grows its list "
-      "(a tf.TensorArray with dynamic_size=True): XLA keeps the list at its "
-      "initial size and loses the writes beyond it, so the results would be "
-      "wrong (TensorFlow's own tf.function(jit_compile=True) returns them). "
-      "Give the TensorArray the size it reaches (size=n, "
-      "dynamic_size=False), or call the function outside jax.jit, where "
+      "(a tf.TensorArray with dynamic_size=True, or one TensorFlow makes "
+      "for a tf.while_loop without maximum_iterations, as its gradient "
+      "does): XLA keeps the list at its initial size and loses the writes "
+      "beyond it, so the results would be wrong (TensorFlow's own "
+      "tf.function(jit_compile=True) returns them). Give the TensorArray "
+      "the size it reaches (size=n, dynamic_size=False) or the loop a bound "
+      "(maximum_iterations=n), or call the function outside jax.jit, where "
       "call_tf runs it in TF eager mode.")

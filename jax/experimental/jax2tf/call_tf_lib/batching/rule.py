@@ -308,12 +308,8 @@ compat.register_cache(_function_xla_differs,
 def _xla_compiles(function_flat_tf: Any,
                   sig: tuple[tf.TensorSpec, ...]) -> bool:
   """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached HLO)."""
-  try:
-    compile_lib.compile_to_hlo(function_flat_tf, sig,
-                               compile_lib.default_tf_platform())
-  except Exception:  # pylint: disable=broad-except
-    return False
-  return True
+  return _compile_error(function_flat_tf, sig,
+                        compile_lib.default_tf_platform()) is None
 
 
 compat.register_cache(_xla_compiles, "call_tf: XLA compiles vectorized")
@@ -358,18 +354,10 @@ def check_compile_failure(vectorized: Vectorized, error: Exception,
       vectorizing it made what XLA refuses; names the op and the ways out.
       Returns otherwise, for the caller to report ``error``.
   """
-  if _compiles(vectorized.function_flat_tf, vectorized.sig, platform):
+  if _compile_error(vectorized.function_flat_tf, vectorized.sig,
+                    platform) is None:
     raise errors.xla_compile_error(*pfor.xla_failure(error),
                                    vectorized.vmap_method, error) from error
-
-
-def _compiles(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
-              platform: str) -> bool:
-  try:
-    compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
-  except Exception:  # pylint: disable=broad-except
-    return False
-  return True
 
 
 def _tf_shape(shape: Sequence[Any]) -> tuple[int | None, ...]:
@@ -474,7 +462,7 @@ def _batched_tf_functions(
       return expected_shapes[0][0]
     return tf.shape(args_tf[batch_arg])[0]
 
-  def call(args_tf: Sequence[Any]) -> list[Any]:
+  def call(args_tf: Sequence[Any], staged: bool) -> list[Any]:
     if vmap_method not in dispatch.VECTORIZED_METHODS:
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
@@ -513,24 +501,47 @@ def _batched_tf_functions(
         failure = pfor.pfor_failure(e, logs.messages)
         if failure is None:
           raise
-        raise errors.pfor_error(*failure, vmap_method, e) from e
+        # The staged variant is traced under jax.jit (eager calls trace it
+        # only to try XLA, and keep their own variant if that fails).
+        compile_error = (
+            _compile_error(function_flat_tf, sig,
+                           compile_lib.default_tf_platform())
+            if staged and not call_tf_graph else None)
+        raise errors.pfor_error(*failure, vmap_method, e,
+                                compile_error=compile_error) from e
     return list(res) if n_out else []
 
-  def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
-                      ) -> list[Any]:
-    res = call(args_tf)
-    if check_output_avals:
-      res = _check_results(res, expected_shapes, vmap_method,
-                           lambda: batch_size_tf(args_tf))
-    return res
+  def batched(staged: bool) -> Callable[..., list[Any]]:
+    def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
+                        ) -> list[Any]:
+      res = call(args_tf, staged)
+      if check_output_avals:
+        res = _check_results(res, expected_shapes, vmap_method,
+                             lambda: batch_size_tf(args_tf))
+      return res
 
-  batched_flat_tf.__name__ = (
-      f"{getattr(inner, '__name__', 'callable_flat_tf')}_vmap_"
-      f"{vmap_method or 'default'}")
-  eager_fn = tf.function(batched_flat_tf, autograph=False, jit_compile=False)
-  staged_fn = tf.function(batched_flat_tf, autograph=False,
+    batched_flat_tf.__name__ = (
+        f"{getattr(inner, '__name__', 'callable_flat_tf')}_vmap_"
+        f"{vmap_method or 'default'}")
+    return batched_flat_tf
+
+  eager_fn = tf.function(batched(False), autograph=False, jit_compile=False)
+  staged_fn = tf.function(batched(True), autograph=False,
                           jit_compile=not call_tf_graph)
   return eager_fn, staged_fn
+
+
+def _compile_error(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+                   platform: str) -> Exception | None:
+  """Why XLA cannot compile ``function_flat_tf`` for ``sig``, or None.
+
+  The HLO it makes is cached for the lowering.
+  """
+  try:
+    compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
+  except Exception as e:  # pylint: disable=broad-except
+    return e
+  return None
 
 
 compat.register_cache(_batched_tf_functions,
