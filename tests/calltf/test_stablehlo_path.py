@@ -286,15 +286,20 @@ def tf_hessian(f_tf, x):
   return outer.jacobian(g, x).numpy()
 
 
+def _counted(f):
+  """`f`, and the list it appends to each time its Python runs."""
+  runs = []
+
+  def counted(x):
+    runs.append(1)
+    return f(x)
+  return counted, runs
+
+
 @pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian",
                                        "vmap_hessian", "grad"])
 def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
-  runs = []
-
-  def f_tf(x):
-    runs.append(1)
-    return lj_tf(x)
-
+  f_tf, runs = _counted(lj_tf)
   f = call_tf(f_tf)
   x = lattice(3)
   if transform == "vmap_hessian":
@@ -322,12 +327,7 @@ def test_a_call_differentiated_after_its_trace_is_traced_once(counts,
                                                               transform):
   # JAX traces the call into a jaxpr first (jit, checkpoint, scan), then
   # differentiates the jaxpr: the JVP rule reads the call's own TF trace.
-  runs = []
-
-  def f_tf(x):
-    runs.append(1)
-    return lj_tf(x)
-
+  f_tf, runs = _counted(lj_tf)
   f = call_tf(f_tf)
   x = lattice(3)
 

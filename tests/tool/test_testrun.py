@@ -112,15 +112,21 @@ def test_compatibility_page_keeps_the_hand_written_notes(tmp_path):
   assert text.count("## Notes per release") == 1
 
 
-def test_a_release_whose_queue_does_not_apply_is_reported(
-    synthetic, monkeypatch):  # noqa: F811
-  """No crash: the row says the build fails and why."""
+def _with_a_queue_that_does_not_apply(synthetic, monkeypatch):  # noqa: F811
+  """The synthetic project, its patch drifted, pip and the cache offline."""
   root = synthetic["project"]
   (root / "patches" / "0001-config-add-option.patch").write_text(
       _config_patch("drifted\n"))
   monkeypatch.setenv("PIP_NO_INDEX", "1")
   monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
   monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
+  return root
+
+
+def test_a_release_whose_queue_does_not_apply_is_reported(
+    synthetic, monkeypatch):  # noqa: F811
+  """No crash: the row says the build fails and why."""
+  root = _with_a_queue_that_does_not_apply(synthetic, monkeypatch)
   release = manifest_lib.load(root / "patches" / "upstream.toml").get("9.9.9")
   row = testrun.run_release(Project(root), release, testrun.SMOKE,
                             pytest_args=[], tests_dir=None)
@@ -209,12 +215,7 @@ def test_a_failing_run_stops_the_schedule_and_raises():
 def test_parallel_runs_build_a_release_once_and_print_each_whole(
     synthetic, monkeypatch, capsys):  # noqa: F811
   """Two runs of a release whose queue does not apply: one build, two rows."""
-  root = synthetic["project"]
-  (root / "patches" / "0001-config-add-option.patch").write_text(
-      _config_patch("drifted\n"))
-  monkeypatch.setenv("PIP_NO_INDEX", "1")
-  monkeypatch.setenv("PIP_FIND_LINKS", str(synthetic["links"]))
-  monkeypatch.setenv("JAX_FORK_CACHE", str(synthetic["cache"]))
+  root = _with_a_queue_that_does_not_apply(synthetic, monkeypatch)
   builds = []
   build = testrun.wheel_lib.build
 
