@@ -1,0 +1,98 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The overlay's import graph: no cycles, no module reading another's privates.
+
+Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
+import counts, at module level or inside a function.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+PACKAGE = "jax.experimental.jax2tf.call_tf_lib"
+
+
+def _modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
+  base = root / pathlib.Path(*PACKAGE.split("."))
+  modules = {}
+  for path in sorted(base.rglob("*.py")):
+    parts = [p for p in path.relative_to(base).with_suffix("").parts
+             if p != "__init__"]
+    modules[".".join([PACKAGE, *parts])] = path
+  return modules
+
+
+def _imports(path: pathlib.Path, modules: dict[str, pathlib.Path]
+             ) -> tuple[set[str], dict[str, str], list[str]]:
+  """The overlay modules `path` imports, its aliases of them, and the
+  private names it imports from them."""
+  deps, aliases, private = set(), {}, []
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if not (isinstance(node, ast.ImportFrom) and node.module
+            and node.module.startswith(PACKAGE)):
+      continue
+    for alias in node.names:
+      full = f"{node.module}.{alias.name}"
+      if full in modules:
+        deps.add(full)
+        aliases[alias.asname or alias.name] = full
+      elif node.module in modules:
+        deps.add(node.module)
+        if alias.name.startswith("_"):
+          private.append(full)
+  return deps, aliases, private
+
+
+def _private_reads(path: pathlib.Path, aliases: dict[str, str]) -> list[str]:
+  """`module._name` read through an alias of another overlay module."""
+  return [f"{aliases[node.value.id]}.{node.attr}"
+          for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+          if isinstance(node, ast.Attribute)
+          and isinstance(node.value, ast.Name)
+          and node.value.id in aliases and node.attr.startswith("_")
+          and not node.attr.startswith("__")]
+
+
+def test_no_module_reads_another_modules_private_names(root):
+  modules = _modules(root)
+  found = []
+  for name, path in modules.items():
+    _, aliases, private = _imports(path, modules)
+    found += [f"{name}: {p}" for p in private + _private_reads(path, aliases)]
+  assert not found, found
+
+
+def test_the_overlay_imports_have_no_cycle(root):
+  modules = _modules(root)
+  graph = {name: _imports(path, modules)[0] - {name}
+           for name, path in modules.items()}
+  state: dict[str, int] = {}  # 1: on the path, 2: done
+  cycles = []
+
+  def visit(name: str, path: list[str]) -> None:
+    state[name] = 1
+    for dep in sorted(graph[name]):
+      if state.get(dep) == 1:
+        cycles.append(" -> ".join(path[path.index(dep):] + [name, dep]))
+      elif dep not in state:
+        visit(dep, path + [name])
+    state[name] = 2
+
+  for name in sorted(graph):
+    if name not in state:
+      visit(name, [])
+  assert len(modules) > 20, sorted(modules)  # the overlay was found
+  assert not cycles, cycles
