@@ -351,6 +351,51 @@ def test_a_call_differentiated_after_its_trace_is_traced_once(counts,
   assert seen == (1, 0, 0, 0), seen
 
 
+def _scaled_sum():
+  """A sum scaled by Python state, and a data-dependent loop of it."""
+  state = {"k": 1.}
+
+  def plain(a):
+    return tf.reduce_sum(a * state["k"])
+
+  def looped(a):  # JAX differentiates it forward only: reverse is TF's
+    _, y = tf.while_loop(lambda i, y: tf.reduce_sum(y) < 10.,
+                         lambda i, y: (i + 1, y * 1.5), (0, a * state["k"]),
+                         maximum_iterations=10)
+    return tf.reduce_sum(y)
+  return state, {"plain": plain, "looped": looped}
+
+
+@pytest.mark.parametrize("function,vmap_method", [
+    ("plain", None), ("plain", "sequential"), ("looped", None)])
+def test_a_cached_jit_differentiated_later_reads_one_python_state(
+    function, vmap_method):
+  # jax.jit(g) is traced with k=1 and cached; the state changes; then JAX
+  # differentiates the cached jaxpr. Its value and gradient must read the
+  # same state: k=1 where JAX differentiates the module (as native JAX
+  # would), k=2 where TF's derivatives trace the function again (as stock
+  # upstream, whose value and VJP both trace again). Was: value k=1 and
+  # gradient k=2 for the last two.
+  state, functions = _scaled_sum()
+  f_tf = functions[function]
+  gj = jax.jit(call_tf(f_tf, vmap_method=vmap_method))
+  x = np.full(3, .5, np.float32)
+  gj(x)
+  state["k"] = 2.
+  value, grad = jax.value_and_grad(gj)(x)
+  expected = {}
+  for k in (1., 2.):
+    state["k"] = k
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+      tape.watch(xt)
+      y = f_tf(xt)
+    expected[k] = (y.numpy(), tape.gradient(y, xt).numpy())
+  assert expected[1.][0] != expected[2.][0]
+  k = 1. if (function, vmap_method) == ("plain", None) else 2.
+  assert_close((value, grad), expected[k], 1e-5)
+
+
 def test_reverse_mode_matches_the_gradient_tape(counts):
   def f_tf(x, w):
     return tf.reduce_sum(tf.tanh(tf.linalg.matvec(w, x)) ** 2), tf.sin(x)

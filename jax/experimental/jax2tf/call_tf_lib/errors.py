@@ -101,7 +101,7 @@ def what_to_do(vmap_method: str | None) -> str:
 
 def pfor_error(op_type: str | None, node_name: str | None,
                vmap_method: str | None, cause: BaseException | str, *,
-               compile_error: BaseException | None = None
+               compile_failure: str | None = None
                ) -> CallTfVectorizationError:
   """pfor (``tf.vectorized_map``) cannot vectorize an op of the function.
 
@@ -110,18 +110,17 @@ def pfor_error(op_type: str | None, node_name: str | None,
     node_name: its node.
     vmap_method: the method that asked for pfor.
     cause: pfor's error.
-    compile_error: under ``jax.jit``, why XLA cannot compile the unbatched
-      function either, if it cannot: then no ``vmap_method`` runs it under
-      ``jax.jit``, and the way out is to call it outside.
+    compile_failure: under ``jax.jit``, why XLA cannot compile the
+      unbatched function either, if it cannot: then no ``vmap_method`` runs
+      it under ``jax.jit``, and the way out is to call it outside.
   """
-  if compile_error is None:
+  if compile_failure is None:
     remedy = what_to_do(vmap_method)
   else:
     remedy = (
         "Under jax.jit no vmap_method runs it: XLA cannot compile the "
-        "unbatched function either (TensorFlow said: "
-        f"{first_line(compile_error, ('XLA compilation', 'XLA'))}). Call it "
-        "outside jax.jit, where call_tf runs it in TensorFlow and "
+        f"unbatched function either ({compile_failure}). Call it outside "
+        "jax.jit, where call_tf runs it in TensorFlow and "
         "vmap_method='sequential' runs it once per batch element.")
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) vectorizes the "

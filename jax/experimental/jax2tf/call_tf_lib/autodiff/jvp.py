@@ -32,7 +32,8 @@ So both modes use TF's own gradients:
 Each call carries its own :class:`..tf_function.traces.CallTraces`, a static
 argument of the ``custom_jvp``: the JVP rule of a call reads the TF trace its
 primal made, so that the function is traced once per call, also where JAX
-differentiates the call after tracing it.
+differentiates the call after tracing it, if JAX's rules differentiate it;
+if TF's derivatives are needed there, the value is traced again with them.
 """
 
 from __future__ import annotations
@@ -110,17 +111,35 @@ def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
 
   def call_jvp(call: traces.CallTraces, primals: tuple[Any, ...],
                tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    # The traces the rule reads: the call's own. But where the call traced
+    # its function before this rule ran (JAX differentiates a jaxpr it
+    # traced earlier, maybe a cached one, with other Python state since)
+    # and TF's derivatives are needed, whose functions trace the TF function
+    # again, the value is traced again too: value and derivatives read one
+    # Python state.
+    own = [call]
+    late = call.traced()
+
+    def probe(traced_by: traces.CallTraces, flat_primals: Sequence[Any],
+              primals_tree: Any) -> exactness.Differentiable | None:
+      return exactness.differentiable(functools.partial(one_call, traced_by),
+                                      flat_primals, primals_tree)
+
     def differentiable(flat_primals: Sequence[Any], primals_tree: Any
                        ) -> exactness.Differentiable | None:
       # Under jit, JAX's rules differentiate the function's StableHLO module
-      # where that gives TF's gradients (see ..stablehlo.exactness); the
-      # probe reads this call's TF trace.
+      # where that gives TF's gradients (see ..stablehlo.exactness).
       if not stablehlo_path.may_use(vmap_method, call_tf_graph):
-        return None
-      return exactness.differentiable(functools.partial(one_call, call),
-                                      flat_primals, primals_tree)
+        d = None
+      else:
+        d = probe(call, flat_primals, primals_tree)
+      if late and (d is None or not d.reverse):
+        own[0] = traces.CallTraces()
+        if d is not None:
+          d = probe(own[0], flat_primals, primals_tree)
+      return d
 
-    return linear_jvp(functools.partial(call_once, call), tangent_call,
+    return linear_jvp(lambda *args: call_once(own[0], *args), tangent_call,
                       vjp_bwd, differentiable=differentiable)(
                           primals, tangents)
 

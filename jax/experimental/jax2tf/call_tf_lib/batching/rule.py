@@ -304,15 +304,11 @@ compat.register_cache(_function_xla_differs,
                       "call_tf: functions XLA computes otherwise than TF")
 
 
-@functools.lru_cache(maxsize=256)
 def _xla_compiles(function_flat_tf: Any,
                   sig: tuple[tf.TensorSpec, ...]) -> bool:
-  """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached HLO)."""
-  return _compile_error(function_flat_tf, sig,
-                        compile_lib.default_tf_platform()) is None
-
-
-compat.register_cache(_xla_compiles, "call_tf: XLA compiles vectorized")
+  """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached)."""
+  return _compile_failure(function_flat_tf, sig,
+                          compile_lib.default_tf_platform()) is None
 
 
 def _try_compile(function_flat_tf: Callable[..., Any],
@@ -354,8 +350,8 @@ def check_compile_failure(vectorized: Vectorized, error: Exception,
       vectorizing it made what XLA refuses; names the op and the ways out.
       Returns otherwise, for the caller to report ``error``.
   """
-  if _compile_error(vectorized.function_flat_tf, vectorized.sig,
-                    platform) is None:
+  if _compile_failure(vectorized.function_flat_tf, vectorized.sig,
+                      platform) is None:
     raise errors.xla_compile_error(*pfor.xla_failure(error),
                                    vectorized.vmap_method, error) from error
 
@@ -501,14 +497,16 @@ def _batched_tf_functions(
         failure = pfor.pfor_failure(e, logs.messages)
         if failure is None:
           raise
-        # The staged variant is traced under jax.jit (eager calls trace it
-        # only to try XLA, and keep their own variant if that fails).
-        compile_error = (
-            _compile_error(function_flat_tf, sig,
-                           compile_lib.default_tf_platform())
+        # A failure of the staged variant reaches the user under jax.jit
+        # (eager calls trace it only to try XLA, and keep their own variant
+        # where that fails): there no vmap_method helps if XLA cannot
+        # compile the unbatched function either.
+        compile_failure = (
+            _compile_failure(function_flat_tf, sig,
+                             compile_lib.default_tf_platform())
             if staged and not call_tf_graph else None)
         raise errors.pfor_error(*failure, vmap_method, e,
-                                compile_error=compile_error) from e
+                                compile_failure=compile_failure) from e
     return list(res) if n_out else []
 
   def batched(staged: bool) -> Callable[..., list[Any]]:
@@ -531,17 +529,26 @@ def _batched_tf_functions(
   return eager_fn, staged_fn
 
 
-def _compile_error(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
-                   platform: str) -> Exception | None:
+@functools.lru_cache(maxsize=256)
+def _compile_failure(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+                     platform: str) -> str | None:
   """Why XLA cannot compile ``function_flat_tf`` for ``sig``, or None.
 
-  The HLO it makes is cached for the lowering.
+  Cached, failures too (as their message, which keeps no graph alive); the
+  HLO of a success is cached by :func:`.compile_lib.compile_to_hlo`.
   """
   try:
     compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
+  except (errors.CallTfCompileError,
+          errors.CallTfStatefulFunctionError) as e:  # call_tf's own: in full
+    return str(e)
   except Exception as e:  # pylint: disable=broad-except
-    return e
+    return ("TensorFlow said: "
+            + errors.first_line(e, ("XLA compilation", "XLA")))
   return None
+
+
+compat.register_cache(_compile_failure, "call_tf: XLA compile failures")
 
 
 compat.register_cache(_batched_tf_functions,

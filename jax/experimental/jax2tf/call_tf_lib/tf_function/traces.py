@@ -30,9 +30,13 @@ after tracing it (``jax.grad`` of a ``jax.jit``, ``jax.checkpoint`` or
 ``CallTraces`` per call, carried by the ``custom_jvp`` as a static argument,
 so that it reaches the JVP rule however late JAX calls it), never to an
 earlier call: a new JAX trace of the call is a new call, and traces again.
+Where such a late JVP rule needs TF's own derivatives (their functions
+trace the TF function again when they are made), it computes the value
+from a new trace too, so that the value and its derivatives always read
+the same Python state (see ``autodiff.jvp.define_jvp``).
 
-What is reused across calls is the work that follows a trace: the vectorization of
-``jax.vmap``, the compiled HLO, the TF function of the VJP. :class:`TraceCache`
+What is reused across calls is the work that follows a trace: the
+vectorization of ``jax.vmap``, the compiled HLO, the TF function of the VJP. :class:`TraceCache`
 keeps, per argument signature, the flat callable and ``tf.function`` of each
 distinct *graph* traced (a fingerprint of the graph, its captured values
 and its result structure): a new trace that is the same graph is replaced
@@ -218,8 +222,12 @@ class CallTraces:
 
   __slots__ = ("_traced",)
 
-  def __init__(self):
+  def __init__(self) -> None:
     self._traced: dict[Hashable, Any] = {}
+
+  def traced(self) -> bool:
+    """Whether this call traced its function already (its primal ran)."""
+    return bool(self._traced)
 
   @contextlib.contextmanager
   def active(self) -> Iterator[None]:
@@ -234,7 +242,9 @@ class CallTraces:
     """The triple this call traced for ``key``; ``make()``'s, kept, if none."""
     found = self._traced.get(key)
     if found is None:
-      found = self._traced[key] = make()
+      # Two threads differentiating one cached jaxpr may both trace; the
+      # first kept is the one both use.
+      found = self._traced.setdefault(key, make())
     return found
 
 
