@@ -47,9 +47,9 @@ TRANSFORMS = (
 )
 
 SECOND_ORDER = frozenset({"jit(hessian)", "jit(vmap(hessian))"})
-# What the test suite (and so CI, within its time) runs without
-# JAX_FORK_OP_MATRIX_FULL=1: one column per path (StableHLO batching, its
-# reverse and forward derivatives, TF's eager tangents).
+# What a quick run (JAX_FORK_OP_MATRIX_QUICK=1) runs: one column per path
+# (StableHLO batching, its reverse and forward derivatives, TF's eager
+# tangents). The test suite, and so CI, runs every column.
 DEFAULT_TRANSFORMS = frozenset({"jit(vmap)", "jit(jacrev)", "jit(jacfwd)",
                                 "jvp"})
 BATCH = 3          # the batch of vmap and vmap(grad)
@@ -87,8 +87,7 @@ class Family:
       XLA lowering draws other numbers than TF's kernels.
     skip: transformation -> reason it is not run.
     heavy: transformations that take minutes on a loaded 2-core machine;
-      run only with JAX_FORK_OP_MATRIX_FULL=1 (the report script always
-      runs them).
+      left out of a quick run (JAX_FORK_OP_MATRIX_QUICK=1).
     description: what the function computes, for the report.
   """
   name: str
@@ -693,11 +692,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("tfp_ode", "tfp", _tfp_ode,
            "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
            requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
-           heavy=frozenset({"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"}),
-           skip=dict.fromkeys(SECOND_ORDER, (
-               "Hessians of the adaptive solve took more than 15 minutes "
-               "each on a loaded 2-core machine (TF's tapes of TFP's "
-               "adjoint, vectorized by pfor)"))),
+           heavy=frozenset({"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"})
+           | SECOND_ORDER),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}

@@ -30,8 +30,9 @@ The whole matrix runs once per session, for the cases selected.
   case must be ok, and passes as soon as the bug is fixed, which the strict
   mark reports so that the fix removes the entry.
 
-The heavy cases (`Family.heavy`: minutes each) are skipped unless
-`JAX_FORK_OP_MATRIX_FULL=1`; `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
+Every case runs, as in CI; `JAX_FORK_OP_MATRIX_QUICK=1` runs the
+first-order columns only, without the heavy cases (`Family.heavy`: minutes
+each), for a quicker local run. `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
 worker processes (default: up to 2).
 `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run;
 `JAX_FORK_OP_MATRIX_RESULTS=run.json` judges a saved run
