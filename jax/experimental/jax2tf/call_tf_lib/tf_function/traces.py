@@ -35,16 +35,17 @@ trace the TF function again when they are made), it computes the value
 from a new trace too, so that the value and its derivatives always read
 the same Python state (see ``autodiff.jvp.define_jvp``).
 
-What is reused across calls is the work that follows a trace: the
-vectorization of ``jax.vmap``, the compiled HLO, the TF function of the VJP. :class:`TraceCache`
-keeps, per argument signature, the flat callable and ``tf.function`` of each
-distinct *graph* traced (a fingerprint of the graph, its captured values
-and its result structure): a new trace that is the same graph is replaced
-by the kept one, whose caches are warm; a new graph (Python state changed
-what the function computes) is kept beside it. The caches are shared by
-every ``call_tf`` of the same callable (:meth:`TraceCache.for_callable`),
-so re-wrapping the same function reuses them, as ``jax.jit`` of the same
-function does. ``jax.clear_caches()`` empties them.
+What is reused across calls is the work that follows a trace: the vectorization
+of ``jax.vmap``, the compiled HLO, the TF function of the VJP.
+:class:`TraceCache` keeps, per argument signature, the flat callable and
+``tf.function`` of each distinct *graph* traced (a fingerprint of the graph,
+its captured values and its result structure): a new trace that is the same
+graph is replaced by the kept one, whose caches are warm; a new graph (Python
+state changed what the function computes) is kept beside it. The caches are
+shared by every ``call_tf`` of the same callable
+(:meth:`TraceCache.for_callable`), so re-wrapping the same function reuses
+them, as ``jax.jit`` of the same function does. ``jax.clear_caches()`` empties
+them.
 """
 
 from __future__ import annotations
