@@ -712,16 +712,7 @@ def all_case_ids() -> list[str]:
 # expects each to be a gap (and fails when it runs, so that the entry goes);
 # any other gap fails it: every case that runs sequentially must run
 # vectorized with the defaults.
-KNOWN_GAPS: dict[str, str] = {
-    "svd_vectors:jit(vmap(hessian))": (
-        "SVD's module is refused by the StableHLO path (its vectors are "
-        "payloads of an unstable sort, whose order of ties is XLA's own), so "
-        "pfor vectorizes the Hessian's tangent function twice; the inner "
-        "function call loses the static length of tf.linalg.diag's diagonal "
-        "in SVD's gradient, and TF's shape function then refuses "
-        "MatrixDiagV3 (the error names PartitionedCall and quotes TF's "
-        "message about MatrixDiagV3)"),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 # Refusals: what fails with every vmap_method, family (or case) -> why. For
 # the report; test_op_matrix.py accepts a refusal, which names the op.

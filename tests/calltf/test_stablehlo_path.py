@@ -321,6 +321,22 @@ def test_jit_derivatives_of_the_energy_are_jax_only(counts, transform):
   assert seen == (1, 0, 0, 0), seen
 
 
+@pytest.mark.parametrize("transform", ["grad", "hessian"])
+def test_jit_derivatives_of_a_float64_energy_are_jax_only(counts, transform):
+  # With jax_enable_x64, a float64 sum's initial zero stays a constant, so
+  # the sum is reduce_sum, which JAX transposes (no TF VJP).
+  f_tf, runs = _counted(lj_tf)
+  x = lattice(1)[0].astype(np.float64)
+  with jax.enable_x64(True):
+    got = jax.jit(getattr(jax, transform)(call_tf(f_tf)))(x)
+    assert got.dtype == np.float64
+  seen = (len(runs), counts["pfor"], counts["tape"], counts["accumulator"])
+  expected = (tf_hessian(lj_tf, x) if transform == "hessian"
+              else tf_jacobian(lj_tf, x))
+  assert_close(got, expected, 1e-10)
+  assert seen == (1, 0, 0, 0), seen
+
+
 @pytest.mark.parametrize("transform", ["grad_of_jit", "hessian_of_jit",
                                        "grad_of_checkpoint", "grad_of_scan"])
 def test_a_call_differentiated_after_its_trace_is_traced_once(counts,

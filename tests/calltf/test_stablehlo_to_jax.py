@@ -78,6 +78,11 @@ def xla_function(module: str | bytes, prog: s2j.Program) -> Callable:
 
 # The TF functions: name -> (function, argument makers, differentiable args).
 
+
+def _sign_free_svd(a):
+  s, u, v = tf.linalg.svd(a)
+  return s, u ** 2 * s, v ** 2 * s
+
 _rng = np.random.default_rng(0)
 
 
@@ -280,6 +285,9 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
       "svd": (lambda a, b: (tf.linalg.svd(a, compute_uv=False),
                             tf.linalg.svd(b, compute_uv=False)),
               [_f(4, 3), _f(3, 3)], (0, 1)),
+      # With the vectors: the sort's payloads, in XLA's order of ties (the
+      # sort runs as itself). Squared, times the values: free of signs.
+      "svd_vectors": (lambda a: _sign_free_svd(a), [_f(4, 3)], (0,)),
       # Through tf2xla's QR custom call (geqrf), which JAX cannot
       # differentiate.
       "qr_solve_inv_expm": (lambda a, s, b, m: (
@@ -321,7 +329,8 @@ GRAD_CASES = [k for k, v in CASES.items() if v[2]]
 # data: SVD's Jacobi sweeps) and of a general reduce_window: JAX refuses
 # them (a test below checks the refusal); forward mode is checked. (Loops of
 # a fixed trip count, control_flow's and the LSTM's, are scans.)
-NO_REVERSE_MODE = ("data_dependent_loop", "cumprod_logsumexp", "svd")
+NO_REVERSE_MODE = ("data_dependent_loop", "cumprod_logsumexp", "svd",
+                   "svd_vectors")
 # Arguments that TF's gradients treat as symmetric matrices (Cholesky's
 # gradient symmetrizes; its lowering reads one triangle): the derivatives
 # agree along symmetric tangents, and the gradients once symmetrized.
@@ -640,23 +649,106 @@ def _unstable_sort_module(returns: str) -> str:
   }}""")
 
 
-@pytest.mark.parametrize("returns", ["%s#0, %s#1, %i", "%s#0, %y, %s#2"])
-def test_unstable_sort_whose_payloads_are_used_is_refused(returns):
-  # The order of ties is XLA's, and not one order: XLA:CPU sorts with
-  # std::sort (which keeps no order of ties of more than 16 elements), but
-  # constant-folds a sort of constants with another algorithm.
-  prog = s2j.parse(_unstable_sort_module(returns))
+def _ties(n: int = 40) -> np.ndarray:
+  """Keys with many ties (and signed zeros): std::sort's order shows."""
+  k = np.arange(n) % 3
+  return np.where(k == 0, np.float32(-0.), k).astype(np.float32)
+
+
+@pytest.mark.parametrize("returns", ["%s#0, %s#1, %s#2", "%s#0, %y, %s#2"])
+def test_unstable_sort_whose_payloads_are_used_keeps_xlas_order_of_ties(
+    returns):
+  # The order of ties is XLA's own (XLA:CPU sorts with std::sort, which
+  # keeps no order of ties of more than 16 elements): the sort runs as
+  # itself, with its own comparator, and JAX's transformations keep that
+  # order: each batch element as the op alone, tangents along the primal's
+  # permutation.
+  keys, y = _ties(), np.arange(40, dtype=np.float32)
+  prog, expected = _check_module(_unstable_sort_module(returns), keys, y)
+  perm = np.asarray(expected[2])
+  assert not (perm == np.argsort(-keys, kind="stable")).all()  # order shows
+  xla = xla_function(_unstable_sort_module(returns), prog)
+  batch = np.stack([keys, keys[::-1], np.zeros(40, np.float32), -keys])
+  assert_close(jax.jit(jax.vmap(prog, in_axes=(0, None)))(batch, y),
+               [np.stack(o) for o in zip(*[xla(k, y) for k in batch])], 0.)
+  # Forward mode: the payload's tangent moves as the payload does.
+  t = np.linspace(-1., 1., 40).astype(np.float32)
+  _, tangents = jax.jit(lambda k, y, t: jax.jvp(prog, (k, y), (
+      jax.numpy.zeros_like(k), t)))(keys, y, t)
+  assert_close(tangents[1], xla(keys, t)[1] if returns.count("#") == 3
+               else np.zeros(40, np.float32) + t, 0.)
+  # Reverse mode (JAX transposes the gather of the JVP), batched too.
+  w = np.cos(np.arange(40)).astype(np.float32)
+  grad = jax.jit(jax.vmap(jax.grad(lambda k, y: (prog(k, y)[1] * w).sum(),
+                                   argnums=(0, 1)), in_axes=(0, None)))
+  gk, gy = grad(batch, y)
+  assert_close(gk, np.zeros_like(batch), 0.)
+  for row, k in zip(np.asarray(gy), batch):
+    p = np.asarray(xla(k, y)[2])
+    expected_gy = np.zeros(40, np.float32)
+    if returns.count("#") == 3:
+      expected_gy[p] = w
+    else:
+      expected_gy = w
+    np.testing.assert_array_equal(row, expected_gy)
+
+
+@pytest.mark.parametrize("comparator", [
+    # A FLOAT comparison (NaN compares false: no strict order).
+    """%c = stablehlo.compare LT, %a0, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>""",
+    # Ascending by operand 1, ties broken by operand 0 descending.
+    """%lt = stablehlo.compare LT, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %eq = stablehlo.compare EQ, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %gt = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %t = stablehlo.and %eq, %gt : tensor<i1>
+      %c = stablehlo.or %lt, %t : tensor<i1>
+      stablehlo.return %c : tensor<i1>""",
+])
+@pytest.mark.parametrize("stable", ["true", "false"])
+def test_sorts_with_any_comparator_run_as_the_op_itself(comparator, stable):
+  text = _module(f"""
+  func.func @main(%x: tensor<4x12xf32>, %y: tensor<4x12xf32>) -> (tensor<4x12xf32>, tensor<4x12xf32>) {{
+    %s:2 = "stablehlo.sort"(%x, %y) <{{dimension = 1 : i64, is_stable = {stable}}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>):
+      {comparator}
+    }}) : (tensor<4x12xf32>, tensor<4x12xf32>) -> (tensor<4x12xf32>, tensor<4x12xf32>)
+    return %s#0, %s#1 : tensor<4x12xf32>, tensor<4x12xf32>
+  }}""")
+  x = np.resize(_SPECIAL, (4, 12))
+  y = np.resize(np.arange(5, dtype=np.float32) % 2, (4, 12))
+  prog, _ = _check_module(text, x, y)
+  xla = xla_function(text, prog)
+  batch = np.stack([x, x[::-1], y])
+  got = jax.jit(jax.vmap(prog, in_axes=(0, None)))(batch, y)
+  want = [np.stack(o) for o in zip(*[xla(b, y) for b in batch])]
+  for g, e in zip(got, want):  # NaN bit patterns too
+    np.testing.assert_array_equal(np.asarray(g).view(np.int32),
+                                  np.asarray(e).view(np.int32))
+
+
+def test_a_comparator_that_reads_the_enclosing_function_is_named():
+  text = _module("""
+  func.func @main(%x: tensor<8xf32>, %p: tensor<f32>) -> tensor<8xf32> {
+    %s = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>):
+      %d = stablehlo.multiply %a0, %p : tensor<f32>
+      %c = stablehlo.compare LT, %d, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<8xf32>) -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }""")
+  prog = s2j.parse(text)
   assert prog.unsupported == ("stablehlo.sort",)
-  assert "unstable sort whose payloads are used" in prog.reasons[
+  assert "reads 1 values of the enclosing function" in prog.reasons[
       "stablehlo.sort"]
 
 
 def test_unstable_sort_whose_payloads_are_dead_needs_no_order_of_ties():
   # tf.linalg.svd(compute_uv=False) sorts the singular vectors along with
   # the values, and returns only the values: ties of the keys are bitwise
-  # equal, so the sorted keys are one answer.
-  keys = np.where(np.arange(40) % 3 == 0, np.float32(-0.),
-                  np.arange(40) % 3).astype(np.float32)
+  # equal, so the sorted keys are one answer, and lax.sort gives it.
+  keys = _ties()
   prog, _ = _check_module(_unstable_sort_module("%s#0, %s#0, %i"), keys,
                           np.ones(40, np.float32))
   batch = np.stack([keys, keys[::-1] * 2])
@@ -948,49 +1040,40 @@ def test_general_reduce_and_reduce_window_regions():
                [np.stack([expected[1], 4 * expected[1]])], 1e-5)
 
 
-def test_identity_converts_keep_a_sum_transposable():
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_identity_converts_keep_a_sum_transposable(ty):
   # tf2xla wraps every reduction's operand, initial value and result in a
   # convert to the same type; a sum must stay a sum (reduce_sum), which JAX
   # transposes, not a general reduce of a traced zero, which it cannot.
+  # Also of 64-bit types (with jax_enable_x64, the constant stays NumPy's).
   text = _module("""
-  func.func @main(%x: tensor<4x6xf32>) -> (tensor<4xf32>, tensor<4x6xf32>) {
-    %c = stablehlo.convert %x : tensor<4x6xf32>
-    %z = stablehlo.constant dense<0.0> : tensor<f32>
-    %zc = stablehlo.convert %z : tensor<f32>
-    %r = stablehlo.reduce(%c init: %zc) applies stablehlo.add across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>
-    %rc = stablehlo.convert %r : tensor<4xf32>
-    %s = stablehlo.convert %x : (tensor<4x6xf32>) -> tensor<4x6xf16>
-    %t = stablehlo.convert %s : (tensor<4x6xf16>) -> tensor<4x6xf32>
-    return %rc, %t : tensor<4xf32>, tensor<4x6xf32>
-  }""")
-  x = _f(4, 6)()
-  prog, _ = _check_module(text, x, tol=1e-6)
-  jaxpr = jax.make_jaxpr(lambda a: prog(a)[0])(x)
-  names = {e.primitive.name for e in jaxpr.eqns}
-  assert "reduce_sum" in names and "reduce" not in names, jaxpr
-  assert_close(jax.grad(lambda a: (prog(a)[0] * np.arange(4.)).sum())(x),
-               np.broadcast_to(np.arange(4., dtype=np.float32)[:, None],
-                               (4, 6)))
-  # Converts to another type stay: f32 -> f16 -> f32 rounds.
-  assert_close(prog(x)[1], x.astype(np.float16).astype(np.float32))
+  func.func @main(%x: tensor<4x6xTY>) -> (tensor<4xTY>, tensor<4x6xTY>) {
+    %c = stablehlo.convert %x : tensor<4x6xTY>
+    %z = stablehlo.constant dense<0.0> : tensor<TY>
+    %zc = stablehlo.convert %z : tensor<TY>
+    %r = stablehlo.reduce(%c init: %zc) applies stablehlo.add across dimensions = [1] : (tensor<4x6xTY>, tensor<TY>) -> tensor<4xTY>
+    %rc = stablehlo.convert %r : tensor<4xTY>
+    %s = stablehlo.convert %x : (tensor<4x6xTY>) -> tensor<4x6xf16>
+    %t = stablehlo.convert %s : (tensor<4x6xf16>) -> tensor<4x6xTY>
+    return %rc, %t : tensor<4xTY>, tensor<4x6xTY>
+  }""".replace("TY", ty))
+  dtype = {"f32": np.float32, "f64": np.float64}[ty]
+  with config.enable_x64(ty == "f64"):
+    x = _f(4, 6, dtype=dtype)()
+    prog, _ = _check_module(text, x, tol=1e-6)
+    jaxpr = jax.make_jaxpr(lambda a: prog(a)[0])(x)
+    names = {e.primitive.name for e in jaxpr.eqns}
+    assert "reduce_sum" in names and "reduce" not in names, jaxpr
+    w = np.arange(4, dtype=dtype)
+    assert_close(jax.grad(lambda a: (prog(a)[0] * w).sum())(x),
+                 np.broadcast_to(w[:, None], (4, 6)))
+    # Converts to another type stay: f32 -> f16 -> f32 rounds.
+    assert_close(prog(x)[1], x.astype(np.float16).astype(dtype))
 
 
 @pytest.mark.parametrize("body,name", [
     ("""%r:2 = stablehlo.custom_call @Eigh(%x) {backend_config = "1,1,4,0.000001"} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
     return %r#0 : tensor<2x2xf32>""", "stablehlo.custom_call @Eigh"),
-    ("""%i = stablehlo.iota dim = 0 : tensor<2x2xf32>
-    %s:2 = "stablehlo.sort"(%x, %i) <{dimension = 0 : i64, is_stable = true}> ({
-    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>):
-      %c = stablehlo.compare GT, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      stablehlo.return %c : tensor<i1>
-    }) : (tensor<2x2xf32>, tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>)
-    return %s#0 : tensor<2x2xf32>""", "stablehlo.sort"),
-    ("""%s = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
-    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>):
-      %c = stablehlo.compare LT, %a0, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      stablehlo.return %c : tensor<i1>
-    }) : (tensor<2x2xf32>) -> tensor<2x2xf32>
-    return %s : tensor<2x2xf32>""", "stablehlo.sort"),
     ("""%z = stablehlo.constant dense<0.0> : tensor<f32>
     %s = "stablehlo.select_and_scatter"(%x, %x, %z) <{window_dimensions = array<i64: 1, 1>}> ({
     ^bb0(%a: tensor<f32>, %b: tensor<f32>):
@@ -1022,19 +1105,14 @@ def test_ops_without_an_exact_rule_are_named(body, name):
     jax.jit(prog)(np.eye(2, dtype=np.float32))
 
 
-@pytest.mark.parametrize("name,op", [
-    ("eigh", lambda x: tf.linalg.eigh(x + tf.transpose(x))),
-    ("svd", tf.linalg.svd),
-])
-def test_tf_functions_whose_lowering_has_no_exact_rule(name, op):
+def test_tf_functions_whose_lowering_has_no_exact_rule():
   # Eigh: XLA's Jacobi eigensolver (the custom call's expansion) and LAPACK's
   # (lax.linalg.eigh) differ in eigenvector signs and in the order of
-  # degenerate eigenvectors. SVD: the singular vectors are payloads of an
-  # unstable sort.
-  fn = tf.function(op, jit_compile=True, autograph=False)
+  # degenerate eigenvectors.
+  fn = tf.function(lambda x: tf.linalg.eigh(x + tf.transpose(x)),
+                   jit_compile=True, autograph=False)
   prog = s2j.parse(stablehlo_path.stablehlo_of_tf(fn, [tf.TensorSpec((2, 2))]))
-  assert prog.unsupported == {"eigh": ("stablehlo.custom_call @Eigh",),
-                              "svd": ("stablehlo.sort",)}[name]
+  assert prog.unsupported == ("stablehlo.custom_call @Eigh",)
 
 
 def test_program_api():

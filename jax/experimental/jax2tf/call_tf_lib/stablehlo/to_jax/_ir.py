@@ -327,6 +327,19 @@ class _Reader:
     return {"value": _dense_from_text(operation.get_asm(), ty)}
 
 
+def free_values(block: Block) -> frozenset[int]:
+  """The values `block` (or a region in it) reads but does not define."""
+  defined = set(block.args)
+  read: set[int] = set()
+  for op in block.ops:
+    read.update(op.operands)
+    for region in op.regions:
+      read.update(free_values(region))
+    defined.update(op.results)
+  read.update(block.returns)
+  return frozenset(read - defined)
+
+
 def without_identity_converts(funcs: dict[str, Func]) -> dict[str, Func]:
   """The functions with each ``convert`` to its own operand's type removed.
 

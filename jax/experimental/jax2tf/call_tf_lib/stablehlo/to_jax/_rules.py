@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import functools
 from typing import Any
 
+from jax._src import config
 from jax._src import dtypes
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
@@ -40,6 +41,7 @@ from jax._src.lax import windowed_reductions
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _loops
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _sort
 from jax import lax
 import numpy as np
 
@@ -187,8 +189,14 @@ def _reduce_precision_rule(op: Op, c: Compiler):
 # Structure.
 
 def _const(value: np.ndarray) -> Any:
-  """A NumPy constant for lax; 64-bit ones stay 64-bit (see Program)."""
-  if np.dtype(value.dtype) in _WIDE:
+  """A NumPy constant for lax; 64-bit ones stay 64-bit (see Program).
+
+  With ``jax_enable_x64``, lax keeps a NumPy constant's type, and the
+  constant stays a constant (a sum's initial zero then makes ``reduce_sum``,
+  which JAX transposes). Without it, lax keeps 64-bit types only for values
+  it computes (:class:`Program`), so a 64-bit constant is converted.
+  """
+  if np.dtype(value.dtype) in _WIDE and not config.enable_x64.value:
     return lax.convert_element_type(value, value.dtype)
   return value
 
@@ -710,8 +718,38 @@ def _sort_key(x: Any, descending: bool) -> Any:
 
 def _sort_rule(op: Op, c: Compiler):
   body, = op.regions
-  dim = op.attrs.get("dimension", -1)
+  rank = len(_shape(op))
+  dim = op.attrs.get("dimension", -1) % max(rank, 1)
   stable = op.attrs.get("is_stable", False)
+  try:
+    descending = _one_comparison_of_operand_0(op)
+  except NoRule:
+    return _comparator_sort(op, c, dim, stable)
+  # Ties are elements whose keys are bitwise equal (a total order), so the
+  # sorted operand 0 does not depend on their order, nor do payloads that
+  # are operand 0 again or that no result of the module needs (tf2xla's SVD
+  # sorts the singular vectors along with the values, also where it returns
+  # only the values). Other payloads of an unstable sort come out in the
+  # order of ties of XLA's implementation (XLA:CPU sorts with std::sort,
+  # which keeps no order of ties of more than 16 elements): only the op
+  # itself gives that order.
+  if not stable and any(r in c.live and x != op.operands[0]
+                        for x, r in zip(op.operands[1:], op.results[1:])):
+    return _comparator_sort(op, c, dim, stable)
+
+  def step(env, *xs):
+    key = _sort_key(xs[0], descending)
+    out = lax.sort((key, *xs), dimension=dim, is_stable=True, num_keys=1)
+    return list(out[1:])
+  return step
+
+
+def _one_comparison_of_operand_0(op: Op) -> bool:
+  """Whether a comparator that is one strict comparison is descending.
+
+  Raises NoRule for any other comparator.
+  """
+  body, = op.regions
   cmp = body.ops[0] if len(body.ops) == 1 else None
   if cmp is None or cmp.name != "stablehlo.compare" or (
       cmp.results != body.returns):
@@ -725,7 +763,6 @@ def _sort_rule(op: Op, c: Compiler):
     raise NoRule("a comparator that compares other than operand 0")
   if direction not in ("LT", "GT"):
     raise NoRule(f"a {direction} comparator (not a strict order)")
-  descending = (direction == "GT") != swapped
   dtype = op.operand_types[0].dtype
   ctype = cmp.attrs.get("compare_type", "NOTYPE")
   if _is_float(dtype):
@@ -739,23 +776,22 @@ def _sort_rule(op: Op, c: Compiler):
                 else "SIGNED")
     if ctype not in ("NOTYPE", expected):
       raise NoRule(f"compare_type {ctype} on {dtype}")
-  # Ties are elements whose keys are bitwise equal (a total order), so the
-  # sorted operand 0 does not depend on their order, nor do payloads that
-  # are operand 0 again or that no result of the module needs (tf2xla's SVD
-  # sorts the singular vectors along with the values, also where it returns
-  # only the values). Other payloads of an unstable sort come out in an
-  # order of ties that is the implementation's, and not even one order:
-  # XLA:CPU sorts with std::sort, but constant-folds a sort of constants
-  # with another algorithm.
-  if not stable and any(r in c.live and x != op.operands[0]
-                        for x, r in zip(op.operands[1:], op.results[1:])):
-    raise NoRule("an unstable sort whose payloads are used (the order of "
-                 "ties is the implementation's)")
+  return (direction == "GT") != swapped
+
+
+def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
+  """The sort as itself: :data:`._sort.sort_p` with the op's comparator."""
+  body, = op.regions
+  free = _ir.free_values(body)
+  if free:
+    raise NoRule(f"a comparator that reads {len(free)} values of the "
+                 "enclosing function")
+  comparator = _sort.Comparator(c.block(body), len(body.args))
 
   def step(env, *xs):
-    key = _sort_key(xs[0], descending)
-    out = lax.sort((key, *xs), dimension=dim, is_stable=True, num_keys=1)
-    return list(out[1:])
+    del env
+    return _sort.sort(xs, comparator=comparator, dimension=dim,
+                      is_stable=stable)
   return step
 
 

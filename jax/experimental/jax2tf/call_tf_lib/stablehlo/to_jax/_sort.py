@@ -1,0 +1,156 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A sort with the module's own comparator, as a JAX primitive.
+
+``lax.sort`` has one comparator (lexicographic, total order, ascending), so
+:func:`~._rules._sort_rule` expresses a StableHLO ``sort`` with it only where
+the comparator is one ``LT``/``GT`` comparison of operand 0 and the order of
+ties cannot show. An unstable sort whose payloads are used (tf2xla's SVD
+sorts the singular vectors with the values) comes out in the order of ties
+of XLA's implementation; the only exact expression of it is the op itself.
+
+:data:`sort_p` is that op: it lowers to the same ``stablehlo.sort``, with the
+same comparator region (the region as ``lax`` operations on scalars) and the
+same ``is_stable``. Its rules keep that order:
+
+- batching moves the batch axis to the front: XLA sorts each slice along the
+  sort dimension on its own, so each batch element's slice is sorted as the
+  unbatched op sorts it;
+- the JVP sorts an ``iota`` along as one more payload, which the comparator
+  never reads (it compares the same elements, so the permutation is the
+  primal's), and gathers the tangents with it. The gather is linear, so
+  JAX transposes it: reverse mode needs no rule of :data:`sort_p`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import functools
+from typing import Any
+
+from jax._src import core
+from jax._src import dispatch
+from jax._src.interpreters import ad
+from jax._src.interpreters import batching
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax import lax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Comparator:
+  """A sort's comparator region: ``fn(a0, b0, a1, b1, ...) -> [bool]``.
+
+  Hashed by identity (a region of one parsed module); ``nargs`` is the
+  number of scalars it reads, twice the number of operands it was written
+  for: a JVP's extra payload comes after them, unread.
+  """
+
+  def __init__(self, fn: Callable[..., Sequence[Any]], nargs: int,
+               text: str = ""):
+    self.fn = fn
+    self.nargs = nargs
+    self.text = text
+
+  def __call__(self, *scalars: Any) -> Any:
+    out, = self.fn(*scalars[:self.nargs])
+    return out
+
+  def __repr__(self) -> str:
+    return f"Comparator({self.text or self.nargs})"
+
+
+def sort(operands: Sequence[Any], *, comparator: Comparator, dimension: int,
+         is_stable: bool) -> list[Any]:
+  """Sorts `operands` along `dimension` as ``stablehlo.sort`` does."""
+  return sort_p.bind(*operands, comparator=comparator, dimension=dimension,
+                     is_stable=is_stable)
+
+
+sort_p = core.Primitive("call_tf_stablehlo_sort")
+sort_p.multiple_results = True
+
+
+def _abstract_eval(*avals, comparator, dimension, is_stable):
+  del comparator, is_stable
+  shape = avals[0].shape
+  if any(a.shape != shape for a in avals) or not 0 <= dimension < len(shape):
+    raise TypeError(f"sort of shapes {[a.shape for a in avals]} along "
+                    f"dimension {dimension}")
+  return [a.update(weak_type=False) for a in avals]
+
+
+sort_p.def_impl(functools.partial(dispatch.apply_primitive, sort_p))
+sort_p.def_abstract_eval(_abstract_eval)
+
+
+def _flat(values: Sequence[Any]) -> list[ir.Value]:
+  """IR values, some of them in sequences (as lowering rules may get them)."""
+  return [w for v in values
+          for w in (v if isinstance(v, (list, tuple)) else [v])]
+
+
+def _lower(ctx, *operands, comparator, dimension, is_stable):
+  def ir_type(aval):
+    return compat.aval_to_ir_type(ctx.module_context, aval)
+  op = hlo.SortOp([ir_type(a) for a in ctx.avals_out],
+                  _flat(operands),
+                  dimension=mlir.i64_attr(dimension),
+                  is_stable=ir.BoolAttr.get(is_stable))
+  scalars = [core.ShapedArray((), a.dtype) for a in ctx.avals_in]
+  block = op.comparator.blocks.append(*[
+      ir_type(a) for a in scalars for _ in range(2)])
+  with ir.InsertionPoint(block):
+    lower = mlir.lower_fun(comparator, multiple_results=False)
+    sub_ctx = ctx.replace(primitive=None,
+                          avals_in=[a for a in scalars for _ in range(2)],
+                          avals_out=[core.ShapedArray((), np.bool_)])
+    out = lower(sub_ctx, *block.arguments)
+    hlo.return_(_flat(out))
+  return op.results
+
+
+mlir.register_lowering(sort_p, _lower)
+
+
+def _batch(args, dims, *, comparator, dimension, is_stable):
+  size, = {x.shape[d] for x, d in zip(args, dims)
+           if d is not None}
+  args = [lax.broadcast(x, (size,)) if d is None
+          else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+  out = sort(args, comparator=comparator, dimension=dimension + 1,
+             is_stable=is_stable)
+  return out, [0] * len(out)
+
+
+batching.primitive_batchers[sort_p] = _batch
+
+
+def _jvp(primals, tangents, *, comparator, dimension, is_stable):
+  shape = primals[0].shape
+  index = np.int32 if max(shape, default=0) < 2**31 else np.int64
+  *out, perm = sort((*primals, lax.broadcasted_iota(index, shape, dimension)),
+                    comparator=comparator, dimension=dimension,
+                    is_stable=is_stable)
+  out_tangents = [
+      t if type(t) is ad.Zero else jnp.take_along_axis(
+          t, perm, axis=dimension, mode="promise_in_bounds")
+      for t in tangents]
+  return out, out_tangents
+
+
+ad.primitive_jvps[sort_p] = _jvp
