@@ -720,11 +720,13 @@ def test_sorts_with_any_comparator_run_as_the_op_itself(comparator, stable):
   prog, _ = _check_module(text, x, y)
   xla = xla_function(text, prog)
   batch = np.stack([x, x[::-1], y])
-  got = jax.jit(jax.vmap(prog, in_axes=(0, None)))(batch, y)
   want = [np.stack(o) for o in zip(*[xla(b, y) for b in batch])]
-  for g, e in zip(got, want):  # NaN bit patterns too
-    np.testing.assert_array_equal(np.asarray(g).view(np.int32),
-                                  np.asarray(e).view(np.int32))
+  for axis in (0, 2):  # the batch axis before and after the sorted one
+    got = jax.jit(jax.vmap(prog, in_axes=(axis, None)))(
+        np.moveaxis(batch, 0, axis), y)
+    for g, e in zip(got, want):  # NaN bit patterns too
+      np.testing.assert_array_equal(np.asarray(g).view(np.int32),
+                                    np.asarray(e).view(np.int32))
 
 
 def test_a_comparator_that_reads_the_enclosing_function_is_named():
