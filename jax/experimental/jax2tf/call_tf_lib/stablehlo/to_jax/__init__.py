@@ -35,7 +35,6 @@ from collections.abc import Sequence
 import contextlib
 from typing import Any
 
-from jax._src import config
 from jax._src import core
 from jax._src import dtypes
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
@@ -203,14 +202,14 @@ class Program:
 
   def _types_context(self) -> Any:
     """Where 64-bit types are used, lets lax keep them without x64."""
-    if not self.uses_64_bits or config.enable_x64.value:
+    if not self.uses_64_bits:
       return contextlib.nullcontext()
-    explicit = getattr(config, "explicit_x64_dtypes", None)
-    if explicit is None:
+    keeping = _interpret.keeping_64_bit_types()
+    if keeping is None:
       raise UnsupportedOps({
           "64-bit types": "the module computes with 64-bit types, which this "
                           "JAX keeps only with jax_enable_x64 (enable it)"})
-    return explicit("allow")
+    return keeping
 
 
 def parse(module: str | bytes) -> Program:

@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import functools
 from typing import Any
 
+from jax._src import config
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 
 
@@ -91,6 +94,7 @@ class Compiler:
     self.live: set[int] = set()
     self._live_ops: set[_ir.Op] = set()
     self._live_funcs: set[str] = set()
+    self._entry = entry
     if entry in funcs:
       self._mark_func(entry)
     self._compiling: set[str] = set()
@@ -123,6 +127,17 @@ class Compiler:
         self._mark_live(region)
       if op.name == "func.call":
         self._mark_func(op.attrs.get("callee"))
+
+  @functools.cached_property
+  def maybe_constant(self) -> frozenset[int]:
+    """The values that may not depend on the entry function's arguments.
+
+    XLA may fold them into constants, or see an ``iota`` in them, and
+    rewrite the ops that use them accordingly. Over-approximated: a value
+    is in the set if it is independent of the arguments at any call site of
+    its function (a region's arguments are when the whole op is).
+    """
+    return maybe_constant_values(self.funcs, self._entry)
 
   def is_live(self, op: _ir.Op) -> bool:
     """Whether the entry function's results depend on `op`."""
@@ -158,6 +173,63 @@ class Compiler:
         key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
+
+
+def maybe_constant_values(funcs: Mapping[str, _ir.Func], entry: str
+                          ) -> frozenset[int]:
+  """The values of `funcs` that may be computed without `entry`'s arguments.
+
+  A value is: an op's result whose operands, and the values its regions
+  read from outside, all are (constants and ``iota``s have no operands); a
+  region's argument where its op's result is; a call's result where the
+  callee's is, given which of the call's operands are; a function's value
+  where it is at one of the function's calls. The entry's parameters are
+  not.
+  """
+  everywhere: set[int] = set()
+  results: dict[tuple[str, tuple[bool, ...]], tuple[bool, ...]] = {}
+
+  def block(b: _ir.Block, args_constant: Sequence[bool],
+            constant: set[int]) -> None:
+    constant.update(a for a, c in zip(b.args, args_constant) if c)
+    for op in b.ops:
+      free = [v for r in op.regions for v in _ir.free_values(r)]
+      whole = all(v in constant for v in (*op.operands, *free))
+      for r in op.regions:
+        block(r, [whole] * len(r.args), constant)
+      if op.name == "func.call" and op.attrs.get("callee") in funcs:
+        outs = func(op.attrs["callee"],
+                    tuple(v in constant for v in op.operands))
+        constant.update(r for r, c in zip(op.results, outs) if c)
+      elif whole:
+        constant.update(op.results)
+
+  def func(name: str, args_constant: tuple[bool, ...]) -> tuple[bool, ...]:
+    key = (name, args_constant)
+    if key not in results:
+      results[key] = (False,) * len(funcs[name].body.returns)  # recursion
+      constant: set[int] = set()
+      body = funcs[name].body
+      block(body, args_constant, constant)
+      everywhere.update(constant)
+      results[key] = tuple(v in constant for v in body.returns)
+    return results[key]
+
+  if entry in funcs:
+    func(entry, (False,) * len(funcs[entry].body.args))
+  return frozenset(everywhere)
+
+
+def keeping_64_bit_types() -> Any | None:
+  """A context in which lax keeps 64-bit types; None if this JAX has none.
+
+  With ``jax_enable_x64`` any context does; without it, the option
+  ``jax_explicit_x64_dtypes="allow"`` (where this JAX has it).
+  """
+  if config.enable_x64.value:
+    return contextlib.nullcontext()
+  explicit = getattr(config, "explicit_x64_dtypes", None)
+  return None if explicit is None else explicit("allow")
 
 
 def _may_have_effects(op: _ir.Op, rules: Mapping[str, Any]) -> bool:

@@ -731,8 +731,8 @@ def _sort_rule(op: Op, c: Compiler):
   # sorts the singular vectors along with the values, also where it returns
   # only the values). Other payloads of an unstable sort come out in the
   # order of ties of XLA's implementation (XLA:CPU sorts with std::sort,
-  # which keeps no order of ties of more than 16 elements): only the op
-  # itself gives that order.
+  # which keeps no order of ties of more than 16 elements): the op itself
+  # gives that order, where XLA does not sort it otherwise (_sort).
   if not stable and any(r in c.live and x != op.operands[0]
                         for x, r in zip(op.operands[1:], op.results[1:])):
     return _comparator_sort(op, c, dim, stable)
@@ -786,7 +786,18 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
   if free:
     raise NoRule(f"a comparator that reads {len(free)} values of the "
                  "enclosing function")
-  comparator = _sort.Comparator(c.block(body), len(body.args))
+  # The operands XLA keeps (it drops those whose results are not used).
+  kept = [op.operands[0]] + [x for x, r in zip(op.operands[1:],
+                                               op.results[1:]) if r in c.live]
+  if all(x in c.maybe_constant for x in kept):
+    raise NoRule("a sort of constants (XLA constant-folds it, in another "
+                 "order of ties than it sorts at run time)")
+  if not stable and len(kept) == 2 and kept[1] in c.maybe_constant:
+    raise NoRule("an unstable sort of keys and one constant payload (XLA "
+                 "may rewrite it, an argsort, as TopK, which orders ties by "
+                 "index, where a transformed sort keeps std::sort's order)")
+  comparator = _sort.Comparator(c.block(body), len(body.args),
+                                text=op.text)
 
   def step(env, *xs):
     del env

@@ -18,35 +18,46 @@
 the comparator is one ``LT``/``GT`` comparison of operand 0 and the order of
 ties cannot show. An unstable sort whose payloads are used (tf2xla's SVD
 sorts the singular vectors with the values) comes out in the order of ties
-of XLA's implementation; the only exact expression of it is the op itself.
+of XLA's implementation, which only the op itself reproduces.
 
 :data:`sort_p` is that op: it lowers to the same ``stablehlo.sort``, with the
 same comparator region (the region as ``lax`` operations on scalars) and the
-same ``is_stable``. Its rules keep that order:
+same ``is_stable``. XLA:CPU sorts each slice along the sort dimension on its
+own, with ``std::sort`` (``std::stable_sort`` if stable), whose result
+depends only on the comparisons' outcomes; so its rules keep that order:
 
-- batching moves the batch axis to the front: XLA sorts each slice along the
-  sort dimension on its own, so each batch element's slice is sorted as the
-  unbatched op sorts it;
+- batching moves the batch axis to the front: each batch element's slice is
+  sorted as the unbatched op sorts it;
 - the JVP sorts an ``iota`` along as one more payload, which the comparator
-  never reads (it compares the same elements, so the permutation is the
-  primal's), and gathers the tangents with it. The gather is linear, so
-  JAX transposes it: reverse mode needs no rule of :data:`sort_p`.
+  never reads (the comparisons are the primal's, so is the permutation), and
+  gathers the tangents with it. The gather is linear, so JAX transposes it:
+  reverse mode needs no rule of :data:`sort_p`.
+
+Where XLA sorts by another algorithm, that holds only if it does so both for
+the module and for its transformations. Two cases it does not, which the
+rule refuses: XLA constant-folds a sort of constants (its evaluator's order
+of ties is not the run time's, so a program run op by op would differ), and
+rewrites an unstable sort of keys and an ``iota`` followed by slices as
+``TopK``, which orders ties by index (a JVP's extra payload prevents that).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import contextlib
 import functools
 from typing import Any
 
 from jax._src import core
 from jax._src import dispatch
+from jax._src import dtypes
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax import lax
 import jax.numpy as jnp
 import numpy as np
@@ -105,6 +116,14 @@ def _flat(values: Sequence[Any]) -> list[ir.Value]:
 
 
 def _lower(ctx, *operands, comparator, dimension, is_stable):
+  # The comparator is traced now, after the program ran: with the types it
+  # was written for (64-bit ones too, as the program keeps them).
+  with _interpret.keeping_64_bit_types() or contextlib.nullcontext():
+    return _lower_sort(ctx, *operands, comparator=comparator,
+                       dimension=dimension, is_stable=is_stable)
+
+
+def _lower_sort(ctx, *operands, comparator, dimension, is_stable):
   def ir_type(aval):
     return compat.aval_to_ir_type(ctx.module_context, aval)
   op = hlo.SortOp([ir_type(a) for a in ctx.avals_out],
@@ -142,7 +161,9 @@ batching.primitive_batchers[sort_p] = _batch
 
 def _jvp(primals, tangents, *, comparator, dimension, is_stable):
   shape = primals[0].shape
-  index = np.int32 if max(shape, default=0) < 2**31 else np.int64
+  n = shape[dimension]
+  index = (np.int32 if core.is_constant_dim(n) and n < 2**31
+           else dtypes.canonicalize_dtype(np.int64))
   *out, perm = sort((*primals, lax.broadcasted_iota(index, shape, dimension)),
                     comparator=comparator, dimension=dimension,
                     is_stable=is_stable)
