@@ -796,8 +796,9 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
     raise NoRule("an unstable sort of keys and one constant payload (XLA "
                  "may rewrite it, an argsort, as TopK, which orders ties by "
                  "index, where a transformed sort keeps std::sort's order)")
-  comparator = _sort.Comparator(c.block(body), len(body.args),
-                                text=op.text)
+  comparator = _sort.Comparator(
+      c.block(body), len(body.args),
+      text=", ".join(o.name.removeprefix("stablehlo.") for o in body.ops))
 
   def step(env, *xs):
     del env

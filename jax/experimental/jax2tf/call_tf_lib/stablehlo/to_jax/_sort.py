@@ -68,7 +68,8 @@ class Comparator:
 
   Hashed by identity (a region of one parsed module); ``nargs`` is the
   number of scalars it reads, twice the number of operands it was written
-  for: a JVP's extra payload comes after them, unread.
+  for: a JVP's extra payload comes after them, unread. ``text`` names its
+  ops, for printed jaxprs.
   """
 
   def __init__(self, fn: Callable[..., Sequence[Any]], nargs: int,
@@ -82,7 +83,7 @@ class Comparator:
     return out
 
   def __repr__(self) -> str:
-    return f"Comparator({self.text or self.nargs})"
+    return f"Comparator({self.text or self.nargs})"  # one line, in jaxprs
 
 
 def sort(operands: Sequence[Any], *, comparator: Comparator, dimension: int,
