@@ -65,18 +65,18 @@ def main():
         f"shape {jac.shape}, max |difference from jnp| = {err:.1e}")
   assert err < 1e-4 * float(jnp.max(jnp.abs(ref))), err
 
-  # Eagerly, a jax2tf round trip cannot be vectorized by TensorFlow (under
-  # jit, JAX batches its StableHLO): by default that is an error that says
-  # what to do; vmap_method="sequential" opts in.
-  round_trip = jax2tf.call_tf(jax2tf.convert(jnp.sin))
-  try:
-    jax.vmap(round_trip)(x)
-  except ValueError as e:
-    print("round trip, default method:", str(e).split(". ")[0] + ".")
-  seq = jax2tf.call_tf(jax2tf.convert(jnp.sin), vmap_method="sequential")
-  print("round trip, vmap_method='sequential':",
-        bool(jnp.allclose(jax.vmap(seq)(x), jnp.sin(x))))
-
+  # The round trip of jax-ml/jax#11753: a JAX function converted to TF and
+  # called back from JAX, batched and differentiated eagerly (and under jit
+  # alike): JAX's own rules transform its StableHLO.
+  def f(v):
+    return [jnp.sum(v * v), jnp.prod(v)]
+  f_rt = jax2tf.call_tf(jax2tf.convert(jax.jit(f), with_gradient=True))
+  v = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+  ok = [bool(jnp.allclose(a, b, rtol=1e-5, atol=1e-6)) for a, b in zip(
+      jax.vmap(f_rt)(v) + jax.jacrev(f_rt)(v[0]),
+      jax.vmap(f)(v) + jax.jacrev(f)(v[0]))]
+  print("round trip, eager vmap and jacrev equal JAX's:", all(ok))
+  assert all(ok), ok
 
 if __name__ == "__main__":
   main()

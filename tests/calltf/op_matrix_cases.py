@@ -40,13 +40,20 @@ TRANSFORMS = (
     "vmap",
     "jit(vmap(grad))",
     "jit(jacrev)",
+    "jacrev",
     "jit(jacfwd)",
+    "jacfwd",
     "jit(hessian)",
+    "hessian",
     "jit(vmap(hessian))",
     "jvp",
 )
 
-SECOND_ORDER = frozenset({"jit(hessian)", "jit(vmap(hessian))"})
+SECOND_ORDER = frozenset({"jit(hessian)", "hessian", "jit(vmap(hessian))"})
+# Each eager column and its jit column: where XLA compiles the function,
+# both must have the same outcome (test_op_matrix.py).
+EAGER_AND_JIT = (("vmap", "jit(vmap)"), ("jacrev", "jit(jacrev)"),
+                 ("jacfwd", "jit(jacfwd)"), ("hessian", "jit(hessian)"))
 # What a quick run (JAX_FORK_OP_MATRIX_QUICK=1) runs: one column per path
 # (StableHLO batching, its reverse and forward derivatives, TF's eager
 # tangents). The test suite, and so CI, runs every column.
@@ -64,10 +71,13 @@ class Built:
     fn: the TensorFlow function of one tensor.
     x: its unbatched input.
     xs: the batch for vmap (default: `x` plus small noise, `BATCH` rows).
+    xs2: the batch for vmap(hessian) (default: `x` plus small noise,
+      `HESSIAN_BATCH` rows).
   """
   fn: Callable[[Any], Any]
   x: np.ndarray
   xs: np.ndarray | None = None
+  xs2: np.ndarray | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +98,11 @@ class Family:
     skip: transformation -> reason it is not run.
     heavy: transformations that take minutes on a loaded 2-core machine;
       left out of a quick run (JAX_FORK_OP_MATRIX_QUICK=1).
+    forward_reference: the references of first derivatives are TF's forward
+      mode (`tf.autodiff.ForwardAccumulator`), not its tapes; where TF's
+      eager kernels disagree between the two modes (the gradient of 3-D max
+      pooling at an exact tie goes to every tied element, its tangent to
+      the first).
     description: what the function computes, for the report.
   """
   name: str
@@ -100,6 +115,7 @@ class Family:
   xla_reference: bool = False
   skip: dict[str, str] = dataclasses.field(default_factory=dict)
   heavy: frozenset[str] = frozenset()
+  forward_reference: bool = False
 
 
 def _rng(name: str) -> np.random.Generator:
@@ -263,6 +279,60 @@ def _max_pool():
     return tf.squeeze(tf.nn.max_pool2d(tf.expand_dims(x * x, 0), 2, 1,
                                        "VALID"), 0)
   return Built(f, _randn("max_pool", 4, 4, 2))
+
+
+def _windows_with_ties(name: str, shape: tuple[int, ...], tie: float,
+                       rows: int = 1, negative: bool = False) -> np.ndarray:
+  """Inputs of max pooling (2 wide, stride 2, channels last) with ties.
+
+  In every window the first element is `v` and the last `v * (1 + tie)`
+  (`tie` 0: an exact tie; 1e-3: a near one, equal in the top 16 bits of a
+  float32), the others below `v`. With `negative`, every other window is
+  all negative and holds an exact 0 (the tie of a ReLU). `rows` > 1: a
+  batch, each row scaled (ties kept).
+  """
+  rng = _rng("ties:" + name)
+  spatial = shape[:-1]
+  out = []
+  for r in range(rows):
+    x = np.empty(shape, np.float32)
+    for index in np.ndindex(*(s // 2 for s in spatial)):
+      base = tuple(2 * i for i in index)
+      v = np.float32(rng.uniform(.5, 2.)) * (1 + .1 * r)
+      below = not negative or sum(index) % 2 == 0
+      for offset in np.ndindex(*(2,) * len(spatial)):
+        pos = tuple(b + o for b, o in zip(base, offset))
+        if not below:
+          x[pos] = -rng.uniform(.1, 1., shape[-1])
+          if offset == (0,) * len(spatial):
+            x[pos] = 0.
+        elif offset == (0,) * len(spatial):
+          x[pos] = v
+        elif offset == (1,) * len(spatial):
+          x[pos] = np.float32(v * (1 + tie))
+        else:
+          x[pos] = v - rng.uniform(.1, .4, shape[-1])
+    out.append(x)
+  return np.stack(out) if rows > 1 else out[0]
+
+
+def _pool_ties(dims: int, tie: float, relu: bool):
+  name = f"pool{dims}d_{tie}_{relu}"
+  shape = {1: (8, 2), 2: (4, 4, 2), 3: (4, 4, 2, 1)}[dims]
+
+  def build():
+    import tensorflow as tf
+    pool = {1: tf.nn.max_pool1d, 2: tf.nn.max_pool2d,
+            3: tf.nn.max_pool3d}[dims]
+    square = dims < 3  # (3-D: linear in the pool, see `forward_reference`)
+
+    def f(x):
+      y = tf.nn.relu(x) if relu else x
+      out = tf.squeeze(pool(tf.expand_dims(y, 0), 2, 2, "VALID"), 0)
+      return out * out if square else 3. * out
+    make = lambda rows: _windows_with_ties(name, shape, tie, rows, relu)
+    return Built(f, make(1), xs=make(BATCH), xs2=make(HESSIAN_BATCH))
+  return build
 
 
 def _avg_pool():
@@ -548,6 +618,69 @@ def _attention_block(tf):
   return Block()
 
 
+def _keras_cnn_exported():
+  """A small Keras CNN, exported with `model.export()` and reloaded."""
+  import tempfile
+  import tensorflow as tf
+  import keras
+  keras.utils.set_random_seed(zlib.crc32(b"keras_cnn") % 2**31)
+  model = keras.Sequential([
+      keras.Input((6, 6, 1)),
+      keras.layers.Conv2D(3, 3, activation="relu", padding="same"),
+      keras.layers.MaxPooling2D(2), keras.layers.Flatten(),
+      keras.layers.Dense(2)])
+  with tempfile.TemporaryDirectory() as d:
+    model.export(d, verbose=False)
+    loaded = tf.saved_model.load(d)
+  x = np.abs(_randn("keras_cnn", 6, 6, 1))
+  x[0, 0, 0], x[0, 1, 0] = 1., 1.001  # a near tie in a window
+  return Built(lambda x: loaded.serve(tf.expand_dims(x, 0))[0], x)
+
+
+def _round_trip():
+  """jax-ml/jax#11753: a jitted JAX function converted to TF, with its
+  gradient, called back."""
+  import jax
+  from jax.experimental import jax2tf
+  import jax.numpy as jnp
+
+  @jax.jit
+  def f(x):
+    return jnp.stack([jnp.sum(x * x), jnp.prod(x), jnp.sum(jnp.sin(x))])
+  return Built(jax2tf.convert(f, with_gradient=True),
+               _randn("round_trip", 5))
+
+
+def _restored_jax2tf():
+  """A jax2tf SavedModel with a polymorphic batch, reloaded: call_tf embeds
+  its module."""
+  import tempfile
+  import jax.numpy as jnp
+  from jax.experimental import jax2tf
+  import tensorflow as tf
+  w = tf.Variable(_const("restored_jax2tf", 4, 3))
+
+  def model(w, x):
+    return jnp.tanh(x @ w) ** 2
+
+  module = tf.Module()
+  module.w = w
+  module.f = tf.function(
+      lambda x: jax2tf.convert(model, polymorphic_shapes=[None, "(b, 4)"])(
+          module.w, x),
+      autograph=False,
+      input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+  with tempfile.TemporaryDirectory() as d:
+    tf.saved_model.save(module, d)
+    restored = tf.saved_model.load(d)
+  _KEEP_ALIVE.append(restored)  # its function reads its variables
+  return Built(restored.f, _randn("restored_jax2tf", 2, 4))
+
+
+# Objects that families' functions need alive while the worker runs.
+_KEEP_ALIVE: list[Any] = []
+
+
 # --------------------------------------------------- TensorFlow Probability
 
 
@@ -614,6 +747,16 @@ FAMILIES: tuple[Family, ...] = (
            "tanh(depthwise_conv2d(x, 3x3x2x1, SAME))"),
     Family("max_pool", "image", _max_pool, "max_pool2d(x^2, 2, stride 1)"),
     Family("avg_pool", "image", _avg_pool, "avg_pool2d(x^2, 2, stride 2)"),
+    *[Family(f"max_pool{d}d_{'exact' if tie == 0 else 'near'}_tie"
+             + ("_relu" if relu else ""), "pooling ties",
+             _pool_ties(d, tie, relu),
+             f"max_pool{d}d({'relu(x)' if relu else 'x'}, 2, stride 2)"
+             + ("^2" if d < 3 else " * 3") + ", every window with "
+             + ("an exact tie" if tie == 0 else "two values 1e-3 apart")
+             + (", every other one all negative with an exact 0"
+                if relu else ""),
+             forward_reference=(d == 3 and tie == 0))
+      for d in (1, 2, 3) for tie in (1e-3, 0.) for relu in (False, True)],
     Family("conv2d_transpose", "image", _conv2d_transpose,
            "tanh(conv2d_transpose(x, stride 2)) to 8x8x3"),
     Family("gather", "gather", _gather,
@@ -683,6 +826,15 @@ FAMILIES: tuple[Family, ...] = (
     Family("keras_gru", "keras", _keras_layer(
         "keras_gru", lambda tf: tf.keras.layers.GRU(3), (4, 2)),
            "GRU(3) over 4 steps", heavy=SECOND_ORDER),
+    Family("keras_cnn_exported", "keras", _keras_cnn_exported,
+           "Conv2D(relu), MaxPooling2D, Dense: model.export(), reloaded; a "
+           "near tie in a window"),
+    Family("round_trip", "round trip", _round_trip,
+           "call_tf(jax2tf.convert(jit(f), with_gradient=True)), f(x) = "
+           "[sum(x^2), prod(x), sum(sin x)] (jax-ml/jax#11753)", tol=1e-4),
+    Family("restored_jax2tf", "round trip", _restored_jax2tf,
+           "a jax2tf SavedModel of tanh(x @ w)^2, batch polymorphic, "
+           "reloaded (embedded)", tol=1e-4),
     Family("tfp_normal", "tfp", _tfp_normal,
            "Normal(x[0], softplus(x[1])).log_prob(data)",
            requires="tensorflow_probability"),
@@ -712,7 +864,15 @@ def all_case_ids() -> list[str]:
 # expects each to be a gap (and fails when it runs, so that the entry goes);
 # any other gap fails it: every case that runs sequentially must run
 # vectorized with the defaults.
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    f"tfp_ode:{t}": (
+        "TFP's adjoint (the solver's custom gradient: a while loop whose "
+        "trip count depends on the data, with TensorLists without a size) "
+        "is neither compiled by XLA nor vectorized by pfor (StatelessWhile, "
+        "named); the only way to batch it is one call per element, which "
+        "the default never does silently: vmap_method='sequential' runs it "
+        "eagerly (under jit nothing does: a refusal there)")
+    for t in ("jacrev", "jacfwd", "hessian")}
 
 # Refusals: what fails with every vmap_method, family (or case) -> why. For
 # the report; test_op_matrix.py accepts a refusal, which names the op.
@@ -726,12 +886,14 @@ KNOWN_REFUSALS: dict[str, str] = {
         "needs a gradient of ResizeBicubicGrad, which TF does not register "
         "(the error names it and says that reverse mode works)"),
     "resize_bilinear:jvp": (
-        "forward mode (eager: TF's tangents) needs a gradient of "
-        "ResizeBilinearGrad, which TF has not; the error names it and says "
-        "that reverse mode works (under jit JAX differentiates the lowering)"),
-    "resize_nearest": (
-        "XLA has no kernel for ResizeNearestNeighborGrad (reverse mode under "
-        "jit), and TF registers no gradient of it (forward mode, eager)"),
+        "forward mode (eager: TF's tangents, see EAGER_AND_JIT_DIFFER) needs "
+        "a gradient of ResizeBilinearGrad, which TF has not; the error names "
+        "it and says that reverse mode works (under jit JAX differentiates "
+        "the lowering)"),
+    "resize_bilinear:jacfwd": (
+        "as resize_bilinear:jvp"),
+    "resize_bilinear:hessian": (
+        "as resize_bilinear:jvp"),
     "tfp_ode": (
         "TF's gradient of the adaptive solve (TFP's adjoint: a while loop "
         "whose trip count depends on the data, with TensorLists without a "
@@ -741,6 +903,22 @@ KNOWN_REFUSALS: dict[str, str] = {
         "TensorListPushBack, named); eagerly the derivatives run"),
 }
 
+
+# Families whose eager and jit columns may differ in outcome, family -> why:
+# XLA cannot compile the function (eagerly TensorFlow runs it), or computes
+# it otherwise than TensorFlow's kernels, which eager calls keep
+# (call_tf_lib.tf_function.xla_fidelity). Everywhere else, each eager column
+# has its jit column's outcome (test_op_matrix.py).
+EAGER_AND_JIT_DIFFER: dict[str, str] = {
+    "det_slogdet": "XLA has no kernel for MatrixDeterminant",
+    "resize_bicubic": "XLA has no kernel for ResizeBicubic",
+    "resize_bilinear": (
+        "XLA's bilinear resize without align_corners takes a neighbouring "
+        "pixel at some scales: eagerly TensorFlow's kernels run it, whose "
+        "forward mode needs a gradient of ResizeBilinearGrad, which TF has "
+        "not"),
+    "tfp_ode": "XLA cannot compile the solver's gradient",
+}
 
 # Cases that fail today for a known bug, case -> the bug. test_op_matrix.py
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,

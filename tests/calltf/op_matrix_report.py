@@ -30,9 +30,11 @@ Each case ends as one of:
 - `crash`: the process died (or hung past the timeout) in the case;
 - `skip`: the family cannot run here (a package missing), with the reason.
 
-Cases run in worker subprocesses (one per core by default), each running
-many cases in one process; a worker that dies is restarted after the case
-it died in, which is recorded as a crash. So an abort is recorded, not fatal.
+Cases run in worker subprocesses (up to two at a time by default), each
+running a batch of whole families (heavy ones first) and the next worker
+taking the next batch, so that both stay busy; a worker that dies is
+restarted after the case it died in, which is recorded as a crash. So an
+abort is recorded, not fatal.
 
 Regenerate `docs/op-matrix.md` with the test environment's Python:
 
@@ -123,7 +125,8 @@ class _Family:
         np.float32)
     self.xs = (built.xs if built.xs is not None
                else self.x[None] + noise(cases.BATCH))
-    self.xs2 = self.x[None] + noise(cases.HESSIAN_BATCH)
+    self.xs2 = (built.xs2 if built.xs2 is not None
+                else self.x[None] + noise(cases.HESSIAN_BATCH))
     self.t = rng.standard_normal(self.x.shape).astype(np.float32)
     y = self.fn(tf.constant(self.x))
     self.w = np.random.default_rng(2).standard_normal(
@@ -134,6 +137,7 @@ class _Family:
   # TF-only references. `xla` runs them compiled by XLA.
 
   def _tf(self, name: str, xla: bool) -> Callable[[Any], Any]:
+    import numpy as np
     import tensorflow as tf
     fn, w = self.fn, tf.constant(self.w)
     zero = tf.UnconnectedGradients.ZERO
@@ -142,17 +146,33 @@ class _Family:
       return fn(x)
 
     def grad(x):
+      if self.family.forward_reference:
+        return tf.tensordot(w, forward_jac(x), len(w.shape))
       with tf.GradientTape() as tape:
         tape.watch(x)
         s = tf.reduce_sum(fn(x) * w)
       return tape.gradient(s, x, unconnected_gradients=zero)
 
     def jac(x):
+      if self.family.forward_reference:
+        return forward_jac(x)
       with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = fn(x)
       return tape.jacobian(y, x, unconnected_gradients=zero,
                            experimental_use_pfor=False)
+
+    def forward_jac(x):
+      # One ForwardAccumulator per input element: d fn / d x[i].
+      n = int(np.prod(x.shape))
+      columns = []
+      for i in range(n):
+        with tf.autodiff.ForwardAccumulator(
+            x, tf.reshape(tf.one_hot(i, n, dtype=x.dtype), x.shape)) as acc:
+          y = fn(x)
+        columns.append(acc.jvp(y, unconnected_gradients=zero))
+      return tf.reshape(tf.stack(columns, -1),
+                        tf.concat([tf.shape(y), tf.shape(x)], 0))
 
     def hess(x):
       with tf.GradientTape(persistent=True) as outer:
@@ -222,9 +242,9 @@ class _Family:
       return stack("value", self.xs)
     if transform == "jit(vmap(grad))":
       return stack("grad", self.xs)
-    if transform in ("jit(jacrev)", "jit(jacfwd)"):
+    if transform in ("jit(jacrev)", "jit(jacfwd)", "jacrev", "jacfwd"):
       return self.reference("jac", self.x, xla)
-    if transform == "jit(hessian)":
+    if transform in ("jit(hessian)", "hessian"):
       return self.reference("hess", self.x, xla)
     if transform == "jit(vmap(hessian))":
       return stack("hess", self.xs2)
@@ -248,8 +268,11 @@ class _Family:
         "vmap": lambda: jax.vmap(g)(self.xs),
         "jit(vmap(grad))": lambda: jax.jit(jax.vmap(jax.grad(s)))(self.xs),
         "jit(jacrev)": lambda: jax.jit(jax.jacrev(g))(self.x),
+        "jacrev": lambda: jax.jacrev(g)(self.x),
         "jit(jacfwd)": lambda: jax.jit(jax.jacfwd(g))(self.x),
+        "jacfwd": lambda: jax.jacfwd(g)(self.x),
         "jit(hessian)": lambda: jax.jit(jax.hessian(s))(self.x),
+        "hessian": lambda: jax.hessian(s)(self.x),
         "jit(vmap(hessian))": lambda: jax.jit(
             jax.vmap(jax.hessian(s)))(self.xs2),
         "jvp": lambda: jax.jvp(g, (self.x,), (self.t,)),
@@ -307,7 +330,7 @@ def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
 def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
   """One run of one case: its outcome, error and comparison."""
   family = fam.family
-  second = transform in ("jit(hessian)", "jit(vmap(hessian))")
+  second = transform in cases.SECOND_ORDER
   tol = family.tol2 if second else family.tol
   try:
     actual = fam.run(transform, method)
@@ -318,7 +341,7 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
     return {"outcome": "refused", "error_type": type(e).__name__,
             "error": _first_line(e), "names_op": named}
   refs = [fam.expected(transform, xla=False)]
-  if family.xla_reference and transform != "vmap":
+  if family.xla_reference and transform.startswith("jit("):
     refs.append(fam.expected(transform, xla=True))
   results = []
   for expected, source in refs:
@@ -477,6 +500,37 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
     err_path.unlink(missing_ok=True)
 
 
+# A worker process runs families until it has run about this many cases,
+# then the next one starts: both workers stay busy to the end (families take
+# from a second to minutes), and no process grows for the whole run.
+BATCH_CASES = 80
+
+
+def _batches(case_ids: list[str]) -> list[list[str]]:
+  """The cases by family, cut into worker batches: each heavy family alone,
+  first, then the others, largest first, about BATCH_CASES cases a batch."""
+  by_family: dict[str, list[str]] = collections.OrderedDict()
+  for cid in case_ids:
+    by_family.setdefault(cid.split(":", 1)[0], []).append(cid)
+
+  def weight(fam_ids: list[str]) -> tuple[int, int]:
+    family = cases.FAMILY_BY_NAME.get(fam_ids[0].split(":", 1)[0])
+    heavy = family is not None and any(
+        cid.split(":", 1)[1] in family.heavy for cid in fam_ids)
+    return (1 if heavy else 0, len(fam_ids))
+
+  batches: list[list[str]] = []
+  last_heavy = False
+  for fam_ids in sorted(by_family.values(), key=weight, reverse=True):
+    heavy = bool(weight(fam_ids)[0])
+    if (heavy or last_heavy or not batches
+        or len(batches[-1]) >= BATCH_CASES):
+      batches.append([])  # a heavy family is a batch of its own
+    batches[-1].extend(fam_ids)
+    last_heavy = heavy
+  return batches
+
+
 def run_matrix(case_ids: Iterable[str] | None = None, *,
                python: str | None = None, workers: int | None = None,
                timeout: float = DEFAULT_TIMEOUT,
@@ -487,25 +541,28 @@ def run_matrix(case_ids: Iterable[str] | None = None, *,
   Args:
     case_ids: "family:transform" strings.
     python: the interpreter of the workers (this one by default).
-    workers: processes in parallel; a family stays in one worker, so that
-      its references are computed once.
+    workers: processes in parallel, each taking the next batch of
+      families (:data:`BATCH_CASES`) when it is done; a family stays in one
+      process, so that its references are computed once.
     timeout: seconds one case may take before it counts as a crash.
     log: called with one line per finished case.
   """
   case_ids = list(case_ids if case_ids is not None else cases.all_case_ids())
   workers = max(1, workers or default_workers())
-  by_family: dict[str, list[str]] = collections.OrderedDict()
-  for cid in case_ids:
-    by_family.setdefault(cid.split(":", 1)[0], []).append(cid)
-  chunks: list[list[str]] = [[] for _ in range(workers)]
-  # Balance by case count, biggest families first.
-  for fam_ids in sorted(by_family.values(), key=len, reverse=True):
-    min(chunks, key=len).extend(fam_ids)
+  pending = collections.deque(_batches(case_ids))
+  lock = threading.Lock()
   results: dict[str, dict] = {}
-  threads = [threading.Thread(target=_run_chunk,
-                              args=(chunk, python or sys.executable, timeout,
-                                    results, log))
-             for chunk in chunks if chunk]
+
+  def work() -> None:
+    while True:
+      with lock:
+        if not pending:
+          return
+        batch = pending.popleft()
+      _run_chunk(batch, python or sys.executable, timeout, results, log)
+
+  threads = [threading.Thread(target=work)
+             for _ in range(min(workers, len(pending)))]
   for thread in threads:
     thread.start()
   for thread in threads:
@@ -586,8 +643,14 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "TensorFlow-only reference: a Python loop of TF calls for `vmap`,",
       "`tf.GradientTape` for `grad`, `tape.jacobian` (without pfor) for",
       "`jacrev`/`jacfwd`, nested tapes for `hessian`, the tape's Jacobian",
-      "times the tangent for `jvp` (eager; the others under `jax.jit` where",
-      "the column says so). Where TF's own tape raises, the reference is",
+      "times the tangent for `jvp`; eagerly, or under `jax.jit` where the",
+      "column says so. Families marked `forward_reference` take their first",
+      "derivatives from `tf.autodiff.ForwardAccumulator` instead (3-D max",
+      "pooling at exact ties, where TF's eager gradient gives the whole",
+      "gradient to every tied element and its tangent goes to the first).",
+      "Where XLA compiles the function, each eager column must have its",
+      "`jit` column's outcome (`EAGER_AND_JIT_DIFFER` lists the families",
+      "where it need not). Where TF's own tape raises, the reference is",
       "central finite differences of the next lower TF reference (the",
       "details say so). `grad` and `hessian` differentiate",
       "`sum(w * f(x))` for a fixed random `w`. Stateless random ops are",

@@ -28,5 +28,4 @@ def test_tf_jacobian_example(root):
   assert proc.returncode == 0, proc.stderr[-3000:]
   lines = proc.stdout.splitlines()
   assert "jit(jacrev(call_tf(energy_tf))) -> shape (3, 8, 3)" in lines[0]
-  assert "cannot vectorize op 'XlaCallModule'" in lines[1]
-  assert lines[2].endswith("vmap_method='sequential': True")
+  assert lines[1] == "round trip, eager vmap and jacrev equal JAX's: True"

@@ -71,6 +71,15 @@ def matrix(request):
   selected = [item.callspec.params["case"] for item in request.session.items
               if item.module.__name__ == _MODULE
               and hasattr(item, "callspec") and "case" in item.callspec.params]
+  # The cases of the eager-and-jit comparisons selected without their own.
+  selected += [cases.case_id(item.callspec.params["family"], t)
+               for item in request.session.items
+               if item.module.__name__ == _MODULE
+               and hasattr(item, "callspec")
+               and "family" in item.callspec.params
+               for t in (item.callspec.params["eager"],
+                         item.callspec.params["jitted"])]
+  selected = list(dict.fromkeys(selected))
   saved = os.environ.get("JAX_FORK_OP_MATRIX_RESULTS")
   if saved:  # judge a saved run (`op_matrix_report.py --json`) instead
     run = json.loads(pathlib.Path(saved).read_text())
@@ -113,3 +122,37 @@ def test_case(matrix, case):
   if outcome == "gap":
     pytest.fail(f"{case} runs with vmap_method='sequential' but not with the "
                 f"defaults: {record['error_type']}: {record['error']}")
+
+
+def _pairs():
+  return [pytest.param(f.name, eager, jitted, id=f"{f.name}:{eager}")
+          for f in cases.FAMILIES for eager, jitted in cases.EAGER_AND_JIT]
+
+
+@pytest.mark.parametrize("family,eager,jitted", _pairs())
+def test_eager_column_agrees_with_jit(matrix, family, eager, jitted):
+  """One engine: where XLA compiles the function (and computes what
+  TensorFlow's kernels do), the eager column has its jit column's outcome;
+  each matches the TF-only reference (test_case)."""
+  ids = [cases.case_id(family, t) for t in (eager, jitted)]
+  if any(i not in matrix for i in ids):
+    pytest.skip("not in this run")
+  outcomes = [matrix[i]["outcome"] for i in ids]
+  if "skip" in outcomes:
+    pytest.skip(f"a case is skipped: {outcomes}")
+  if family in cases.EAGER_AND_JIT_DIFFER:
+    return
+  assert outcomes[0] == outcomes[1], (
+      f"{ids[0]} is {outcomes[0]} but {ids[1]} is {outcomes[1]}: "
+      + "; ".join(_describe(matrix[i]) for i in ids))
+
+
+def test_workers_batches_hold_every_case_once_and_heavy_families_alone():
+  ids = cases.all_case_ids()
+  batches = report._batches(ids)
+  flat = [cid for batch in batches for cid in batch]
+  assert sorted(flat) == sorted(ids)
+  heavy = {f.name for f in cases.FAMILIES if f.heavy}
+  for batch in batches:
+    names = {cid.split(":", 1)[0] for cid in batch}
+    assert not (names & heavy) or len(names) == 1, names

@@ -30,6 +30,7 @@ import pytest
 import tensorflow as tf
 
 from .util import assert_close
+from .util import compiles as _compiles
 
 call_tf = jax2tf.call_tf
 rng = np.random.default_rng(7)
@@ -60,40 +61,54 @@ def _resize(x):
   return tf.image.resize(x, [5, 4], method="bilinear")
 
 
-def test_forward_mode_without_second_order_gradient_raises():
+def test_forward_mode_with_tf_tangents_without_second_order_gradient_raises():
   # ResizeBilinearGrad has no gradient: TF computes no tangent, which was
-  # returned as zeros.
+  # returned as zeros. TF's tangents are chosen with vmap_method="pfor"
+  # (no StableHLO module), eagerly and under jit.
   x = rng.random((1, 3, 2, 1)).astype(np.float32)
-  f = call_tf(_resize)
+  f = call_tf(_resize, vmap_method="pfor")
   with pytest.raises(call_tf_errors.CallTfDerivativeError,
                      match="no tangent.*'ResizeBilinearGrad'.*jax.jacrev"):
     jax.jvp(f, (x,), (np.ones_like(x),))
-  # With TF's tangents chosen under jit too (pfor: no StableHLO module).
   with pytest.raises(call_tf_errors.CallTfDerivativeError,
                      match="'ResizeBilinearGrad'"):
-    jax.jit(lambda x, t: jax.jvp(call_tf(_resize, vmap_method="pfor"), (x,),
-                                 (t,))[1])(x, np.ones_like(x))
+    jax.jit(lambda x, t: jax.jvp(f, (x,), (t,))[1])(x, np.ones_like(x))
 
 
-@pytest.mark.parametrize("method,grad_op", [
-    ("bicubic", "ResizeBicubicGrad"), ("nearest", "ResizeNearestNeighborGrad")])
+@pytest.mark.parametrize("method,grad_op,vmap_method", [
+    # XLA has no kernel for ResizeBicubic: TF's tangents, eagerly.
+    ("bicubic", "ResizeBicubicGrad", None),
+    # XLA's bilinear resize takes another pixel at some scales: eagerly,
+    # TF's kernels and tangents.
+    ("bilinear", "ResizeBilinearGrad", None),
+    ("nearest", "ResizeNearestNeighborGrad", "pfor")])
 def test_forward_mode_through_an_unregistered_second_order_gradient_raises(
-    method, grad_op):
+    method, grad_op, vmap_method):
   # TF raised its LookupError ("gradient registry has no entry for: ...").
   x = rng.random((1, 3, 2, 1)).astype(np.float32)
-  f = call_tf(lambda x: tf.image.resize(x, [5, 4], method=method))
+  f = call_tf(lambda x: tf.image.resize(x, [5, 4], method=method),
+              vmap_method=vmap_method)
   with pytest.raises(call_tf_errors.CallTfDerivativeError,
                      match=f"no tangent.*'{grad_op}'.*jax.jacrev"):
     jax.jvp(f, (x,), (np.ones_like(x),))
 
 
-def test_forward_mode_of_resize_under_jit_is_jaxs_and_right():
-  # Under jit the StableHLO path differentiates the lowering of
-  # ResizeBilinear, whose TF gradient is registered: exact.
+@pytest.mark.parametrize("method,staged", [
+    ("bilinear", True), ("nearest", False), ("nearest", True)])
+def test_forward_mode_of_resize_is_jaxs_and_right(method, staged):
+  # JAX differentiates the lowering of ResizeBilinear (ResizeNearestNeighbor),
+  # whose TF gradient is registered: exact, eagerly as under jit. (Eagerly,
+  # bilinear resizing keeps TF's kernels, which XLA's differ from at some
+  # scales: its forward mode is refused, as above with pfor.)
+  def resize(x):
+    return tf.image.resize(x, [5, 4], method=method)
   x = rng.random((1, 3, 2, 1)).astype(np.float32)
   t = rng.random((1, 3, 2, 1)).astype(np.float32)
-  got = jax.jit(lambda x, t: jax.jvp(call_tf(_resize), (x,), (t,))[1])(x, t)
-  jac = _tf_jacobian(_resize, x)  # (1, 5, 4, 1, 1, 3, 2, 1)
+
+  def tangent(x, t):
+    return jax.jvp(call_tf(resize), (x,), (t,))[1]
+  got = (jax.jit(tangent) if staged else tangent)(x, t)
+  jac = _tf_jacobian(resize, x)  # (1, 5, 4, 1, 1, 3, 2, 1)
   expected = np.tensordot(jac, t, axes=t.ndim)
   assert_close(got, expected.astype(np.float32), 1e-5)
 
@@ -557,6 +572,8 @@ def test_eager_vmap_and_eager_call_read_the_same_state():
 
 def test_a_new_wrapper_of_the_same_function_reuses_its_vectorization(
     monkeypatch):
+  """pfor's vectorization (vmap_method="pfor") and JAX's compiled batching
+  of the module (the default) are made once per function and graph."""
   from jax.experimental.jax2tf.call_tf_lib.batching import pfor as call_tf_pfor
   calls = []
   original = call_tf_pfor.vectorized_map
@@ -569,11 +586,22 @@ def test_a_new_wrapper_of_the_same_function_reuses_its_vectorization(
   tfn = tf.function(lambda a: tf.tanh(a) * 2.)
   xs = rng.standard_normal((5, 4)).astype(np.float32)
   for _ in range(3):
-    assert_close(jax.vmap(call_tf(tfn))(xs), np.tanh(xs) * 2., 1e-6)
+    assert_close(jax.vmap(call_tf(tfn, vmap_method="pfor"))(xs),
+                 np.tanh(xs) * 2., 1e-6)
   assert len(calls) == 1
   # A plain Python function is traced again (it may read Python state),
   # but the same graph is vectorized once.
   py = lambda a: tf.sin(a) + 1.
   for _ in range(3):
-    assert_close(jax.vmap(call_tf(py))(xs), np.sin(xs) + 1., 1e-6)
+    assert_close(jax.vmap(call_tf(py, vmap_method="pfor"))(xs),
+                 np.sin(xs) + 1., 1e-6)
+  assert len(calls) == 2
+  # The default: JAX batches the module, compiled once.
+  for f, expected in ((tfn, np.tanh(xs) * 2.), (py, np.sin(xs) + 1.)):
+    compiled = []
+    for _ in range(3):
+      with jax.log_compiles(), _compiles() as now:
+        assert_close(jax.vmap(call_tf(f))(xs), expected, 1e-6)
+      compiled.append(len(now))
+    assert compiled[0] >= 1 and compiled[1:] == [0, 0], compiled
   assert len(calls) == 2

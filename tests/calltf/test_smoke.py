@@ -19,7 +19,8 @@ function against vmap of the same function in jnp, jacrev, jacfwd and
 hessian, the jax2tf round trip (refused by default, run with the option and
 with "sequential"), a restored jax2tf SavedModel embedded under vmap with
 "batch_polymorphic", TF1 graph mode, an output shape TF leaves unknown, a
-function with a side effect, and call_tf_graph under a symbolic batch.
+function with a side effect, call_tf_graph under a symbolic batch, and a
+jax.export artifact under vmap, jacrev, jacfwd and hessian.
 """
 
 from __future__ import annotations
@@ -61,11 +62,18 @@ def test_jacrev_matches_jnp():
                       X[0])
 
 
-def test_round_trip_is_refused_by_default():
+def test_round_trip_batches_by_default_eagerly_and_under_jit():
+  """JAX batches the round trip's module (jax-ml/jax#11753)."""
   round_trip = call_tf(jax2tf.convert(jnp.sin))
+  check_eager_and_jit(jax.vmap(round_trip), jax.vmap(jnp.sin), X)
+  check_eager_and_jit(jax.jacrev(round_trip), jax.jacrev(jnp.sin), X[0])
+
+
+def test_round_trip_is_refused_when_pfor_is_chosen():
+  round_trip = call_tf(jax2tf.convert(jnp.sin), vmap_method="pfor")
   with pytest.raises(call_tf_errors.CallTfVectorizationError) as e:
     jax.vmap(round_trip)(X)
-  assert "jax_call_tf_slow_vmap" in str(e.value)
+  assert "'XlaCallModule'" in str(e.value)
   assert "vmap_method='sequential'" in str(e.value)
 
 
@@ -160,3 +168,25 @@ def test_call_tf_graph_with_a_symbolic_batch():
           tf.TensorSpec((None, 3), tf.float32))
   x = randn(5, 3)
   assert_close(g(tf.constant(x)).numpy(), jnp.sin(x) * 2., tol=1e-5)
+
+
+def test_jax_export_artifact_under_vmap_and_autodiff():
+  """Exported.call of a deserialized artifact (patch 0020): vmap through the
+  interpreter, derivatives to the order serialized, the next one refused."""
+  from jax.experimental.jax2tf.call_tf_lib import compat  # pylint: disable=g-import-not-at-top
+  if compat.export_pieces_missing():
+    pytest.skip(f"jax.export lacks {compat.export_pieces_missing()}")
+  x = X[0]
+  exported = jax.export.export(jax.jit(energy))(x)
+  by_order = {k: jax.export.deserialize(exported.serialize(vjp_order=k))
+              for k in (0, 1, 2)}
+  check_eager_and_jit(jax.vmap(by_order[0].call), jax.vmap(energy), X)
+  for t in (jax.jacrev, jax.jacfwd):
+    check_eager_and_jit(t(by_order[1].call), t(energy), x, tol=1e-5)
+    with pytest.raises(ValueError, match="vjp_order"):
+      t(by_order[0].call)(x)
+  hessian = lambda g: jax.hessian(lambda x: jnp.sum(g(x)))  # noqa: E731
+  check_eager_and_jit(hessian(by_order[2].call), hessian(energy), x,
+                      tol=1e-4)
+  with pytest.raises(ValueError, match="vjp_order"):
+    hessian(by_order[1].call)(x)

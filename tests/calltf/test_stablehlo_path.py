@@ -28,7 +28,7 @@ import logging
 
 import pytest
 
-from tests.calltf.util import assert_close, count_calls, randn  # noqa: I001
+from tests.calltf.util import assert_close, compiles, count_calls, randn  # noqa: I001
 
 import jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
@@ -151,13 +151,19 @@ def test_in_and_out_axes_and_pytrees(counts):
   assert counts["pfor"] == 0
 
 
-def test_eager_vmap_keeps_pfor_and_jit_does_not(counts):
+def test_eager_vmap_batches_the_module_as_jit_does(counts):
+  """One engine: eager ``vmap`` is JAX's batching of the module too, one
+  compiled program, compiled once per argument types."""
   x = lattice(3)
   f = call_tf(lj_tf)
   assert_close(jax.jit(jax.vmap(f))(x), jax.vmap(lj_jnp)(x), 1e-5)
-  assert counts["pfor"] == 0
   assert_close(jax.vmap(f)(x), jax.vmap(lj_jnp)(x), 1e-5)
-  assert counts["pfor"] >= 1
+  assert counts["pfor"] == 0
+  with jax.log_compiles(), compiles() as compiled:
+    again = jax.vmap(f)(lattice(3, seed=1))
+  assert compiled == [], compiled
+  assert_close(again, jax.vmap(lj_jnp)(lattice(3, seed=1)), 1e-5)
+  assert counts["pfor"] == 0
 
 
 @pytest.mark.parametrize("how", ["option", "context", "vmap_method"])
@@ -448,20 +454,18 @@ def _custom(x):
   return tf.reduce_sum(_triple_grad_identity(x) ** 2)
 
 
-def _relu(x):
+def _ties(x):
   return (tf.reduce_sum(tf.nn.relu(x)) + tf.reduce_sum(tf.maximum(x, 0.5))
-          + tf.reduce_sum(tf.abs(x)) + tf.reduce_sum(tf.nn.selu(x - 0.25)))
-  # (Not selu at its kink 0: there TF's own kernels disagree, SeluGrad's CPU
-  # kernel giving its scale and its XLA lowering scale * alpha.)
+          + tf.reduce_sum(tf.minimum(x, 0.5)) + tf.reduce_sum(tf.abs(x))
+          + tf.reduce_sum(tf.nn.selu(x))
+          + tf.reduce_sum(tf.clip_by_value(x, -1., 0.5) ** 2))
 
 
 @pytest.mark.parametrize("f_tf,op", [(_stop, "StopGradient"),
-                                     (_custom, "IdentityN"),
-                                     (_relu, "Relu")])
+                                     (_custom, "IdentityN")])
 @pytest.mark.parametrize("transform", ["jacfwd", "grad", "hessian"])
 def test_ops_whose_tf_gradient_differs_keep_tf_derivatives(f_tf, op,
                                                            transform, caplog):
-  # Ties and kinks included: relu at 0, maximum at its tie.
   x = np.array([-1., 0., 0.5, 2.], np.float32)
   t = {"jacfwd": jax.jacfwd, "grad": jax.grad, "hessian": jax.hessian
        }[transform]
@@ -472,6 +476,27 @@ def test_ops_whose_tf_gradient_differs_keep_tf_derivatives(f_tf, op,
   assert_close(got, expected, 1e-5)
   assert any(op in r.getMessage() and "differs" in r.getMessage()
              for r in caplog.records), caplog.text
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("transform", ["jacfwd", "grad", "hessian"])
+def test_ties_take_tf_gradients_in_jaxs_derivative_of_the_module(
+    transform, staged, counts):
+  """Relu, Maximum, Minimum, Abs and Selu at their ties and kinks (0, the
+  clip bounds): JAX differentiates the module, with TF's gradient there
+  (TF's Relu gradient is 0 at 0, JAX's of max(x, 0) 1/2; TF's Maximum's goes
+  to its first argument, JAX's splits it; Abs's is sign(x); Selu's the
+  linear branch's at 0)."""
+  x = np.array([-1., 0., 0.5, 2., -0.5, 1e-30, -0.], np.float32)
+  t = {"jacfwd": jax.jacfwd, "grad": jax.grad, "hessian": jax.hessian
+       }[transform]
+  f = t(call_tf(_ties))
+  got = (jax.jit(f) if staged else f)(x)
+  tapes = counts["tape"] + counts["accumulator"]
+  expected = (tf_hessian(_ties, x) if transform == "hessian"
+              else tf_jacobian(_ties, x))
+  assert_close(got, expected, 1e-5)
+  assert tapes == 0, tapes  # JAX's derivative of the module
 
 
 def test_gradient_mismatch_ops_names_them():
@@ -485,8 +510,8 @@ def test_gradient_mismatch_ops_names_them():
       graph(_stop, spec))] == ["StopGradient"]
   assert "IdentityN" in [t for t, _ in exactness.gradient_mismatch_ops(
       graph(_custom, spec))]
-  assert {"Relu", "Maximum", "Abs", "Selu"} <= {
-      t for t, _ in exactness.gradient_mismatch_ops(graph(_relu, spec))}
+  assert {"Relu", "Maximum", "Minimum", "Abs", "Selu"} <= {
+      t for t, _ in exactness.gradient_mismatch_ops(graph(_ties, spec))}
 
   def resize_vjp(x):
     with tf.GradientTape() as tape:
@@ -550,3 +575,68 @@ def test_forward_mode_of_loops_under_jit(counts, f_tf):
   xs = randn(4, 3, 2)
   assert_close(jax.jit(jax.vmap(jax.jacfwd(f)))(xs),
                np.stack([tf_jacobian(f_tf, a) for a in xs]), 1e-4)
+
+
+# --- where a lowering branches or kinks -------------------------------------
+
+_BRANCHING = [
+    ("lgamma", tf.math.lgamma, [1., 2., 3., .5]),
+    ("erfinv", tf.math.erfinv, [.5, -.3, 0.]),
+    ("asinh", tf.math.asinh, [0., 1., -2.]),
+    ("bessel_i0e", tf.math.bessel_i0e, [0., 1., -1.]),
+    ("bessel_i1e", tf.math.bessel_i1e, [0., 1., -1.]),
+    ("elu", tf.nn.elu, [100., 1., -1., 0., -1e-9]),
+    ("selu", tf.nn.selu, [100., 1., -1., 0., -1e-9]),
+    ("softplus", tf.nn.softplus, [100., 1., -100.]),
+    ("log_sigmoid", tf.math.log_sigmoid, [-100., 1., 100.]),
+    ("divide_no_nan", lambda x: tf.math.divide_no_nan(1. + x, x),
+     [0., 2., -1.]),
+    ("xlogy", lambda x: tf.math.xlogy(x, x), [0., 2., 1.]),
+]
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name,f_tf,points", _BRANCHING,
+                         ids=[c[0] for c in _BRANCHING])
+def test_lowerings_that_branch_give_tf_gradients(name, f_tf, points, staged):
+  """tf2xla lowers these ops to selects whose untaken branch is not finite,
+  or with kinks inside: JAX's derivative of the lowering is NaN, or another
+  value, where TF's gradient is finite (review of the one engine). JAX
+  differentiates the module only where its branches and kinks are of TF
+  ops whose gradient that is (Relu, Selu, Elu... with TF's rules at
+  ties); TF's gradients elsewhere."""
+  del name
+  x = np.array(points, np.float32)
+
+  def total(v):
+    return jnp.sum(call_tf(f_tf)(v))
+  g = jax.grad(total)
+  got = (jax.jit(g) if staged else g)(x)
+  xt = tf.constant(x)
+  with tf.GradientTape() as tape:
+    tape.watch(xt)
+    y = tf.reduce_sum(f_tf(xt))
+  expected = tape.gradient(y, xt).numpy()
+  assert np.all(np.isfinite(got)) == np.all(np.isfinite(expected))
+  assert_close(got, expected, 1e-5)
+  t = np.ones_like(x)
+  _, tangent = jax.jvp(call_tf(f_tf), (x,), (t,))
+  assert_close(tangent, expected, 1e-5)  # elementwise: J t = grad
+
+
+@pytest.mark.parametrize("dtype,value,op", [
+    ("float64", 1. + 1e-10, lambda v, x: tf.cast(v, tf.float32) * 0. + x
+     + tf.cast((v - 1.) * 1e10, tf.float32)),
+    ("int64", 2 ** 40 + 3, lambda v, x: x + tf.cast(v % 7, tf.float32)),
+])
+def test_captured_64_bit_values_keep_their_bits(dtype, value, op):
+  """Without jax_enable_x64, a captured float64 or int64 variable reached
+  the program as a jax.jit argument, cut to 32 bits (review)."""
+  v = tf.Variable(np.array(value, dtype))
+  f = call_tf(lambda x: op(v, x))
+  xs = np.zeros((3,), np.float32)
+  expected = np.stack([op(v, tf.constant(x)).numpy() for x in xs])
+  assert_close(jax.vmap(f)(xs), expected, 1e-6)
+  assert_close(jax.jit(jax.vmap(f))(xs), expected, 1e-6)
+  assert_close(jax.grad(lambda x: jnp.sum(f(x)))(xs), np.ones(3, np.float32),
+               1e-6)

@@ -41,9 +41,22 @@ def test_jax_export_sequential_runs_at_any_batch_size():
     assert_close(exported.call(X[:batch]), np.sin(X[:batch]) * 2.)
 
 
-@pytest.mark.parametrize("method", [None, "vectorized", "expand_dims",
-                                    "broadcast_all", "batch_polymorphic"],
-                         ids=str)
+@pytest.mark.parametrize("method", [None, "vectorized"], ids=str)
+def test_jax_export_vectorized_methods_batch_the_module_for_any_size(method):
+  """JAX batches the module of the unbatched function for a symbolic batch
+  size; the export is right at every size, and so is its gradient."""
+  exported = _export(method)
+  for batch in (5, 2, 1):
+    assert_close(exported.call(X[:batch]), np.sin(X[:batch]) * 2.)
+  f = call_tf(lambda x: tf.reduce_sum(tf.sin(x) * x), vmap_method=method)
+  grads = jax.export.export(jax.jit(jax.vmap(jax.grad(f))))(B_4_3)
+  for batch in (5, 2):
+    x = X[:batch]
+    assert_close(grads.call(x), np.sin(x) + x * np.cos(x))
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all",
+                                    "batch_polymorphic"], ids=str)
 def test_jax_export_one_call_methods_explain_the_limit(method):
   with pytest.raises(ValueError) as e:
     _export(method)
@@ -53,10 +66,18 @@ def test_jax_export_one_call_methods_explain_the_limit(method):
   assert "call_tf_graph=True" in msg
 
 
-def test_jax_export_default_method_with_the_option_falls_back():
+def test_jax_export_of_a_function_without_a_module_says_what_to_do():
+  """pfor cannot take a symbolic batch size (XLA compiles what it makes for
+  static shapes): a CallTfVectorizationError that says what to do; with
+  the option, the loop."""
   from jax._src import config
-  with config.call_tf_slow_vmap(True):
-    exported = _export(None)
+  from jax.experimental.jax2tf.call_tf_lib import errors
+  with config.call_tf_vectorizer("pfor"):
+    with pytest.raises(errors.CallTfVectorizationError) as e:
+      _export(None)
+    assert "vmap_method='sequential'" in str(e.value)
+    with config.call_tf_slow_vmap(True):
+      exported = _export(None)
   assert_close(exported.call(X[:3]), np.sin(X[:3]) * 2.)
 
 
@@ -86,8 +107,17 @@ def test_jax2tf_convert_call_tf_graph_polymorphic_batch(method):
     assert_close(g(tf.constant(X[:batch])).numpy(), np.sin(X[:batch]) * 2.)
 
 
-def test_jax2tf_convert_native_one_call_method_explains_the_limit():
+def test_jax2tf_convert_native_default_method_batches_the_module():
   f = jax.vmap(call_tf(tf.sin))
+  g = tf.function(jax2tf.convert(f, polymorphic_shapes=["(b, 4, 3)"]),
+                  autograph=False).get_concrete_function(
+                      tf.TensorSpec([None, 4, 3], tf.float32))
+  for batch in (5, 1):
+    assert_close(g(tf.constant(X[:batch])).numpy(), np.sin(X[:batch]))
+
+
+def test_jax2tf_convert_native_one_call_method_explains_the_limit():
+  f = jax.vmap(call_tf(tf.sin, vmap_method="expand_dims"))
   with pytest.raises(ValueError, match="call_tf_graph=True"):
     tf.function(jax2tf.convert(f, polymorphic_shapes=["(b, 4, 3)"]),
                 autograph=False).get_concrete_function(

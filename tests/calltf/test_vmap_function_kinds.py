@@ -187,16 +187,16 @@ def test_round_trip_fails_clearly_by_default():
       assert hint in msg, (hint, msg)
 
 
-def test_round_trip_jacrev_fails_clearly_by_default():
+def test_round_trip_jacrev_with_pfor_fails_clearly():
   with pytest.raises(call_tf_errors.CallTfVectorizationError,
                      match="jax_call_tf_slow_vmap"):
-    jax.jacrev(call_tf(ROUND_TRIP))(X[0])
+    jax.jacrev(call_tf(ROUND_TRIP, vmap_method="pfor"))(X[0])
 
 
-def test_round_trip_under_jit_vmap_works_by_default():
+def test_round_trip_works_by_default_eagerly_and_under_jit():
   f = call_tf(ROUND_TRIP)
-  assert_close(jax.jit(jax.vmap(f))(X), jax.vmap(jnp.sin)(X))
-  assert_close(jax.jit(jax.jacrev(f))(X[0]), jax.jacrev(jnp.sin)(X[0]))
+  check_eager_and_jit(jax.vmap(f), jax.vmap(jnp.sin), X)
+  check_eager_and_jit(jax.jacrev(f), jax.jacrev(jnp.sin), X[0])
 
 
 def test_round_trip_with_sequential():
@@ -213,7 +213,7 @@ def test_round_trip_with_the_option():
 
 
 def test_vectorized_never_falls_back():
-  with config.call_tf_slow_vmap(True):
+  with config.call_tf_slow_vmap(True), config.call_tf_vectorizer("pfor"):
     with pytest.raises(call_tf_errors.CallTfVectorizationError,
                        match="never falls back"):
       jax.vmap(call_tf(ROUND_TRIP, vmap_method="vectorized"))(X)

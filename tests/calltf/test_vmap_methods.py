@@ -103,10 +103,13 @@ def test_the_method_reaches_the_vjp_call():
   # One forward call, then the VJP's call_tf once per cotangent (4 of them);
   # had the VJP lost the method, pfor would have failed on numpy_function.
   assert shapes == [(4, 3)] * 5
-  # With "vectorized" the round trip's VJP is vectorized too and fails.
-  g = call_tf(ROUND_TRIP, vmap_method="vectorized")
+  # With "pfor" the round trip's VJP is vectorized by pfor too and fails;
+  # with "vectorized", JAX batches its module, and it is right.
+  g = call_tf(ROUND_TRIP, vmap_method="pfor")
   with pytest.raises(call_tf_errors.CallTfVectorizationError):
     jax.jacrev(g)(X[0])
+  assert_close(jax.jacrev(call_tf(ROUND_TRIP, vmap_method="vectorized"))(
+      X[0]), jax.jacrev(jnp.sin)(X[0]))
   assert_close(jax.jacrev(call_tf(ROUND_TRIP, vmap_method="sequential"))(
       X[0]), jax.jacrev(jnp.sin)(X[0]))
 
@@ -179,14 +182,16 @@ def test_ordered_default_method_with_the_option_runs_in_order():
 
 
 def test_option_by_config_update():
+  # With pfor chosen, which cannot vectorize the round trip.
   f = jax.vmap(call_tf(ROUND_TRIP))
-  try:
-    jax.config.update("jax_call_tf_slow_vmap", True)
-    check_eager_and_jit(f, jax.vmap(jnp.sin), X)
-  finally:
-    jax.config.update("jax_call_tf_slow_vmap", False)
-  with pytest.raises(call_tf_errors.CallTfVectorizationError):
-    f(X)
+  with config.call_tf_vectorizer("pfor"):
+    try:
+      jax.config.update("jax_call_tf_slow_vmap", True)
+      check_eager_and_jit(f, jax.vmap(jnp.sin), X)
+    finally:
+      jax.config.update("jax_call_tf_slow_vmap", False)
+    with pytest.raises(call_tf_errors.CallTfVectorizationError):
+      f(X)
 
 
 def test_cached_jit_retraces_when_the_option_changes():
@@ -219,8 +224,8 @@ _SCRIPT = textwrap.dedent("""
 def _run(code: str, *args: str, env: dict[str, str] | None = None) -> str:
   full_env = {k: v for k, v in os.environ.items()
               if k != "JAX_CALL_TF_SLOW_VMAP"}
-  # pfor under jit (the option jax_call_tf_vectorizer, by its environment
-  # variable): the round trip then needs the slow fallback.
+  # pfor (the option jax_call_tf_vectorizer, by its environment variable):
+  # the round trip then needs the slow fallback.
   full_env.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3",
                   JAX_CALL_TF_VECTORIZER="pfor")
   proc = subprocess.run([sys.executable, "-c", code, *args],

@@ -20,8 +20,10 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+import contextlib  # noqa: E402
 import functools  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import logging  # noqa: E402
+from typing import Any, Callable, Iterator  # noqa: E402
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -73,3 +75,25 @@ def count_calls(monkeypatch: Any, found: Any, obj: Any, attr: str,
     found[kind] += 1
     return original(*args, **kwargs)
   monkeypatch.setattr(obj, attr, counted)
+
+
+@contextlib.contextmanager
+def compiles() -> Iterator[list[str]]:
+  """The names of the programs JAX compiles meanwhile, from its log.
+
+  Use inside ``jax.log_compiles()``, which makes JAX log them.
+  """
+  names: list[str] = []
+
+  class Handler(logging.Handler):
+    def emit(self, record):
+      message = record.getMessage()
+      if message.startswith("Compiling "):
+        names.append(message.split()[1])
+  handler = Handler(logging.DEBUG)
+  jax_logger = logging.getLogger("jax")
+  jax_logger.addHandler(handler)
+  try:
+    yield names
+  finally:
+    jax_logger.removeHandler(handler)

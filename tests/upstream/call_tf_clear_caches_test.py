@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that jax.clear_caches() clears call_tf's concrete-function cache.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_clear_caches_test.py
-in JAX's test style.
-"""
-# stage-with: 0015-call-tf-clear-caches-clears-concrete-functions.patch
+"""Tests that jax.clear_caches() clears call_tf's concrete-function cache."""
 
 import importlib
 import unittest

@@ -11,13 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that the VJP of call_tf follows JAX's convention for complex values.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_complex_vjp_test.py
-in JAX's test style. TF's gradient of a complex function is the conjugate of
-JAX's VJP; each test compares call_tf with the same function in jnp.
-"""
-# stage-with: 0018-call-tf-vjp-in-jax-complex-convention.patch
+"""Tests that the VJP of call_tf follows JAX's convention for complex values."""
 
 import os
 import unittest

@@ -11,11 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for the options jax_call_tf_slow_vmap and jax_call_tf_vectorizer.
-
-Upstream's home for these is tests/config_test.py; they need no TensorFlow.
-"""
-# stage-with: 0002-config-call-tf-slow-vmap-option.patch
+"""Tests for the options jax_call_tf_slow_vmap and jax_call_tf_vectorizer."""
 
 import os
 import subprocess

@@ -11,13 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for forward-mode autodiff (jvp, jacfwd, hessian) of jax2tf.call_tf.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_forward_mode_test.py,
-in JAX's test style (absltest, jtu.JaxTestCase); the fork's suite runs it
-against the installed patched wheel as well.
-"""
-# stage-with: 0014-call-tf-forward-mode-autodiff.patch
+"""Tests for forward-mode autodiff (jvp, jacfwd, hessian) of jax2tf.call_tf."""
 
 import os
 import unittest

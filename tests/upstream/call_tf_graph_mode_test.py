@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for lowering jax2tf.call_tf in TF1 graph mode, and variable writes.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_graph_mode_test.py
-in JAX's test style.
-"""
-# stage-with: 0004-call-tf-graph-mode-captures-and-compile.patch
+"""Tests for lowering jax2tf.call_tf in TF1 graph mode, and variable writes."""
 
 import os
 import unittest

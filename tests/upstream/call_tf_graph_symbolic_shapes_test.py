@@ -11,13 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for call_tf_graph=True under jax2tf.convert with a symbolic batch.
-
-Staged upstream as
-jax/experimental/jax2tf/tests/call_tf_graph_symbolic_shapes_test.py in JAX's
-test style.
-"""
-# stage-with: 0008-call-tf-graph-symbolic-result-shapes.patch
+"""Tests for call_tf_graph=True under jax2tf.convert with a symbolic batch."""
 
 import os
 import unittest

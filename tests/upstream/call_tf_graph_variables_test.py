@@ -11,13 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for call_tf_graph=True with TF functions that capture variables.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_graph_variables_test.py
-in JAX's test style. Each case runs in a subprocess: without the fix, TF
-aborts the process (Check failed: DataTypeCanUseMemcpy).
-"""
-# stage-with: 0012-call-tf-graph-freezes-captured-variables.patch
+"""Tests for call_tf_graph=True with TF functions that capture variables."""
 
 import os
 import subprocess

@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for the VJP of call_tf with call_tf_graph=True, at a symbolic batch.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_graph_vjp_test.py in
-JAX's test style.
-"""
-# stage-with: 0011-call-tf-vjp-keeps-call-tf-graph.patch
+"""Tests for the VJP of call_tf with call_tf_graph=True, at a symbolic batch."""
 
 import os
 import unittest

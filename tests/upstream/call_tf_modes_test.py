@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for call_tf in TF1 graph mode, inferred shapes and SavedModels.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_modes_test.py, in
-JAX's test style; the fork's suite runs it against the installed wheel too.
-"""
-# stage-with: 0007-call-tf-embed-restored-jax2tf-modules.patch
+"""Tests for call_tf in TF1 graph mode, inferred shapes and SavedModels."""
 
 import os
 import tempfile

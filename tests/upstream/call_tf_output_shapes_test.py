@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for output shapes of jax2tf.call_tf that TensorFlow leaves unknown.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_output_shapes_test.py
-in JAX's test style.
-"""
-# stage-with: 0006-call-tf-infer-static-output-shapes.patch
+"""Tests for output shapes of jax2tf.call_tf that TensorFlow leaves unknown."""
 
 import os
 import unittest

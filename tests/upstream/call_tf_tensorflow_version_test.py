@@ -11,14 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that jax2tf.call_tf refuses a TensorFlow older than it can use.
-
-Staged upstream as
-jax/experimental/jax2tf/tests/call_tf_tensorflow_version_test.py in JAX's
-test style. The check runs once per process, so the test runs a fresh one
-that reports an older TensorFlow (tf.__version__ set before the first call).
-"""
-# stage-with: 0005-call-tf-tensorflow-version-check.patch
+"""Tests that jax2tf.call_tf refuses a TensorFlow older than it can use."""
 
 import os
 import subprocess

@@ -11,14 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that call_tf reuses a trace of the same TF graph across JAX traces.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_trace_reuse_test.py
-in JAX's test style. The TF function a call_tf equation carries
-(`function_flat_tf`) is what its compilation and vectorization are cached
-on: a new JAX trace that gives the same graph must carry the same one.
-"""
-# stage-with: 0010-call-tf-reuse-traces-across-calls.patch
+"""Tests that call_tf reuses a trace of the same TF graph across JAX traces."""
 
 import os
 from typing import Any

@@ -11,14 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that call_tf's VJP reuses its TF function across backward passes.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_vjp_reuse_test.py
-in JAX's test style. The TF function a call_tf equation carries
-(`function_flat_tf`) is what its compilation and vectorization are cached
-on: each backward pass must carry the same one for the VJP.
-"""
-# stage-with: 0016-call-tf-reuse-vjp-call-across-backward-passes.patch
+"""Tests that call_tf's VJP reuses its TF function across backward passes."""
 
 import os
 from typing import Any

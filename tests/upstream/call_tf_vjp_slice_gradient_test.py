@@ -11,15 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that call_tf's VJP can be differentiated and vectorized through Slice.
-
-Staged upstream as
-jax/experimental/jax2tf/tests/call_tf_vjp_slice_gradient_test.py in JAX's
-test style. Traced for XLA, TF's gradient of Slice (of tf.slice, and inside
-tf.concat's gradient) is an XlaDynamicUpdateSlice, which has neither a
-gradient nor a pfor converter.
-"""
-# stage-with: 0019-call-tf-vjp-slice-gradient-outside-xla.patch
+"""Tests that call_tf's VJP can be differentiated and vectorized through Slice."""
 
 import os
 import unittest

@@ -11,12 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that jax.vmap of call_tf vectorizes under jit where it is needed.
-
-Staged upstream as jax/experimental/jax2tf/tests/call_tf_vmap_lowering_test.py
-in JAX's test style.
-"""
-# stage-with: 0017-call-tf-vectorization-errors-pass-through-lowering.patch
+"""Tests that jax.vmap of call_tf vectorizes under jit where it is needed."""
 
 import unittest
 

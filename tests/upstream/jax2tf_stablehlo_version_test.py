@@ -11,14 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that TensorFlow can read the modules jax2tf.convert gives it.
-
-Staged upstream as jax/experimental/jax2tf/tests/jax2tf_stablehlo_version_test.py
-in JAX's test style. A symbolic dimension makes jax.export add a shape
-assertion, a custom_call; at StableHLO 1.18 and later that is a
-vhlo.custom_call_v2, which an older TensorFlow's XlaCallModule cannot read.
-"""
-# stage-with: 0013-jax2tf-stablehlo-version-tensorflow-reads.patch
+"""Tests that TensorFlow can read the modules jax2tf.convert gives it."""
 
 import os
 import unittest

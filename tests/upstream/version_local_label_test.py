@@ -11,11 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests that jax.__version_info__ ignores a PEP 440 local version label.
-
-Upstream's home for these is tests/version_test.py; they need no TensorFlow.
-"""
-# stage-with: 0001-version-info-ignores-local-label.patch
+"""Tests that jax.__version_info__ ignores a PEP 440 local version label."""
 
 import pathlib
 import re
@@ -37,7 +33,7 @@ def _stamped_version_module(release_version: str) -> types.ModuleType:
   `__version_info__` from it when it is imported.
 
   Args:
-    release_version: the version to stamp, e.g. "0.10.2+calltf.1".
+    release_version: the version to stamp, e.g. "0.10.2+local.1".
 
   Returns:
     A fresh module executed from the installed jax/version.py's source.
@@ -58,8 +54,8 @@ def _stamped_version_module(release_version: str) -> types.ModuleType:
 class VersionLocalLabelTest(jtu.JaxTestCase):
 
   @parameterized.named_parameters(
-      ("_label", "0.10.2+calltf.1", (0, 10, 2)),
-      ("_four_part_release", "0.12.0.1+calltf.2", (0, 12, 0, 1)),
+      ("_label", "0.10.2+local.1", (0, 10, 2)),
+      ("_four_part_release", "0.12.0.1+local.2", (0, 12, 0, 1)),
       ("_label_of_three_parts", "1.2.3+local.7.8", (1, 2, 3)),
       ("_dev_build", "1.2.3.dev20240101+g6643af3", (1, 2, 3)),
       ("_no_label", "1.2.3", (1, 2, 3)),

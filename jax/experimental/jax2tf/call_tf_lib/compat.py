@@ -194,6 +194,35 @@ def hlo_to_stablehlo(hlo: bytes) -> bytes:
     return mlir.module_to_bytecode(hlo_to_module(hlo))
 
 
+def hlo_op_types(hlo: bytes) -> dict[str, str]:
+  """The TF op type of each op name in a serialized HLO module's metadata.
+
+  tf2xla gives every instruction it emits the type and name of the TF op
+  it lowers (``metadata={op_type="Relu" op_name="dense/Relu"}``); the
+  StableHLO module converted from it names its locations after the op
+  names. A name whose instructions have several types is left out.
+
+  Returns:
+    ``{op_name: op_type}``; empty if TensorFlow's HLO proto module is not
+    where this function reads it (then no op takes TF's derivative at
+    ties, and TF's gradients differentiate such functions).
+  """
+  try:
+    from tensorflow.compiler.xla.service import hlo_pb2  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return {}
+  module = hlo_pb2.HloModuleProto.FromString(hlo)
+  types: dict[str, str] = {}
+  ambiguous: set[str] = set()
+  for computation in module.computations:
+    for instruction in computation.instructions:
+      name, op_type = (instruction.metadata.op_name,
+                       instruction.metadata.op_type)
+      if name and op_type and types.setdefault(name, op_type) != op_type:
+        ambiguous.add(name)
+  return {n: t for n, t in types.items() if n not in ambiguous}
+
+
 def has_registered_gradient(op_type: str) -> bool:
   """Whether TF's gradient registry has a gradient function for ``op_type``.
 
@@ -298,6 +327,45 @@ def disabled_safety_check(name: str) -> Any:
   """``jax.export.DisabledSafetyCheck`` from its serialized name."""
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
   return _export.DisabledSafetyCheck(name)
+
+
+def call_exported_primitive() -> core.Primitive:
+  """``jax.export``'s call primitive (``_export.call_exported_p``)."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  return _export.call_exported_p
+
+
+def exported_platform_check_disabled(exported: Any) -> bool:
+  """Whether ``exported`` was exported without its platform check."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  return (_export.DisabledSafetyCheck.platform()
+          in exported.disabled_safety_checks)
+
+
+def export_pieces_missing() -> list[str]:
+  """What :mod:`.export` needs of ``jax.export`` and this release lacks.
+
+  ``jax.vmap`` and forward mode of ``Exported.call`` (:mod:`.export.rules`)
+  interpret the serialized module: they need its call primitive, its
+  serialized VJPs, the arguments its module keeps, and its platforms.
+  """
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  missing = []
+  if not isinstance(getattr(_export, "call_exported_p", None), core.Primitive):
+    missing.append("jax._src.export._export.call_exported_p")
+  for name in ("has_vjp", "vjp", "call"):
+    if not callable(getattr(_export.Exported, name, None)):
+      missing.append(f"jax.export.Exported.{name}")
+  fields = {f.name for f in dataclasses.fields(_export.Exported)}
+  for name in ("module_kept_var_idx", "platforms", "nr_devices",
+               "ordered_effects", "unordered_effects",
+               "disabled_safety_checks", "mlir_module_serialized"):
+    if name not in fields:
+      missing.append(f"jax.export.Exported.{name}")
+  if not callable(getattr(getattr(_export, "DisabledSafetyCheck", None),
+                          "platform", None)):
+    missing.append("jax.export.DisabledSafetyCheck.platform")
+  return missing
 
 
 # ---------------------------------------------------------------------------
@@ -649,6 +717,24 @@ def set_stack_traces(ops: Sequence[Any]) -> None:
       set_trace(op._c_op, trace)  # pylint: disable=protected-access
 
 
+def pfor_fallback_converter() -> Callable[..., Any]:
+  """pfor's converter that loops over the batch for one op.
+
+  ``_fallback_converter(pfor_input, root_cause="", warn=False)``: the op
+  alone in a ``while_loop``, its outputs stacked.
+
+  Raises:
+    InternalsChangedError: pfor has no such function.
+  """
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  converter = getattr(pfor_lib, "_fallback_converter", None)
+  if converter is None:
+    raise _changed("tensorflow.python.ops.parallel_for.pfor._fallback_converter",
+                   "call_tf cannot vectorize stateless random ops with a "
+                   "batched seed")
+  return converter
+
+
 def pfor_wrap(value: Any, is_stacked: bool) -> Any:
   """``pfor.wrap``: a converter's result."""
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
@@ -801,6 +887,7 @@ def check() -> list[str]:
                "mlir_module_serialized", "calling_convention_version",
                "module_kept_var_idx", "uses_global_constants", "_get_vjp"):
     need(name in fields, f"jax.export.Exported.{name}")
+  problems.extend(export_pieces_missing())
   need(hasattr(util, "partition_list") and hasattr(util, "merge_lists"),
        "jax._src.util.partition_list and merge_lists")
   for name in ("unsafe_am_i_under_a_jit", "is_constant_dim",
@@ -821,9 +908,19 @@ def check() -> list[str]:
     need(hasattr(jax2tf_internal, name),
          f"jax.experimental.jax2tf.jax2tf.{name}")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  for op_type in ("MatMul", "PartitionedCall", "StatefulPartitionedCall"):
+  for op_type in ("MatMul", "PartitionedCall", "StatefulPartitionedCall",
+                  "CheckNumerics"):
     need(op_type in (pfor_converter_registry() or {}),
          f"tensorflow pfor._pfor_converter_registry[{op_type!r}]")
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  need(callable(getattr(pfor_lib, "_fallback_converter", None)),
+       "tensorflow pfor._fallback_converter")
+  try:
+    from tensorflow.compiler.xla.service import hlo_pb2  # pylint: disable=g-import-not-at-top
+    need(hasattr(hlo_pb2, "HloModuleProto"),
+         "tensorflow.compiler.xla.service.hlo_pb2.HloModuleProto")
+  except ImportError:
+    need(False, "tensorflow.compiler.xla.service.hlo_pb2")
   from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
   need(isinstance(getattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", None),
                   bool), "tensorflow deprecation._PRINT_DEPRECATION_WARNINGS")

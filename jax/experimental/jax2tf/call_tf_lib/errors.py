@@ -192,6 +192,15 @@ def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: str | None, cause: BaseException | str
                       ) -> CallTfVectorizationError:
   """pfor vectorized the function, but XLA cannot compile the result."""
+  if isinstance(cause, CallTfCompileError):
+    # call_tf's own refusal of what pfor made (a list that grows, an
+    # inexact kernel): it names the op and says why.
+    return CallTfVectorizationError(
+        f"jax.vmap of call_tf (vmap_method={vmap_method!r}) under jax.jit: "
+        "tf.vectorized_map (pfor) vectorized the TensorFlow function, but "
+        "call_tf cannot compile the result with XLA (eagerly, without "
+        f"jax.jit, the vectorized call may work). {what_to_do(vmap_method)}"
+        f"\n{cause}", op_type, node_name)
   if op_type and op_type.startswith(("TensorList", "TensorArray")):
     why = ("pfor vectorizes a tf.map_fn, tf.scan or TensorArray loop into "
            "TensorList ops whose element shapes XLA cannot infer")
@@ -211,16 +220,20 @@ def xla_compile_error(op_type: str | None, node_name: str | None,
       op_type, node_name)
 
 
-def symbolic_batch_error(axis_size: Any, vmap_method: str | None
-                         ) -> ValueError:
+def symbolic_batch_error(axis_size: Any, vmap_method: str | None,
+                         reason: str | None = None
+                         ) -> CallTfVectorizationError:
   """One TF call for a symbolic batch size, which XLA cannot compile."""
-  return ValueError(
+  why = (f" JAX batches the function's StableHLO module for any batch size "
+         f"only where it can use it, and here {reason}."
+         if reason else "")
+  return CallTfVectorizationError(
       f"jax.vmap of call_tf with the symbolic batch size {axis_size} and "
       f"vmap_method={vmap_method!r} would compile the TensorFlow function "
-      "with XLA for an unknown batch size, and XLA needs static shapes. "
-      "Pass vmap_method='sequential' (a loop of calls with static shapes), "
-      "or, under jax2tf.convert, call_tf_graph=True (TensorFlow then runs "
-      "the function at the actual batch size).")
+      "with XLA for an unknown batch size, and XLA needs static shapes."
+      f"{why} Pass vmap_method='sequential' (a loop of calls with static "
+      "shapes), or, under jax2tf.convert, call_tf_graph=True (TensorFlow "
+      "then runs the function at the actual batch size).")
 
 
 def ordered_error(vmap_method: str | None) -> NotImplementedError:
@@ -382,14 +395,16 @@ def embedded_weights_batched_error() -> NotImplementedError:
 
 
 def embedded_second_derivative_error(name: str) -> NotImplementedError:
-  """A derivative of an embedded function's saved VJP, not interpretable."""
+  """A second derivative of an embedded function (not saved by jax2tf)."""
   return NotImplementedError(
-      f"call_tf cannot differentiate the saved gradient of {name} (a "
-      "second derivative, such as jax.hessian or jax.jacfwd(jax.jacrev(f))): "
-      "jax2tf saves no derivative of it, and its StableHLO module cannot be "
-      "expressed as JAX primitives here (see the debug log of "
-      "jax.experimental.jax2tf.call_tf_lib.stablehlo.path), or "
-      "jax_call_tf_vectorizer is 'pfor'.")
+      f"call_tf cannot compute a second derivative of {name} (such as "
+      "jax.hessian, jax.jacfwd(jax.jacrev(f)) or jax.jacfwd(jax.jacfwd(f))): "
+      "it is embedded from a jax2tf SavedModel, which holds its first "
+      "derivative only (the VJP), and JAX does not differentiate the saved "
+      "StableHLO modules themselves: they do not record the function's "
+      "jax.custom_jvp and jax.custom_vjp rules or its lax.stop_gradient, so "
+      "their derivatives can differ from the function's. "
+      + EMBEDDED_NEXT_ORDER)
 
 
 def embedded_forward_mode_error(name: str) -> NotImplementedError:
@@ -451,3 +466,128 @@ def growing_list_error(node_name: str) -> CallTfCompileError:
       "the size it reaches (size=n, dynamic_size=False) or the loop a bound "
       "(maximum_iterations=n), or call the function outside jax.jit, where "
       "call_tf runs it in TF eager mode.")
+
+
+def inexact_kernel_error(op_type: str, node_name: str,
+                         why: str) -> CallTfCompileError:
+  """An op whose XLA kernel is not exact, in a function to compile."""
+  return CallTfCompileError(
+      "call_tf under jax.jit (or another staging transformation) compiles "
+      "the TensorFlow function with XLA, but the function has "
+      f"{describe_op(op_type, node_name)}, whose XLA kernel {why}: the "
+      "results would differ from TensorFlow's own kernel beyond rounding. "
+      "Such ops are TensorFlow's gradients (of max pooling's gradient, of "
+      "bilinear resizing), taken in the function itself (a "
+      "tf.GradientTape inside it) or where call_tf differentiates it with "
+      "TensorFlow's gradients (a custom gradient, vmap_method='pfor' or "
+      "'sequential'). Call it outside jax.jit, where TensorFlow's kernels "
+      "compute it.")
+
+
+# ---------------------------------------------------------------------------
+# jax.export's Exported.call under jax.vmap and autodiff (call_tf_lib.export).
+# ---------------------------------------------------------------------------
+
+_NOT_DIFFERENTIATED = (
+    "JAX does not differentiate the serialized StableHLO module itself: the "
+    "module does not record the function's jax.custom_jvp and "
+    "jax.custom_vjp rules or its lax.stop_gradient, so its derivative can "
+    "differ from the function's")
+
+
+def _exported(name: str) -> str:
+  """How a message names an exported function (its VJPs are 'fun_vjp_jax')."""
+  if name == _VJP_NAME:
+    return ("the serialized VJP of an exported function (jax.export names "
+            f"it {_VJP_NAME!r})")
+  return f"the exported function {name!r}"
+
+
+_VJP_NAME = "fun_vjp_jax"
+
+
+def _which_order(name: str) -> str:
+  """For a serialized VJP, that differentiating it is a higher derivative."""
+  if name != _VJP_NAME:
+    return ""
+  return (" (differentiating a VJP is a second or higher derivative, such as "
+          "jax.hessian, which is jax.jacfwd of jax.jacrev)")
+
+
+def exported_batching_error(name: str, reason: str) -> NotImplementedError:
+  """``jax.vmap`` of ``Exported.call``: the module cannot be batched."""
+  return NotImplementedError(
+      f"jax.vmap of {_exported(name)} (jax.export): this "
+      "distribution batches it by expressing its StableHLO module as JAX "
+      "operations, which JAX's own batching rules transform, but "
+      f"{reason}. Alternatives: apply jax.vmap before exporting "
+      "(jax.export.export(jax.jit(jax.vmap(f)))), merge the vmap axis into "
+      "a batch dimension of the exported function yourself (reshape), or "
+      "loop over the batch with jax.lax.map.")
+
+
+def exported_platform_error(name: str, platforms: Sequence[str],
+                            used_on: Sequence[str]) -> ValueError:
+  """The exported module was lowered for other platforms (upstream's words)."""
+  return ValueError(
+      f"Function '{name}' was exported for platforms '{tuple(platforms)}' "
+      f"but it is used on '{tuple(used_on)}'.")
+
+
+def exported_no_vjp_error(name: str) -> ValueError:
+  """Reverse mode of an artifact serialized without (more) VJPs."""
+  return ValueError(
+      f"No VJP is available for {_exported(name)}{_which_order(name)}: it "
+      "was serialized without one (Exported.serialize(vjp_order=0), the "
+      "default), or this is the highest-order VJP it was serialized with. "
+      f"{_NOT_DIFFERENTIATED}. Serialize with a higher vjp_order: "
+      "serialize(vjp_order=k) allows derivatives up to order k, in both "
+      "modes (jax.grad, jax.jacrev, jax.jvp, jax.jacfwd; jax.hessian needs "
+      "2).")
+
+
+def exported_forward_mode_error(name: str) -> ValueError:
+  """Forward mode of an artifact serialized without (more) VJPs."""
+  return ValueError(
+      f"jax.jvp of {_exported(name)}{_which_order(name)} (as in "
+      "jax.jacfwd, jax.hessian, jax.linearize): forward mode is computed "
+      "from the serialized VJP (its transpose), and this artifact has "
+      "none: it was serialized with vjp_order=0 (the default), or this is "
+      "the "
+      f"highest-order VJP it was serialized with. {_NOT_DIFFERENTIATED}. "
+      "Serialize with a higher vjp_order: serialize(vjp_order=k) allows "
+      "derivatives up to order k, in both modes (jax.hessian needs 2).")
+
+
+def exported_forward_mode_interpret_error(name: str, reason: str
+                                          ) -> NotImplementedError:
+  """Forward mode of an artifact whose VJP module cannot be transposed."""
+  return NotImplementedError(
+      f"jax.jvp of {_exported(name)} (as in jax.jacfwd, jax.hessian): "
+      "forward mode is the transpose of its serialized VJP, "
+      "which this distribution expresses as JAX operations, but "
+      f"{reason}. Serialize it with one more vjp_order (the next VJP then "
+      "gives forward mode without transposing a module), or use reverse "
+      "mode (jax.grad, jax.jacrev).")
+
+
+def exported_second_derivative_error(name: str, what_to_do: str
+                                     ) -> ValueError:
+  """A derivative of a forward-mode derivative that transposes a VJP."""
+  return ValueError(
+      "A derivative of the forward-mode derivative of "
+      f"{_exported(name)} (such as jax.jacfwd(jax.jacfwd(f)) or "
+      "jax.jacrev(jax.jacfwd(f))): forward "
+      "mode is the transpose of the serialized VJP, and differentiating it "
+      "again needs the next VJP, which was not serialized. "
+      f"{_NOT_DIFFERENTIATED}. {what_to_do}")
+
+
+EXPORTED_NEXT_ORDER = (
+    "Serialize with a higher vjp_order (serialize(vjp_order=k) allows "
+    "derivatives up to order k, in both modes).")
+
+EMBEDDED_NEXT_ORDER = (
+    "For second derivatives, call the JAX function the model was converted "
+    "from, or serialize it with jax.export (serialize(vjp_order=2)) and "
+    "call that.")

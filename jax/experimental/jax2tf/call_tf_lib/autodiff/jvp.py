@@ -120,15 +120,19 @@ def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
     own = [call]
     late = call.traced()
 
+    staged = core.unsafe_am_i_under_a_jit()
+
     def probe(traced_by: traces.CallTraces, flat_primals: Sequence[Any],
               primals_tree: Any) -> exactness.Differentiable | None:
       return exactness.differentiable(functools.partial(one_call, traced_by),
-                                      flat_primals, primals_tree)
+                                      flat_primals, primals_tree,
+                                      staged=staged)
 
     def differentiable(flat_primals: Sequence[Any], primals_tree: Any
                        ) -> exactness.Differentiable | None:
-      # Under jit, JAX's rules differentiate the function's StableHLO module
-      # where that gives TF's gradients (see ..stablehlo.exactness).
+      # Eagerly as under jit, JAX's rules differentiate the function's
+      # StableHLO module where that gives TF's gradients (see
+      # ..stablehlo.exactness).
       if not stablehlo_path.may_use(vmap_method, call_tf_graph):
         d = None
       else:

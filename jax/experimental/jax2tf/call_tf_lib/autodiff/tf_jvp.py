@@ -154,7 +154,18 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
     with (compat.slice_gradient_outside_xla(),
           compat.custom_gradients_recorded_as_eagerly()):
       try:
-        return jvp_fun(args_tf, tangents_tf)
+        try:
+          return jvp_fun(args_tf, tangents_tf)
+        except TypeError as e:
+          # The accumulator fails in TF's own code on some graphs (a
+          # tf.while_loop whose trip count depends on the data: "`dtype`
+          # <dtype: 'variant'> is not compatible with 1 of dtype int64"):
+          # the double VJP, from the gradients reverse mode uses.
+          if "variant" not in str(e) or not exact.get(_key(args_tf,
+                                                           tangents_tf)):
+            raise
+          exact[_key(args_tf, tangents_tf)] = False
+          return jvp_fun(args_tf, tangents_tf)
       except LookupError as e:
         # The accumulator or the double VJP differentiates an op's gradient
         # that has no gradient of its own (ResizeBicubicGrad).
@@ -163,6 +174,15 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
           raise
         raise errors.tangent_unknown_error(None, [found.group(1)]) from e
 
+  def _key(args_tf, tangents_tf):
+    flat_args, args_tree = tree_util.tree_flatten(args_tf)
+    flat_tangents = tree_util.tree_leaves(
+        tangents_tf, is_leaf=lambda t: t is None)
+    return (args_tree,
+            tuple((None if a.shape.rank is None
+                   else tuple(a.shape.as_list()), a.dtype) for a in flat_args),
+            tuple(t is not None for t in flat_tangents))
+
   def jvp_fun(args_tf, tangents_tf):
     flat_args, args_tree = tree_util.tree_flatten(args_tf)
     flat_tangents = tree_util.tree_leaves(
@@ -170,10 +190,7 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
     watched = [(a, t) for a, t in zip(flat_args, flat_tangents)
                if t is not None]
     sources = [a for a, _ in watched]
-    key = (args_tree,
-           tuple((None if a.shape.rank is None else tuple(a.shape.as_list()),
-                  a.dtype) for a in flat_args),
-           tuple(t is not None for t in flat_tangents))
+    key = _key(args_tf, tangents_tf)
     if key not in exact:
       if len(exact) >= _MAX_SIGNATURES:
         exact.clear()

@@ -135,11 +135,17 @@ class Unvectorizable(Exception):
 class Callee(Protocol):
   """One way ``call_tf`` makes a call, as the dispatcher needs it.
 
-  Attributes:
-    supports_symbolic_batch: whether one call can take a symbolic batch size
-      (shape polymorphism); if not, only the sequential method can.
   """
-  supports_symbolic_batch: bool
+
+  def symbolic_batch_refusal(self, vmap_method: str | None
+                             ) -> tuple[bool, str | None]:
+    """Whether one call can take a symbolic batch size (shape polymorphism).
+
+    Returns:
+      ``(True, None)`` if it can; else ``(False, reason)``, the reason
+      (None if there is nothing more to say than that XLA needs static
+      shapes). Only the sequential method can then.
+    """
 
   def out_avals(self, in_avals: Sequence[core.ShapedArray]
                 ) -> list[core.ShapedArray]:
@@ -227,12 +233,19 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     if slow_ok:
       return sequential()
     raise side_effect
-  if not core.is_constant_dim(axis_size) and not callee.supports_symbolic_batch:
-    if slow_ok:
-      return sequential()
-    raise errors.symbolic_batch_error(axis_size, vmap_method)
+  if not core.is_constant_dim(axis_size):
+    can, reason = callee.symbolic_batch_refusal(vmap_method)
+    if not can:
+      if slow_ok:
+        return sequential()
+      raise errors.symbolic_batch_error(axis_size, vmap_method, reason)
 
   if vmap_method in VECTORIZED_METHODS:
+    if core.is_constant_dim(axis_size) and axis_size == 0:
+      # A batch of none needs no call (and a pure function's results are
+      # known: empty arrays of the results' shapes).
+      return [jnp.zeros((0, *a.shape), a.dtype) for a in out_avals], [
+          0] * len(out_avals)
     if core.is_constant_dim(axis_size) and axis_size == 1:
       # A batch of one needs no vectorizing (jax.jacrev of a scalar function
       # vmaps its VJP over one cotangent): one unbatched call.

@@ -162,7 +162,8 @@ def _matmul_of_stacked_column(original: Callable[[Any], Any]
 
 def _call_of_outer_function(original: Callable[[Any], Any]
                             ) -> Callable[[Any], Any]:
-  """pfor's converter for function calls, finding functions of outer graphs.
+  """pfor's converter for ops that call functions, finding those of outer
+  graphs.
 
   pfor looks the called function up in the call op's own graph. A call that
   pfor copied into a function it builds (converting the body of a call, it
@@ -176,10 +177,20 @@ def _call_of_outer_function(original: Callable[[Any], Any]
   its library changes nothing else in it.
   """
   def convert(pfor_input):
-    compat.add_function_from_outer_graphs(pfor_input.op.graph,
-                                          pfor_input.get_attr("f").name)
+    for name in _called_function_names(pfor_input.op):
+      compat.add_function_from_outer_graphs(pfor_input.op.graph, name)
     return original(pfor_input)
   return convert
+
+
+def _called_function_names(op: Any) -> list[str]:
+  """The functions an op calls: a call's ``f``, a branch's, a loop's."""
+  names = []
+  for attr in op.node_def.attr.values():
+    if attr.HasField("func"):
+      names.append(attr.func.name)
+    names += [f.name for f in attr.list.func]
+  return names
 
 
 def _depthwise_conv_of_stacked_images(original: Callable[[Any], Any]
@@ -206,12 +217,36 @@ def _depthwise_conv_of_stacked_images(original: Callable[[Any], Any]
   return convert
 
 
+def _check_of_invariant_tensor(original: Callable[[Any], Any]
+                               ) -> Callable[[Any], Any]:
+  """A pfor converter for ``CheckNumerics`` of a loop-invariant tensor.
+
+  pfor converts a stateful op even where no input is stacked, and its own
+  converter for ``CheckNumerics`` wants a stacked one: ``jax.jacfwd`` of a
+  function that checks its input (its tangent function checks the primal,
+  which only the tangents' batch leaves unbatched) was refused. The tensor
+  is checked once, as the unbatched call checks it.
+  """
+  def convert(pfor_input):
+    _, stacked, _ = pfor_input.input(0)
+    if stacked:
+      return original(pfor_input)
+    return compat.pfor_wrap(tf.raw_ops.CheckNumerics(
+        tensor=pfor_input.unstacked_input(0),
+        message=pfor_input.get_attr("message")), False)
+  return convert
+
+
 # Our converters, each wrapping pfor's own for that op type.
 _CONVERTERS = {
     "MatMul": _matmul_of_stacked_column,
-    "PartitionedCall": _call_of_outer_function,
-    "StatefulPartitionedCall": _call_of_outer_function,
+    # (Also the branches of a tf.cond and the bodies of a loop: the
+    # AssertGuard of tf.debugging.assert_* in a tangent function.)
+    **{op: _call_of_outer_function for op in (
+        "PartitionedCall", "StatefulPartitionedCall", "If", "StatelessIf",
+        "Case", "StatelessCase", "While", "StatelessWhile")},
     "DepthwiseConv2dNative": _depthwise_conv_of_stacked_images,
+    "CheckNumerics": _check_of_invariant_tensor,
 }
 
 
@@ -340,7 +375,40 @@ def _tensor_scatter(op: Callable[..., Any]) -> Callable[[Any], Any]:
   return convert
 
 
+def _check_numerics_v2(pfor_input: Any) -> Any:
+  """``CheckNumericsV2``: the (stacked or invariant) tensor, checked."""
+  t, stacked, _ = pfor_input.input(0)
+  return compat.pfor_wrap(tf.raw_ops.CheckNumericsV2(
+      tensor=t, message=pfor_input.get_attr("message")), stacked)
+
+
+def _draws_per_element(pfor_input: Any) -> Any:
+  """A stateless random op with a stacked seed, key or counter: one draw per
+  element, in a loop of the op alone.
+
+  pfor's own converters of the first stateless random ops do this: each
+  element draws the numbers its own seed gives (the eager call's), which
+  one batched op cannot. ``tf.random.stateless_*`` now make a key and a
+  counter of the seed (``StatelessRandomGetKeyCounter``) and draw with the
+  ``V2`` ops, which pfor has no converter for: a seed computed from the data
+  was refused. XLA batches such draws the same way (one per key).
+  """
+  return compat.pfor_fallback_converter()(pfor_input, warn=False)
+
+
+# The stateless random ops of TF 2.21 that take a seed, key or counter as
+# an input; pfor converts them only where one of those is stacked.
+_STATELESS_RANDOM_V2 = (
+    "StatelessRandomGetKeyCounter", "StatelessRandomGetKeyCounterAlg",
+    "StatelessRandomNormalV2", "StatelessRandomUniformV2",
+    "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
+    "StatelessTruncatedNormalV2", "StatelessRandomGammaV3",
+    "StatelessShuffle")
+
+
 _NEW_CONVERTERS = {
+    "CheckNumericsV2": _check_numerics_v2,
+    **{op: _draws_per_element for op in _STATELESS_RANDOM_V2},
     "Svd": _batched_linalg(
         _svd, "compute_uv", "full_matrices",
         stacked_outputs=lambda kw: (True, kw["compute_uv"],

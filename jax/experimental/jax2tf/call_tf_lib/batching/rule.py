@@ -61,6 +61,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 import tensorflow as tf
 
 
@@ -132,7 +133,20 @@ class _TfCallee:
   def __init__(self, prim: core.Primitive, params: dict[str, Any]):
     self.prim = prim
     self.params = params
-    self.supports_symbolic_batch = params["call_tf_graph"]
+
+  def symbolic_batch_refusal(self, vmap_method: str | None
+                             ) -> tuple[bool, str | None]:
+    # TF runs a call_tf_graph function at the actual batch size; JAX batches
+    # a module (for the unbatched shapes) for any batch size.
+    params = self.params
+    if params["call_tf_graph"]:
+      return True, None
+    if not stablehlo_path.may_use(vmap_method, False, params["ordered"]):
+      return False, None
+    reason = stablehlo_path.why_not(params["function_flat_tf"],
+                                    params["args_flat_sig_tf"],
+                                    staged=core.unsafe_am_i_under_a_jit())
+    return reason is None, reason
 
   def out_avals(self, in_avals: Sequence[core.ShapedArray]
                 ) -> list[core.ShapedArray]:
@@ -172,14 +186,16 @@ class _TfCallee:
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     params = self.params
+    staged = core.unsafe_am_i_under_a_jit()
     if stablehlo_path.may_use(vmap_method, params["call_tf_graph"],
-                           params["ordered"]):
-      # Under jit: JAX's own rules batch the function's StableHLO module,
-      # where every op of it has a rule; else pfor, below. (A function with
-      # side effects never gets here: the dispatcher refused it.)
+                              params["ordered"]):
+      # Eagerly as under jit: JAX's own rules batch the function's StableHLO
+      # module, where XLA compiles it and every op of it has a rule; else
+      # pfor, below. (A function with side effects never gets here: the
+      # dispatcher refused it.)
       found = stablehlo_path.lookup(params["function_flat_tf"],
-                                 params["args_flat_sig_tf"],
-                                 purpose="jax.vmap")
+                                    params["args_flat_sig_tf"],
+                                    purpose="jax.vmap", staged=staged)
       if found is not None:
         return found.vmapped(args, is_batched, out_avals)
     new_args, new_params = self._batched(args, tuple(is_batched),
@@ -192,8 +208,7 @@ class _TfCallee:
     # again by an outer vmap, and a failure raises there: under jit, a call
     # that jit drops (jacrev's primal output) is never vectorized, and an
     # inner vmap's function is only converted to HLO once vectorized again.
-    if not core.unsafe_am_i_under_a_jit() and not any(
-        isinstance(a, core.Tracer) for a in new_args):
+    if not staged and not any(isinstance(a, core.Tracer) for a in new_args):
       new_params = _eager_params(new_params)
     return list(self.prim.bind(*new_args, **new_params))
 
@@ -253,8 +268,9 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   wherever XLA compiles it, and TF's executor only where XLA cannot: eager
   ``vmap`` still does not need XLA.
 
-  Not where XLA's answer is another than TF's kernels' (:func:`_xla_differs`):
-  the unbatched eager call, which ``vmap`` must agree with, runs TF's.
+  Not where XLA's answer is another than TF's kernels'
+  (:func:`.xla_fidelity.eager_differences`): the unbatched eager call,
+  which ``vmap`` must agree with, runs TF's.
 
   Args:
     params: the ``call_tf_p`` params of a vectorized call.
@@ -273,35 +289,15 @@ def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   return dict(params, callable_flat_tf=fn)
 
 
-# Ops whose XLA lowering gives another answer than TF's kernels, not only
-# other rounding: the signs of singular vectors and eigenvectors (XLA's
-# Jacobi solvers and TF's kernels choose differently), and stateless random
-# ops (XLA draws other numbers). Measured with TF 2.21 on CPU.
-_XLA_DIFFERS = frozenset({"Svd", "SelfAdjointEig", "SelfAdjointEigV2"})
-
-
 def _xla_differs(vectorized: Vectorized | None) -> bool:
   """Whether the function beneath a vectorization has an op XLA computes
-  otherwise than TF's kernels (:data:`_XLA_DIFFERS`, stateless random ops).
+  otherwise than TF's kernels (:func:`.xla_fidelity.eager_differences`).
   """
   if vectorized is None:
     return False
   root = vectorized.root()
-  return _function_xla_differs(root.function_flat_tf, root.sig)
-
-
-@functools.lru_cache(maxsize=256)
-def _function_xla_differs(function_flat_tf: Any,
-                          sig: tuple[tf.TensorSpec, ...]) -> bool:
-  return any(
-      op.type in _XLA_DIFFERS
-      or (op.type.startswith("Stateless") and op.type not in graph_lib.CALLS)
-      for op in graph_lib.graph_ops(
-          graph_lib.concrete_function(function_flat_tf, sig).graph))
-
-
-compat.register_cache(_function_xla_differs,
-                      "call_tf: functions XLA computes otherwise than TF")
+  return bool(xla_fidelity.function_eager_differences(root.function_flat_tf,
+                                                      root.sig))
 
 
 def _xla_compiles(function_flat_tf: Any,

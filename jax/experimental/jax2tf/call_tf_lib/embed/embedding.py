@@ -41,6 +41,7 @@ from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as jvp_lib
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.embed import restored
+from jax.experimental.jax2tf.call_tf_lib.export import rules as export_rules
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
@@ -58,13 +59,16 @@ class _EmbeddedCallee:
   are constants, never batched.
   """
 
-  supports_symbolic_batch = True
-
   def __init__(self, fun: Callable[..., Any], weights: Sequence[Any],
                interpret: Callable[..., Any] | None = None):
     self.fun = fun
     self.weights = list(weights)
     self.interpret = interpret
+
+  def symbolic_batch_refusal(self, vmap_method: str | None
+                             ) -> tuple[bool, str | None]:
+    del vmap_method
+    return True, None  # the module is shape polymorphic
 
   def out_avals(self, in_avals: Sequence[core.ShapedArray]
                 ) -> list[core.ShapedArray]:
@@ -90,7 +94,7 @@ class _EmbeddedCallee:
                       vmap_method: str | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     if self.interpret is not None and stablehlo_path.may_use(vmap_method, False):
-      # Under jit, JAX batches the module as JAX primitives.
+      # Eagerly as under jit, JAX batches the module as JAX primitives.
       avals = [compat.typeof(a) for a in args]
       avals = [a.update(shape=a.shape[1:]) if b else a
                for a, b in zip(avals, is_batched)]
@@ -210,16 +214,24 @@ def call_embedded(embedded: restored.EmbeddedModule,
   def vjp(*a):
     return tuple(vjp_batched(*a))
 
-  @vjp.defjvp
   def vjp_jvp(primals, tangents):
-    # Forward mode of the saved VJP (jax.hessian is jacfwd of jacrev): JAX
-    # differentiates its module; jax2tf saves no derivative of it.
-    fun = interpreted_vjp([compat.typeof(p) for p in primals])
-    if fun is None:
+    # Forward mode of the saved VJP (jax.hessian is jacfwd of jacrev): it
+    # is linear in the cotangents, so their tangents go through it; any
+    # other would differentiate its module, whose derivative need not be
+    # the function's (its stop_gradient is lost), and jax2tf saves no
+    # second derivative: refused.
+    if any(not isinstance(t, jax.custom_derivatives.SymbolicZero)
+           for i, t in enumerate(tangents)
+           if not nr_args <= i < nr_args + nr_outs):
       raise errors.embedded_second_derivative_error(exported.fun_name)
-    outs, out_tangents = jax.jvp(lambda *a: tuple(fun(*a)), tuple(primals),
-                                 tuple(tangents))
-    return outs, out_tangents
+    ct_t = [jnp.zeros_like(p)
+            if isinstance(t, jax.custom_derivatives.SymbolicZero) else t
+            for p, t in zip(primals[nr_args:nr_args + nr_outs],
+                            tangents[nr_args:nr_args + nr_outs])]
+    return (vjp(*primals),
+            vjp(*primals[:nr_args], *ct_t, *primals[nr_args + nr_outs:]))
+
+  vjp.defjvp(vjp_jvp, symbolic_zeros=True)
 
   @jax.custom_jvp
   def call(*args):
@@ -245,24 +257,23 @@ def call_embedded(embedded: restored.EmbeddedModule,
     float_outs = [jvp_lib.has_tangent_space(np.zeros((), a.dtype))
                   for a in ct_avals]
 
-    def lin(*float_cts):
-      it = iter(float_cts)
-      cts = [next(it) if f else jnp.zeros(a.shape, a.dtype)
-             for a, f in zip(ct_avals, float_outs)]
-      return list(fun(*flat_args, *cts, *weights))
+    def vjp_fun(args, cts):
+      cts = [jnp.zeros(a.shape, a.dtype) if ct is None else ct
+             for a, ct in zip(ct_avals, cts)]
+      return list(fun(*args, *cts, *weights))
 
-    float_ct_avals = [jax.ShapeDtypeStruct(a.shape, a.dtype)
-                      for a, f in zip(ct_avals, float_outs) if f]
-    arg_ct_avals = jax.eval_shape(lin, *float_ct_avals)
     flat_t = tree_util.tree_leaves(tangents, is_leaf=lambda t: t is None)
-    full_t = [jnp.zeros(c.shape, c.dtype) if t is None
-              else jnp.asarray(t).astype(c.dtype)
-              for t, c in zip(flat_t, arg_ct_avals)]
-    try:
-      out_t = jax.linear_transpose(lin, *float_ct_avals)(full_t)
-    except Exception as e:  # pylint: disable=broad-except
-      raise errors.embedded_transpose_error(exported.fun_name, e) from e
-    return list(out_t)
+    full_t = [jnp.zeros_like(a) if t is None
+              else jnp.asarray(t).astype(compat.typeof(a).dtype)
+              for t, a in zip(flat_t, flat_args)]
+    return export_rules.transpose_of_vjp(
+        vjp_fun, flat_args, [a for a, f in zip(ct_avals, float_outs) if f],
+        float_outs, full_t,
+        second_derivative_error=(
+            lambda: errors.embedded_second_derivative_error(
+                exported.fun_name)),
+        transpose_error=(
+            lambda e: errors.embedded_transpose_error(exported.fun_name, e)))
 
   def call_bwd(args, cts):
     if embedded.gradient_disabled is not None:

@@ -34,6 +34,7 @@ from typing import Any
 import jax
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax import lax
 import numpy as np
@@ -99,6 +100,17 @@ def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
   Returns:
     ``(op_type, node_name)`` of each such op, in graph order.
   """
+  return [(m.op_type, m.node) for m in _mismatches(graph)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Mismatch:
+  """An op of :func:`gradient_mismatch_ops`."""
+  op_type: str
+  node: str
+
+
+def _mismatches(graph: Any) -> list[_Mismatch]:
   found = []
   for op in graph_lib.graph_ops(graph):
     if (op.type in _NO_TANGENT
@@ -112,27 +124,20 @@ def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
         or (op.type not in graph_lib.CALLS
             and not compat.has_registered_gradient(op.type))):
       # (TF differentiates a function call through its body, walked here.)
-      found.append((op.type, op.name))
+      found.append(_Mismatch(op.type, op.name))
   return found
 
 
 @functools.lru_cache(maxsize=512)
-def _function_gradient_mismatch_ops(function_flat_tf: Any,
-                                    sig: tuple[tf.TensorSpec, ...]
-                                    ) -> tuple[tuple[str, str], ...]:
-  return tuple(gradient_mismatch_ops(
+def _function_mismatches(function_flat_tf: Any,
+                         sig: tuple[tf.TensorSpec, ...]
+                         ) -> tuple[_Mismatch, ...]:
+  return tuple(_mismatches(
       graph_lib.concrete_function(function_flat_tf, sig).graph))
 
 
-compat.register_cache(_function_gradient_mismatch_ops,
+compat.register_cache(_function_mismatches,
                       "call_tf: ops whose gradient differs from the lowering")
-
-
-def function_gradient_mismatch_ops(function_flat_tf: Any,
-                                   sig: Sequence[tf.TensorSpec]
-                                   ) -> tuple[tuple[str, str], ...]:
-  """:func:`gradient_mismatch_ops` of ``function_flat_tf`` traced for ``sig``."""
-  return _function_gradient_mismatch_ops(function_flat_tf, tuple(sig))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -151,7 +156,8 @@ class Differentiable:
 
 
 def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
-                   primals_tree: Any) -> Differentiable | None:
+                   primals_tree: Any, *, staged: bool
+                   ) -> Differentiable | None:
   """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
 
   Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
@@ -165,6 +171,8 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
       ``fun``).
     flat_primals: the flat arguments.
     primals_tree: their pytree.
+    staged: whether the call is under a staging trace (``jax.jit``); see
+      :func:`.path.lookup`.
 
   Returns:
     None where TF's derivatives are needed (the reason is logged at debug
@@ -194,15 +202,28 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
   if params["vectorized"] is not None:
     return None
   fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
-  mismatch = function_gradient_mismatch_ops(fn, sig)
+  interp = stablehlo_path.lookup(fn, sig, purpose="differentiation",
+                                 staged=staged)
+  if interp is None:
+    return None
+  if not interp.program.takes_tf_derivatives:
+    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
+                 "gradients: an op of its module branches or kinks where "
+                 "JAX's derivative of it may not be TF's gradient",
+                 getattr(fn, "__name__", fn))
+    return None
+  # Ops whose TF gradient differs from JAX's derivative of their lowering,
+  # unless the module takes TF's derivative for them (ties of Relu,
+  # Maximum, Minimum, Abs, Selu, Elu).
+  mismatch = [m for m in _function_mismatches(fn, tuple(sig))
+              if not (m.op_type in to_jax.TF_DERIVATIVE_OPS
+                      and interp.program.takes_tf_derivatives)]
   if mismatch:
     logger.debug("call_tf: differentiation of %s uses TensorFlow's "
                  "gradients: the TF gradient of %s differs from the "
                  "derivative of its lowering", getattr(fn, "__name__", fn),
-                 ", ".join(f"op {t!r} (node {n!r})" for t, n in mismatch))
-    return None
-  interp = stablehlo_path.lookup(fn, sig, purpose="differentiation")
-  if interp is None:
+                 ", ".join(f"op {m.op_type!r} (node {m.node!r})"
+                           for m in mismatch))
     return None
   if interp.program.no_derivative:
     # (tf2xla's QR, solve and inverse: lax's geqrf has no JVP.)
@@ -215,8 +236,9 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   def fun(*flat):
     outs = interp(*flat)
-    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+    return [o if getattr(o, "dtype", None) == a.dtype
+            else lax.convert_element_type(o, a.dtype)
             for o, a in zip(outs, out_avals)]
 
   return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
-                        not interp.has_loop)
+                        interp.transposable)

@@ -52,6 +52,7 @@ from typing import Any
 import jax
 from jax._src import config
 from jax._src import core
+from jax._src import dtypes
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
@@ -59,7 +60,9 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax import lax
+from jax import numpy as jnp
 import numpy as np
 import tensorflow as tf
 
@@ -87,7 +90,7 @@ def vectorizer(vmap_method: str | None) -> str:
 
 def may_use(vmap_method: str | None, call_tf_graph: bool,
             ordered: bool = False) -> bool:
-  """Whether a call may take the StableHLO path now.
+  """Whether a call may take the StableHLO path, eagerly or staged.
 
   Args:
     vmap_method: the call's ``vmap_method``.
@@ -95,13 +98,12 @@ def may_use(vmap_method: str | None, call_tf_graph: bool,
     ordered: the call's ``ordered`` (its calls are ordered effects).
 
   Returns:
-    True under a staging trace (``jax.jit``) for ``vmap_method`` None or
-    ``"vectorized"`` with the option at ``"stablehlo"``, without
-    ``call_tf_graph`` or ``ordered``.
+    True for ``vmap_method`` None or ``"vectorized"`` with the option at
+    ``"stablehlo"``, without ``call_tf_graph`` or ``ordered``. Whether the
+    function's module is used is then :func:`lookup`'s answer.
   """
   return (vmap_method in (None, "vectorized") and not call_tf_graph
-          and not ordered and vectorizer(vmap_method) == STABLEHLO
-          and core.unsafe_am_i_under_a_jit())
+          and not ordered and vectorizer(vmap_method) == STABLEHLO)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,25 +121,83 @@ class Interpreted:
   name: str
 
   @functools.cached_property
-  def has_loop(self) -> bool:
-    """Whether the module has what JAX cannot transpose.
+  def transposable(self) -> bool:
+    """Whether JAX can transpose the program's derivative (reverse mode).
 
-    A ``while`` loop, or a reduction (``reduce``, ``reduce_window``) with a
-    region of its own (``cumprod``, ``cumulative_logsumexp``): JAX
-    differentiates them forward only.
+    Not through a ``while`` loop or a reduction with a region of its own
+    (``reduce``, ``reduce_window``: ``cumprod``, ``cumulative_logsumexp``)
+    that tangents flow through: JAX differentiates those forward only.
+    Decided by JAX itself, on shapes: ``jax.vjp`` of the program, traced.
     """
-    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype)
-             for a in self.program.in_avals]
-    return _has_while(jax.make_jaxpr(
-        lambda *a: tuple(self.program(*a)))(*avals).jaxpr)
+    in_avals = self.program.in_avals
+    nr_args = len(in_avals) - len(self.captured)
+    # The captured values as the calls pass them (64-bit ones as words).
+    narrowed = [to_jax.narrow_64_bit(np.zeros(a.shape, a.dtype))
+                for a in in_avals[nr_args:]]
+    wide = tuple(w for _, w in narrowed)
+    avals = ([jax.ShapeDtypeStruct(a.shape, a.dtype)
+              for a in in_avals[:nr_args]]
+             + [jax.ShapeDtypeStruct(v.shape, v.dtype) for v, _ in narrowed])
+    fun = self._function(None, wide)
+
+    def pullback(*args):
+      outs, vjp = jax.vjp(lambda *a: tuple(fun(*a)), *args)
+      cts = tuple(
+          jnp.zeros(o.shape, o.dtype)
+          if dtypes.issubdtype(o.dtype, np.inexact)
+          else np.zeros(o.shape, dtypes.float0) for o in outs)
+      return vjp(cts)
+    try:
+      jax.eval_shape(pullback, *avals)
+    except Exception:  # pylint: disable=broad-except
+      # (JAX's own error: "Reverse-mode differentiation does not work for
+      # lax.while_loop", a reduce it cannot transpose.)
+      return False
+    return True
 
   def captured_values(self) -> list[Any]:
     """The current values of the captured inputs (read as the lowering does)."""
     return captures.read_captured_values(self.captured)
 
+  @functools.cached_property
+  def _functions(self) -> dict[Any, Callable[..., Any]]:
+    return {}
+
+  def _function(self, is_batched: tuple[bool, ...] | None,
+                wide: tuple[Any, ...]) -> Callable[..., Any]:
+    """The program as one ``jax.jit`` function of (arguments, captured).
+
+    Inlined into an enclosing staging trace (as the program's ops would
+    be); eagerly, and under eager transformations, one compiled program
+    whose compilation JAX caches by argument types. One per pattern of
+    batched arguments (``jax.vmap`` of the program over them; None:
+    unbatched) and of captured values narrowed to 32-bit words (``wide``,
+    see :func:`.to_jax.narrow_64_bit`).
+    """
+    key = (is_batched, wide)
+    fun = self._functions.get(key)
+    if fun is None:
+      nr_args = len(self.program.in_avals) - len(wide)
+      all_wide = (None,) * nr_args + wide
+
+      def run(*a):
+        return tuple(self.program(*a, wide=all_wide))
+      if is_batched is not None:
+        run = jax.vmap(run, in_axes=[0 if b else None for b in is_batched]
+                       + [None] * len(wide), out_axes=0)
+      fun = jax.jit(run, inline=True)
+      self._functions[key] = fun
+    return fun
+
+  def _captured(self) -> tuple[list[Any], tuple[Any, ...]]:
+    """The captured values, 64-bit ones as 32-bit words, and their dtypes."""
+    pairs = [to_jax.narrow_64_bit(v) for v in self.captured_values()]
+    return [v for v, _ in pairs], tuple(w for _, w in pairs)
+
   def __call__(self, *args: Any) -> list[Any]:
     """The function on JAX values (tracers included): its flat results."""
-    return list(self.program(*args, *self.captured_values()))
+    captured, wide = self._captured()
+    return list(self._function(None, wide)(*args, *captured))
 
   def vmapped(self, args: Sequence[Any], is_batched: Sequence[bool],
               out_avals: Sequence[core.ShapedArray]) -> list[Any]:
@@ -152,43 +212,19 @@ class Interpreted:
     Returns:
       The batched results, batch at axis 0.
     """
-    captured = self.captured_values()
-    in_axes = [0 if b else None for b in is_batched] + [None] * len(captured)
-    outs = jax.vmap(lambda *a: tuple(self.program(*a)), in_axes=in_axes,
-                    out_axes=0)(*args, *captured)
-    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+    captured, wide = self._captured()
+    fun = self._function(tuple(is_batched), wide)
+    outs = fun(*args, *captured)
+    return [o if getattr(o, "dtype", None) == a.dtype
+            else lax.convert_element_type(o, a.dtype)
             for o, a in zip(outs, out_avals)]
 
 
-def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
-  """The jaxprs in an equation's params (loop bodies, branches, calls).
-
-  Found by their attributes: the classes moved between JAX releases.
-  """
-  found = []
-  for v in params.values():
-    for x in (v if isinstance(v, (tuple, list)) else (v,)):
-      if hasattr(x, "eqns"):  # a Jaxpr
-        found.append(x)
-      elif hasattr(getattr(x, "jaxpr", None), "eqns"):  # a ClosedJaxpr
-        found.append(x.jaxpr)
-  return found
-
-
-# Primitives JAX differentiates forward but cannot transpose.
-_NOT_TRANSPOSABLE = frozenset({"while", "reduce", "reduce_window"})
-
-
-def _has_while(jaxpr: Any) -> bool:
-  return any(eqn.primitive.name in _NOT_TRANSPOSABLE
-             or any(_has_while(j) for j in _sub_jaxprs(eqn.params))
-             for eqn in jaxpr.eqns)
-
-
-def _parse(module: str | bytes) -> Any | str:
+def _parse(module: str | bytes, op_types: dict[str, str] | None = None
+           ) -> Any | str:
   """The interpreted module, or why there is none (for the debug log)."""
   try:
-    program = to_jax.parse(module)
+    program = to_jax.parse(module, op_types=op_types)
   except to_jax.UnsupportedOps as e:
     return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
   except Exception as e:  # pylint: disable=broad-except
@@ -214,7 +250,9 @@ def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
     return (f"XLA cannot compile it ({type(e).__name__}: "
             f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
   module = compat.hlo_to_stablehlo(hlo)
-  found = _parse(module)
+  # tf2xla's metadata: the TF op type of each location (TF's derivatives
+  # at ties, see .to_jax).
+  found = _parse(module, compat.hlo_op_types(hlo))
   if isinstance(found, str):
     return found
   program = found
@@ -229,8 +267,26 @@ def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
 compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")
 
 
+def _find(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+          staged: bool) -> Interpreted | str:
+  """:func:`lookup`'s module, or the reason why there is none."""
+  if not all(s.shape.is_fully_defined() for s in sig):
+    return "its argument shapes are not static"
+  if not staged and (differences := xla_fidelity.function_eager_differences(
+      function_flat_tf, sig)):
+    return f"eagerly, TensorFlow's kernels run it: its {differences[0]}"
+  return _lookup(function_flat_tf, sig, compile_lib.default_tf_platform())
+
+
+def why_not(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
+            staged: bool) -> str | None:
+  """Why :func:`lookup` gives no module for the function, or None."""
+  found = _find(function_flat_tf, tuple(sig), staged)
+  return found if isinstance(found, str) else None
+
+
 def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
-           purpose: str) -> Interpreted | None:
+           purpose: str, staged: bool) -> Interpreted | None:
   """The TF function's StableHLO module as JAX primitives, or None.
 
   Args:
@@ -238,17 +294,18 @@ def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
     sig: its argument specs (static shapes).
     purpose: what the module is for ("jax.vmap", "differentiation"), for
       the debug log.
+    staged: whether the call is under a staging trace (``jax.jit``), where
+      XLA compiles the function anyway; eagerly, a function that XLA
+      computes otherwise than TensorFlow's kernels
+      (:func:`.xla_fidelity.eager_differences`) keeps TensorFlow's path.
 
   Returns:
     The interpreted module; None if the function has side effects, XLA
-    cannot compile it, or an op of its module has no rule. Each None is
-    logged at debug level with its reason.
+    cannot compile it, an op of its module has no rule, or (eagerly) XLA
+    computes it otherwise than TensorFlow. Each None is logged at debug
+    level with its reason.
   """
-  sig = tuple(sig)
-  if not all(s.shape.is_fully_defined() for s in sig):
-    found: Interpreted | str = "its argument shapes are not static"
-  else:
-    found = _lookup(function_flat_tf, sig, compile_lib.default_tf_platform())
+  found = _find(function_flat_tf, tuple(sig), staged)
   if isinstance(found, str):
     logger.debug("call_tf: %s of %s uses TensorFlow's path (pfor, TF "
                  "gradients), not its StableHLO module: %s", purpose,
@@ -274,6 +331,15 @@ def _module_program(module_bytes: bytes, nr_platform_args: int,
 
 compat.register_cache(_module_program,
                       "call_tf: interpreted embedded modules")
+
+
+@functools.lru_cache(maxsize=64)
+def _jitted_program(program: Any) -> Callable[..., tuple[Any, ...]]:
+  """``program`` as one ``jax.jit`` function (see :attr:`Interpreted._jitted`)."""
+  return jax.jit(lambda *a: tuple(program(*a)), inline=True)
+
+
+compat.register_cache(_jitted_program, "call_tf: compiled embedded modules")
 
 
 def exported_program(exported: Any, in_avals: Sequence[Any], *,
@@ -314,14 +380,14 @@ def exported_program(exported: Any, in_avals: Sequence[Any], *,
       return None
     prefix = [np.int32(platforms.index(platform))]
   out_avals = exported.out_avals
+  jitted = _jitted_program(found)
 
   def fun(*operands):
-    outs = found(*prefix, *operands)
-    return [o if o.dtype == a.dtype else lax.convert_element_type(o, a.dtype)
+    outs = jitted(*prefix, *operands)
+    return [o if getattr(o, "dtype", None) == a.dtype
+            else lax.convert_element_type(o, a.dtype)
             for o, a in zip(outs, out_avals)]
   return fun
-
-
 
 
 def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],

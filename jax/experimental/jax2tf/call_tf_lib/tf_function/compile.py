@@ -37,6 +37,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import version
+from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -154,6 +155,28 @@ def _check_no_growing_lists(graph: Any) -> None:
       raise errors.growing_list_error(op.name)
 
 
+def _check_no_inexact_kernels(graph: Any) -> None:
+  """Raises for an op whose XLA kernel computes otherwise than TF's.
+
+  tf2xla's kernels of some ops trade exactness for speed
+  (:data:`.xla_fidelity.INEXACT_KERNELS`: max pooling's second-order
+  gradient packs a value and an index into one word). TensorFlow's own
+  ``tf.function(jit_compile=True)`` returns their wrong values; a wrong
+  number is never an answer: the call is refused.
+
+  Args:
+    graph: the graph of the function to compile (with the functions it
+      calls).
+
+  Raises:
+    errors.CallTfCompileError: naming the op.
+  """
+  inexact = xla_fidelity.inexact_kernel_ops(graph)
+  if inexact:
+    raise errors.inexact_kernel_error(inexact[0].op_type, inexact[0].node,
+                                      inexact[0].why)
+
+
 def _attr(op: Any, name: str, default: Any) -> Any:
   try:
     return op.get_attr(name)
@@ -170,6 +193,7 @@ def _compile_eager_cached(function_flat_tf: Any,
   _check_no_variable_writes(
       effects.function_side_effect_ops(function_flat_tf, specs))
   _check_no_growing_lists(concrete_fn.graph)
+  _check_no_inexact_kernels(concrete_fn.graph)
   with jax2tf_internal.inside_call_tf():
     return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
 
@@ -195,6 +219,8 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
 
   Raises:
     errors.CallTfStatefulFunctionError: the function assigns a variable.
+    errors.CallTfCompileError: XLA would compute it otherwise than TF (a
+      list that grows, an op whose XLA kernel is not exact).
     Exception: TensorFlow's error where XLA cannot compile the function.
   """
   version.check_tensorflow_version()
@@ -205,4 +231,5 @@ def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
   with jax2tf_internal.inside_call_tf():
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     _check_no_growing_lists(concrete_fn.graph)
+    _check_no_inexact_kernels(concrete_fn.graph)
     return _compile_graph_mode(concrete_fn, specs, platform)

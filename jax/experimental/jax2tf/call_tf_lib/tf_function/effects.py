@@ -14,10 +14,15 @@
 """Which ops of a TF function have side effects.
 
 A TF function is *pure* here if no op in its graph, or in the functions it
-calls, writes state, prints, asserts, or draws from a stateful random
-generator: TensorFlow marks such ops stateful. Reading a variable is stateful
-in TensorFlow's registry too, but has no effect a caller can see, so the
-variable reads are allowed in a pure function (a Keras model is pure).
+calls, writes state, prints, or draws from a stateful random generator:
+TensorFlow marks such ops stateful. Reading a variable is stateful in
+TensorFlow's registry too, but has no effect a caller can see, so the
+variable reads are allowed in a pure function (a Keras model is pure). So
+are checks (``tf.debugging.assert_*``, ``tf.debugging.check_numerics``,
+the assertions of a ``tf.RaggedTensor``): they compute nothing, XLA drops
+them, and a vectorized check checks every element of the batch
+(:mod:`.xla_fidelity` keeps TensorFlow's kernels where eager calls check
+them).
 
 ``call_tf`` uses this twice. A pure function needs no JAX effect (so that a
 jitted program calling it keeps JAX's fast dispatch path), while a function
@@ -35,6 +40,7 @@ from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 import tensorflow as tf
 
 # Stateful in TensorFlow's op registry, but only reading state.
@@ -74,8 +80,6 @@ def describe_effect(op_type: str) -> str:
             "which TensorFlow treats as having side effects")
   if op_type in _PRINT_OPS:
     return "which prints"
-  if op_type == "Assert":
-    return "which checks an assertion"
   if "Random" in op_type or op_type.startswith(("Stateful", "Multinomial")):
     return "which draws random numbers from a stateful generator"
   return "which has side effects"
@@ -109,7 +113,8 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
       # if it threads a token (ordered effects) or calls TF functions.
       if _module_has_side_effects(op):
         found.append((op.type, op.name))
-    elif op.type not in _READS_ONLY and compat.is_stateful(op):
+    elif (op.type not in _READS_ONLY and op.type not in xla_fidelity.CHECKS
+          and compat.is_stateful(op)):
       found.append((op.type, op.name))
   return found
 

@@ -31,19 +31,25 @@ See https://github.com/jax-ml/jax/issues/11753.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import contextlib
 from typing import Any
 
+from jax._src import config
 from jax._src import core
 from jax._src import dtypes
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
 from jax import lax
 import numpy as np
 
-__all__ = ["Program", "UnsupportedOps", "parse"]
+__all__ = ["Program", "TF_DERIVATIVE_OPS", "UnsupportedOps", "parse"]
+
+# The TF op types whose lowering can take TF's derivative at ties (see
+# parse's op_types).
+TF_DERIVATIVE_OPS = frozenset(_tf_gradients.LOWERED_TO)
 
 
 class UnsupportedOps(Exception):
@@ -65,6 +71,9 @@ class UnsupportedOps(Exception):
 
 
 def _aval(t: Any) -> list[core.ShapedArray]:
+  if isinstance(t, _ir.TensorType) and any(t.dynamic):
+    raise UnsupportedOps({"dynamic shape": "an argument or result of the "
+                                           "module has a dynamic shape"})
   if isinstance(t, _ir.TensorType):
     return [core.ShapedArray(t.shape, t.dtype)]
   if isinstance(t, _ir.TupleType):
@@ -122,15 +131,24 @@ class Program:
     no_derivative: the names of ops whose rule JAX cannot differentiate
       (``jax.jvp`` of the program raises); the program computes values and
       batches all the same.
+    takes_tf_derivatives: whether JAX's derivative of the program is TF's
+      gradient of every op that branches or kinks in it
+      (:mod:`._tf_gradients`): each such op of the function bodies is of a
+      TF op whose branches JAX differentiates as TF does
+      (``_tf_gradients.SAFE_BRANCHES``), those of :data:`TF_DERIVATIVE_OPS`
+      with TF's gradient at ties, and none lacks a TF op type (see
+      :func:`parse`'s ``op_types``). A module without ``op_types`` (not
+      tf2xla's) has it only if nothing in it branches.
   """
 
   __slots__ = ("_main", "_in_types", "_out_types", "in_avals", "out_avals",
                "unsupported", "reasons", "no_derivative", "uses_64_bits",
-               "_frozen", "__weakref__")
+               "takes_tf_derivatives", "_frozen", "__weakref__")
 
   def __init__(self, main: _interpret.CompiledBlock,
                out_types: Sequence[Any], unsupported: dict[str, str],
-               uses_64_bits: bool, no_derivative: Sequence[str] = ()):
+               uses_64_bits: bool, no_derivative: Sequence[str] = (),
+               takes_tf_derivatives: bool = False):
     self._main = main
     self._in_types = tuple(main.arg_types)
     self._out_types = tuple(out_types)
@@ -140,6 +158,7 @@ class Program:
     self.reasons = dict(sorted(unsupported.items()))
     self.no_derivative = tuple(sorted(no_derivative))
     self.uses_64_bits = uses_64_bits
+    self.takes_tf_derivatives = takes_tf_derivatives
     self._frozen = True
 
   def __setattr__(self, name, value):
@@ -152,7 +171,8 @@ class Program:
             + (f", unsupported={self.unsupported}" if self.unsupported
                else "") + ")")
 
-  def __call__(self, *args: Any) -> list[Any]:
+  def __call__(self, *args: Any,
+               wide: Sequence[np.dtype | None] = ()) -> list[Any]:
     """Computes the module's results from its arguments with lax operations.
 
     Works eagerly and under every JAX transformation (``jit``, ``vmap``,
@@ -160,6 +180,10 @@ class Program:
 
     Args:
       *args: one array per entry of :attr:`in_avals`, of that shape.
+      wide: for each argument, None, or the 64-bit dtype it was narrowed
+        from by :func:`narrow_64_bit` (so that it keeps its bits through a
+        ``jax.jit`` argument without ``jax_enable_x64``); shorter than
+        ``args`` for None.
 
     Returns:
       One array per entry of :attr:`out_avals`.
@@ -170,6 +194,10 @@ class Program:
     """
     if self.unsupported:
       raise UnsupportedOps(self.reasons)
+    if any(w is not None for w in wide):
+      with self._types_context():
+        args = tuple(a if w is None else _widened(a, w)
+                     for a, w in zip(args, [*wide, *[None] * len(args)]))
     if len(args) != len(self.in_avals):
       raise TypeError(f"the module takes {len(self.in_avals)} arguments "
                       f"({self.in_avals}), got {len(args)}")
@@ -212,12 +240,48 @@ class Program:
     return keeping
 
 
-def parse(module: str | bytes) -> Program:
+_WIDE_AS_FLOAT = {np.dtype(np.complex128): np.dtype(np.float64)}
+
+
+def narrow_64_bit(x: Any) -> tuple[Any, np.dtype | None]:
+  """A 64-bit array as 32-bit words, where a ``jax.jit`` argument would lose
+  its bits (without ``jax_enable_x64``); see ``Program.__call__``'s
+  ``wide``.
+
+  Returns:
+    ``(x, None)``, or a ``uint32`` view of ``x`` with a trailing axis of 2
+    (4 for complex128) and ``x``'s dtype.
+  """
+  a = np.asarray(x)
+  if a.dtype not in _WIDE or config.enable_x64.value:
+    return x, None
+  words = np.ascontiguousarray(a).reshape(*a.shape, 1).view(
+      _WIDE_AS_FLOAT.get(a.dtype, a.dtype)).view(np.uint32)
+  return words.reshape(*a.shape, -1), a.dtype
+
+
+def _widened(words: Any, dtype: np.dtype) -> Any:
+  """The inverse of :func:`narrow_64_bit` (in the 64-bit context)."""
+  real = _WIDE_AS_FLOAT.get(dtype)
+  if real is None:
+    return lax.bitcast_convert_type(words, dtype)
+  shape = words.shape[:-1]
+  parts = lax.bitcast_convert_type(
+      lax.reshape(words, (*shape, 2, 2)), real)
+  return lax.complex(parts[..., 0], parts[..., 1])
+
+
+def parse(module: str | bytes, *,
+          op_types: Mapping[str, str] | None = None) -> Program:
   """Reads a StableHLO module (text or bytecode) into a :class:`Program`.
 
   Args:
     module: the module, whose entry function is ``main``; private functions
       it calls are interpreted too. Shapes must be static.
+    op_types: for a module tf2xla made, the TF op type of each location
+      name (from tf2xla's metadata, ``compat.hlo_op_types``); ops of the TF
+      ops :mod:`._tf_gradients` names then take TensorFlow's derivatives at
+      ties.
 
   Returns:
     The program. Ops without an exact rule do not make this fail: they are
@@ -233,7 +297,7 @@ def parse(module: str | bytes) -> Program:
     except _ir.UnreadableModule as e:
       raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
     funcs = _ir.without_identity_converts(funcs)
-    compiler = _interpret.Compiler(funcs, _rules.RULES)
+    compiler = _interpret.Compiler(funcs, _rules.RULES, op_types=op_types)
     return funcs, main, compiler, compiler.func(main)
 
   funcs, main, compiler, body = compile_module(with_text=False)
@@ -241,4 +305,24 @@ def parse(module: str | bytes) -> Program:
     # The reasons quote each op's assembly, printed only now.
     funcs, main, compiler, body = compile_module(with_text=True)
   return Program(body, funcs[main].result_types, compiler.unsupported,
-                 _uses_64_bits(funcs), compiler.no_derivative)
+                 _uses_64_bits(funcs), compiler.no_derivative,
+                 _takes_tf_derivatives(compiler))
+
+
+def _takes_tf_derivatives(compiler: _interpret.Compiler) -> bool:
+  """See :attr:`Program.takes_tf_derivatives`."""
+  for location, name in compiler.branching:
+    op_type = compiler.op_types.get(location)
+    if name not in _tf_gradients.SAFE_BRANCHES.get(op_type, ()):
+      return False  # a branch or kink of another TF op (or of none known)
+    if op_type in _tf_gradients.LOWERED_TO and (
+        location not in compiler.tf_derivatives):
+      return False
+  for location, ops in compiler.located.items():
+    op_type = compiler.op_types[location]
+    lowered = _tf_gradients.LOWERED_TO[op_type]
+    # (Its constants and broadcasts may be located apart from its op.)
+    if (not ops <= _tf_gradients.ALLOWED[op_type]
+        or (lowered in ops and location not in compiler.tf_derivatives)):
+      return False
+  return True

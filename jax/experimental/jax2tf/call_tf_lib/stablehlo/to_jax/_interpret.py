@@ -32,17 +32,18 @@ results are live (a sort whose order of ties matters only for its payloads).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 import contextlib
 import functools
 from typing import Any
 
 from jax._src import config
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _dynamic
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
 
 
-class NoRule(Exception):
-  """The op has no exact JAX expression; the message says why."""
+NoRule = _ir.NoRule
 
 
 Step = Callable[..., Sequence[Any]]
@@ -81,9 +82,21 @@ class Compiler:
 
   def __init__(self, funcs: Mapping[str, _ir.Func],
                rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]],
-               entry: str = "main"):
+               entry: str = "main", op_types: Mapping[str, str] | None = None):
     self.funcs = funcs
     self.rules = rules
+    # The TF op type of each location name (tf2xla's metadata; see
+    # ._tf_gradients). For the live ops: the op names found at each
+    # location whose type ._tf_gradients handles, the locations whose op a
+    # rule gave TF's derivative.
+    self.op_types: Mapping[str, str] = op_types or {}
+    self.located: dict[str, set[str]] = collections.defaultdict(set)
+    self.tf_derivatives: set[str] = set()
+    # The ops of the function bodies (not of a reduction's or a sort's
+    # region) whose derivative may differ from TF's gradient of the TF op
+    # they lower (a branch or a kink), as (location, op name).
+    self.branching: set[tuple[str, str]] = set()
+    self._in_region = 0
     self.compiled: dict[str, CompiledBlock] = {}
     self.unsupported: dict[str, str] = {}  # op name -> first reason
     # Names of compiled ops whose rule JAX cannot differentiate.
@@ -161,10 +174,47 @@ class Compiler:
     return CompiledBlock(block, [(self.op(op), op.operands, op.results)
                                  for op in block.ops if self.is_live(op)])
 
+  @contextlib.contextmanager
+  def reduction_region(self) -> Iterator[None]:
+    """While a reduction's (or a sort's) region compiles: its ops combine
+    elements, and the op's own rule says how it is differentiated."""
+    self._in_region += 1
+    try:
+      yield
+    finally:
+      self._in_region -= 1
+
+  @functools.cached_property
+  def defining(self) -> dict[int, _ir.Op]:
+    """The op that defines each value of the module."""
+    found: dict[int, _ir.Op] = {}
+
+    def walk(block: _ir.Block) -> None:
+      for op in block.ops:
+        for r in op.results:
+          found[r] = op
+        for region in op.regions:
+          walk(region)
+    for f in self.funcs.values():
+      walk(f.body)
+    return found
+
+  def tf_op_type(self, op: _ir.Op) -> str | None:
+    """The type of the TF op that `op` is located at, if known."""
+    return self.op_types.get(op.location)
+
   def op(self, op: _ir.Op) -> Step:
     rule = self.rules.get(op.name)
     key = op.name
+    if self.op_types.get(op.location) in _tf_gradients.LOWERED_TO:
+      self.located[op.location].add(op.name)
+    if (not self._in_region and _tf_gradients.is_branching(op)
+        and not all(v in self.maybe_constant for v in op.operands)):
+      # (One of constants, an index computation, carries no tangent.)
+      self.branching.add((op.location, op.name))
     try:
+      if _dynamic.has_dynamic_shapes(op):
+        return _dynamic.rule(op, self)
       if rule is None:
         raise NoRule("no rule for this op")
       return rule(op, self)

@@ -38,9 +38,18 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class TensorType:
-  """A ranked tensor type with a static shape."""
+  """A ranked tensor type with a static shape, or bounded dynamic dimensions.
+
+  Attributes:
+    shape: the sizes; of a dynamic dimension, its bound.
+    dtype: the element type.
+    dynamic: which dimensions are dynamic (bounded: ``tensor<?x3xf32,
+      #stablehlo.bounds<6, ?>>``, which tf2xla makes of ``tf.where``,
+      ``tf.unique``, ...); empty for a static shape.
+  """
   shape: tuple[int, ...]
   dtype: np.dtype
+  dynamic: tuple[bool, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +77,8 @@ class Op:
   # the module was read with_text (printing every op costs more than
   # reading it).
   text: str
+  # The name its location gives (tf2xla: the TF node it lowers), or "".
+  location: str = ""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -85,6 +96,10 @@ class Func:
   name: str
   body: Block
   result_types: tuple[Any, ...]
+
+
+class NoRule(Exception):
+  """An op has no exact JAX expression; the message says why."""
 
 
 class UnreadableModule(ValueError):
@@ -119,12 +134,22 @@ def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Any:
   """The Python type of an MLIR type."""
   if _isa(t, ir.RankedTensorType):
     t = ir.RankedTensorType(t)
-    if not t.has_static_shape:
-      raise UnreadableModule(f"dynamic shape {t}")
     elt = str(t.element_type)
     if elt not in table:
       raise UnreadableModule(f"element type {elt}")
-    return TensorType(tuple(t.shape), table[elt])
+    if t.has_static_shape:
+      return TensorType(tuple(t.shape), table[elt])
+    bounds = _BOUNDS.search(str(t))
+    dynamic = tuple(t.is_dynamic_dim(i) for i in range(t.rank))
+    if bounds is None:
+      raise UnreadableModule(f"dynamic shape without bounds {t}")
+    bound = [b.strip() for b in bounds.group(1).split(",")]
+    if len(bound) != t.rank or any(
+        d and not b.isdigit() for d, b in zip(dynamic, bound)):
+      raise UnreadableModule(f"dynamic shape without bounds {t}")
+    shape = tuple(int(b) if d else s
+                  for d, b, s in zip(dynamic, bound, t.shape))
+    return TensorType(shape, table[elt], dynamic)
   if _isa(t, ir.TupleType):
     t = ir.TupleType(t)
     return TupleType(tuple(read_type(t.get_type(i), table)
@@ -134,6 +159,7 @@ def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Any:
   raise UnreadableModule(f"type {t}")
 
 
+_BOUNDS = re.compile(r"#stablehlo\.bounds<([^>]*)>")
 _NUMBER = re.compile(
     r"0x[0-9A-Fa-f]+|true|false|[-+]?inf|nan|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
@@ -265,6 +291,19 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
   return str(a)  # kept as text: a rule that needs it says it is unsupported
 
 
+_LOCATION_NAME = re.compile(r'^loc\((?:fused\[)?"((?:[^"\\]|\\.)*)"')
+
+
+def location_name(location: Any) -> str:
+  """The name a location gives: ``"Relu"`` of ``loc(fused["Relu", ...])``.
+
+  tf2xla names each op's location after the TF node it lowers (a name
+  location, or the first of a fused one); other locations give "".
+  """
+  match = _LOCATION_NAME.match(str(location))
+  return match.group(1) if match else ""
+
+
 class _Reader:
   """Copies a module's functions, numbering values as it goes."""
 
@@ -318,7 +357,7 @@ class _Reader:
             else "")
     text = text if len(text) < 300 else text[:300] + "..."
     return Op(operation.name, operands, operand_types, results, result_types,
-              attrs, regions, text)
+              attrs, regions, text, location_name(operation.location))
 
   def _attrs_from_text(self, operation: Any) -> dict[str, Any]:
     if operation.name != "stablehlo.constant":

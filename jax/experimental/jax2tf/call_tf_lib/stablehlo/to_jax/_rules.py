@@ -41,7 +41,9 @@ from jax._src.lax import windowed_reductions
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _loops
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rng
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _sort
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
 from jax import lax
 import numpy as np
 
@@ -92,6 +94,35 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
     _check_accuracy(op)
     return lambda env, x, y: [fn(x, y)]
   return rule
+
+
+def _with_tf_derivative(fn: Callable[..., Any]
+                        ) -> Callable[[Op, Compiler], Any]:
+  """An elementwise op's rule; TF's derivative where a TF op lowers to it.
+
+  See :mod:`._tf_gradients`: ``maximum`` of a ``Relu`` or ``Maximum``,
+  ``minimum`` of a ``Minimum``, ``abs`` of an ``Abs`` take TensorFlow's
+  derivative at ties, with the same values.
+  """
+  def rule(op: Op, c: Compiler):
+    _check_accuracy(op)
+    op_type = c.tf_op_type(op)
+    dtype = _dtype(op)
+    special = _tf_gradients.function(op_type, op.name, dtype)
+    if special is not None:
+      c.tf_derivatives.add(op.location)
+    f = fn if special is None else special
+    return lambda env, *xs: [f(*xs)]
+  return rule
+
+
+def _power_rule(op: Op, c: Compiler):
+  del c
+  _check_accuracy(op)
+  if not _is_float(_dtype(op)):
+    raise NoRule("an integer power (lax.pow takes floating and complex "
+                 "bases only)")
+  return lambda env, x, y: [lax.pow(x, y)]
 
 
 def _real_rule(op: Op, c: Compiler):
@@ -155,6 +186,33 @@ def _compare_rule(op: Op, c: Compiler):
 
 
 def _select_rule(op: Op, c: Compiler):
+  op_type = c.tf_op_type(op)
+  special = _tf_gradients.select_of_x(op_type, _dtype(op))
+  x = _input_compared_with_zero(op.operands[0], c)
+  if special is not None and x is not None:
+    # Selu's and Elu's: TF's gradient, from their input x (see
+    # ._tf_gradients).
+    c.tf_derivatives.add(op.location)
+    return lambda env, p, a, b: [special(env[x], p, a, b)]
+  return _plain_select_rule(op, c)
+
+
+def _input_compared_with_zero(pred: int, c: Compiler) -> int | None:
+  """``x`` of a predicate ``compare GT, x, 0`` (a broadcast 0), or None."""
+  compare = c.defining.get(pred)
+  if (compare is None or compare.name != "stablehlo.compare"
+      or compare.attrs.get("comparison_direction") != "GT"):
+    return None
+  zero = c.defining.get(compare.operands[1])
+  while zero is not None and zero.name == "stablehlo.broadcast_in_dim":
+    zero = c.defining.get(zero.operands[0])
+  if (zero is None or zero.name != "stablehlo.constant"
+      or np.any(np.asarray(zero.attrs["value"]) != 0)):
+    return None
+  return compare.operands[0]
+
+
+def _plain_select_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, p, x, y: [lax.select(p, x, y)]
 
@@ -505,8 +563,10 @@ def _rng_bit_generator_rule(op: Op, c: Compiler):
   key = op.operand_types[0]
   if (key.shape, key.dtype) not in (((2,), np.dtype(np.uint64)),
                                     ((4,), np.dtype(np.uint32))):
-    raise NoRule(f"a key of type {key.dtype}{list(key.shape)} (lax takes "
-                 "uint64[2] or uint32[4])")
+    # (tf2xla's Philox key is uint64[3]: the op itself, see ._rng.)
+    algorithm = op.attrs["rng_algorithm"]
+    return lambda env, key: _rng.rng_bit_generator(
+        key, shape=shape, dtype=dtype, algorithm=algorithm)
   return lambda env, key: list(
       lax.rng_bit_generator(key, shape, dtype, alg))
 
@@ -534,8 +594,8 @@ def _binary_region(block: _ir.Block) -> str | None:
 
 
 def _region_fn(c: Compiler, block: _ir.Block):
-  compiled = c.block(block)
-  return compiled
+  with c.reduction_region():
+    return c.block(block)
 
 
 def _reduce_rule(op: Op, c: Compiler):
@@ -635,6 +695,28 @@ def _indices_last(indices: Any, index_vector_dim: int) -> Any:
   return lax.transpose(indices, perm)
 
 
+def _narrowed(indices: Any, lo: Sequence[int], hi: Sequence[int]) -> Any:
+  """64-bit indices (index vector last) as int32, each component clamped
+  into ``[lo, hi]`` first.
+
+  JAX transposes a gather or scatter outside the program's 64-bit context,
+  where its bounds are int32 and 64-bit indices fail. Clamped into a range
+  that keeps what XLA does with each index (a gather clamps into the
+  operand; a scatter drops a window out of bounds: one below or above
+  keeps it out), they fit int32 and give the same results.
+  """
+  dtype = np.dtype(indices.dtype)
+  if dtype.itemsize < 8:
+    return indices
+  if np.issubdtype(dtype, np.unsignedinteger):
+    lo = [max(b, 0) for b in lo]
+  shape = indices.shape
+  bound = lambda b: lax.broadcast_in_dim(_const(np.array(b, dtype)), shape,
+                                         (len(shape) - 1,))
+  clamped = lax.clamp(bound(lo), indices, bound(hi))
+  return lax.convert_element_type(clamped, np.int32)
+
+
 def _renumber(dims: Sequence[int], index_vector_dim: int) -> tuple[int, ...]:
   return tuple(d - 1 if d > index_vector_dim else d for d in dims)
 
@@ -653,11 +735,14 @@ def _gather_rule(op: Op, c: Compiler):
   sizes = tuple(op.attrs["slice_sizes"])
   sorted_, unique = (op.attrs.get("indices_are_sorted", False),
                      op.attrs.get("unique_indices", False))
+  operand_shape = op.operand_types[0].shape
+  hi = [operand_shape[d] - sizes[d] for d in d["start_index_map"]]
 
   def step(env, x, indices):
     # XLA clamps start indices so that the slice is in bounds: lax's CLIP
     # (whose transpose clamps too, where PROMISE_IN_BOUNDS's would drop).
-    return [lax.gather(x, _indices_last(indices, ivd), dnums, sizes,
+    indices = _narrowed(_indices_last(indices, ivd), [0] * len(hi), hi)
+    return [lax.gather(x, indices, dnums, sizes,
                        indices_are_sorted=sorted_, unique_indices=unique,
                        mode=lax.GatherScatterMode.CLIP)]
   return step
@@ -693,11 +778,24 @@ def _scatter_rule(op: Op, c: Compiler):
           d["scatter_indices_batching_dims"], ivd))
   sorted_, unique = (op.attrs.get("indices_are_sorted", False),
                      op.attrs.get("unique_indices", False))
+  operand_shape = op.operand_types[0].shape
+  update_shape = op.operand_types[2].shape
+  window = [update_shape[w] for w in d["update_window_dims"]]
+  # Each operand dimension's window size: 1 where a window dimension is
+  # inserted (or a batching dimension), else the next update window size.
+  sizes, it = [], iter(window)
+  for dim in range(len(operand_shape)):
+    sizes.append(1 if dim in d["inserted_window_dims"]
+                 or dim in d["input_batching_dims"] else next(it, 1))
+  targets = d["scattered_dims_to_operand_dims"]
+  lo = [-1] * len(targets)
+  hi = [operand_shape[t] - sizes[t] + 1 for t in targets]
 
   def step(env, x, indices, updates):
     # XLA skips out-of-bounds update windows: lax's FILL_OR_DROP (whose
     # transpose fills with zeros where those windows were dropped).
-    return [fn(x, _indices_last(indices, ivd), updates, dnums,
+    indices = _narrowed(_indices_last(indices, ivd), lo, hi)
+    return [fn(x, indices, updates, dnums,
                indices_are_sorted=sorted_, unique_indices=unique,
                mode=lax.GatherScatterMode.FILL_OR_DROP)]
   return step
@@ -796,8 +894,10 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
     raise NoRule("an unstable sort of keys and one constant payload (XLA "
                  "may rewrite it, an argsort, as TopK, which orders ties by "
                  "index, where a transformed sort keeps std::sort's order)")
+  with c.reduction_region():
+    compiled = c.block(body)
   comparator = _sort.Comparator(
-      c.block(body), len(body.args),
+      compiled, len(body.args),
       text=", ".join(o.name.removeprefix("stablehlo.") for o in body.ops))
 
   def step(env, *xs):
@@ -891,6 +991,10 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
   rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
   rules.update({
+      "stablehlo.power": _power_rule,
+      "stablehlo.maximum": _with_tf_derivative(lax.max),
+      "stablehlo.minimum": _with_tf_derivative(lax.min),
+      "stablehlo.abs": _with_tf_derivative(lax.abs),
       "stablehlo.real": _real_rule,
       "stablehlo.imag": _imag_rule,
       "stablehlo.round_nearest_afz": _round_rule(

@@ -1,0 +1,31 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""``jax.export``'s ``Exported.call`` under ``jax.vmap`` and forward mode.
+
+Upstream's call primitive (``call_exported_p``) has no batching rule, and
+``Exported.call`` is a ``jax.custom_vjp``, which forward mode cannot
+differentiate. Patch 0020 hooks these modules in:
+
+* :mod:`.interpret`: an exported module, refined for static shapes, as a
+  function of JAX operations (:mod:`..stablehlo.to_jax`).
+* :mod:`.rules`: the batching rule (JAX's ``vmap`` of that function) and the
+  JVP rule (forward mode from the serialized VJPs; reverse mode upstream's).
+
+See https://github.com/jax-ml/jax/issues/28327 and
+https://github.com/jax-ml/jax/issues/11753.
+"""
+
+from jax.experimental.jax2tf import call_tf_lib
+
+__getattr__ = call_tf_lib.lazy_submodules(__name__)

@@ -1,0 +1,185 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A ``jax.export.Exported``'s module as JAX operations, for static shapes.
+
+The module is refined for the static shapes of the arguments it keeps
+(:func:`..stablehlo.module.refined_module_text`) and read by the StableHLO
+interpreter (:mod:`..stablehlo.to_jax`), one ``lax`` operation per op, so
+that JAX's own rules transform it. Each rule of the interpreter is exact or
+absent: a module with an op it has no rule for is refused, naming the op.
+The module runs as one ``jax.jit`` function, inlined into an enclosing
+trace and, eagerly, compiled once per argument types.
+
+See https://github.com/jax-ml/jax/issues/28327.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+import logging
+from typing import Any
+
+import jax
+from jax._src import core
+from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
+from jax import lax
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleFunction:
+  """An exported module as a function of JAX values.
+
+  Attributes:
+    fun: takes the call's arguments (all of them, as ``Exported.call``'s
+      flat arguments), returns one value per result, None for results of
+      dtype ``float0`` (which carry no value).
+    float0_outs: which results are ``float0``.
+    out_shapes: the shapes of the results (static).
+  """
+  fun: Callable[..., list[Any]]
+  float0_outs: tuple[bool, ...]
+  out_shapes: tuple[tuple[int, ...], ...]
+
+  def __call__(self, *args: Any) -> list[Any]:
+    return self.fun(*args)
+
+
+def _first_line(e: BaseException) -> str:
+  lines = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+@functools.lru_cache(maxsize=64)
+def _program(module_bytes: bytes, nr_platform_args: int,
+             shapes: tuple[tuple[int, ...], ...]) -> Any | str:
+  """The module refined for ``shapes`` and interpreted, or why not."""
+  try:
+    text = stablehlo_module.refined_module_text(module_bytes,
+                                                nr_platform_args, shapes)
+  except Exception as e:  # pylint: disable=broad-except
+    return (f"its shapes cannot be refined for arguments of shapes "
+            f"{list(shapes)} ({_first_line(e)})")
+  try:
+    program = to_jax.parse(text)
+  except Exception as e:  # pylint: disable=broad-except
+    return f"the interpreter cannot read its module ({_first_line(e)})"
+  if program.unsupported:
+    return ("its StableHLO module has ops that the interpreter has no exact "
+            "JAX rule for: " + "; ".join(
+                f"{name} ({why})" for name, why in program.reasons.items()))
+  return program
+
+
+compat.register_cache(_program, "jax.export: interpreted modules")
+
+
+@functools.lru_cache(maxsize=64)
+def _jitted(program: Any) -> Callable[..., tuple[Any, ...]]:
+  return jax.jit(lambda *a: tuple(program(*a)), inline=True)
+
+
+compat.register_cache(_jitted, "jax.export: jitted interpreted modules")
+
+
+def _platform_index(exported: Any) -> int:
+  """The index of the platform the module runs on in ``exported.platforms``.
+
+  Raises:
+    ValueError: upstream's error, if it was exported for other platforms
+      (unless its platform check is disabled; then the first, as upstream).
+  """
+  platforms = tuple(exported.platforms)
+  platform = jax.export.default_export_platform()
+  if platform in platforms:
+    return platforms.index(platform)
+  if compat.exported_platform_check_disabled(exported):
+    return 0
+  raise errors.exported_platform_error(exported.fun_name, platforms,
+                                       (platform,))
+
+
+def _refusal(exported: Any, avals: Sequence[core.ShapedArray]) -> str | None:
+  """Why the module cannot be interpreted for ``avals``, before reading it."""
+  if missing := compat.export_pieces_missing():
+    return f"this jax's jax.export lacks {', '.join(missing)}"
+  if exported.nr_devices != 1:
+    return (f"it was exported for {exported.nr_devices} devices, and the "
+            "interpreter runs a module on one")
+  effects = (*exported.ordered_effects, *exported.unordered_effects)
+  if effects:
+    return (f"it has effects ({', '.join(map(str, effects))}), which its "
+            "module as JAX operations would not have")
+  kept = [avals[i] for i in exported.module_kept_var_idx]
+  for a in kept:
+    if jax.dtypes.issubdtype(a.dtype, jax.dtypes.extended):
+      return f"it takes an argument of the extended dtype {a.dtype}"
+  if not all(core.is_constant_shape(a.shape) for a in kept):
+    return ("its arguments have symbolic shapes ("
+            + ", ".join(a.str_short() for a in kept) + "), and the module "
+            "is expressed as JAX operations for static shapes only")
+  return None
+
+
+def module_function(exported: Any, avals: Sequence[core.ShapedArray], *,
+                    purpose: str) -> ModuleFunction | str:
+  """``exported``'s module as JAX operations, for arguments of ``avals``.
+
+  Args:
+    exported: a ``jax.export.Exported``.
+    avals: the avals of all its flat arguments (``Exported.call``'s).
+    purpose: what it is for ("jax.vmap", "forward mode"), for the debug log.
+
+  Returns:
+    The function, or why there is none (for an error message): symbolic
+    shapes, effects, several devices, an op without an exact rule.
+
+  Raises:
+    ValueError: the module was exported for other platforms (upstream's
+      error).
+  """
+  found: Any = _refusal(exported, avals)
+  if found is None:
+    index = _platform_index(exported)
+    nr_platform_args = 1 if len(exported.platforms) > 1 else 0
+    kept = tuple(exported.module_kept_var_idx)
+    shapes = tuple(tuple(avals[i].shape) for i in kept)
+    found = _program(exported.mlir_module_serialized, nr_platform_args,
+                     shapes)
+  if isinstance(found, str):
+    logger.debug("jax.export: %s of %s cannot use its module as JAX "
+                 "operations: %s", purpose, exported.fun_name, found)
+    return found
+  logger.debug("jax.export: %s of %s uses its module as JAX operations",
+               purpose, exported.fun_name)
+  jitted = _jitted(found)
+  prefix = [np.int32(index)] if nr_platform_args else []
+  out_avals = tuple(exported.out_avals)
+  float0_outs = tuple(a.dtype == jax.dtypes.float0 for a in out_avals)
+
+  def fun(*args: Any) -> list[Any]:
+    outs = jitted(*prefix, *(args[i] for i in kept))
+    return [None if f0
+            else o if getattr(o, "dtype", None) == a.dtype
+            else lax.convert_element_type(o, a.dtype)
+            for o, a, f0 in zip(outs, out_avals, float0_outs)]
+  return ModuleFunction(fun, float0_outs,
+                        tuple(tuple(a.shape) for a in found.out_avals))

@@ -1,0 +1,241 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""TensorFlow's gradients where tf2xla's lowerings branch or kink.
+
+JAX's derivative of a smooth lowering is TF's gradient of the op. Where a
+lowering branches (``select``) or has a kink (``abs``, ``maximum``...), it
+need not be:
+
+* At ties, TF's gradients follow their own conventions: ``Relu``'s is 0 at
+  0 (``ReluGrad``: where the input exceeds 0), where JAX's derivative of
+  ``max(x, 0)`` is 1/2; ``Maximum``/``Minimum`` give the whole gradient to
+  the first argument at a tie (JAX splits it); ``Abs``'s is ``sign(x)``, 0
+  at 0 (JAX's derivative of ``abs`` is 1 there); ``Selu``'s and ``Elu``'s
+  are the linear branch's where TF's kernel computes an output that is not
+  negative (at 0, and for inputs so small that ``exp(x) - 1`` rounds to 0).
+* Branches that are not taken still enter JAX's derivative: the transpose
+  of ``select`` gives the untaken branch a zero cotangent, which its own
+  derivative multiplies, and ``0 * inf`` is NaN (``Lgamma``'s reflection
+  branch at integers, ``Erfinv``, ``Softplus`` and ``Elu`` at large inputs,
+  ``DivNoNan`` at 0); a kink inside a smooth op's lowering (``Asinh``,
+  ``BesselI0e``) has JAX's derivative, not the op's.
+
+tf2xla records the type and name of the TF op each instruction lowers in
+its metadata, and the module's locations carry the name. Given the TF op
+type of each location name, :func:`function` gives the ops of ``Relu``,
+``Maximum``, ``Minimum``, ``Abs``, ``Selu`` and ``Elu`` as
+``jax.custom_jvp``\\ s of the same ``lax`` operations with TF's gradients
+(the values are the module's), and :func:`is_branching` marks the other
+branches and kinks, which the compiler records: a module whose branches and
+kinks are all of TF ops whose gradient JAX's derivative is
+(:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
+graph; any other keeps TF's gradients. The derivatives are linear in the
+tangents, which JAX transposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from jax._src import dtypes
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax import lax
+import numpy as np
+
+# The TF op types handled here, and the StableHLO op of each lowering that
+# takes TF's gradient.
+LOWERED_TO = {"Relu": "stablehlo.maximum", "Maximum": "stablehlo.maximum",
+              "Minimum": "stablehlo.minimum", "Abs": "stablehlo.abs",
+              "Selu": "stablehlo.select", "Elu": "stablehlo.select"}
+# Ops a lowering of them may also hold, whose derivatives are TF's
+# everywhere: the constant 0 of Relu, broadcasts of Maximum's operands, and
+# the branches of Selu and Elu (``select(x > 0, scale * x,
+# scale * alpha * expm1(x))``) and their comparison, whose derivatives the
+# select's rule does not use.
+_SMOOTH = frozenset({"stablehlo.constant", "stablehlo.broadcast_in_dim",
+                     "stablehlo.reshape", "stablehlo.convert",
+                     "stablehlo.transpose"})
+_BRANCHES = frozenset({"stablehlo.compare", "stablehlo.multiply",
+                       "stablehlo.exponential_minus_one",
+                       "stablehlo.exponential", "stablehlo.subtract"})
+ALLOWED = {
+    op_type: _SMOOTH | {lowered}
+    | (_BRANCHES if op_type in ("Selu", "Elu") else frozenset())
+    for op_type, lowered in LOWERED_TO.items()}
+
+# StableHLO ops that branch or kink: where a lowering holds one (on
+# floating values, outside a reduction's region), JAX's derivative may not
+# be TF's gradient.
+BRANCHING = frozenset(f"stablehlo.{n}" for n in (
+    "select", "abs", "sign", "maximum", "minimum", "clamp", "floor", "ceil",
+    "round_nearest_afz", "round_nearest_even", "remainder"))
+# The TF ops whose branches and kinks JAX differentiates as TF does, each
+# with the ops of its lowering that do: besides those of LOWERED_TO (with
+# the rules below), tf.where's select (TF's gradient selects the
+# cotangents, as JAX's transpose does, NaN of an untaken branch included),
+# Relu6's clamp (0 at both bounds in both), LeakyRelu's select (no
+# non-finite branch), Sign's sign (0).
+SAFE_BRANCHES = {
+    **{t: frozenset({op}) for t, op in LOWERED_TO.items()},
+    "Select": frozenset({"stablehlo.select"}),
+    "SelectV2": frozenset({"stablehlo.select"}),
+    "Relu6": frozenset({"stablehlo.clamp"}),
+    "LeakyRelu": frozenset({"stablehlo.select"}),
+    "Sign": frozenset({"stablehlo.sign"}),
+}
+
+
+def is_branching(op: _ir.Op) -> bool:
+  """Whether ``op`` branches or kinks on floating values."""
+  if op.name not in BRANCHING or not op.result_types:
+    return False
+  t = op.result_types[0]
+  return isinstance(t, _ir.TensorType) and dtypes.issubdtype(t.dtype,
+                                                             np.inexact)
+
+
+@jax.custom_jvp
+def _relu_max(x: Any, y: Any) -> Any:
+  return lax.max(x, y)
+
+
+@_relu_max.defjvp
+def _relu_max_jvp(primals, tangents):
+  # ReluGrad: the gradient flows where the input exceeds 0 strictly, so at
+  # a tie (and where either operand is NaN) none does.
+  x, y = primals
+  tx, ty = tangents
+  zero = lax.full_like(tx, 0)
+  return _relu_max(x, y), lax.select(
+      lax.gt(x, y), tx, lax.select(lax.gt(y, x), ty, zero))
+
+
+@jax.custom_jvp
+def _first_max(x: Any, y: Any) -> Any:
+  return lax.max(x, y)
+
+
+@_first_max.defjvp
+def _first_max_jvp(primals, tangents):
+  # _MaximumGrad: the first argument's where x >= y, else the second's.
+  x, y = primals
+  tx, ty = tangents
+  return _first_max(x, y), lax.select(lax.ge(x, y), tx, ty)
+
+
+@jax.custom_jvp
+def _first_min(x: Any, y: Any) -> Any:
+  return lax.min(x, y)
+
+
+@_first_min.defjvp
+def _first_min_jvp(primals, tangents):
+  # _MinimumGrad: the first argument's where x <= y, else the second's.
+  x, y = primals
+  tx, ty = tangents
+  return _first_min(x, y), lax.select(lax.le(x, y), tx, ty)
+
+
+@jax.custom_jvp
+def _sign_abs(x: Any) -> Any:
+  return lax.abs(x)
+
+
+@_sign_abs.defjvp
+def _sign_abs_jvp(primals, tangents):
+  # _AbsGrad: the gradient times sign(x), which is 0 at 0.
+  x, = primals
+  t, = tangents
+  return _sign_abs(x), lax.mul(lax.sign(x), t)
+
+
+# SELU's constants, as TF's kernels have them.
+_SELU_SCALE = 1.0507009873554805
+_SELU_ALPHA = 1.6732632423543772
+
+
+def _exponential_select(scale: float, alpha: float) -> Callable[..., Any]:
+  """The select of an ELU-like lowering, with TF's gradient.
+
+  ``f(x, pred, a, b) = select(pred, a, b)``, where ``pred`` is ``x > 0``,
+  ``a`` the linear branch ``scale * x`` and ``b`` the exponential one
+  ``scale * alpha * expm1(x)``. Its derivative is TF's (``SeluGrad``,
+  ``EluGrad``): ``scale * alpha * exp(x)`` where TF's kernel computes a
+  negative output (``exp(x) - 1 < 0``), else ``scale``, times the tangent
+  of ``x``. The branches' own derivatives are not used, so an untaken
+  branch that overflows (``expm1(100)``) gives no NaN.
+  """
+  @jax.custom_jvp
+  def f(x, pred, a, b):
+    del x
+    return lax.select(pred, a, b)
+
+  @f.defjvp
+  def f_jvp(primals, tangents):
+    x, pred, a, b = primals
+    tx = tangents[0]
+    e = lax.exp(x)
+    one = lax.full_like(x, 1)
+    negative = lax.lt(lax.sub(e, one), lax.full_like(x, 0))
+    factor = lax.select(negative,
+                        lax.mul(lax.full_like(x, scale * alpha), e),
+                        lax.full_like(x, scale))
+    return f(x, pred, a, b), lax.mul(tx, factor)
+  return f
+
+
+_selu_select = _exponential_select(_SELU_SCALE, _SELU_ALPHA)
+_elu_select = _exponential_select(1., 1.)
+
+_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("Relu", "stablehlo.maximum"): _relu_max,
+    ("Maximum", "stablehlo.maximum"): _first_max,
+    ("Minimum", "stablehlo.minimum"): _first_min,
+    ("Abs", "stablehlo.abs"): _sign_abs,
+}
+# The selects that need their input x: (TF op type) -> function of
+# (x, pred, a, b).
+_SELECTS_OF_X: dict[str, Callable[..., Any]] = {
+    "Selu": _selu_select, "Elu": _elu_select}
+
+
+def function(tf_op_type: str | None, op_name: str,
+             dtype: Any) -> Callable[..., Any] | None:
+  """The ``lax`` operation with TF's gradient, for an op of a TF op.
+
+  Args:
+    tf_op_type: the type of the TF op the StableHLO op is located at, or
+      None.
+    op_name: the StableHLO op's name (``"stablehlo.maximum"``).
+    dtype: the dtype of its result (``abs`` of a complex number is real, and
+      TF's gradient of it another).
+
+  Returns:
+    A function of the op's operands, or None where JAX's own rule is TF's
+    gradient (or no tangent flows: integers). For the ``select`` of Selu
+    and Elu, see :func:`select_of_x`.
+  """
+  if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
+    return None
+  return _FUNCTIONS.get((tf_op_type, op_name))
+
+
+def select_of_x(tf_op_type: str | None, dtype: Any
+                ) -> Callable[..., Any] | None:
+  """For the ``select`` of Selu or Elu: ``f(x, pred, a, b)``, else None."""
+  if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
+    return None
+  return _SELECTS_OF_X.get(tf_op_type)
