@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "build"))
 
 from forklib import ForkError  # noqa: E402
 from forklib import baseline  # noqa: E402
+from forklib import dev  # noqa: E402
 from forklib import envs  # noqa: E402
 from forklib import fetch  # noqa: E402
 from forklib import index  # noqa: E402
@@ -76,10 +77,11 @@ def cmd_wheel(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-  return tree.check(_project(args))
+  return tree.check(_project(args), args.version)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+  index.check_out(pathlib.Path(args.out))
   project = _project(args)
   manifest = project.manifest()
   given = publication.given_wheels(manifest, args.wheel)
@@ -117,23 +119,39 @@ def cmd_pins(args: argparse.Namespace) -> int:
 
 
 def cmd_rebase(args: argparse.Namespace) -> int:
-  written = rebase.rebase(_project(args), args.version, args.source,
-                          resume=_path(args.resume))
-  print(f"{len(written)} patch(es) refreshed for jax {args.version}"
-        + (": " + ", ".join(written) if written else
-           " (the queue applies exactly)"))
-  return 0
+  result = rebase.rebase(_project(args), args.version, args.source,
+                         checkout=_path(args.checkout),
+                         tests_dir=_path(args.upstream_tests),
+                         suites=not args.no_suites, resume=_path(args.resume))
+  print(result.report())
+  return 0 if result.ok else 1
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
-  print(stage.stage(_project(args), _release(args), pathlib.Path(args.out),
-                    onto=pathlib.Path(args.onto) if args.onto else None,
-                    ref=args.ref))
-  return 0
+  result = stage.stage(_project(args), _release(args), pathlib.Path(args.out),
+                       onto=_path(args.onto), ref=args.ref,
+                       author=args.author, verify=args.verify,
+                       jaxlib=args.jaxlib)
+  print(result.out)
+  for problem in result.problems:
+    print(f"error: {problem}", file=sys.stderr)
+  if result.problems:
+    print(f"error: {len(result.problems)} problems (each in "
+          f"{result.out}/report.md and report.json); the series is in "
+          f"{result.out}/repo to read, not to send", file=sys.stderr)
+  return 0 if result.ok else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
   return envs.demo(_project(args), _release(args))
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+  project, release = _project(args), _release(args)
+  env = dev.dev(project, release, _path(args.venv))
+  default = release.version == project.manifest().select(None).version
+  print(dev.instructions(project, release, env, default))
+  return 0
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -196,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
   p.set_defaults(func=cmd_wheel)
 
   p = sub.add_parser("check", help="apply the series to every release")
+  p.add_argument("version", nargs="*",
+                 help="only these upstream releases (default: every one in "
+                      "the manifest)")
   p.set_defaults(func=cmd_check)
 
   p = sub.add_parser("index", help="publish wheels into a PEP 503 index")
@@ -241,28 +262,57 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--all", action="store_true", help="every release")
   p.set_defaults(func=cmd_pins)
 
-  p = sub.add_parser("rebase", help="refresh the queue for a release")
-  p.add_argument("version", help="the upstream release to rebase onto")
+  p = sub.add_parser("rebase", help="refresh the queue for a release (and "
+                     "add it to the manifest)")
+  p.add_argument("version", help="the upstream release to rebase onto; one "
+                 "the manifest lacks gets its entry (sha256, pins, checked)")
   p.add_argument("--from", dest="source",
-                 help="a release the queue applies to (default: the newest "
-                      "other release in the manifest)")
+                 help="a release of the manifest the queue applies to "
+                      "(default: the newest other release in the manifest)")
+  p.add_argument("--checkout", metavar="DIR",
+                 help="a git checkout of upstream's repository: its tags "
+                      "jax-v<release> are the trees (default: the sdists "
+                      "and upstream's tests by tag, --upstream-tests)")
+  p.add_argument("--upstream-tests", metavar="DIR",
+                 help="upstream's tests: jax-v<version>.tar.gz exports of "
+                      "upstream's tags, for the test files the queue edits "
+                      "and for upstream's suites (default: "
+                      "../shared/upstream-tests beside the repository, if "
+                      "it exists)")
+  p.add_argument("--no-suites", action="store_true",
+                 help="stop after `check`: do not run the release's smoke "
+                      "suite and upstream's suites")
   p.add_argument("--resume", metavar="REPO",
                  help="after resolving a conflict in the work repository "
-                      "REPO and `git rebase --continue`: write the variants")
+                      "REPO and `git rebase --continue`: write the variants "
+                      "and go on")
   p.set_defaults(func=cmd_rebase)
 
-  p = sub.add_parser("stage", help="stage the queue as upstream PRs")
-  p.add_argument("version", help="upstream release, e.g. 0.10.2")
+  p = sub.add_parser("stage", help="stage the queue as upstream pull "
+                     "requests (patches/stage.toml)")
+  p.add_argument("version", help="upstream release, e.g. 0.12.0.1")
   p.add_argument("--out", required=True,
-                 help="directory to create: DIR/repo (branch call-tf-vmap), "
-                      "DIR/report.md, DIR/pull-requests/")
+                 help="directory to create: DIR/repo (branch call-tf-vmap "
+                      "and one per pull request), DIR/report.md, "
+                      "DIR/report.json, DIR/pull-requests/")
   p.add_argument("--onto", metavar="CHECKOUT",
-                 help="a git checkout of upstream's repository to stage onto "
-                      "(at a release tag or main); default: upstream's sdist "
-                      "of VERSION, which has no tests or BUILD files (the "
-                      "report names the edits left out)")
-  p.add_argument("--ref", help="with --onto: the tag, branch or commit to "
-                 "start from (default: the checkout's HEAD)")
+                 help="a git repository of upstream's to stage onto (a "
+                      "checkout or a bare clone); default: upstream's sdist "
+                      "of VERSION, which has no tests, BUILD files or "
+                      "CHANGELOG (the report names the edits left out)")
+  p.add_argument("--ref", help="with --onto: any branch, remote-tracking "
+                 "branch, tag or commit of it to start from (default: its "
+                 "HEAD)")
+  p.add_argument("--author", metavar="'NAME <EMAIL>'",
+                 help="author and committer of the commits (default: your "
+                      "git config user.name and user.email)")
+  p.add_argument("--verify", action="store_true",
+                 help="install each commit's tree into a venv of its own "
+                      "(the pinned jaxlib and tensorflow-cpu) and run its "
+                      "tests; slow")
+  p.add_argument("--jaxlib", metavar="VERSION",
+                 help="with --verify: the jaxlib to test with (default: the "
+                      "release's test_jaxlib)")
   p.set_defaults(func=cmd_stage)
 
   p = sub.add_parser("baseline", help="record the upstream tests that fail "
@@ -278,6 +328,14 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--upstream", dest="version",
                  help="upstream release (default: the newest in the manifest)")
   p.set_defaults(func=cmd_demo)
+
+  p = sub.add_parser("dev", help="an editable patched tree in a venv, the "
+                      "overlay linked: edit, rerun pytest")
+  p.add_argument("--upstream", dest="version",
+                 help="upstream release (default: the newest in the manifest)")
+  p.add_argument("--venv", metavar="DIR",
+                 help="the venv to make or refresh (default: in the cache)")
+  p.set_defaults(func=cmd_dev)
 
   upstream_tests_help = ("upstream's own tests: a folder of jax-v<version>."
                          "tar.gz files or checkouts of upstream's repository "
@@ -328,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
   except ForkError as e:
     print(f"error: {e}", file=sys.stderr)
+    return 2
+  except OSError as e:  # a path the checks above did not foresee
+    print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
     return 2
   except KeyboardInterrupt:
     return 130

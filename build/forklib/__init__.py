@@ -23,14 +23,16 @@ Modules, in pipeline order:
 * `tree`: sdist + overlay + patches + version stamp -> a patched tree;
   `check`.
 * `wheel`, `setup_support`: the patched tree -> a reproducible wheel.
-* `envs`: virtual environments: the demo, the tests, tools (ruff, twine).
+* `envs`: virtual environments: the demo, the tests, tools (ruff, twine);
+  `dev`: the inner loop, an editable patched tree with the overlay linked.
 * `testrun`: `test` and `matrix`; `upstream_tests`, `pytest_plugin` and
   `baseline`: upstream's own suites, judged against stock upstream.
 * `jaxlib_mirror`: `jaxlib_build/pins.toml`; `publication`: which files a
   release publishes; `index`: the static index; `serve`: serving it;
   `publish` (and `twine_probe`): uploading to an index server.
-* `rebase` (and `mergecheck`), `stage`, `gitcmd`: the queue across releases
-  and towards upstream.
+* `rebase` (and `mergecheck`), `stage` (and `stage_plan`, `stage_source`,
+  `stage_bazel`, `stage_text`, `stage_checks`, `stage_verify`), `gitcmd`: the
+  queue across releases and towards upstream.
 * `workflow`: the GitHub Actions workflow from the manifest.
 * `scratch`: temporary directories a crash cannot leave behind; `log`: what
   the tool prints.
@@ -52,5 +54,10 @@ def load_toml(path: pathlib.Path) -> dict[str, Any]:
     return tomllib.loads(path.read_text(encoding="utf-8"))
   except FileNotFoundError:
     raise ForkError(f"{path} does not exist")
+  except UnicodeDecodeError as e:
+    raise ForkError(f"{path} is not UTF-8 text ({e.reason} at byte "
+                    f"{e.start}); TOML files are UTF-8")
+  except OSError as e:
+    raise ForkError(f"{path} cannot be read: {e.strerror}")
   except tomllib.TOMLDecodeError as e:
     raise ForkError(f"{path} is not valid TOML: {e}")

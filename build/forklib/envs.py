@@ -41,6 +41,7 @@ from forklib.project import Project
 from forklib.project import cache_root
 
 _MARKER = ".fork-env-complete"
+_CREATING_MARKER = ".fork-env-creating"
 _TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -134,7 +135,8 @@ def venv_python(venv: pathlib.Path) -> pathlib.Path:
   return venv / "bin" / "python"
 
 
-def _pip(venv: pathlib.Path, *args: str) -> None:
+def pip(venv: pathlib.Path, *args: str) -> None:
+  """Runs the pip of `venv`; raises a ForkError with its output if it fails."""
   cmd = [str(venv_python(venv)), "-m", "pip", "--disable-pip-version-check",
          *args]
   proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -143,54 +145,71 @@ def _pip(venv: pathlib.Path, *args: str) -> None:
                     f"{proc.stdout[-4000:]}{proc.stderr[-4000:]}")
 
 
-def _ensure(venv: pathlib.Path, release: Release, key: str,
-            requirements: list[str], jax: pathlib.Path, *,
-            in_cache: bool = True,
-            no_deps: tuple[str, ...] = ()) -> pathlib.Path:
-  """Creates or reuses `venv` (keyed by `key`); installs the jax wheel `jax`.
+def make_venv(venv: pathlib.Path, release: Release, key: str,
+              requirements: list[str], extra: tuple[str, ...] = (), *,
+              in_cache: bool = True,
+              no_deps: tuple[str, ...] = ()) -> pathlib.Path:
+  """Creates or reuses `venv` (keyed by `key`), without the jax under test.
 
-  `requirements` are installed with `jax`, then `no_deps` without their
-  dependencies (the manifest's `test_packages`: tf-keras's metadata asks
-  for `tensorflow`, which would bring the full TensorFlow beside
-  tensorflow-cpu).
+  `requirements` (and `extra` files, such as a jax wheel) are installed
+  together, then `no_deps` without their dependencies (the manifest's
+  `test_packages`: tf-keras's metadata asks for `tensorflow`, which would
+  bring the full TensorFlow beside tensorflow-cpu).
 
   A stale `venv` is made again; outside the cache (`in_cache` False: the
-  demo's .venv) only one this tool made (it has the tool's marker file):
-  anything else there is the user's, and is refused, not deleted.
+  demo's .venv, `dev`'s venv) only one this tool made (it has the tool's
+  marker file): anything else there is the user's, and is refused, not
+  deleted.
   """
   marker = venv / _MARKER
   if marker.exists() and marker.read_text() == key:
     log.step("env", f"reusing {venv}")
-  else:
-    if (venv.exists() or venv.is_symlink()) and not in_cache and (
-        venv.is_symlink() or not marker.is_file()):
-      raise ForkError(
-          f"{venv} exists and was not made by this tool (it has no "
-          f"{_MARKER}); it is not replaced, so that nothing of yours is "
-          "deleted. Move it away (or remove it if it can go), then run "
-          "again.")
-    if venv.exists():
-      log.step("env", f"{venv} is incomplete or stale; recreating it")
-      shutil.rmtree(venv)
-    python = find_python(release)
-    log.step("env", f"creating {venv} with {python}")
-    subprocess.run([python, "-m", "venv", str(venv)], check=True)
-    log.step("env", "installing " + ", ".join(requirements)
-             + f" and {jax.name} (tensorflow-cpu is large: this takes a "
-             "minute or more the first time)")
-    _pip(venv, "install", "--quiet", str(jax), *requirements)
-    if no_deps:
-      log.step("env", "installing " + ", ".join(no_deps)
-               + " without their dependencies")
-      _pip(venv, "install", "--quiet", "--no-deps", *no_deps)
-    marker.write_text(key)
-  log.step("env", f"installing {jax.name} into {venv}")
-  _pip(venv, "install", "--quiet", "--force-reinstall", "--no-deps",
-       str(jax))
+    return venv
+  creating = venv / _CREATING_MARKER  # ours, left incomplete by a failure
+  if (venv.exists() or venv.is_symlink()) and not in_cache and (
+      venv.is_symlink() or not (marker.is_file() or creating.is_file())):
+    raise ForkError(
+        f"{venv} exists and was not made by this tool (it has no "
+        f"{_MARKER}); it is not replaced, so that nothing of yours is "
+        "deleted. Move it away (or remove it if it can go), then run "
+        "again.")
+  if venv.exists():
+    log.step("env", f"{venv} is incomplete or stale; recreating it")
+    shutil.rmtree(venv)
+  python = find_python(release)
+  log.step("env", f"creating {venv} with {python}")
+  subprocess.run([python, "-m", "venv", str(venv)], check=True)
+  creating.write_text("")
+  log.step("env", "installing " + ", ".join([*requirements,
+                                              *(pathlib.Path(e).name
+                                                for e in extra)])
+           + " (tensorflow-cpu is large: this takes a minute or more the "
+           "first time)")
+  pip(venv, "install", "--quiet", *extra, *requirements)
+  if no_deps:
+    log.step("env", "installing " + ", ".join(no_deps)
+             + " without their dependencies")
+    pip(venv, "install", "--quiet", "--no-deps", *no_deps)
+  marker.write_text(key)
+  creating.unlink()
   return venv
 
 
-def _key(release: Release, requirements: list[str]) -> str:
+def _ensure(venv: pathlib.Path, release: Release, key: str,
+            requirements: list[str], jax: pathlib.Path, *,
+            in_cache: bool = True,
+            no_deps: tuple[str, ...] = ()) -> pathlib.Path:
+  """Creates or reuses `venv` (see `make_venv`); installs the jax wheel `jax`."""
+  make_venv(venv, release, key, requirements, (str(jax),), in_cache=in_cache,
+            no_deps=no_deps)
+  log.step("env", f"installing {jax.name} into {venv}")
+  pip(venv, "install", "--quiet", "--force-reinstall", "--no-deps",
+      str(jax))
+  return venv
+
+
+def env_key(release: Release, requirements: list[str]) -> str:
+  """What a venv of `release` with `requirements` is keyed by."""
   python = find_python(release)
   version = subprocess.run(
       [python, "-c", "import sys; print(sys.version)"], check=True,
@@ -198,7 +217,7 @@ def _key(release: Release, requirements: list[str]) -> str:
   return "\n".join([version, release.version, *requirements]) + "\n"
 
 
-def _base_requirements(release: Release) -> list[str]:
+def base_requirements(release: Release) -> list[str]:
   return [f"jaxlib=={release.test_jaxlib}",
           f"tensorflow-cpu=={release.test_tensorflow}"]
 
@@ -222,8 +241,8 @@ def test_env(project: Project, release: Release,
   the wheel is reinstalled every time, so the same environment serves the
   fork's wheel and, for `baseline`, upstream's own (`stock_wheel`).
   """
-  requirements = _base_requirements(release) + test_requirements(project)
-  key = _key(release, requirements + list(release.test_packages))
+  requirements = base_requirements(release) + test_requirements(project)
+  key = env_key(release, requirements + list(release.test_packages))
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
   venv = cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
   return _ensure(venv, release, key, requirements, wheel,
@@ -247,9 +266,9 @@ def stock_wheel(release: Release) -> pathlib.Path:
 def demo_env(project: Project, release: Release,
              wheel: pathlib.Path) -> pathlib.Path:
   """The user's environment, .venv in the repository, with `wheel` in it."""
-  requirements = _base_requirements(release)
+  requirements = base_requirements(release)
   return _ensure(project.root / ".venv", release,
-                 _key(release, requirements), requirements, wheel,
+                 env_key(release, requirements), requirements, wheel,
                  in_cache=False)
 
 
@@ -324,7 +343,7 @@ def tool_venv(requirement: str) -> pathlib.Path:
       shutil.rmtree(venv)
     log.step("env", f"installing {requirement} into {venv}")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    _pip(venv, "install", "--quiet", requirement)
+    pip(venv, "install", "--quiet", requirement)
     (venv / _MARKER).write_text(requirement)
   return venv
 

@@ -64,6 +64,7 @@ from typing import Any, Iterator
 from forklib import ForkError
 from forklib import log
 from forklib import publication
+from forklib.project import check_writable_dir
 from forklib.project import sha256_of
 
 LEDGER = "ledger.json"
@@ -361,6 +362,32 @@ def _conflict(out: pathlib.Path, name: str, published: dict[str, Any],
           "backup.")
 
 
+def _check_jaxlib_everywhere(out: pathlib.Path,
+                             ledger: dict[str, Any]) -> None:
+  """Refuses an index that mirrors jaxlib for some releases but not all.
+
+  uv takes a package only from the first index that has it (its default
+  `first-index` strategy): once the index serves any jaxlib, a release
+  whose jaxlib it does not mirror cannot resolve from it with uv (pip,
+  which merges indexes, still can).
+  """
+  def has_jaxlib(names: list[str]) -> bool:
+    return any(ledger["wheels"][n]["project"] == "jaxlib" for n in names)
+  releases = ledger["releases"]
+  with_jaxlib = sorted(l for l, names in releases.items() if has_jaxlib(names))
+  without = sorted(l for l in releases if l not in with_jaxlib)
+  if with_jaxlib and without:
+    upstream = " ".join(f"--upstream {l.split('+', 1)[0]}" for l in without)
+    raise ForkError(
+        f"{out} would mirror jaxlib for jax {', '.join(with_jaxlib)} but not "
+        f"for jax {', '.join(without)}: uv takes a package only from the "
+        "first index that has it, so with this index first, uv could not "
+        f"resolve the jaxlib of jax {', '.join(without)}. Nothing was "
+        "changed. Publish their jaxlib too (`python3 build/fork.py index "
+        f"--out {out} {upstream}`, without --no-jaxlib), or publish releases"
+        " without jaxlib into an index of their own.")
+
+
 def build(out: pathlib.Path, wheels: list[pathlib.Path],
           releases: dict[str, list[str]] | None = None,
           origins: dict[str, str] | None = None) -> pathlib.Path:
@@ -423,6 +450,7 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
                         "is neither published nor being published")
       kept = new["releases"].get(label, [])
       new["releases"][label] = sorted(set(kept) | set(names))
+    _check_jaxlib_everywhere(out, new)
     rendered = _render(new)
     writes = {path: {"before": None, "after": sha}
               for path, (_, _, sha) in data_files.items()}
@@ -459,6 +487,27 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
            f"{', '.join(sorted({w['project'] for w in new['wheels'].values()}))}"
            f"; {len(data_files) // 2} added")
   return out
+
+
+def check_out(out: pathlib.Path) -> None:
+  """Raises a ForkError unless `out` can take an index; writes nothing.
+
+  Checked before anything is built or downloaded (and again, under the
+  lock, when the index is written): a directory the tool can write, new,
+  empty, or an index `index` wrote.
+  """
+  out = pathlib.Path(os.path.abspath(out))
+  check_writable_dir(out, "--out")
+  if out.is_dir() and not (out / LEDGER).exists() and not (
+      out / JOURNAL).exists():
+    foreign = sorted(e.name for e in out.iterdir()
+                     if not e.name.startswith(_TMP_PREFIX))
+    if foreign:
+      raise ForkError(
+          f"--out {out} is not empty and has no {LEDGER}, so it is not an "
+          f"index written by `index` (it holds {', '.join(foreign[:5])}"
+          f"{', ...' if len(foreign) > 5 else ''}); pass a new or empty "
+          "directory")
 
 
 def add_releases(out: pathlib.Path,

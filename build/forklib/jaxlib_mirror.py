@@ -144,16 +144,16 @@ def fetch_wheel(pin: PinnedWheel) -> pathlib.Path:
       sha256=pin.sha256, pin="pinned in jaxlib_build/pins.toml")
 
 
-def find_upstream_wheel(version: str, python: str, family: str
-                        ) -> PinnedWheel | None:
-  """Upstream's jaxlib `version` wheel for `python` on `family`, by pip.
+def _resolve(requirement: str, python: str, family: str
+             ) -> PinnedWheel | None:
+  """The jaxlib wheel pip picks for `requirement`, `python` and `family`.
 
   pip resolves without downloading the wheel (`install --dry-run --report`
   reads the index's metadata) and reports the file's URL and the sha256 the
-  index gives; `fetch_wheel` checks the downloaded file against it.
+  index gives.
 
   Returns:
-    The wheel, or None when upstream publishes none for that pair.
+    The wheel, or None when upstream publishes none that matches.
   """
   with scratch.directory(cache_root() / "jaxlib", "find") as tmp:
     report = tmp / "report.json"
@@ -163,22 +163,46 @@ def find_upstream_wheel(version: str, python: str, family: str
            "--python-version", python,
            *(a for tag in PLATFORMS[family] for a in ("--platform", tag)),
            "--target", str(tmp / "target"), "--report", str(report),
-           f"jaxlib=={version}"]
+           requirement]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
       if ("No matching distribution" in proc.stderr
           or "Could not find a version" in proc.stderr):
         return None
-      raise ForkError(f"pip could not look up jaxlib {version} for Python "
+      raise ForkError(f"pip could not look up {requirement} for Python "
                       f"{python} on {family} (exit {proc.returncode}):\n"
                       f"{proc.stderr[-2000:]}")
     info = json.loads(report.read_text())["install"][0]["download_info"]
   name = info["url"].rsplit("/", 1)[-1]
   sha = info.get("archive_info", {}).get("hashes", {}).get("sha256")
-  if not _WHEEL_RE.match(name) or not sha:
-    raise ForkError(f"pip reported {info['url']} for jaxlib {version} "
+  m = _WHEEL_RE.match(name)
+  if not m or not sha:
+    raise ForkError(f"pip reported {info['url']} for {requirement} "
                     f"without a sha256: cannot pin it")
-  return PinnedWheel(version, name, sha)
+  return PinnedWheel(m.group("version"), name, sha)
+
+
+def find_upstream_wheel(version: str, python: str, family: str
+                        ) -> PinnedWheel | None:
+  """Upstream's jaxlib `version` wheel for `python` on `family`, by pip.
+
+  `fetch_wheel` checks the downloaded file against the sha256 the index
+  gives (see `_resolve`).
+
+  Returns:
+    The wheel, or None when upstream publishes none for that pair.
+  """
+  return _resolve(f"jaxlib=={version}", python, family)
+
+
+def newest_jaxlib(specifier: str, python: str) -> str | None:
+  """The newest jaxlib in `specifier` (">=0.11.2,<=0.12.0") for `python`.
+
+  As pip resolves it for Linux x86_64 (where the tests run); None if
+  upstream has none.
+  """
+  wheel = _resolve(f"jaxlib{specifier}", python, "linux-x86_64")
+  return wheel.version if wheel else None
 
 
 def find_upstream_wheels(version: str, pythons: tuple[str, ...]

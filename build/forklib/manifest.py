@@ -174,3 +174,58 @@ def load(path: pathlib.Path) -> Manifest:
   if dupes:
     raise ForkError(f"manifest {path} lists {', '.join(dupes)} more than once")
   return Manifest(path=path, releases=tuple(releases))
+
+
+def entry_text(release: Release) -> str:
+  """The `[[release]]` entry of `release`, as the manifest writes it."""
+  def quoted(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+  lines = ["[[release]]", f'version = "{release.version}"',
+           f'sdist_sha256 = "{release.sdist_sha256}"',
+           f"fork_release = {release.fork_release}",
+           f"python = {quoted(release.python)}",
+           f'tensorflow = "{release.tensorflow}"',
+           f'jaxlib = "{release.jaxlib}"',
+           f'test_jaxlib = "{release.test_jaxlib}"',
+           f'test_tensorflow = "{release.test_tensorflow}"']
+  if release.test_packages:
+    lines.append(f"test_packages = {quoted(release.test_packages)}")
+  return "\n".join(lines) + "\n"
+
+
+def add_release(path: pathlib.Path, release: Release) -> Manifest:
+  """Adds `release` to the manifest at `path`, newest first; returns it.
+
+  The file's comments and the other entries stay as they are; the file is
+  replaced only once the new text loads as a valid manifest.
+
+  Raises:
+    ForkError: the manifest already lists `release.version`, or the result
+      does not validate.
+  """
+  text = path.read_text(encoding="utf-8")
+  if release.version in {r.version for r in load(path).releases}:
+    raise ForkError(f"{path} already lists jax {release.version}")
+  blocks = re.split(r"(?m)^(?=\[\[release\]\]\s*$)", text)
+  head, entries = blocks[0], blocks[1:]
+  at = len(entries)
+  for i, block in enumerate(entries):
+    m = re.search(r'(?m)^version = "([^"]+)"', block)
+    if m and version_tuple(m.group(1)) < version_tuple(release.version):
+      at = i
+      break
+  new = entry_text(release)
+  if at == len(entries) and entries and not entries[-1].endswith("\n\n"):
+    new = "\n" + new
+  else:
+    new += "\n"
+  entries.insert(at, new)
+  tmp = path.with_name(f".{path.name}.new")
+  tmp.write_text(head + "".join(entries), encoding="utf-8")
+  try:
+    manifest = load(tmp)
+  except ForkError:
+    tmp.unlink()
+    raise
+  os.replace(tmp, path)
+  return dataclasses.replace(manifest, path=path)

@@ -129,10 +129,7 @@ def read_series(patches_dir: pathlib.Path) -> list[str]:
   after the name is accepted (that is the level all our patches use).
   """
   series = patches_dir / "series"
-  try:
-    text = series.read_text(encoding="utf-8")
-  except FileNotFoundError:
-    raise ForkError(f"{series} does not exist")
+  text = read_text(series)
   names = []
   for lineno, raw in enumerate(text.splitlines(), 1):
     line = raw.split("#", 1)[0].strip()
@@ -198,10 +195,39 @@ def load_queue(patches_dir: pathlib.Path,
           for n in read_series(patches_dir)]
 
 
+def read_text(path: pathlib.Path) -> str:
+  """The UTF-8 text of a file of the queue.
+
+  Raises:
+    PatchError: naming the file, if it is missing, unreadable or not UTF-8.
+  """
+  try:
+    data = path.read_bytes()
+  except FileNotFoundError:
+    raise PatchError(f"{path} does not exist") from None
+  except OSError as e:
+    raise PatchError(f"{path} cannot be read: {e.strerror}") from None
+  try:
+    return data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    line = data[:e.start].count(b"\n") + 1
+    raise PatchError(
+        f"{path} is not UTF-8 text (byte 0x{data[e.start]:02x} on line "
+        f"{line}); patches and the series are UTF-8: re-encode the file "
+        "(e.g. `iconv -f latin1 -t utf-8`) or write it again with git "
+        "format-patch") from None
+
+
 def parse(path: pathlib.Path, name: str | None = None) -> Patch:
-  """Parses a `git format-patch` file (or a plain unified diff)."""
+  """Parses a `git format-patch` file (or a plain unified diff).
+
+  Raises:
+    PatchError: naming the file: it is not UTF-8, holds no diff, a hunk is
+      cut short, or it holds fewer changes than its diffstat lists (the
+      file was cut at a hunk boundary).
+  """
   name = name or path.name
-  text = path.read_text(encoding="utf-8")
+  text = read_text(path)
   lines = text.splitlines(keepends=True)
   # The header: everything before the first "diff --git" or "--- ".
   first_diff = next((i for i, l in enumerate(lines)
@@ -211,8 +237,41 @@ def parse(path: pathlib.Path, name: str | None = None) -> Patch:
   files = _parse_diffs(name, lines[first_diff:])
   if not files:
     raise PatchError(f"patch {name} ({path}) contains no diff")
+  _check_diffstat(name, path, lines[:first_diff], files)
   return Patch(name=name, path=path, subject=subject, headers=headers,
                files=files)
+
+
+_DIFFSTAT_RE = re.compile(
+    r"^ (\d+) files? changed(?:, (\d+) insertions?\(\+\))?"
+    r"(?:, (\d+) deletions?\(-\))?$")
+
+
+def _check_diffstat(name: str, path: pathlib.Path, header: list[str],
+                    files: list[FilePatch]) -> None:
+  """Raises a PatchError if the diff holds less than its diffstat lists.
+
+  `git format-patch` writes a diffstat (" 2 files changed, 10
+  insertions(+), 1 deletion(-)") before the diff; a file cut at a hunk
+  boundary parses as a shorter, valid patch, and would otherwise only fail
+  a later patch that needs the lost lines.
+  """
+  stat = next((m for l in header if (m := _DIFFSTAT_RE.match(l.rstrip("\n")))),
+              None)
+  if stat is None:
+    return  # a plain diff: nothing to compare with
+  want = tuple(int(g or 0) for g in stat.groups())
+  hunks = [h for fp in files for h in fp.hunks]
+  have = (len(files), sum(t == "+" for h in hunks for t, _ in h.lines),
+          sum(t == "-" for h in hunks for t, _ in h.lines))
+  if have != want:
+    last = files[-1]
+    raise PatchError(
+        f"patch {name} ({path}) is truncated: its diffstat lists {want[0]} "
+        f"file(s), {want[1]} insertion(s), {want[2]} deletion(s), but its "
+        f"diff holds {have[0]} file(s), {have[1]} insertion(s), {have[2]} "
+        f"deletion(s); it ends after {last.path}, hunk {len(last.hunks)}. "
+        "Restore the whole file (git checkout, or git format-patch again).")
 
 
 def _parse_header(lines: list[str]) -> tuple[str, dict[str, str]]:
@@ -329,7 +388,7 @@ def is_test_path(path: str) -> bool:
 
 
 def apply(patch: Patch, tree: pathlib.Path, *,
-          tests: bool = False) -> list[str]:
+          tests: bool | None = False) -> list[str]:
   """Applies `patch` exactly to the tree at `tree`; returns the files touched.
 
   All files are checked before any is written, so a patch that fails leaves
@@ -340,7 +399,8 @@ def apply(patch: Patch, tree: pathlib.Path, *,
     tree: an unpacked sdist, or (with `tests`) upstream's tests at the
       release.
     tests: apply the hunks for upstream's tests (see `is_test_path`) instead
-      of those for the sdist.
+      of those for the sdist; None: both (a tree with the sdist's files and
+      upstream's tests, as upstream's repository has them).
 
   Returns:
     The paths touched, each followed by its hunks' offsets if any hunk
@@ -353,7 +413,7 @@ def apply(patch: Patch, tree: pathlib.Path, *,
   results: dict[pathlib.Path, str | None] = {}
   touched = []
   for fp in patch.files:
-    if is_test_path(fp.path) != tests:
+    if tests is not None and is_test_path(fp.path) != tests:
       continue
     target = tree / fp.path
     if fp.old_path is None:
@@ -412,6 +472,11 @@ def _apply_hunks(name: str, fp: FilePatch, content: list[str],
     shift += len(hunk.new_lines) - len(old) + (start - expected)
     lowest = start + len(hunk.new_lines)
   return out
+
+
+def hunk_found(hunk: Hunk, lines: list[str]) -> bool:
+  """Whether `hunk`'s old lines (context and removals) occur in `lines`."""
+  return _find(lines, hunk.old_lines, 0, 0) is not None
 
 
 def _find(lines: list[str], block: list[str], expected: int,

@@ -27,6 +27,7 @@ import pathlib
 
 from forklib import ForkError
 from forklib import manifest as manifest_lib
+from forklib import scratch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,3 +111,29 @@ def verify(path: pathlib.Path, expected: str, *, origin: str,
         "use it. If the download was corrupted or tampered with, delete the "
         "file and fetch again; if upstream really re-published it, review "
         "the change before updating the pin.")
+
+
+def check_writable_dir(path: pathlib.Path, what: str) -> None:
+  """Raises a ForkError unless the tool can write a directory at `path`.
+
+  `path` may exist (a directory) or not (then its nearest existing parent
+  must be a directory the tool can write in). Writing is tried for real (a
+  probe file, removed at once): permission bits say nothing to root, and
+  nothing about a read-only file system. Nothing is created at `path`.
+
+  Args:
+    path: the directory a command will write.
+    what: how the user named it, e.g. "--out".
+  """
+  path = pathlib.Path(os.path.abspath(path))
+  existing = path
+  while not existing.exists() and not existing.is_symlink():
+    existing = existing.parent
+  if not existing.is_dir():
+    where = ("it" if existing == path else f"{existing}, on its path,")
+    raise ForkError(f"{what} {path}: {where} is not a directory")
+  try:
+    scratch.probe_writable(existing)
+  except OSError as e:
+    raise ForkError(f"{what} {path}: cannot write in {existing} "
+                    f"({e.strerror}); pass a directory you can write")

@@ -25,8 +25,12 @@ records).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import email.parser
+import hashlib
 import pathlib
+import zipfile
 
 from forklib import ForkError
 from forklib import jaxlib_mirror
@@ -60,17 +64,116 @@ def select(manifest: Manifest, names: list[str], every: bool
 
 def given_wheels(manifest: Manifest, wheels: list[str]
                  ) -> dict[Release, pathlib.Path]:
-  """Fork wheels given to publish (`index --wheel`), by their release."""
-  by_label = {r.label: r for r in manifest.releases}
+  """Fork wheels given to publish (`index --wheel`), by their release.
+
+  Only the names are read here; `release_files` checks the contents.
+
+  Raises:
+    ForkError: a file is missing, or its name is not the fork's wheel of a
+      release in the manifest.
+  """
+  by_name = {wheel_lib.wheel_name(r): r for r in manifest.releases}
   given = {}
   for w in wheels:
     path = pathlib.Path(w).resolve()
-    label = path.name.split("-")[1]
-    if label not in by_label:
+    if not path.is_file():
+      raise ForkError(f"--wheel {path}: no such file")
+    if path.name not in by_name:
       raise ForkError(f"{path.name} is not a wheel of a release in "
-                      f"{manifest.path}")
-    given[by_label[label]] = path
+                      f"{manifest.path} (the fork's wheels are named "
+                      f"{wheel_lib.wheel_name(manifest.default())} and so "
+                      "on)")
+    given[by_name[path.name]] = path
   return given
+
+
+def _read_wheel(path: pathlib.Path) -> dict[str, bytes]:
+  try:
+    with zipfile.ZipFile(path) as z:
+      return {i.filename: z.read(i) for i in z.infolist() if not i.is_dir()}
+  except (zipfile.BadZipFile, OSError) as e:
+    raise ForkError(f"{path} is not a wheel: {e}")
+
+
+def _record_hash(data: bytes) -> str:
+  digest = hashlib.sha256(data).digest()
+  return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def wheel_problems(project: Project, release: Release,
+                   path: pathlib.Path) -> list[str]:
+  """How the wheel at `path` differs from the fork's wheel of `release`.
+
+  The name, the metadata (`Name: jax`, `Version:` the fork's version), the
+  tag, RECORD (every file listed with its hash, nothing unlisted), and the
+  contents: every file of the `jax` package as in the release's patched
+  tree (`tree.cached_tree`), the overlay, the patched files and the version
+  stamp among them.
+
+  Returns:
+    The differences, one line each; empty if the wheel is the fork's.
+  """
+  expected = wheel_lib.wheel_name(release)
+  if path.name != expected:
+    return [f"its name is not {expected}"]
+  files = _read_wheel(path)
+  dist_info = f"jax-{release.label}.dist-info/"
+  infos = sorted({n.split("/", 1)[0] + "/" for n in files
+                  if n.split("/", 1)[0].endswith(".dist-info")})
+  if infos != [dist_info]:
+    return [f"its .dist-info is {', '.join(infos) or 'missing'}, not "
+            f"{dist_info} (another project's or release's wheel, renamed?)"]
+  problems = []
+  metadata = email.parser.BytesParser().parsebytes(
+      files.get(dist_info + "METADATA", b""))
+  for field, want in (("Name", "jax"), ("Version", release.label)):
+    if metadata[field] != want:
+      problems.append(f"its METADATA says {field}: {metadata[field]}, not "
+                      f"{want}")
+  tags = email.parser.BytesParser().parsebytes(
+      files.get(dist_info + "WHEEL", b"")).get_all("Tag") or []
+  if tags != ["py3-none-any"]:
+    problems.append(f"its WHEEL tags are {tags}, not ['py3-none-any']")
+  record = {}
+  for line in files.get(dist_info + "RECORD", b"").decode(
+      "utf-8", "replace").splitlines():
+    name, digest, _ = (line.rsplit(",", 2) + ["", ""])[:3]
+    record[name] = digest
+  for name, data in sorted(files.items()):
+    if name == dist_info + "RECORD":
+      continue
+    if record.get(name) != _record_hash(data):
+      problems.append(f"{name}: " + ("not in RECORD" if name not in record
+                                     else "its hash differs from RECORD's"))
+  tree = tree_lib.cached_tree(project, release)
+  package = {n for n in files if not n.startswith(dist_info)}
+  for name in sorted(package):
+    source = tree / name
+    if not source.is_file() or source.read_bytes() != files[name]:
+      problems.append(f"{name}: " + ("not in the patched tree" if not
+                                     source.is_file() else
+                                     "differs from the patched tree"))
+  problems += [f"{name}: missing (the patched tree has it)" for name in
+               sorted(tree_lib.touched_files(project, release) - package)]
+  return problems
+
+
+def check_fork_wheel(project: Project, release: Release,
+                     path: pathlib.Path) -> None:
+  """Raises a ForkError unless `path` is the fork's wheel of `release`.
+
+  See `wheel_problems`.
+  """
+  problems = wheel_problems(project, release, path)
+  if problems:
+    shown = problems[:10] + ([f"... and {len(problems) - 10} more"]
+                             if len(problems) > 10 else [])
+    raise ForkError(
+        f"{path} is not the fork's wheel of jax {release.label}; refusing "
+        "to publish it:\n  " + "\n  ".join(shown) + "\nNothing was "
+        "published. Publish the wheel the tool builds (leave out --wheel), "
+        "or rebuild it with `python3 build/fork.py wheel "
+        f"{release.version}`.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +235,8 @@ def release_files(project: Project, release: Release, *, jaxlib: bool = True,
 
   Raises:
     ForkError: the pins lack a platform (`jaxlib_pins`), a jaxlib wheel is
-      not the pinned file, or the build fails.
+      not the pinned file, the build fails, or the fork's wheel is not what
+      the tool builds (`check_fork_wheel`).
   """
   pins = jaxlib_pins(project, release) if jaxlib else ()
   if fork_wheel is None:
@@ -141,15 +245,45 @@ def release_files(project: Project, release: Release, *, jaxlib: bool = True,
         tree_lib.inputs_digest(project, release)))
   else:
     fork = File(fork_wheel, sha256_of(fork_wheel), None)
-  return ReleaseFiles(release, fork, tuple(
-      File(jaxlib_mirror.fetch_wheel(p), p.sha256, ORIGIN_PINNED)
-      for p in pins))
+  check_fork_wheel(project, release, fork.path)
+  if sha256_of(fork.path) != fork.sha256:
+    raise ForkError(f"{fork.path} changed while it was being checked; "
+                    "nothing was published")
+  jaxlibs = []
+  for pin in pins:
+    path = jaxlib_mirror.fetch_wheel(pin)
+    _check_metadata(path, "jaxlib", pin.version)
+    jaxlibs.append(File(path, pin.sha256, ORIGIN_PINNED))
+  return ReleaseFiles(release, fork, tuple(jaxlibs))
+
+
+def _check_metadata(path: pathlib.Path, name: str, version: str) -> None:
+  """Raises a ForkError unless the wheel's METADATA names `name` `version`."""
+  try:
+    with zipfile.ZipFile(path) as z:
+      found = [n for n in z.namelist()
+               if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+      metadata = (email.parser.BytesParser().parsebytes(z.read(found[0]))
+                  if len(found) == 1 else None)
+  except (zipfile.BadZipFile, OSError) as e:
+    raise ForkError(f"{path} is not a wheel: {e}")
+  if metadata is None or (metadata["Name"], metadata["Version"]) != (
+      name, version):
+    got = ("no single METADATA" if metadata is None else
+           f"{metadata['Name']} {metadata['Version']}")
+    raise ForkError(f"{path}: its metadata says {got}, not {name} {version};"
+                    " refusing to publish it")
 
 
 def collect(project: Project, releases: list[Release], *,
             jaxlib: bool = True,
             given: dict[Release, pathlib.Path] | None = None
             ) -> list[ReleaseFiles]:
-  """`release_files` of each of `releases`, with the fork wheels `given`."""
+  """`release_files` of each of `releases`, with the fork wheels `given`.
+
+  Every release's patch files are read first (`tree.preflight`), so that a
+  bad one stops the run before any build or download.
+  """
+  tree_lib.preflight(project, releases)
   return [release_files(project, r, jaxlib=jaxlib,
                         fork_wheel=(given or {}).get(r)) for r in releases]

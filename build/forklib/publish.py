@@ -66,8 +66,8 @@ def twine_python() -> str:
 
 
 def _probe(python: str, twine_args: list[str], simple_url: str | None,
-           names: list[str]) -> dict:
-  files: dict[str, list[str]] = {}
+           names: list[str], projects: tuple[str, ...] = ()) -> dict:
+  files: dict[str, list[str]] = {p: [] for p in projects}
   for name in names:
     files.setdefault(index_lib.project_of(name), []).append(name)
   proc = subprocess.run(
@@ -95,6 +95,34 @@ def _verified_files(project: Project, releases: list[Release],
   files = publication.collect(project, releases, jaxlib=jaxlib)
   jaxlibs = {f.path.name: f for r in files for f in r.jaxlib}
   return [*jaxlibs.values(), *(r.fork_wheel for r in files)]
+
+
+def _check_jaxlib_on_server(project: Project, releases: list[Release],
+                            server: str, held: list[str]) -> None:
+  """Refuses `--no-jaxlib` where uv could then not resolve a release.
+
+  uv takes a package only from the first index that has it: on a server
+  that serves jaxlib, a release whose pinned jaxlib wheels are not there
+  cannot resolve with uv. (A server without jaxlib leaves it to the public
+  index, as `--no-jaxlib` means.)
+  """
+  if not held:
+    return
+  for release in releases:
+    try:
+      wanted = [p.name for p in publication.jaxlib_pins(project, release)]
+    except ForkError:
+      wanted = [f"jaxlib {release.test_jaxlib} (not pinned)"]
+    missing = [n for n in wanted if n not in held]
+    if missing:
+      raise ForkError(
+          f"{server} serves jaxlib, but not the jaxlib of jax "
+          f"{release.label} ({', '.join(missing[:3])}"
+          f"{', ...' if len(missing) > 3 else ''}); uv takes a package "
+          "only from the first index that has it, so with --no-jaxlib uv "
+          f"could not resolve jax {release.label} from this server. Nothing "
+          "was uploaded. Publish it with its jaxlib (leave out "
+          "--no-jaxlib).")
 
 
 def publish(project: Project, releases: list[Release], *,
@@ -139,8 +167,12 @@ def publish(project: Project, releases: list[Release], *,
              pin=f.origin or "the given wheel, hashed before copying")
       staged.append((copy, f.sha256))
     names = [p.name for p, _ in staged]
-    state = _probe(python, twine_args, simple_url, names)
+    state = _probe(python, twine_args, simple_url, names,
+                   projects=("jaxlib",))
     server = state["repository"]
+    if not jaxlib:
+      _check_jaxlib_on_server(project, releases, server,
+                              state.get("listed", {}).get("jaxlib", []))
     conflicts = [(p.name, sha, state["found"][p.name]) for p, sha in staged
                  if p.name in state["found"] and state["found"][p.name] != sha]
     if conflicts:

@@ -31,6 +31,7 @@ import fcntl
 import os
 import pathlib
 import shutil
+import tempfile
 import time
 from typing import Iterator
 
@@ -160,3 +161,46 @@ def directory(parent: pathlib.Path, what: str) -> Iterator[pathlib.Path]:
     with contextlib.suppress(FileNotFoundError):
       lock.unlink()
     os.close(fd)
+
+
+def probe_writable(parent: pathlib.Path) -> None:
+  """Creates and removes a file in `parent`: raises OSError if it cannot.
+
+  The file is named and locked like a lock file being made
+  (`.fork-lock-<random>`), so one left by a process killed in between is
+  removed by the next `sweep` of `parent`.
+  """
+  path = parent / f"{_PENDING}{os.urandom(6).hex()}"
+  fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    with contextlib.suppress(FileNotFoundError):
+      path.unlink()
+  finally:
+    os.close(fd)
+
+
+@contextlib.contextmanager
+def temporary_files_in(path: pathlib.Path) -> Iterator[None]:
+  """Makes `path` the temporary directory of this process and its children.
+
+  For the duration, $TMPDIR (read by git, pip and every Python child) and
+  `tempfile`'s default point at `path`, so that what they leave behind stays
+  in the tool's own scratch directory (`directory`) and goes with it,
+  instead of in /tmp.
+
+  Args:
+    path: an existing directory, usually a `directory()`.
+  """
+  saved_env = os.environ.get("TMPDIR")
+  saved_default = tempfile.tempdir
+  os.environ["TMPDIR"] = str(path)
+  tempfile.tempdir = str(path)
+  try:
+    yield
+  finally:
+    if saved_env is None:
+      os.environ.pop("TMPDIR", None)
+    else:
+      os.environ["TMPDIR"] = saved_env
+    tempfile.tempdir = saved_default

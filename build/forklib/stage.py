@@ -11,145 +11,70 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Staging the patch queue as upstream pull requests.
+"""Staging the patch queue as a series of upstream pull requests.
 
-`stage` turns the queue into a git branch an upstream reviewer can take:
-one commit per patch (in series order, with the patch's own author and
-message), each carrying the overlay modules that patch is the first to use,
-with the modules those import, so that every commit is whole; the
-upstream-style tests (`tests/upstream/*_test.py`) whose `# stage-with:` line
-names that patch, as `jax/experimental/jax2tf/tests/<file>`, that line
-stripped (it is the fork's marker, not upstream's); and Bazel's BUILD files
-updated for each new module (the `py_library` that lists `call_tf.py`) and
-each new test (a test rule like `call_tf_test`'s).
-
-Onto a checkout of upstream's repository (`--onto PATH`, at a release tag or
-`main`), each patch is applied with `git am -3`; one that does not apply is
-left out and reported as needing rework, with the files in conflict, and the
-others go on. Without one, the base is upstream's sdist as upstream's git
-has it (no PKG-INFO, no egg-info): it has no tests and no BUILD files, so a
-patch's edits of upstream's tests are left out of its commit and named.
-Either way `report.md` says, commit by commit, what applies and what needs
-rework; next to it, one pull-request description per patch, from its DEP-3
+`stage` cuts the queue as the staging plan (`patches/stage.toml`,
+`stage_plan`) says: one commit per pull request, on branch `call-tf-vmap`
+(and a branch per pull request, `call-tf-vmap-NN-name`, for stacked pull
+requests), each commit whole: its patches (applied with `git am -3` in
+series order), the overlay modules it adds and the code they gain in it
+(`stage_source`: markers, shaken modules), its upstream-style tests where
+upstream keeps them, their BUILD rules (`stage_bazel`), its CHANGELOG entry
+and documentation edits (`stage_text`), the text of earlier patches it
+releases (`deferred`). The author and committer are the maintainer's (git
+config, or `--author`); the message is prose made of the patches' DEP-3
 headers.
+
+Then it checks every commit (`stage_checks`): no fork-internal word in
+what it adds or says, upstream's ruff configuration clean, at most
+`max_added_lines` of non-test code, every overlay module it uses present;
+with `--verify` (`stage_verify`) it installs each commit's tree into a
+venv of its own and runs its tests. `report.md` and `report.json` say, per
+commit, what applies, its size, its author, its findings and its tests;
+`pull-requests/NN-name.md` are the descriptions. The series is written even
+when a check fails, so that it can be read; the command then exits 1 and
+lists every problem.
+
+The base is a git repository of upstream's (`--onto`, at its HEAD or
+`--ref`: any branch, remote-tracking branch, tag or commit of it), or,
+without one, upstream's sdist as upstream's git has it (no tests, BUILD
+files, CHANGELOG or jax2tf README: the report names what it leaves out).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import pathlib
 import re
 import shutil
 import tempfile
+from typing import Any
 
 from forklib import ForkError
+from forklib import envs
 from forklib import fetch
 from forklib import gitcmd
 from forklib import log
 from forklib import patchq
+from forklib import stage_bazel
+from forklib import stage_checks
+from forklib import stage_plan
+from forklib import stage_source
+from forklib import stage_text
+from forklib import stage_verify
 from forklib import tree as tree_lib
 from forklib.manifest import Release
 from forklib.project import Project
 
-# How code names an overlay module: `from jax.experimental.jax2tf import
-# call_tf_lib`, `from jax.experimental.jax2tf.call_tf_lib.<subpackage> import
-# mod`, or an attribute chain of the package,
-# `call_tf_lib.batching.dispatch.batch(...)` (its submodules load on first
-# use; the names that are not modules are dropped).
-_REFERENCE_RES = (
-    re.compile(r"from jax\.experimental\.jax2tf import (call_tf_\w+)"),
-    re.compile(
-        r"from jax\.experimental\.jax2tf\.(call_tf_\w+(?:\.\w+)*) import (\w+)"),
-    re.compile(r"\b(call_tf_lib)((?:\.[a-z_]\w*)+)"),
-)
-_STAGE_WITH_RE = re.compile(r"^# stage-with: (\S+)$", re.MULTILINE)
-UPSTREAM_TESTS_DIR = "jax/experimental/jax2tf/tests"
+APPLIED = "applies"
+APPLIED_3WAY = "applies with a 3-way merge"
+REWORK = "needs rework"
 
-
-def staged_tests(project: Project) -> dict[str, list[pathlib.Path]]:
-  """The upstream-style tests, by the patch they are staged with."""
-  tests: dict[str, list[pathlib.Path]] = {}
-  for path in sorted((project.root / "tests" / "upstream").glob("*_test.py")):
-    m = _STAGE_WITH_RE.search(path.read_text(encoding="utf-8"))
-    if not m:
-      raise ForkError(f"{path} has no `# stage-with: <patch>` line")
-    tests.setdefault(m.group(1), []).append(path)
-  return tests
-
-
-def _git(cwd: pathlib.Path, *args: str) -> str:
-  env = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", **gitcmd.committer()}
-  return gitcmd.git(cwd, *args, command="stage", env=env).stdout
-
-
-def _overlay_modules(project: Project) -> dict[str, pathlib.Path]:
-  """Overlay modules by dotted name within jax.experimental.jax2tf.
-
-  `call_tf_lib/__init__.py` is `call_tf_lib`, `call_tf_lib/batching/rule.py`
-  is `call_tf_lib.batching.rule`.
-  """
-  modules = {}
-  for rel in project.overlay_files():
-    if rel.suffix != ".py":
-      continue
-    parts = list(rel.with_suffix("").parts)
-    if parts[:2] == ["experimental", "jax2tf"]:
-      parts = parts[2:]
-    if parts[-1] == "__init__":
-      parts = parts[:-1]
-    modules[".".join(parts)] = project.overlay / rel
-  return modules
-
-
-def _references(text: str) -> list[str]:
-  """The overlay modules `text` names, packages before their modules."""
-  found = []
-  for regex in _REFERENCE_RES:
-    for m in regex.finditer(text):
-      # A subpackage's modules: `from ...call_tf_lib.sub import mod`.
-      names = [n for g in m.groups() if g for n in g.split(".") if n]
-      found += [".".join(names[:i + 1]) for i in range(len(names))]
-  return found
-
-
-def _needed(text: str, modules: dict[str, pathlib.Path],
-            have: set[str]) -> list[str]:
-  """Overlay modules `text` uses, with the modules they use, not in `have`."""
-  needed: list[str] = []
-  todo = [m for m in _references(text) if m in modules]
-  while todo:
-    name = todo.pop(0)
-    if name in have or name in needed:
-      continue
-    needed.append(name)
-    todo += [m for m in _references(modules[name].read_text())
-             if m in modules]
-  return needed
-
-
-def pull_request_text(patch: patchq.Patch, added: list[str]) -> str:
-  """The description of the pull request of one patch."""
-  description = patch.headers.get("Description", "").split("\n")
-  body = "\n".join(description[1:]).strip()
-  files = [fp.path for fp in patch.files] + added
-  return (f"# {patch.subject}\n\n{description[0]}\n\n{body}\n\n"
-          f"Part of {patch.headers.get('Bug', patchq.BUG_URL)}.\n\n"
-          "Files:\n" + "".join(f"- `{f}`\n" for f in files))
-
-
-@dataclasses.dataclass
-class Staged:
-  """What became of one patch."""
-  patch: str
-  status: str                 # APPLIED, APPLIED_3WAY or REWORK
-  detail: str = ""
-  added: list[str] = dataclasses.field(default_factory=list)
-  left_out: list[str] = dataclasses.field(default_factory=list)
-  tests: list[str] = dataclasses.field(default_factory=list)
-  build_files: list[str] = dataclasses.field(default_factory=list)
-
+_SDIST_ONLY = ("PKG-INFO",)
+_SDIST_ONLY_DIRS = (".egg-info",)
+_IDENTITY_RE = re.compile(r"^\s*(?P<name>[^<>]*\S)\s*<(?P<email>[^<>\s]+)>\s*$")
 
 # What git am says about the file a patch does not apply to.
 _AM_FAILED_RES = (
@@ -160,174 +85,101 @@ _AM_FAILED_RES = (
     re.compile(r"error: (\S+): No such file or directory"),
 )
 
-APPLIED = "applies"
-APPLIED_3WAY = "applies with a 3-way merge"
-REWORK = "needs rework"
 
-_SDIST_ONLY = ("PKG-INFO",)
-_SDIST_ONLY_DIRS = (".egg-info",)
+@dataclasses.dataclass(frozen=True)
+class Identity:
+  name: str
+  email: str
+
+  def __str__(self) -> str:
+    return f"{self.name} <{self.email}>"
+
+  def env(self) -> dict[str, str]:
+    return {"GIT_AUTHOR_NAME": self.name, "GIT_AUTHOR_EMAIL": self.email,
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": self.email}
 
 
-def strip_markers(text: str) -> str:
-  """`text` without the fork's `# stage-with:` lines."""
-  return _STAGE_WITH_RE.sub("", text).replace("\n\n\n\n", "\n\n\n")
+def identity(project: Project, author: str | None) -> Identity:
+  """Who authors and commits the series: `--author`, else git config.
 
-
-def _build_file(repo: pathlib.Path, path: str) -> pathlib.Path | None:
-  """The BUILD file of the package `path` (a file) is in, if the tree has one.
-
-  The nearest BUILD (or BUILD.bazel) in `path`'s directory or above it, up
-  to `jax/`.
+  Raises:
+    ForkError: `author` is not "Name <email>", or git has no user.name or
+      user.email for the fork's repository.
   """
-  parts = pathlib.PurePosixPath(path).parent.parts
-  for n in range(len(parts), 0, -1):
-    for name in ("BUILD", "BUILD.bazel"):
-      candidate = repo.joinpath(*parts[:n], name)
-      if candidate.is_file():
-        return candidate
-  return None
+  if author is not None:
+    m = _IDENTITY_RE.match(author)
+    if not m:
+      raise ForkError(f"--author {author!r} is not of the form "
+                      "'Name <email>'")
+    return Identity(m.group("name"), m.group("email"))
+  values = {}
+  for key in ("user.name", "user.email"):
+    proc = gitcmd.git(project.root, "config", key, command="stage",
+                      check=False)
+    values[key] = proc.stdout.strip()
+  if not all(values.values()):
+    raise ForkError(
+        "stage commits as you: git has no user.name or user.email here "
+        "(git config --global user.name 'Your Name'; git config --global "
+        "user.email you@example.com), or pass --author 'Name <email>'. "
+        "Upstream's CLA check needs the address your CLA covers.")
+  return Identity(values["user.name"], values["user.email"])
 
 
-def _add_to_library(build: pathlib.Path, src: str, anchor: str) -> bool:
-  """Adds `src` to the srcs of the py_library listing `anchor`.
-
-  Returns:
-    Whether the file changed (False: already listed, or no such library).
-  """
-  text = build.read_text(encoding="utf-8")
-  if f'"{src}"' in text:
-    return False
-  m = re.search(r'srcs = \[(?P<body>[^\]]*"' + re.escape(anchor)
-                + r'"[^\]]*)\]', text)
-  if not m:
-    return False
-  names = re.findall(r'"([^"]+)"', m.group("body"))
-  line = text[:m.start()].rsplit("\n", 1)[-1]
-  pad = line[:len(line) - len(line.lstrip())]
-  body = "".join(f'\n{pad}    "{n}",' for n in sorted({*names, src}))
-  text = text[:m.start()] + f"srcs = [{body}\n{pad}]" + text[m.end():]
-  build.write_text(text, encoding="utf-8")
-  return True
+@dataclasses.dataclass
+class PatchStatus:
+  name: str
+  status: str
+  detail: str = ""
 
 
-def _add_test_rule(build: pathlib.Path, test: str) -> bool:
-  """Adds a test rule for `test` (a file name) to the tests' BUILD.
+@dataclasses.dataclass
+class CommitResult:
+  """What became of one pull request."""
+  index: int
+  name: str
+  title: str
+  branch: str
+  commit: str = ""
+  author: str = ""
+  committer: str = ""
+  patches: list[PatchStatus] = dataclasses.field(default_factory=list)
+  modules: list[str] = dataclasses.field(default_factory=list)
+  tests: list[str] = dataclasses.field(default_factory=list)
+  build_files: list[str] = dataclasses.field(default_factory=list)
+  left_out: list[str] = dataclasses.field(default_factory=list)
+  problems: list[str] = dataclasses.field(default_factory=list)
+  sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+  scrub: list[stage_checks.Finding] = dataclasses.field(default_factory=list)
+  ruff: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  test_run: stage_verify.TestRun | None = None
 
-  Modelled on the rule of `call_tf_test.py` (same macro, tags and deps);
-  a plain `jax_multiplatform_test` if there is none.
+  @property
+  def slug(self) -> str:
+    return f"{self.index:02d}-{self.name}"
 
-  Returns:
-    Whether the file changed (False: a rule names the test already).
-  """
-  text = build.read_text(encoding="utf-8")
-  name = test.removesuffix(".py")
-  if f'"{test}"' in text:
-    return False
-  m = re.search(r'\n(\w+)\(\n    name = "call_tf_test",\n.*?\n\)\n', text,
-                re.DOTALL)
-  if m:
-    rule = m.group(0).replace('"call_tf_test"', f'"{name}"').replace(
-        '"call_tf_test.py"', f'"{test}"')
-  else:
-    rule = (f'\njax_multiplatform_test(\n    name = "{name}",\n'
-            f'    srcs = ["{test}"],\n    tags = ["jax2tf"],\n'
-            '    deps = ["//jax/experimental/jax2tf"],\n)\n')
-  build.write_text(text.rstrip("\n") + "\n" + rule, encoding="utf-8")
-  return True
-
-
-def _update_build_files(repo: pathlib.Path, modules: list[str],
-                        tests: list[str]) -> tuple[list[str], list[str]]:
-  """Lists new modules and tests in Bazel's BUILD files.
-
-  Returns:
-    The BUILD files changed, and what could not be listed (no BUILD file
-    or no rule to add it to), both as paths in the repository.
-  """
-  changed, missing = set(), []
-  for path in modules:
-    build = _build_file(repo, path)
-    src = (pathlib.PurePosixPath(path).relative_to(
-        build.parent.relative_to(repo).as_posix()).as_posix()
-        if build else None)
-    if build is None or not (_add_to_library(build, src, "call_tf.py")
-                             or f'"{src}"' in build.read_text()):
-      missing.append(path)
-    else:
-      changed.add(build.relative_to(repo).as_posix())
-  for path in tests:
-    build = _build_file(repo, path)
-    if build is None or build.parent != repo / pathlib.PurePosixPath(
-        path).parent:
-      missing.append(path)
-      continue
-    _add_test_rule(build, pathlib.PurePosixPath(path).name)
-    changed.add(build.relative_to(repo).as_posix())
-  return sorted(changed), missing
+  @property
+  def applies(self) -> bool:
+    return all(p.status != REWORK for p in self.patches)
 
 
-def _am(repo: pathlib.Path, patch: patchq.Patch, exclude: list[str]
-        ) -> tuple[str, str]:
-  """`git am -3` of `patch`; its status and, if it fails, the conflicts."""
-  proc = _git_proc(repo, "am", "-3", "--committer-date-is-author-date",
-                   *(f"--exclude={p}" for p in exclude), str(patch.path))
-  if proc.returncode == 0:
-    out = proc.stdout + proc.stderr
-    return (APPLIED_3WAY if "3-way merge" in out else APPLIED), ""
-  conflicts = _git_proc(repo, "diff", "--name-only",
-                        "--diff-filter=U").stdout.split()
-  missing = [m for regex in _AM_FAILED_RES
-             for m in regex.findall(proc.stdout + proc.stderr)]
-  _git_proc(repo, "am", "--abort")
-  files = sorted(set(conflicts) | set(missing))
-  detail = ("conflicts in " + ", ".join(files) if files else
-            (proc.stderr.strip().splitlines() or ["git am failed"])[-1])
-  return REWORK, detail
+@dataclasses.dataclass
+class StageResult:
+  out: pathlib.Path
+  base: str
+  commits: list[CommitResult]
+  problems: list[str]
+  verified: bool
+
+  @property
+  def ok(self) -> bool:
+    return not self.problems
 
 
-def _git_proc(cwd: pathlib.Path, *args: str):
-  return gitcmd.git(cwd, *args, command="stage", env=gitcmd.committer(),
-                    check=False)
-
-
-def report_text(release: Release, base: str, results: list[Staged]) -> str:
-  """report.md: commit by commit, what applies and what needs rework."""
-  lines = [f"# The call_tf queue staged for upstream (jax {release.version})",
-           "", f"Base: {base}. Branch `call-tf-vmap`, one commit per patch "
-           "that applies.", "",
-           "| patch | status | test | added | BUILD | notes |",
-           "|---|---|---|---|---|---|"]
-  for r in results:
-    notes = "; ".join(filter(None, [
-        r.detail,
-        ("left out (not in this base): " + ", ".join(r.left_out)
-         if r.left_out else "")]))
-    lines.append(
-        f"| {r.patch} | {r.status} | {', '.join(r.tests) or 'NONE'} | "
-        f"{len(r.added)} file(s) | {', '.join(r.build_files) or '-'} | "
-        f"{notes or '-'} |")
-  rework = [r.patch for r in results if r.status == REWORK]
-  untested = [r.patch for r in results
-              if r.status != REWORK and not r.tests]
-  held_out = [f"{r.patch}: {', '.join(r.left_out)}" for r in results
-              if r.left_out]
-  lines += ["", f"{len(results) - len(rework)} of {len(results)} commits "
-            "apply to this base."]
-  if rework:
-    lines += ["", "Needs rework before sending (does not apply here; "
-              "`python3 build/fork.py rebase` refreshes a patch):", ""]
-    lines += [f"- {p}" for p in rework]
-  if held_out:
-    lines += ["", "Edits this base cannot hold (upstream's tests and BUILD "
-              "files are not in the sdist: stage onto a checkout of "
-              "upstream's repository with `--onto`):", ""]
-    lines += [f"- {h}" for h in held_out]
-  if untested:
-    lines += ["", "Commits without a test (an upstream reviewer will ask "
-              "for one: add a tests/upstream/*_test.py with a "
-              "`# stage-with:` line naming the patch):", ""]
-    lines += [f"- {p}" for p in untested]
-  return "\n".join(lines) + "\n"
+def _git(repo: pathlib.Path, *args: str, env: dict[str, str] | None = None,
+         check: bool = True):
+  return gitcmd.git(repo, *args, command="stage", env=env, check=check)
 
 
 def _sdist_base(release: Release, sdist: pathlib.Path,
@@ -340,63 +192,352 @@ def _sdist_base(release: Release, sdist: pathlib.Path,
   for entry in list(repo.iterdir()):
     if entry.name.endswith(_SDIST_ONLY_DIRS) and entry.is_dir():
       shutil.rmtree(entry)
-  _git(repo, "init", "-q", "-b", "call-tf-vmap")
+  _git(repo, "init", "-q", "-b", "upstream")
   _git(repo, "add", "-A")
   _git(repo, "-c", "user.name=upstream", "-c", "user.email=upstream@jax",
        "commit", "-q", "-m", f"jax {release.version} (upstream sdist, as "
        "upstream's git has it: no PKG-INFO, no egg-info)")
 
 
+def _resolve_ref(onto: pathlib.Path, ref: str | None) -> tuple[str, str]:
+  """The commit `ref` names in `onto`, and the full name of a ref holding it.
+
+  `ref` may be a local branch, a remote-tracking branch (`main` finds
+  `origin/main` when there is no local `main`), a tag or a commit.
+  """
+  target = ref or "HEAD"
+  candidates = [target]
+  if ref and not ref.startswith("refs/"):
+    remotes = _git(onto, "for-each-ref", "--format=%(refname)",
+                   f"refs/remotes/*/{ref}", check=False).stdout.split()
+    candidates += sorted(remotes, key=lambda r: not r.startswith(
+        "refs/remotes/origin/"))
+  for candidate in candidates:
+    proc = _git(onto, "rev-parse", "--verify", "--quiet",
+                f"{candidate}^{{commit}}", check=False)
+    if proc.returncode == 0:
+      sha = proc.stdout.strip()
+      full = _git(onto, "rev-parse", "--symbolic-full-name", candidate,
+                  check=False).stdout.strip()
+      return sha, full
+  tags = _git(onto, "tag", "--list", "jax-v*", "--sort=-v:refname",
+              check=False).stdout.split()[:5]
+  branches = _git(onto, "for-each-ref", "--format=%(refname:short)",
+                  "refs/heads", "refs/remotes", check=False
+                  ).stdout.split()[:8]
+  raise ForkError(
+      f"{onto} has no branch, tag or commit {target!r} to stage onto. "
+      f"Its branches include {', '.join(branches) or 'none'}; its newest "
+      f"release tags {', '.join(tags) or 'none'}. Fetch it first (git -C "
+      f"{onto} fetch origin) or pass another --ref.")
+
+
 def _checkout_base(onto: pathlib.Path, ref: str | None,
                    repo: pathlib.Path) -> str:
-  """A clone of the checkout `onto` at `repo`, on a new branch at `ref`."""
-  if not (onto / ".git").exists():
+  """A clone of `onto` at `repo`, at `ref`; returns the base's description."""
+  proc = gitcmd.git(onto, "rev-parse", "--git-dir", command="stage",
+                    check=False)
+  if not onto.is_dir() or proc.returncode != 0:
     raise ForkError(
-        f"--onto {onto} is not a git checkout of upstream's repository "
-        "(no .git): clone https://github.com/jax-ml/jax and pass its path, "
-        "at a release tag (git checkout jax-vVERSION) or at main")
-  _git(repo.parent, "clone", "-q", "--no-hardlinks", str(onto), str(repo))
-  target = ref or _git(onto, "rev-parse", "HEAD").strip()
-  proc = _git_proc(repo, "checkout", "-q", "-b", "call-tf-vmap", target)
-  if proc.returncode != 0:
-    raise ForkError(f"{onto} has no {target!r} to stage onto: "
-                    f"{proc.stderr.strip()}")
-  described = _git_proc(repo, "describe", "--tags", "--always").stdout.strip()
+        f"--onto {onto} is not a git checkout of upstream's repository: "
+        "clone https://github.com/jax-ml/jax and pass its path (any branch "
+        "or tag of it with --ref)")
+  sha, full = _resolve_ref(onto, ref)
+  _git(repo.parent, "clone", "-q", "--no-checkout", "--no-hardlinks",
+       str(onto), str(repo))
+  if _git(repo, "cat-file", "-e", f"{sha}^{{commit}}",
+          check=False).returncode != 0:
+    # Only a ref clone does not copy (a remote-tracking branch) holds it.
+    _git(repo, "fetch", "-q", "--no-tags", str(onto),
+         f"+{full or sha}:refs/stage/base")
+  _git(repo, "checkout", "-q", "--detach", sha)
+  described = _git(onto, "describe", "--tags", "--always", sha,
+                   check=False).stdout.strip() or sha[:12]
   return (f"upstream's repository {onto} at {ref or 'its HEAD'} "
-          f"({described})")
+          f"({described}, {sha[:12]})")
 
 
-def stage(project: Project, release: Release,
-          out: pathlib.Path, onto: pathlib.Path | None = None,
-          ref: str | None = None) -> pathlib.Path:
-  """Writes the staging repository for ``release`` at ``out``.
+def _am(repo: pathlib.Path, patch: patchq.Patch, exclude: list[str]
+        ) -> PatchStatus:
+  """`git am -3` of `patch` onto HEAD."""
+  proc = _git(repo, "am", "-3", "--committer-date-is-author-date",
+              *(f"--exclude={p}" for p in exclude), str(patch.path),
+              env=gitcmd.committer(), check=False)
+  if proc.returncode == 0:
+    out = proc.stdout + proc.stderr
+    return PatchStatus(patch.name,
+                       APPLIED_3WAY if "3-way merge" in out else APPLIED)
+  conflicts = _git(repo, "diff", "--name-only", "--diff-filter=U",
+                   check=False).stdout.split()
+  missing = [m for regex in _AM_FAILED_RES
+             for m in regex.findall(proc.stdout + proc.stderr)]
+  _git(repo, "am", "--abort", check=False)
+  files = sorted(set(conflicts) | set(missing))
+  detail = ("conflicts in " + ", ".join(files) if files else
+            (proc.stderr.strip().splitlines() or ["git am failed"])[-1])
+  return PatchStatus(patch.name, REWORK, detail)
+
+
+class _Layer:
+  """Writes what the plan adds to the patched tree, for one commit."""
+
+  def __init__(self, project: Project, plan: stage_plan.Plan,
+               repo: pathlib.Path, base: str):
+    self.project = project
+    self.plan = plan
+    self.repo = repo
+    self.base = base
+    self.indices = {pr.name: pr.index for pr in plan.prs}
+    self.overlay_modules = {
+        stage_source.module_name(f"jax/{rel.as_posix()}"): f"jax/{rel.as_posix()}"
+        for rel in project.overlay_files() if rel.suffix == ".py"}
+
+  def _source(self, repo_path: str) -> pathlib.Path:
+    return self.project.root / repo_path
+
+  def lay(self, pr: stage_plan.PullRequest, result: CommitResult,
+          patched: str) -> list[str]:
+    """Writes the tree of `pr`'s commit over the patched tree; returns the
+    files written."""
+    k = pr.index
+    written: list[str] = []
+    shaken = {self.plan.repo_path(s) for s in self.plan.shaken}
+    new_modules, new_tests = [], []
+    for earlier in self.plan.prs[:k]:
+      for module in earlier.modules:
+        path = self.plan.repo_path(module)
+        text = self._source(path).read_text(encoding="utf-8")
+        if path.endswith(".py"):
+          try:
+            text = stage_source.resolve_markers(text, path, k, self.indices)
+          except ForkError as e:
+            result.problems.append(str(e))
+        self._write(path, text)
+        written.append(path)
+        if earlier is pr:
+          new_modules.append(path)
+      for test in earlier.tests:
+        source = self.project.root / stage_plan.UPSTREAM_TESTS / test.file
+        text = source.read_text(encoding="utf-8")
+        try:
+          text = stage_source.resolve_markers(text, str(source), k,
+                                              self.indices)
+        except ForkError as e:
+          result.problems.append(str(e))
+        self._write(test.to, text)
+        written.append(test.to)
+        if earlier is pr:
+          new_tests.append(test)
+    written += self._shake(shaken & set(written), written, patched, result)
+    self._check_references(written, patched, result)
+    written += self._deferred(pr, result)
+    written += self._docs(pr, result)
+    modules = [self.plan.repo_path(m) for e in self.plan.prs[:k]
+               for m in e.modules if m.endswith(".py")]
+    build_files, unlisted = stage_bazel.update(
+        self.repo, modules,
+        [(t.to, t.like) for e in self.plan.prs[:k] for t in e.tests])
+    written += build_files
+    result.modules = new_modules
+    result.tests = [t.to for t in new_tests]
+    result.build_files = [
+        b for b in build_files
+        if _git(self.repo, "diff", "--quiet", "HEAD", "--", b,
+                check=False).returncode != 0]
+    for item in unlisted:
+      path = item.split(" ")[0]
+      if path not in new_modules + result.tests:
+        continue
+      if stage_bazel.build_file(self.repo, path) is not None:
+        result.problems.append(f"no BUILD rule lists {item}")
+      else:
+        result.left_out.append(f"BUILD entry of {path} (no BUILD file in "
+                               "this base)")
+    return sorted(set(written))
+
+  def _write(self, path: str, text: str) -> None:
+    dest = self.repo / path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text, encoding="utf-8")
+
+  def _python_files(self, written: list[str], patched: str) -> list[str]:
+    changed = _git(self.repo, "diff", "--name-only", "--no-renames",
+                   self.base, patched, "--", "*.py").stdout.split()
+    return sorted({p for p in [*written, *changed]
+                   if p.endswith(".py") and (self.repo / p).is_file()})
+
+  def _shake(self, shaken: set[str], written: list[str], patched: str,
+             result: CommitResult) -> list[str]:
+    """Shakes the plan's shaken modules down to what staged code uses."""
+    if not shaken:
+      return []
+    full = {p: (self.repo / p).read_text(encoding="utf-8") for p in shaken}
+    current = dict(full)
+    for _ in range(10):
+      used: dict[str, set[str]] = {p: set() for p in shaken}
+      names = {stage_source.module_name(p): p for p in shaken}
+      for path in self._python_files(written, patched):
+        text = current.get(path) or (self.repo / path).read_text(
+            encoding="utf-8")
+        for ref in stage_source.references(text, path, names):
+          if names[ref.module] != path and ref.name:
+            used[names[ref.module]].add(ref.name)
+      new = {}
+      for p in shaken:
+        new[p], undefined = stage_source.shake(full[p], p, used[p])
+        for name in sorted(undefined):
+          result.problems.append(f"{p} has no {name!r}, which staged code "
+                                 "uses")
+      if new == current:
+        break
+      current = new
+    for p, text in current.items():
+      self._write(p, text)
+    return []
+
+  def _check_references(self, written: list[str], patched: str,
+                        result: CommitResult) -> None:
+    """Every overlay module staged code uses is in this commit."""
+    reported = set()
+    for path in self._python_files(written, patched):
+      text = (self.repo / path).read_text(encoding="utf-8")
+      for ref in stage_source.references(text, path, self.overlay_modules):
+        module = self.overlay_modules[ref.module]
+        if (path, module) in reported:
+          continue
+        if not (self.repo / module).is_file():
+          reported.add((path, module))
+          owner = next((pr.name for pr in self.plan.prs for m in pr.modules
+                        if self.plan.repo_path(m) == module), "no pull request")
+          result.problems.append(
+              f"{path}:{ref.line} uses {ref.module}, which this commit lacks "
+              f"(patches/stage.toml adds {module} in {owner}): hold the use "
+              f"back with a `# stage: drop until {owner}` block, or stage "
+              "the module earlier")
+
+  def _deferred(self, pr: stage_plan.PullRequest,
+                result: CommitResult) -> list[str]:
+    written = []
+    for later in self.plan.prs:
+      for d in later.deferred:
+        path = self.repo / d.file
+        if not path.is_file():
+          if later.index <= pr.index:
+            result.problems.append(f"{d.file} is not in this tree: the "
+                                   f"text {later.name} defers cannot be "
+                                   "shown")
+          continue
+        text = path.read_text(encoding="utf-8")
+        count = text.count(d.text)
+        if later.index <= pr.index:
+          if count == 0:
+            result.problems.append(
+                f"{d.file}: the text pull request {later.name} defers "
+                f"({d.text.strip().splitlines()[0][:60]!r}...) is not in "
+                "the patched file: a patch changed it; update "
+                "patches/stage.toml")
+          continue
+        if count > 1:
+          result.problems.append(f"{d.file}: the text {later.name} defers "
+                                 f"occurs {count} times; make it unique")
+        elif count == 1:
+          path.write_text(text.replace(d.text, d.before), encoding="utf-8")
+          written.append(d.file)
+    return written
+
+  def _docs(self, pr: stage_plan.PullRequest,
+            result: CommitResult) -> list[str]:
+    written = []
+    for earlier in self.plan.prs[:pr.index]:
+      for edit in earlier.edits:
+        path = self.repo / edit.file
+        if not path.is_file():
+          if earlier is pr:
+            result.left_out.append(f"{edit.file} (not in this base)")
+          continue
+        text = path.read_text(encoding="utf-8")
+        count = text.count(edit.find)
+        if count != 1:
+          result.problems.append(
+              f"{edit.file}: the text {earlier.name} edits occurs {count} "
+              f"times, not once ({edit.find.strip()[:60]!r}): upstream "
+              "changed it; update the edit in patches/stage.toml")
+          continue
+        path.write_text(text.replace(edit.find, edit.replace),
+                        encoding="utf-8")
+        written.append(edit.file)
+    entries = [(c.section, c.text) for e in self.plan.prs[:pr.index]
+               for c in e.changelog]
+    if entries:
+      path = self.repo / stage_text.CHANGELOG
+      if path.is_file():
+        path.write_text(stage_text.changelog_with(
+            path.read_text(encoding="utf-8"), entries), encoding="utf-8")
+        written.append(stage_text.CHANGELOG)
+      elif pr.changelog:
+        result.left_out.append(f"{stage_text.CHANGELOG} (not in this base)")
+    return written
+
+
+def _fork_docs(project: Project, repo: pathlib.Path) -> list[str]:
+  """The fork's documents that upstream's tree does not have."""
+  docs = project.root / "docs"
+  names = []
+  upstream = set(_git(repo, "ls-files").stdout.split())
+  basenames = {pathlib.PurePosixPath(p).name for p in upstream}
+  if docs.is_dir():
+    for p in sorted(docs.rglob("*")):
+      if p.is_file():
+        rel = f"docs/{p.relative_to(docs).as_posix()}"
+        if rel not in upstream:
+          names.append(rel)
+          if p.name not in basenames:
+            names.append(p.name)
+  return names
+
+
+def stage(project: Project, release: Release, out: pathlib.Path,
+          onto: pathlib.Path | None = None, ref: str | None = None,
+          author: str | None = None, verify: bool = False,
+          jaxlib: str | None = None,
+          verify_requirements: list[str] | None = None) -> StageResult:
+  """Writes the staged series for `release` at `out`, checked.
 
   Args:
     project: the fork's repository.
-    release: the upstream release whose patch queue (and variants) to stage.
+    release: the upstream release whose queue (and variants) to stage.
     out: the directory to create (it must not exist).
-    onto: a git checkout of upstream's repository to stage onto; None:
-      upstream's sdist of `release`.
-    ref: with `onto`, the commit, tag or branch to start from (default: the
-      checkout's HEAD).
+    onto: a git repository of upstream's to stage onto; None: the sdist.
+    ref: with `onto`, its branch, tag or commit to start from (default:
+      its HEAD).
+    author: "Name <email>" for the commits; default: git config.
+    verify: install each commit's tree in a venv and run its tests.
+    jaxlib: with `verify`, the jaxlib to test with (default: the
+      release's test_jaxlib).
+    verify_requirements: with `verify`, the base venv's packages instead of
+      the release's pins (the tool's own tests stage a toy upstream).
 
   Returns:
-    ``out``, holding the git repository (branch ``call-tf-vmap``),
-    ``report.md`` and ``pull-requests/NNNN-topic.md``.
+    The result: `out` holds `repo/` (the branches), `report.md`,
+    `report.json`, `pull-requests/`, and with `verify` the pytest logs in
+    `verify/`; `problems` lists every failed check.
   """
   out = out.resolve()
   if out.exists():
     raise ForkError(f"{out} already exists; remove it first")
   if ref and onto is None:
-    raise ForkError("--ref needs --onto (a checkout to take it from)")
-  queue = patchq.load_queue(project.patches, release.version)
+    raise ForkError("--ref needs --onto (a repository to take it from)")
+  queue = {p.name: p for p in patchq.load_queue(project.patches,
+                                                release.version)}
+  plan = stage_plan.load(project.root, list(queue),
+                         [f"jax/{r.as_posix()}"
+                          for r in project.overlay_files()])
+  who = identity(project, author)
+  ruff = envs.ruff()
   sdist = None if onto else fetch.fetch(release)
-  modules = _overlay_modules(project)
-  tests = staged_tests(project)
-  unknown = sorted(set(tests) - {p.name for p in queue})
-  if unknown:
-    raise ForkError(f"tests/upstream names patches that are not in the "
-                    f"series: {', '.join(unknown)}")
+  verify_python = None
+  if verify:
+    verify_python = stage_verify.default_python(release.test_python)
   out.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
                                    dir=out.parent) as tmp:
@@ -405,68 +546,252 @@ def stage(project: Project, release: Release,
     repo = staged / "repo"
     if onto is None:
       _sdist_base(release, sdist, repo)
-      base = f"upstream's sdist {release.sdist_name}"
+      base_text = f"upstream's sdist {release.sdist_name}"
     else:
-      base = _checkout_base(onto.resolve(), ref, repo)
-    prs = staged / "pull-requests"
-    prs.mkdir()
-    have: set[str] = set()
-    results = []
-    for patch in queue:
-      left_out = [fp.path for fp in patch.files
-                  if fp.old_path and not (repo / fp.old_path).exists()
-                  and patchq.is_test_path(fp.path)]
-      status, detail = _am(repo, patch, left_out)
-      result = Staged(patch.name, status, detail, left_out=left_out)
-      results.append(result)
-      if status == REWORK:
-        log.step("stage", f"{patch.name}: NEEDS REWORK ({detail})")
-        continue
-      added_lines = "".join(text for fp in patch.files for h in fp.hunks
-                            for tag, text in h.lines if tag == "+")
-      new_modules, new_tests = [], []
-      for name in _needed(added_lines, modules, have):
-        rel = modules[name].relative_to(project.overlay)
-        dest = repo / "jax" / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(modules[name], dest)
-        new_modules.append(f"jax/{rel.as_posix()}")
-        have.add(name)
-      for test in tests.get(patch.name, []):
-        dest = repo / UPSTREAM_TESTS_DIR / test.name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(strip_markers(test.read_text(encoding="utf-8")),
-                        encoding="utf-8")
-        new_tests.append(f"{UPSTREAM_TESTS_DIR}/{test.name}")
-      result.tests = new_tests + [
-          fp.path for fp in patch.files
-          if patchq.is_test_path(fp.path) and fp.path not in left_out]
-      build_files, unlisted = _update_build_files(repo, new_modules, new_tests)
-      result.build_files = build_files
-      if unlisted and onto is not None:
-        result.detail = "; ".join(filter(None, [
-            result.detail, "no BUILD rule lists " + ", ".join(unlisted)]))
-      result.added = new_modules + new_tests
-      changed = result.added + build_files
-      if changed:
-        _git(repo, "add", "--", *changed)
-        date = _git_proc(repo, "log", "-1", "--format=%aI").stdout.strip()
-        gitcmd.git(repo, "commit", "-q", "--amend", "--no-edit",
-                   command="stage", env={"GIT_COMMITTER_DATE": date})
-      (prs / (patch.name.removesuffix(".patch") + ".md")).write_text(
-          pull_request_text(patch, result.added), encoding="utf-8")
-      log.step("stage", f"{patch.name}: {status}"
-               + (f" + {', '.join(changed)}" if changed else "")
-               + (f"; left out: {', '.join(left_out)}" if left_out else ""))
-    unused = sorted(set(modules) - have)
-    if unused and not any(r.status == REWORK for r in results):
-      raise ForkError(f"no patch imports the overlay modules {unused}; they "
-                      "would never reach upstream")
-    (staged / "report.md").write_text(report_text(release, base, results),
-                                      encoding="utf-8")
+      base_text = _checkout_base(onto.resolve(), ref, repo)
+    base = _git(repo, "rev-parse", "HEAD").stdout.strip()
+    _git(repo, "checkout", "-q", "--detach", base)
+    results = [CommitResult(pr.index, pr.name, pr.title,
+                            f"{plan.branch}-{pr.slug}") for pr in plan.prs]
+
+    # The patches, in order, on a detached HEAD: the patched tree of each
+    # pull request.
+    patched: dict[int, str] = {}
+    for pr, result in zip(plan.prs, results):
+      for name in pr.patches:
+        patch = queue[name]
+        left_out = [fp.path for fp in patch.files
+                    if fp.old_path and not (repo / fp.old_path).exists()
+                    and patchq.is_test_path(fp.path)]
+        status = _am(repo, patch, left_out)
+        result.patches.append(status)
+        result.left_out += [f"{p} (edited by {name}; not in this base)"
+                            for p in left_out]
+        log.step("stage", f"{pr.slug}: {name}: {status.status}"
+                 + (f" ({status.detail})" if status.detail else ""))
+      patched[pr.index] = _git(repo, "rev-parse", "HEAD").stdout.strip()
+
+    # One commit per pull request, over the one before.
+    layer = _Layer(project, plan, repo, base)
+    previous = base
+    prs_dir = staged / "pull-requests"
+    prs_dir.mkdir()
+    for pr, result in zip(plan.prs, results):
+      _git(repo, "checkout", "-q", "--detach", previous)
+      _git(repo, "read-tree", "-u", "--reset", patched[pr.index])
+      written = layer.lay(pr, result, patched[pr.index])
+      if written:
+        _git(repo, "add", "-f", "--", *written)
+      message = stage_text.commit_message(
+          pr.title, pr.summary, [queue[n] for n in pr.patches], plan.bug)
+      msg_file = pathlib.Path(tmp) / "message.txt"
+      msg_file.write_text(message, encoding="utf-8")
+      _git(repo, "commit", "-q", "--allow-empty", "--no-verify",
+           "--cleanup=verbatim", "-F", str(msg_file), env=who.env())
+      result.commit = _git(repo, "rev-parse", "HEAD").stdout.strip()
+      result.author, result.committer = _git(
+          repo, "log", "-1", "--format=%an <%ae>%n%cn <%ce>").stdout.split(
+              "\n")[:2]
+      _git(repo, "branch", "-f", result.branch, result.commit)
+      files = _git(repo, "diff", "--name-only", "--no-renames", previous,
+                   result.commit).stdout.split()
+      (prs_dir / f"{pr.slug}.md").write_text(stage_text.pull_request_text(
+          pr.title, message, files, result.tests), encoding="utf-8")
+      log.step("stage", f"{pr.slug}: committed {result.commit[:12]} "
+               f"({len(files)} files)")
+      previous = result.commit
+    _git(repo, "checkout", "-q", "-B", plan.branch, previous)
+
+    # The checks.
+    scrubber = stage_checks.Scrubber(
+        [(p.regex, p.why) for p in plan.scrub_patterns],
+        list(plan.scrub_allow), _fork_docs(project, repo), release.version)
+    config = stage_checks.ruff_config(repo)
+    parent = base
+    for result in results:
+      result.sizes = stage_checks.sizes(repo, parent, result.commit)
+      result.scrub = stage_checks.scrub_commit(scrubber, repo, parent,
+                                               result.commit)
+      result.ruff = stage_checks.ruff_commit(ruff, repo, base, parent,
+                                             result.commit)
+      parent = result.commit
+    for md in sorted(prs_dir.iterdir()):
+      for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(),
+                               1):
+        for finding in scrubber.scan(line, f"pull-requests/{md.name}:{n}"):
+          next(r for r in results if md.name.startswith(r.slug)
+               ).scrub.append(finding)
+
+    if verify:
+      _verify(project, release, repo, base, results, staged / "verify",
+              verify_python, jaxlib or release.test_jaxlib,
+              verify_requirements)
+
+    problems = _problems(plan, results, config, verify)
+    report = _report_json(release, base_text, base, plan, who, results,
+                          problems, config, verify)
+    (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
+                                        encoding="utf-8")
+    (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
     os.rename(staged, out)
-  applied = sum(r.status != REWORK for r in results)
-  log.step("stage", f"{out}/repo (branch call-tf-vmap, {applied} of "
-           f"{len(queue)} patches as commits on {base}); {out}/report.md; "
+  log.step("stage", f"{out}/repo: branch {plan.branch}, {len(results)} "
+           f"commits on {base_text}; {out}/report.md, report.json; "
            f"descriptions in {out}/pull-requests")
-  return out
+  return StageResult(out, base_text, results, problems, verify)
+
+
+def _verify(project: Project, release: Release, repo: pathlib.Path,
+            base: str, results: list[CommitResult], logs: pathlib.Path,
+            python: str, jaxlib: str,
+            requirements: list[str] | None) -> None:
+  """Installs each commit in a venv of its own and runs its tests."""
+  reqs = requirements if requirements is not None else (
+      stage_verify.requirements(project.root, jaxlib,
+                                release.test_tensorflow))
+  base_venv = stage_verify.base_venv(python, reqs)
+  constraints = [f"jaxlib=={jaxlib}"]
+  series_tests: dict[str, list[str]] = {}
+  at_base: set[str] = set()
+  for result in results:
+    changed = _git(repo, "diff", "--name-only", "--no-renames", base,
+                   result.commit).stdout.split()
+    present = set(_git(repo, "ls-tree", "-r", "--name-only",
+                       result.commit).stdout.split())
+    series_tests[result.commit] = [
+        p for p in changed if p in present and p.endswith("_test.py")
+        and stage_checks.kind_of(p) == "tests"]
+    base_files = set(_git(repo, "ls-tree", "-r", "--name-only",
+                          base).stdout.split())
+    at_base |= {p for p in series_tests[result.commit] if p in base_files}
+  failing_at_base: set[str] = set()
+  if at_base:
+    log.step("stage", f"verify: the base, for its own tests "
+             f"{', '.join(sorted(at_base))}")
+    run = stage_verify.verify_tree(repo, base, base_venv, sorted(at_base),
+                                   jaxlib, constraints, logs / "00-base.log")
+    failing_at_base = set(run.failed) | set(run.errors)
+  for result in results:
+    files = series_tests[result.commit]
+    log.step("stage", f"verify: {result.slug}: installing its tree, "
+             f"running {len(files)} test files")
+    run = stage_verify.verify_tree(repo, result.commit, base_venv, files,
+                                   jaxlib, constraints,
+                                   logs / f"{result.slug}.log")
+    run.failed_at_base = sorted(
+        t for t in run.failed + run.errors if t in failing_at_base)
+    run.failed = [t for t in run.failed if t not in failing_at_base]
+    run.errors = [t for t in run.errors if t not in failing_at_base]
+    result.test_run = run
+    log.step("stage", f"verify: {result.slug}: {len(run.passed)} passed, "
+             f"{len(run.failed) + len(run.errors)} failed"
+             + (f" ({run.problem})" if run.problem else ""))
+
+
+def _problems(plan: stage_plan.Plan, results: list[CommitResult],
+              config: str | None, verify: bool) -> list[str]:
+  problems = []
+  for r in results:
+    where = f"commit {r.slug}"
+    for p in r.patches:
+      if p.status == REWORK:
+        problems.append(f"{where}: {p.name} does not apply ({p.detail}); "
+                        "`python3 build/fork.py rebase` refreshes it")
+    problems += [f"{where}: {p}" for p in r.problems]
+    if r.sizes.get("non_test", 0) > plan.max_added_lines:
+      problems.append(
+          f"{where}: adds {r.sizes['non_test']} lines of non-test code, "
+          f"more than {plan.max_added_lines} (max_added_lines): split it in "
+          "patches/stage.toml")
+    problems += [f"{where}: fork-internal word: {f}" for f in r.scrub]
+    problems += [f"{where}: ruff: {f['file']}:{f['line']}: {f['code']} "
+                 f"{f['message']}" for f in r.ruff]
+    if verify and r.test_run is not None:
+      run = r.test_run
+      if run.problem:
+        problems.append(f"{where}: tests: {run.problem}")
+      problems += [f"{where}: test failed: {t}"
+                   for t in run.failed + run.errors]
+  if config is None:
+    problems.append("the base has no ruff configuration (pyproject.toml "
+                    "[tool.ruff] or ruff.toml): the commits were checked "
+                    "with ruff's defaults, not upstream's")
+  return problems
+
+
+def _report_json(release: Release, base_text: str, base: str,
+                 plan: stage_plan.Plan, who: Identity,
+                 results: list[CommitResult], problems: list[str],
+                 config: str | None, verify: bool) -> dict[str, Any]:
+  commits = []
+  for r in results:
+    run = r.test_run
+    commits.append({
+        "index": r.index, "name": r.name, "slug": r.slug, "title": r.title,
+        "commit": r.commit, "branch": r.branch, "author": r.author,
+        "committer": r.committer, "applies": r.applies,
+        "patches": [dataclasses.asdict(p) for p in r.patches],
+        "modules": r.modules, "tests": r.tests, "build_files": r.build_files,
+        "left_out": r.left_out,
+        "added_lines": {k: v for k, v in r.sizes.items() if k != "deleted"},
+        "deleted_lines": r.sizes.get("deleted", 0),
+        "within_size_limit": r.sizes.get("non_test", 0)
+                             <= plan.max_added_lines,
+        "fork_words": [dataclasses.asdict(f) for f in r.scrub],
+        "ruff": r.ruff, "problems": r.problems,
+        "tests_run": None if run is None else {
+            "ok": run.ok, "files": run.files, "passed": run.passed,
+            "failed": run.failed + run.errors, "skipped": run.skipped,
+            "failed_at_base": run.failed_at_base, "problem": run.problem,
+            "log": run.log and f"verify/{pathlib.Path(run.log).name}"},
+    })
+  return {
+      "release": release.version, "base": base_text, "base_commit": base,
+      "branch": plan.branch, "author": str(who),
+      "max_added_lines": plan.max_added_lines,
+      "ruff_config": config, "verified": verify, "ok": not problems,
+      "problems": problems, "commits": commits,
+  }
+
+
+def _report_md(report: dict[str, Any]) -> str:
+  lines = [f"# The queue staged for upstream (jax {report['release']})", "",
+           f"Base: {report['base']}. Branch `{report['branch']}`, one commit "
+           f"per pull request; author and committer {report['author']}. "
+           f"ruff: upstream's configuration in "
+           f"`{report['ruff_config'] or 'NONE'}`.", "",
+           "| # | pull request | applies | non-test lines | test lines | "
+           "fork words | ruff | tests | notes |",
+           "|---|---|---|---|---|---|---|---|---|"]
+  for c in report["commits"]:
+    run = c["tests_run"]
+    if run is None:
+      tests = ", ".join(c["tests"]) or "none added"
+    elif run["problem"]:
+      tests = f"NOT RUN: {run['problem']}"
+    else:
+      tests = (f"{len(run['passed'])} passed, {len(run['failed'])} failed"
+               + (f", {len(run['failed_at_base'])} failing at the base too"
+                  if run["failed_at_base"] else ""))
+    size = c["added_lines"].get("non_test", 0)
+    notes = "; ".join(filter(None, [
+        *(f"{p['name']}: {p['status']}" + (f" ({p['detail']})"
+                                            if p["detail"] else "")
+          for p in c["patches"] if p["status"] != APPLIED),
+        ("left out: " + ", ".join(c["left_out"]) if c["left_out"] else "")]))
+    lines.append(
+        f"| {c['index']} | {c['name']}: {c['title']} | "
+        f"{'yes' if c['applies'] else 'NO'} | {size}"
+        f"{'' if c['within_size_limit'] else ' (OVER)'} | "
+        f"{c['added_lines'].get('tests', 0)} | {len(c['fork_words'])} | "
+        f"{len(c['ruff'])} | {tests} | {notes or '-'} |")
+  lines += ["", f"Limit: {report['max_added_lines']} added lines of non-test "
+            "code (Python and BUILD) per pull request."]
+  if report["problems"]:
+    lines += ["", f"## {len(report['problems'])} problems", ""]
+    lines += [f"- {p}" for p in report["problems"]]
+  else:
+    lines += ["", "Every check passed" + (", every commit's tests included."
+                                          if report["verified"] else
+                                          " (tests not run: --verify runs "
+                                          "them).")]
+  return "\n".join(lines) + "\n"

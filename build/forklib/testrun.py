@@ -52,6 +52,7 @@ from typing import Callable, TextIO
 from forklib import ForkError
 from forklib import envs
 from forklib import log
+from forklib import tree as tree_lib
 from forklib import upstream_tests
 from forklib import wheel as wheel_lib
 from forklib.manifest import Manifest
@@ -315,6 +316,11 @@ def run(project: Project, versions: list[str], *, full: bool = False,
   """
   start = time.monotonic()
   runs = plan(project.manifest(), versions, full, python)
+  if tests_dir is not None and not tests_dir.is_dir():
+    raise ForkError(f"--upstream-tests {tests_dir} is not a directory; it "
+                    "should hold jax-v<version>.tar.gz files or checkouts "
+                    "of upstream's repository (see docs/maintainers.md)")
+  tree_lib.preflight(project, [r for r, _ in runs])
   rows = run_all(project, runs, pytest_args=list(pytest_args),
                  tests_dir=tests_dir, jobs=jobs)
   print(summary(rows, tests_dir), flush=True)

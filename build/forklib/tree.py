@@ -36,7 +36,6 @@ import pathlib
 import re
 import shutil
 import tarfile
-import tempfile
 
 from forklib import ForkError
 from forklib import fetch
@@ -46,6 +45,7 @@ from forklib import scratch
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.project import check_writable_dir
 from forklib.project import sha256_of
 
 TREE_MANIFEST = ".fork-tree.json"
@@ -242,7 +242,7 @@ def check_replaceable(out: pathlib.Path, project: Project) -> None:
 
 def build_tree(project: Project, release: Release, out: pathlib.Path, *,
                sdist: pathlib.Path | None = None,
-               force: bool = False) -> pathlib.Path:
+               force: bool = False, what: str | None = None) -> pathlib.Path:
   """Builds the patched tree of `release` at `out`, atomically.
 
   Args:
@@ -252,6 +252,7 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     sdist: an already verified sdist; fetched when None.
     force: replace an existing `out`, if it is a tree `apply` made and
       nothing in it changed since (see `check_replaceable`).
+    what: what `out` is, for errors (default: "--out", as `apply` names it).
 
   Returns:
     `out`.
@@ -266,8 +267,9 @@ def build_tree(project: Project, release: Release, out: pathlib.Path, *,
     if not force:
       raise ForkError(f"{out} already exists; remove it or pass --force")
     check_replaceable(out, project)
-  sdist = sdist or fetch.fetch(release)
+  check_writable_dir(out, "--out" if what is None else what)
   queue = patchq.load_queue(project.patches, release.version)
+  sdist = sdist or fetch.fetch(release)
   with scratch.directory(out.parent, "tree") as tmp:
     tree = unpack(sdist, tmp / "unpacked")
     log.step("apply", f"unpacked {sdist.name}")
@@ -321,11 +323,22 @@ def cached_tree(project: Project, release: Release,
       except FileNotFoundError:
         pass  # another build removed it first
   try:
-    return build_tree(project, release, out)
+    return build_tree(project, release, out, what="the cached tree")
   except (OSError, ForkError):
     if out.exists() and not verify_tree(out):
       return out  # another build of the same inputs finished first
     raise
+
+
+def preflight(project: Project, releases: list[Release]) -> None:
+  """Reads every patch file `releases` use; raises on a bad one, naming it.
+
+  Cheap (nothing is fetched or applied), so commands call it before any
+  work: a file that is not UTF-8, cut short or missing stops them with one
+  error naming it, instead of failing a build halfway (or a later patch).
+  """
+  for release in releases:
+    patchq.load_queue(project.patches, release.version)
 
 
 def touched_files(project: Project, release: Release) -> set[str]:
@@ -338,15 +351,22 @@ def touched_files(project: Project, release: Release) -> set[str]:
   return files
 
 
-def check(project: Project) -> int:
+def check(project: Project, versions: list[str] | None = None) -> int:
   """`check`: applies the queue to every release; prints a table.
+
+  Args:
+    project: the repository.
+    versions: the releases to check (default: every one in the manifest).
 
   Returns:
     The exit status: 1 if the queue does not apply to a release or a patch
     lacks DEP-3 headers or has lopsided context, else 0.
   """
+  manifest = project.manifest()
+  releases = ([manifest.get(v) for v in versions] if versions
+              else manifest.releases)
   rows = [["upstream", "fork version", "patches", "status", "details"]]
-  for release in project.manifest().releases:
+  for release in releases:
     queue = patchq.load_queue(project.patches, release.version)
     problems = [f"{p.name}: missing DEP-3 {', '.join(p.missing_dep3())}"
                 for p in queue if p.missing_dep3()]
@@ -357,8 +377,8 @@ def check(project: Project) -> int:
     quiet = log.is_quiet()
     try:
       log.set_quiet(True)
-      with tempfile.TemporaryDirectory(prefix="fork-check-") as tmp:
-        build_tree(project, release, pathlib.Path(tmp) / "tree")
+      with scratch.directory(cache_root() / "check", "check") as tmp:
+        build_tree(project, release, tmp / "tree", what="the scratch tree")
       status = "ok" if not problems else "headers"
     except ForkError as e:
       status, problems = "FAILS", [str(e).splitlines()[0], *problems]

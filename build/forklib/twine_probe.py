@@ -24,7 +24,8 @@ resolves the repository and the credentials exactly as `twine upload` does
 (its options, TWINE_* environment variables, keyring, .pypirc), reads each
 project's simple page (PEP 691 JSON or PEP 503 HTML) with them, and prints::
 
-  {"repository": URL, "simple_url": URL, "found": {"jax-....whl": sha256}}
+  {"repository": URL, "simple_url": URL, "found": {"jax-....whl": sha256},
+   "listed": {"jax": ["jax-....whl", ...], ...}}  # every file of the pages
 
 A file listed without a sha256 is downloaded and hashed. On an error it
 prints {"error": message} and exits 1.
@@ -146,6 +147,7 @@ def main() -> int:
                       + ", ".join(tried)}))
     return 1
   found = {}
+  listed: dict[str, list[str]] = {}
   for project, names in request["files"].items():
     url = f"{simple}{project}/"
     response = _get_on_server(session, url)
@@ -155,7 +157,9 @@ def main() -> int:
       print(json.dumps({"error": f"GET {url} answered HTTP "
                         f"{response.status_code} {response.reason}"}))
       return 1
-    for name, (file_url, sha) in _files_of(response).items():
+    files = _files_of(response)
+    listed[project] = sorted(files)
+    for name, (file_url, sha) in files.items():
       if name not in names:
         continue
       if sha is None:
@@ -164,7 +168,7 @@ def main() -> int:
         sha = hashlib.sha256(download.content).hexdigest()
       found[name] = sha
   print(json.dumps({"repository": repository, "simple_url": simple,
-                    "found": found}))
+                    "found": found, "listed": listed}))
   return 0
 
 

@@ -39,6 +39,7 @@ from forklib import patchq
 from forklib import tree as tree_lib
 from forklib.manifest import Release
 from forklib.project import Project
+from forklib.project import check_writable_dir
 from forklib.project import sha256_of
 
 
@@ -118,6 +119,8 @@ def build(project: Project, release: Release,
   environment with the pinned build backend. The wheel is moved into
   `out_dir` only when complete.
   """
+  check_writable_dir(out_dir, "--out")
+  tree_lib.preflight(project, [release])
   tree = tree_lib.cached_tree(project, release)
   epoch = source_date_epoch(project, release)
   out_dir = out_dir.resolve()

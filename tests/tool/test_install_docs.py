@@ -98,12 +98,15 @@ def fork_releases(root, release, fork_wheel, tmp_path_factory
 
 @pytest.fixture(scope="module")
 def fork_index(root, fork_releases, tmp_path_factory):
+  """The index of every release, without jaxlib (as `index --no-jaxlib`).
+
+  Written with `index.build`: `index --wheel` refuses the stand-in wheels of
+  the other releases, which are not the tool's builds.
+  """
   out = tmp_path_factory.mktemp("fork") / "index"
-  wheels = [arg for wheel, _ in fork_releases.values()
-            for arg in ("--wheel", str(wheel))]
-  subprocess.run([sys.executable, str(root / "build" / "fork.py"), "-q",
-                  "index", "--out", str(out), *wheels, "--no-jaxlib"],
-                 check=True)
+  index_lib.build(out, [wheel for wheel, _ in fork_releases.values()],
+                  {label: [wheel.name]
+                   for label, (wheel, _) in fork_releases.items()})
   server = _Server(root, out)
   yield _Index(server.url, {label: requires for label, (_, requires)
                             in fork_releases.items()})

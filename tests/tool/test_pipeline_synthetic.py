@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -210,9 +211,10 @@ def test_an_offset_needs_no_variant(synthetic):
   _add_release(synthetic, "9.9.8", "new 1\nnew 2\n" + CONFIG)
   proc = synthetic["fork"]("check")
   assert proc.returncode == 0, proc.stdout + proc.stderr
-  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9",
+                           "--no-suites")
   assert proc.returncode == 0, proc.stderr
-  assert "the queue applies exactly" in proc.stdout
+  assert "the queue applies to it exactly" in proc.stdout
   assert not (synthetic["project"] / "patches" / "variants").exists()
 
 
@@ -220,9 +222,11 @@ def test_rebase_writes_a_variant_where_the_context_changed(synthetic):
   _add_release(synthetic, "9.9.8", CONFIG.replace(
       "line 18\n", "line 18, changed upstream\n"))
   assert synthetic["fork"]("check").returncode == 1  # no fuzz
-  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9",
+                           "--no-suites")
   assert proc.returncode == 0, proc.stderr
-  assert "1 patch(es) refreshed for jax 9.9.8" in proc.stdout
+  assert ("1 refreshed as variants in patches/variants/9.9.8/: "
+          "0001-config-add-option.patch") in proc.stdout
   variant = (synthetic["project"] / "patches" / "variants" / "9.9.8" /
              "0001-config-add-option.patch")
   text = variant.read_text()
@@ -241,10 +245,47 @@ def test_rebase_stops_at_a_conflict_and_changes_nothing(synthetic):
   _add_release(synthetic, "9.9.8", CONFIG.replace("line 21\n", "line 21 was "
                                                   "rewritten upstream\n"))
   before = sorted(p.name for p in (synthetic["project"] / "patches").rglob("*"))
-  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9")
+  proc = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9",
+                           "--no-suites")
   assert proc.returncode == 2
-  assert "'config: add option' conflicts with jax 9.9.8" in proc.stderr
+  assert ("patch 0001-config-add-option.patch conflicts with jax 9.9.8"
+          in proc.stderr)
+  # Each file and each hunk to resolve, by name.
+  assert "  jax/_src/config.py: conflict markers at lines " in proc.stderr
+  assert ("    hunk 1 of 1 (@@ -18,6 +18,7 @@): its lines are not in jax "
+          "9.9.8's file") in proc.stderr
   assert "<<<<<<<" in proc.stderr and "line 21 was rewritten" in proc.stderr
   assert "git rebase --continue" in proc.stderr
   after = sorted(p.name for p in (synthetic["project"] / "patches").rglob("*"))
   assert after == before
+  # The work repository is kept in the cache, and nothing else is left.
+  rebase_dir = synthetic["cache"] / "rebase"
+  assert sorted(p.name for p in rebase_dir.iterdir()) == [
+      "jax-9.9.8-from-9.9.9"]
+  repo = rebase_dir / "jax-9.9.8-from-9.9.9" / "repo"
+  assert f"--resume {repo}" in proc.stderr
+  # A second run refuses to start over it.
+  again = synthetic["fork"]("rebase", "9.9.8", "--from", "9.9.9",
+                            "--no-suites")
+  assert again.returncode == 2 and "--resume" in again.stderr
+
+  # The maintainer resolves it, and --resume writes the variant.
+  config = repo / "jax" / "_src" / "config.py"
+  text = config.read_text()
+  resolved = re.sub(r"<<<<<<< [^\n]*\n.*?>>>>>>> [^\n]*\n",
+                    "slow_vmap = False\nline 21 was rewritten upstream\n",
+                    text, flags=re.DOTALL)
+  assert resolved != text
+  config.write_text(resolved)
+  env = dict(os.environ, GIT_EDITOR="true")
+  subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+  subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t",
+                  "rebase", "--continue"], cwd=repo, check=True, env=env,
+                 capture_output=True)
+  proc = synthetic["fork"]("rebase", "9.9.8", "--resume", str(repo),
+                           "--no-suites")
+  assert proc.returncode == 0, proc.stdout + proc.stderr
+  variant = (synthetic["project"] / "patches" / "variants" / "9.9.8" /
+             "0001-config-add-option.patch")
+  assert "+slow_vmap = False" in variant.read_text()
+  assert "check: ok" in proc.stdout

@@ -44,6 +44,8 @@ import pytest
 from forklib import jaxlib_mirror
 from forklib import publish as publish_lib
 
+from .test_index import _small_wheel
+
 USER, PASSWORD = "fork-publisher", "correct horse battery staple"
 
 
@@ -344,3 +346,16 @@ def test_publish_to_devpi_then_pip_installs_the_fork(root, release,
 def test_the_twine_pin_matches_the_test_requirements(root):
   requirements = (root / "tests" / "requirements.txt").read_text()
   assert f"twine=={publish_lib.TWINE_VERSION}\n" in requirements
+
+
+def test_no_jaxlib_is_refused_on_a_server_that_serves_jaxlib(
+    root, release, pypiserver, tmp_path):
+  """uv would take jaxlib from this server only, and miss the release's."""
+  other = _small_wheel(tmp_path, "0.0.1", project="jaxlib")
+  assert _twine_upload(pypiserver.url, other).returncode == 0
+  proc = _publish(root, release, pypiserver.url, "--no-jaxlib")
+  assert proc.returncode == 2, proc.stdout + proc.stderr
+  assert (f"serves jaxlib, but not the jaxlib of jax {release.label}"
+          in proc.stderr), proc.stderr
+  assert "Nothing was uploaded" in proc.stderr
+  assert pypiserver.hashes("jax") == {}

@@ -1,0 +1,251 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""What `stage` checks of each staged commit before a reviewer sees it.
+
+* `scrub`: no word of the fork in what the commit adds or says: the fork
+  itself, its version label and address, its patch names and numbers, its
+  documents, its build tool, its markers, a packaging extra upstream lacks,
+  and JAX releases older than the target (compatibility branches left in).
+  The plan can add patterns and allow lines.
+* `ruff`: upstream's ruff configuration (the base's `pyproject.toml` or
+  `ruff.toml`), on the Python files the commit adds or changes; a finding
+  that upstream's own file already had at the base is not the commit's.
+* `sizes`: the lines the commit adds, as code, BUILD files, tests and
+  documentation.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import pathlib
+import re
+import subprocess
+
+from forklib import ForkError
+from forklib import gitcmd
+
+# (regex, why): words that must not reach upstream.
+BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"(?i)\bforks?\b(?!\s*\()", "the fork"),
+    (r"calltf", "the fork's version label or address"),
+    (r"(?i)\bpatch(?:es)?\s+\d{4}\b", "a patch number of the queue"),
+    (r"\b\d{4}-[a-z0-9][a-z0-9-]*\.patch\b", "a patch of the queue"),
+    (r"\bpatches/(?:series|upstream\.toml|variants|stage\.toml)\b",
+     "the queue's files"),
+    (r"\btests/upstream\b", "the fork's folder of upstream-style tests"),
+    (r"stage-with|#\s*stage:", "a staging marker"),
+    (r"\bforklib\b|build/fork\.py|JAX_FORK_", "the fork's build tool"),
+    (r"jax\[tensorflow(?:-cpu)?\]|`tensorflow` extra|\btensorflow extra\b",
+     "a packaging extra upstream's jax lacks"),
+)
+_JAX_RELEASE_RE = re.compile(
+    r"(?i)\bjax(?:lib)?(?:\s+releases?)?\s*\(?\s*(?:(?:before|from|after|"
+    r"up to|until|since|older than|newer than|<=?|>=?)\s*)?v?"
+    r"(?P<version>\d+\.\d+(?:\.\d+)*)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+  """A fork-internal word in a staged commit."""
+  where: str      # "path:line", "commit message" or "author"
+  text: str       # the words found
+  why: str
+  line: str = ""  # the whole line, for the report
+
+  def __str__(self) -> str:
+    return f"{self.where}: {self.text!r} ({self.why})"
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+  return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+class Scrubber:
+  """Finds fork-internal words in text."""
+
+  def __init__(self, patterns: list[tuple[str, str]], allow: list[str],
+               fork_docs: list[str], target: str):
+    """Args:
+
+    patterns: extra (regex, why) besides the built-in ones.
+    allow: regexes of lines that hold no finding, whatever they match.
+    fork_docs: names of the fork's documents that must not be referred to
+      (`docs/stablehlo.md`, `stablehlo.md`).
+    target: the upstream release staged for: older JAX releases named in
+      the text are compatibility branches left in.
+    """
+    self._patterns = [(re.compile(r), why) for r, why in
+                      (*BUILTIN_PATTERNS, *patterns)]
+    if fork_docs:
+      self._patterns.append((re.compile(
+          r"(?<![\w/.-])(?:" + "|".join(re.escape(d) for d in sorted(
+              fork_docs, key=len, reverse=True)) + r")\b"),
+                             "a document of the fork"))
+    self._allow = [re.compile(a) for a in allow]
+    self._target = _version_tuple(target)
+
+  def scan(self, text: str, where: str) -> list[Finding]:
+    """The findings in one line (or one short text) of `where`."""
+    if any(a.search(text) for a in self._allow):
+      return []
+    found = []
+    for regex, why in self._patterns:
+      for m in regex.finditer(text):
+        found.append(Finding(where, m.group(0), why, text.strip()))
+    for m in _JAX_RELEASE_RE.finditer(text):
+      version = _version_tuple(m.group("version"))
+      if version < self._target[:len(version)]:
+        found.append(Finding(
+            where, m.group(0), "a JAX release older than the target: a "
+            "compatibility branch or its comment left in", text.strip()))
+    return found
+
+
+def added_lines(repo: pathlib.Path, old: str, new: str
+                ) -> list[tuple[str, int, str]]:
+  """(path, line number, text) of every line `new` adds over `old`."""
+  out = gitcmd.git(repo, "diff", "-U0", "--no-color", "--no-renames",
+                   "--no-ext-diff", old, new, command="stage").stdout
+  found = []
+  path, line = "", 0
+  for raw in out.splitlines():
+    if raw.startswith("+++ "):
+      path = raw[6:] if raw.startswith("+++ b/") else ""
+    elif raw.startswith("@@"):
+      m = re.match(r"@@ -\S+ \+(\d+)", raw)
+      line = int(m.group(1)) if m else 0
+    elif raw.startswith("+") and path:
+      found.append((path, line, raw[1:]))
+      line += 1
+  return found
+
+
+def scrub_commit(scrubber: Scrubber, repo: pathlib.Path, old: str,
+                 new: str) -> list[Finding]:
+  """Fork-internal words in commit `new`: its added lines, paths, message
+  and identities."""
+  found = []
+  for path, n, text in added_lines(repo, old, new):
+    found += scrubber.scan(text, f"{path}:{n}")
+  files = gitcmd.git(repo, "diff", "--name-only", "--no-renames", old, new,
+                     command="stage").stdout.split()
+  for path in files:
+    found += scrubber.scan(path, f"{path} (its path)")
+  message = gitcmd.git(repo, "log", "-1", "--format=%B", new,
+                       command="stage").stdout
+  for n, text in enumerate(message.splitlines(), 1):
+    found += scrubber.scan(text, f"commit message line {n}")
+  idents = gitcmd.git(repo, "log", "-1", "--format=%an <%ae>%n%cn <%ce>", new,
+                      command="stage").stdout.splitlines()
+  for who, text in zip(("author", "committer"), idents):
+    found += scrubber.scan(text, who)
+  return found
+
+
+# ---------------------------------------------------------------------------
+# Sizes.
+# ---------------------------------------------------------------------------
+
+def kind_of(path: str) -> str:
+  """"tests", "docs", "build" or "code"."""
+  p = pathlib.PurePosixPath(path)
+  if p.name in ("BUILD", "BUILD.bazel") or p.suffix == ".bzl":
+    return "build"
+  if re.search(r"(^|/)tests/", path) or p.name.endswith("_test.py"):
+    return "tests"
+  if p.suffix in (".md", ".rst", ".txt", ".ipynb"):
+    return "docs"
+  return "code"
+
+
+def sizes(repo: pathlib.Path, old: str, new: str) -> dict[str, int]:
+  """Lines `new` adds over `old`, by kind, and `non_test` (code + build)."""
+  out = gitcmd.git(repo, "diff", "--numstat", "--no-renames", old, new,
+                   command="stage").stdout
+  added: dict[str, int] = collections.Counter(
+      {"code": 0, "build": 0, "tests": 0, "docs": 0})
+  deleted = 0
+  for line in out.splitlines():
+    a, d, path = line.split("\t", 2)
+    if a == "-":
+      continue  # binary
+    added[kind_of(path)] += int(a)
+    deleted += int(d)
+  return {**added, "non_test": added["code"] + added["build"],
+          "deleted": deleted}
+
+
+# ---------------------------------------------------------------------------
+# ruff with upstream's configuration.
+# ---------------------------------------------------------------------------
+
+def ruff_config(repo: pathlib.Path) -> str | None:
+  """The file holding the base's ruff configuration, if any."""
+  for name in ("ruff.toml", ".ruff.toml"):
+    if (repo / name).is_file():
+      return name
+  pyproject = repo / "pyproject.toml"
+  if pyproject.is_file() and re.search(
+      r"^\[tool\.ruff", pyproject.read_text(encoding="utf-8"), re.M):
+    return "pyproject.toml"
+  return None
+
+
+def _ruff_one(ruff: str, repo: pathlib.Path, path: str, text: str
+              ) -> list[dict[str, object]]:
+  proc = subprocess.run(
+      [ruff, "check", "--no-cache", "--output-format=json",
+       "--stdin-filename", path, "-"], cwd=repo, input=text,
+      capture_output=True, text=True)
+  if proc.returncode not in (0, 1):
+    raise ForkError(f"ruff failed on {path} in {repo} (exit "
+                    f"{proc.returncode}): {proc.stderr.strip()[-2000:]}")
+  return [{"file": path, "line": f["location"]["row"], "code": f["code"],
+           "message": f["message"]}
+          for f in json.loads(proc.stdout or "[]")]
+
+
+def ruff_commit(ruff: str, repo: pathlib.Path, base: str, old: str,
+                new: str) -> list[dict[str, object]]:
+  """ruff's findings in the Python files commit `new` adds or changes.
+
+  Run in `repo` (checked out at `new`), so that ruff reads the base's own
+  configuration. A finding in a file that exists at `base` is left out
+  when the file at `base` has the same (code and message): it is upstream's.
+  """
+  files = gitcmd.git(repo, "diff", "--name-only", "--diff-filter=AM",
+                     "--no-renames", old, new, "--", "*.py",
+                     command="stage").stdout.split()
+  findings = []
+  for path in files:
+    text = gitcmd.git(repo, "show", f"{new}:{path}", command="stage").stdout
+    found = _ruff_one(ruff, repo, path, text)
+    at_base = gitcmd.git(repo, "show", f"{base}:{path}", command="stage",
+                         check=False)
+    if at_base.returncode == 0 and found:
+      known = collections.Counter(
+          (f["code"], f["message"])
+          for f in _ruff_one(ruff, repo, path, at_base.stdout))
+      kept = []
+      for f in found:
+        key = (f["code"], f["message"])
+        if known[key]:
+          known[key] -= 1
+        else:
+          kept.append(f)
+      found = kept
+    findings += found
+  return findings

@@ -1,0 +1,411 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The overlay's and the tests' source as one staged commit has it.
+
+Two mechanical transformations, neither of which changes what the fork's
+code computes (the fork builds the files as they are):
+
+**Markers** (`resolve_markers`). Comments that say which lines a staged
+commit holds:
+
+```python
+x = compat_thing()            # stage: drop            (never staged)
+from . import pfor            # stage: drop until pfor  (staged from PR pfor)
+# stage: drop until pfor
+...lines of a later pull request's concern...
+# stage: end
+# stage: add
+# return core.typeof(x)       (staged uncommented: the target's only branch)
+# stage: end
+# stage: add until pfor
+# raise NotImplementedError   (staged uncommented before PR pfor, then gone)
+# stage: end
+```
+
+`drop` blocks hold code the fork needs and upstream does not (branches for
+other releases); `drop until PR` blocks a later pull request's code;
+`add` blocks, commented out in the fork, the form the target release takes
+where the fork detects features; `add until PR` the stand-in that earlier
+commits have. Blocks do not nest. Every line of an `add` block is a comment
+at the marker's indentation.
+
+**Shaking** (`shake`). A module listed as `shaken` in the plan (`errors.py`,
+`compat.py`: one definition per message or internal) is staged definition
+by definition: a commit holds the top-level definitions that the code it
+stages uses, with what they use, and the imports they need, so that each
+pull request adds the messages and internals of its own concern.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import pathlib
+import re
+from collections.abc import Iterable
+
+from forklib import ForkError
+
+_BLOCK_RE = re.compile(
+    r"^(?P<indent>[ \t]*)# stage: (?P<what>drop|add|end)"
+    r"(?: until (?P<pr>[a-z0-9][a-z0-9-]*))?[ \t]*$")
+_TRAILING_RE = re.compile(
+    r"^(?P<code>.*\S)[ \t]+# stage: drop(?: until (?P<pr>[a-z0-9][a-z0-9-]*))?"
+    r"[ \t]*$")
+_ANY_MARKER_RE = re.compile(r"#\s*stage:")
+
+
+class MarkerError(ForkError):
+  """A `# stage:` marker that is malformed or names no pull request."""
+
+
+def resolve_markers(text: str, path: str, index: int,
+                    pr_indices: dict[str, int]) -> str:
+  """`text` as the commit of pull request number `index` holds it.
+
+  Args:
+    text: a file of the overlay or of tests/upstream.
+    path: its name, for errors.
+    index: the pull request's index in the plan (1-based).
+    pr_indices: every pull request's index, by name.
+
+  Returns:
+    The text with every block resolved and no marker left.
+
+  Raises:
+    MarkerError: a malformed marker, an unknown pull request, a nested or
+      unterminated block, or an `add` line that is not a comment.
+  """
+  out: list[str] = []
+  junctions: list[int] = []  # where lines were taken out
+  block: tuple[str, int | None, str, int] | None = None  # what, until, indent
+  for n, line in enumerate(text.splitlines(keepends=True), 1):
+    body = line.rstrip("\n")
+    m = _BLOCK_RE.match(body)
+    if m:
+      what, pr = m.group("what"), m.group("pr")
+      until = None
+      if pr is not None:
+        if pr not in pr_indices:
+          raise MarkerError(f"{path}:{n}: `# stage: {what} until {pr}` names "
+                            "no pull request of patches/stage.toml (known: "
+                            f"{', '.join(pr_indices)})")
+        until = pr_indices[pr]
+      if what == "end":
+        if block is None or pr is not None:
+          raise MarkerError(f"{path}:{n}: `# stage: end` without a block")
+        block = None
+        junctions.append(len(out))
+      elif block is not None:
+        raise MarkerError(f"{path}:{n}: a `# stage: {what}` block inside the "
+                          f"one opened on line {block[3]}; blocks do not "
+                          "nest")
+      else:
+        block = (what, until, m.group("indent"), n)
+      continue
+    m = _TRAILING_RE.match(body)
+    if m and block is None:
+      pr = m.group("pr")
+      if pr is not None and pr not in pr_indices:
+        raise MarkerError(f"{path}:{n}: `# stage: drop until {pr}` names no "
+                          "pull request of patches/stage.toml")
+      if pr is not None and index >= pr_indices[pr]:
+        out.append(m.group("code") + "\n")
+      else:
+        junctions.append(len(out))
+      continue
+    if _ANY_MARKER_RE.search(body):
+      raise MarkerError(f"{path}:{n}: malformed stage marker {body.strip()!r}"
+                        " (known: `# stage: drop|add [until PR]`, "
+                        "`# stage: end`, or a trailing `# stage: drop "
+                        "[until PR]`)")
+    if block is None:
+      out.append(line)
+      continue
+    what, until, indent, start = block
+    if what == "drop":
+      if until is not None and index >= until:
+        out.append(line)
+      continue
+    # An `add` block: commented lines, uncommented while it holds.
+    if body.strip() and not body.startswith(indent + "#"):
+      raise MarkerError(f"{path}:{n}: line {n} of the `# stage: add` block "
+                        f"opened on line {start} is not a comment at its "
+                        "indentation")
+    if until is not None and index >= until:
+      continue
+    if not body.strip():
+      out.append("\n")
+      continue
+    code = body[len(indent) + 1:]
+    code = code[1:] if code.startswith(" ") else code
+    out.append((indent + code).rstrip() + "\n" if code else "\n")
+  if block is not None:
+    raise MarkerError(f"{path}:{block[3]}: `# stage: {block[0]}` block "
+                      "without `# stage: end`")
+  return _join_at(out, junctions)
+
+
+def _join_at(lines: list[str], junctions: list[int]) -> str:
+  """`lines` joined, with no more blank lines where blocks were taken out
+  than the code around them allows: two before a top-level line, one before
+  an indented one."""
+  drop: set[int] = set()
+  for j in junctions:
+    start = j
+    while start > 0 and not lines[start - 1].strip():
+      start -= 1
+    end = j
+    while end < len(lines) and not lines[end].strip():
+      end += 1
+    following = lines[end] if end < len(lines) else ""
+    limit = 1 if following[:1] in (" ", "\t") else 2
+    if end == len(lines):
+      limit = 0
+    blanks = list(range(start, end))
+    drop.update(blanks[limit:])
+  return "".join(l for i, l in enumerate(lines) if i not in drop)
+
+
+def _collapse_blank_lines(text: str) -> str:
+  """At most two blank lines in a row (one before an indented line), none
+  at the end of the file: what removing a block leaves."""
+  text = re.sub(r"\n{4,}", "\n\n\n", text)
+  text = re.sub(r"\n{3,}(?=[ \t]+\S)", "\n\n", text)
+  return text.rstrip("\n") + "\n" if text.strip() else ""
+
+
+# ---------------------------------------------------------------------------
+# References between the overlay's modules.
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+  """A use of a name of a module: `module.name`, or the module itself."""
+  module: str          # dotted: jax.experimental.jax2tf.call_tf_lib.errors
+  name: str | None     # the attribute used, if any
+  line: int
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+  parts = []
+  while isinstance(node, ast.Attribute):
+    parts.append(node.attr)
+    node = node.value
+  if isinstance(node, ast.Name):
+    return [node.id, *reversed(parts)]
+  return None
+
+
+def references(text: str, path: str, modules: Iterable[str]
+               ) -> list[Reference]:
+  """The uses of `modules` (dotted names) in the Python source `text`.
+
+  Follows `import a.b as c`, `from a import b` and attribute chains of
+  those names (`call_tf_lib.batching.dispatch.batch`): each use is reported
+  as the longest module of `modules` the chain names, and the name used
+  from it.
+
+  Raises:
+    ForkError: `text` is not valid Python.
+  """
+  modules = set(modules)
+  local: dict[str, str] = {}
+  found: list[Reference] = []
+  if not any(m.rsplit(".", 1)[-1] in text for m in modules):
+    return found
+  try:
+    tree = ast.parse(text)
+  except SyntaxError:
+    # Newer syntax than the tool's Python reads (upstream's files may use
+    # the release's): the import statements and attribute chains by regex.
+    return _references_by_regex(text, modules)
+
+  def use(dotted: list[str], line: int) -> None:
+    for n in range(len(dotted), 0, -1):
+      candidate = ".".join(dotted[:n])
+      if candidate in modules:
+        found.append(Reference(candidate, dotted[n] if n < len(dotted)
+                               else None, line))
+        return
+
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        if alias.asname:
+          local[alias.asname] = alias.name
+        else:
+          local[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        use(alias.name.split("."), node.lineno)
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      for alias in node.names:
+        full = f"{node.module}.{alias.name}"
+        local[alias.asname or alias.name] = full
+        use(full.split("."), node.lineno)
+  for node in ast.walk(tree):
+    if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(
+        getattr(node, "ctx", None), ast.Load):
+      dotted = _dotted(node)
+      if dotted and dotted[0] in local:
+        use(local[dotted[0]].split(".") + dotted[1:], node.lineno)
+  return found
+
+
+_IMPORT_RE = re.compile(
+    r"^\s*(?:from\s+(?P<package>[\w.]+)\s+import\s+(?P<names>[\w, ]+?)"
+    r"|import\s+(?P<module>[\w.]+)(?:\s+as\s+(?P<alias>\w+))?)\s*(?:#.*)?$",
+    re.MULTILINE)
+
+
+def _references_by_regex(text: str, modules: set[str]) -> list[Reference]:
+  """`references` for source `ast` cannot parse: imports and `a.b.c` chains."""
+  local: dict[str, str] = {}
+  found = []
+
+  def use(dotted: list[str], line: int) -> None:
+    for n in range(len(dotted), 0, -1):
+      if ".".join(dotted[:n]) in modules:
+        found.append(Reference(".".join(dotted[:n]), dotted[n]
+                               if n < len(dotted) else None, line))
+        return
+
+  for m in _IMPORT_RE.finditer(text):
+    line = text.count("\n", 0, m.start()) + 1
+    if m.group("package"):
+      for item in m.group("names").split(","):
+        name, _, alias = item.strip().partition(" as ")
+        local[(alias or name).strip()] = f"{m.group('package')}.{name.strip()}"
+        use(local[(alias or name).strip()].split("."), line)
+    else:
+      module = m.group("module")
+      local[m.group("alias") or module.split(".")[0]] = (
+          module if m.group("alias") else module.split(".")[0])
+      use(module.split("."), line)
+  for n, line_text in enumerate(text.splitlines(), 1):
+    for m in re.finditer(r"\b([A-Za-z_]\w*)((?:\.\w+)+)", line_text):
+      if m.group(1) in local:
+        use(local[m.group(1)].split(".") + m.group(2)[1:].split("."), n)
+  return found
+
+
+# ---------------------------------------------------------------------------
+# Shaking a module down to the definitions in use.
+# ---------------------------------------------------------------------------
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+  if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    return {stmt.name}
+  if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+    return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+  if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t)
+            if isinstance(n, ast.Name)}
+  return set()
+
+
+def _used_names(stmt: ast.stmt) -> set[str]:
+  """The names `stmt` reads (an assignment: those of its value)."""
+  if isinstance(stmt, ast.Assign):
+    nodes = [stmt.value]
+  elif isinstance(stmt, ast.AnnAssign):
+    nodes = [stmt.value, stmt.annotation]
+  else:
+    nodes = [stmt]
+  return {n.id for node in nodes if node is not None
+          for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
+  """The module `text` with only the top-level definitions in use.
+
+  Kept: the module docstring, `from __future__` imports, the definitions
+  named in `used` and every module-level name they use (transitively),
+  statements that bind nothing but use a kept name (a registration call),
+  and the imports kept code uses. A comment block separated by a blank line
+  from the next statement heads a section: it is kept while anything up to
+  the next such block is.
+
+  Args:
+    text: the module's source (markers resolved).
+    path: its name, for errors.
+    used: the names other staged code uses from it.
+
+  Returns:
+    The shaken source, and the names in `used` it does not define.
+  """
+  try:
+    tree = ast.parse(text)
+  except SyntaxError as e:
+    raise ForkError(f"{path}:{e.lineno}: not valid Python: {e.msg}")
+  body = tree.body
+  bound = [_bound_names(s) for s in body]
+  defined = set().union(*bound) if bound else set()
+  keep = [False] * len(body)
+  for i, stmt in enumerate(body):
+    if (i == 0 and isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)):
+      keep[i] = True
+    elif isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+      keep[i] = True
+  wanted = set(used) & defined
+  changed = True
+  while changed:
+    changed = False
+    for i, stmt in enumerate(body):
+      if keep[i]:
+        continue
+      is_import = isinstance(stmt, (ast.Import, ast.ImportFrom))
+      if bound[i] & wanted or (not bound[i] and not is_import
+                               and _used_names(stmt) & wanted):
+        keep[i] = True
+        changed = True
+        if not is_import:
+          wanted |= _used_names(stmt) & defined
+  lines = text.splitlines(keepends=True)
+  starts = [min([s.lineno] + [d.lineno for d in getattr(
+      s, "decorator_list", [])]) for s in body]
+  out: list[str] = []
+  previous_end = 0
+  pending_header: list[str] = []
+  for i, stmt in enumerate(body):
+    gap = lines[previous_end:starts[i] - 1]
+    previous_end = stmt.end_lineno
+    # A comment block followed by a blank line in the gap heads a section.
+    last_blank = max((j for j, l in enumerate(gap) if not l.strip()),
+                     default=-1)
+    header = list(gap[:last_blank + 1])
+    if any(l.strip().startswith("#") for l in header):
+      pending_header = header
+      lead = gap[last_blank + 1:]
+    else:
+      lead = gap
+    if keep[i]:
+      if pending_header:
+        out += pending_header
+        pending_header = []
+      out += lead + lines[starts[i] - 1:stmt.end_lineno]
+  out += lines[previous_end:] if keep and keep[-1] else []
+  shaken = _collapse_blank_lines("".join(out))
+  return shaken, set(used) - defined
+
+
+def module_name(repo_path: str) -> str:
+  """`jax/a/b.py` -> `jax.a.b`; `jax/a/__init__.py` -> `jax.a`."""
+  p = pathlib.PurePosixPath(repo_path).with_suffix("")
+  parts = list(p.parts)
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return ".".join(parts)

@@ -1,0 +1,127 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The words of a staged commit: its message, CHANGELOG entry, doc edits.
+
+Upstream's commit messages are prose: a title line, a blank line, then
+paragraphs wrapped at 72 columns. A patch's DEP-3 headers become that: its
+`Description` (the synopsis line, then the long description, `.` lines
+separating paragraphs), and the `Bug` as "Part of <url>."; `Author`,
+`Forwarded` and `Last-Update` are the queue's bookkeeping and are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from forklib import patchq
+
+WIDTH = 72
+CHANGELOG = "CHANGELOG.md"
+
+
+def paragraphs(description: str) -> list[str]:
+  """A DEP-3 `Description` as paragraphs of prose (one line each)."""
+  lines = description.split("\n")
+  out: list[str] = []
+  current: list[str] = []
+  for line in lines:
+    if line.strip() in (".", ""):
+      if current:
+        out.append(" ".join(current))
+        current = []
+      continue
+    current.append(line.strip())
+  if current:
+    out.append(" ".join(current))
+  return out
+
+
+def _wrap(paragraph: str, width: int = WIDTH) -> str:
+  return textwrap.fill(paragraph, width, break_long_words=False,
+                       break_on_hyphens=False)
+
+
+def commit_message(title: str, summary: str, patches: list[patchq.Patch],
+                   default_bug: str) -> str:
+  """A pull request's commit message, from the plan and its patches."""
+  body: list[str] = []
+  if summary:
+    body += [_wrap(p) for p in paragraphs(summary)]
+  for patch in patches:
+    body += [_wrap(p) for p in paragraphs(patch.headers.get(
+        "Description", patch.subject))]
+  bugs = []
+  for patch in patches:
+    bug = patch.headers.get("Bug") or default_bug
+    if bug not in bugs:
+      bugs.append(bug)
+  if not bugs:
+    bugs = [default_bug]
+  body.append(_wrap(f"Part of {', '.join(bugs)}."))
+  return title + "\n\n" + "\n\n".join(body) + "\n"
+
+
+def changelog_with(text: str, entries: list[tuple[str, str]]) -> str:
+  """`CHANGELOG.md` with `entries` ((section, text)) in its Unreleased part.
+
+  Upstream's change log starts with `## Unreleased`, whose items are
+  grouped under bullets such as `* New features` and `* Bug fixes`. An
+  entry goes at the end of its group (made if missing, at the end of the
+  section); a missing `## Unreleased` section is made above the first
+  release's.
+  """
+  lines = text.split("\n")
+  head = next((i for i, l in enumerate(lines)
+               if re.match(r"^## +Unreleased\b", l, re.IGNORECASE)), None)
+  if head is None:
+    first = next((i for i, l in enumerate(lines) if l.startswith("## ")),
+                 len(lines))
+    lines[first:first] = ["## Unreleased", ""]
+    head = first
+  end = next((i for i in range(head + 1, len(lines))
+              if lines[i].startswith("## ")), len(lines))
+  for section, entry in entries:
+    item = textwrap.fill(entry, 80, initial_indent="  * ",
+                         subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False).split("\n")
+    group = next((i for i in range(head + 1, end)
+                  if re.match(rf"^\* +{re.escape(section)}\s*$", lines[i],
+                              re.IGNORECASE)), None)
+    if group is None:
+      at = end
+      while at > head + 1 and not lines[at - 1].strip():
+        at -= 1
+      new = ["", f"* {section}", *item] if at > head + 1 else [
+          f"* {section}", *item]
+      lines[at:at] = new
+      end += len(new)
+      continue
+    at = next((i for i in range(group + 1, end)
+               if lines[i].startswith("* ")), end)
+    while at > group + 1 and not lines[at - 1].strip():
+      at -= 1
+    lines[at:at] = item
+    end += len(item)
+  return "\n".join(lines)
+
+
+def pull_request_text(title: str, message: str, files: list[str],
+                      tests: list[str]) -> str:
+  """The description of a pull request, in Markdown."""
+  body = message.split("\n\n", 1)[1] if "\n\n" in message else ""
+  return (f"# {title}\n\n{body.strip()}\n\n"
+          + "Files:\n" + "".join(f"- `{f}`\n" for f in files)
+          + ("\nTests:\n" + "".join(f"- `{t}`\n" for t in tests)
+             if tests else "\nTests: none\n"))
