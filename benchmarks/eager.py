@@ -14,8 +14,9 @@
 """Eager ``vmap`` (no ``jax.jit`` anywhere), at one batch size.
 
 How a notebook or an eager training loop calls a TF function through
-``call_tf`` under ``jax.vmap``, against native eager JAX, TensorFlow's own
-``tf.vectorized_map`` and tf2jax:
+``call_tf`` under ``jax.vmap`` (and per-example gradients and Hessians:
+``vmap`` of ``jacrev``, ``hessian``), against native eager JAX,
+TensorFlow's own ``tf.vectorized_map`` and tf2jax:
 
 * ``fork_new``: ``jax.vmap(jax2tf.call_tf(f))(x)``, a new ``call_tf``
   object on every call (written inline in a loop);
@@ -45,7 +46,7 @@ from benchmarks import workloads as wl
 
 N = 256
 WORKLOADS = ("mlp128", "small", "mlp", "mlp_matvec", "energy", "energy_jac",
-             "keras")
+             "keras", "mlp128_grad", "lj8_grad", "lj8_hessian")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +83,8 @@ def _fork_tf_function_new(w: wl.Workload) -> Callable[[Any], Any]:
 
 
 def _tf_batched(w: wl.Workload, xs: Any) -> Any:
+  if w.derivative not in (None, "jacrev"):
+    raise NotImplementedError(f"TensorFlow's {w.derivative} is not measured")
   if not w.jacobian:
     return tf.vectorized_map(w.tf_fn, xs)
   with tf.GradientTape() as tape:

@@ -250,6 +250,29 @@ def eager_table(data: dict[str, Any]) -> str:
   return "\n".join(rows)
 
 
+def eager_first_call_table(data: dict[str, Any]) -> str:
+  """Eager vmap at one N: each method's first call (trace, compile, run)."""
+  e = data.get("eager")
+  if not e:
+    return ""
+  methods = [m["name"] for m in e["methods"]]
+  rows = ["| workload | " + " | ".join(methods) + " |",
+          "|---|" + "---:|" * len(methods)]
+  for w in dict.fromkeys(r["workload"] for r in e["rows"]):
+    by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
+    nat = (by.get("native") or {}).get("first_call")
+    cells = []
+    for m in methods:
+      t = (by.get(m) or {}).get("first_call")
+      if t is None:
+        cells.append("fails" if (by.get(m) or {}).get("error") else "—")
+      else:
+        cells.append(fmt_time(t) + ("" if m == "native" or not nat
+                                    else f" ({t / nat:.2f}x)"))
+    rows.append(f"| {w} | " + " | ".join(cells) + " |")
+  return "\n".join(rows)
+
+
 def first_call_table(data: dict[str, Any]) -> str:
   """First call under jit in fresh processes: medians (and minima)."""
   fc = data.get("first_call")
@@ -438,7 +461,10 @@ def _sections(res: Results, heading: str) -> list[str]:
               "", "No `jax.jit` anywhere; median time per call, ratio to "
               "native eager JAX.", "",
               "\n".join(f"- `{m['name']}`: {m['title']}"
-                        for m in res.data["eager"]["methods"]), "", et, ""]
+                        for m in res.data["eager"]["methods"]), "", et, "",
+              "First call of each (a new function: trace, compile and "
+              "run; the process warm), ratio to native's:", "",
+              eager_first_call_table(res.data), ""]
   fc = first_call_table(res.data)
   if fc:
     f = res.data["first_call"]
@@ -723,7 +749,61 @@ def summary_table(data: dict[str, Any], results: str) -> str:
       f"{steady_when}, first call {first_when}. The first call's MLP "
       "(`mlp128`) has 128 hidden units, the steady state's (`mlp`) 256.",
   ]
-  return "\n".join([SUMMARY_BEGIN, "", *rows, "", *notes, "", SUMMARY_END])
+  eager = _eager_summary(data)
+  return "\n".join([SUMMARY_BEGIN, "", *rows, "", *notes, "",
+                    *([*eager, ""] if eager else []), SUMMARY_END])
+
+
+# The eager rows of the summary: (label, workload of the eager section).
+EAGER_SUMMARY_ROWS = (
+    ("`vmap`, an MLP `R^64 -> R` (128 units)", "mlp128"),
+    ("`vmap`, the molecular energy", "energy"),
+    ("per-example gradients (`vmap(jacrev)`), the MLP", "mlp128_grad"),
+    (f"per-example forces (`vmap(jacrev)`), {_LJ8}", "lj8_grad"),
+    (f"`vmap(hessian)`, {_LJ8}", "lj8_hessian"),
+)
+# Its columns: the eager section's methods.
+_EAGER_COLUMNS = (("fork_tf_function", "`call_tf(tf.function(f))`"),
+                  ("fork_reused", "`call_tf(f)`, `f` a Python function"))
+
+
+def _eager_summary(data: dict[str, Any]) -> list[str]:
+  """The eager table of the summary: each fork method over native eager."""
+  e = data.get("eager")
+  if not e:
+    return []
+  by = {(r["workload"], r["method"]): r for r in e["rows"]}
+  head = ("| eager call, N = " + str(e["n"]) + " | "
+          + " | ".join(f"steady, {t}" for _, t in _EAGER_COLUMNS)
+          + " | " + " | ".join(f"first call, {t}" for _, t in _EAGER_COLUMNS)
+          + " |")
+  rows = [head, "|---|" + "---|" * (2 * len(_EAGER_COLUMNS))]
+  for label, w in EAGER_SUMMARY_ROWS:
+    nat = by.get((w, "native"))
+    if not nat or nat.get("steady") is None:
+      continue
+    steady, first = [], []
+    for m, _ in _EAGER_COLUMNS:
+      r = by.get((w, m)) or {}
+      if r.get("error") or r.get("steady") is None:
+        steady.append("fails" if r.get("error") else "not measured")
+        first.append(steady[-1])
+        continue
+      q = paired_ratio(r, [nat])
+      steady.append(f"{q:.2f}x" if q is not None else "not measured")
+      first.append(f"{r['first_call'] / nat['first_call']:.2f}x "
+                   f"({fmt_time(r['first_call'])} vs native "
+                   f"{fmt_time(nat['first_call'])})"
+                   if r.get("first_call") and nat.get("first_call")
+                   else "not measured")
+    rows.append(f"| {label} | " + " | ".join(steady + first) + " |")
+  return rows + [
+      "", "Eagerly (no `jax.jit` anywhere): time of the fork over native "
+      "eager `jax.vmap` of the `jnp` function, paired by sampling round; "
+      "first call: a new function's trace, compile and run in a warm "
+      "process. A plain Python `f` is traced by TensorFlow at every call "
+      "(it may read Python state, as upstream's eager call reruns it); a "
+      "`tf.function` is traced once per signature."]
 
 
 def replace_summary(text: str, block: str, path: str) -> str:

@@ -375,9 +375,28 @@ def lj8() -> Workload:
                   tol=1e-3, modes=("jit",), family="lj8")
 
 
+def eager_derivatives() -> list[Workload]:
+  """The eager section's derivatives: per-example gradients and Hessians."""
+  return [
+      dataclasses.replace(mlp128(), name="mlp128_grad", derivative="jacrev",
+                          title=f"gradient of the MLP R^{MLP_IN} -> R "
+                          f"({MLP128_HIDDEN} tanh units): per-example "
+                          "gradients"),
+      dataclasses.replace(lj8(), name="lj8_grad", derivative="jacrev",
+                          modes=("eager",),
+                          title=f"gradient of the Lennard-Jones energy of "
+                          f"{LJ8_ATOMS} atoms: per-example forces"),
+      dataclasses.replace(lj8(), name="lj8_hessian", derivative="hessian",
+                          modes=("eager",),
+                          title=f"Hessian of the Lennard-Jones energy of "
+                          f"{LJ8_ATOMS} atoms"),
+  ]
+
+
 @functools.cache
 def _all_by_name(cache_dir: str | None) -> dict[str, Workload]:
-  return {w.name: w for w in [*all_workloads(cache_dir), mlp128(), lj8()]}
+  return {w.name: w for w in [*all_workloads(cache_dir), mlp128(), lj8(),
+                              *eager_derivatives()]}
 
 
 def by_name(name: str, cache_dir: str | None = None) -> Workload:
