@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The overlay's import graph: no cycles, no module reading another's privates.
+"""The overlay's import graph: the layers docs/design.md states, no cycles, no
+module reading another's privates.
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import shutil
 
 PACKAGE = "jax.experimental.jax2tf.call_tf_lib"
 
@@ -96,3 +98,59 @@ def test_the_overlay_imports_have_no_cycle(root):
       visit(name, [])
   assert len(modules) > 20, sorted(modules)  # the overlay was found
   assert not cycles, cycles
+
+
+def _stated_layers(root: pathlib.Path) -> list[list[str]]:
+  """The layer order docs/design.md states, lowest first."""
+  text = (root / "docs" / "design.md").read_text(encoding="utf-8")
+  lines = [l.strip() for l in text.splitlines()
+           if l.startswith("    ") and l.strip().startswith("errors, compat <")]
+  assert len(lines) == 1, "docs/design.md states the layers in one line"
+  return [[name.strip() for name in layer.split(",")]
+          for layer in lines[0].split("<")]
+
+
+def test_every_import_goes_down_the_layers_design_md_states(root):
+  layers = _stated_layers(root)
+  rank = {name: i for i, layer in enumerate(layers) for name in layer}
+  modules = _modules(root)
+
+  def top(module: str) -> str | None:
+    rest = module[len(PACKAGE) + 1:]
+    return rest.split(".")[0] if rest else None  # None: the package itself
+
+  subpackages = {top(m) for m in modules} - {None}
+  assert subpackages == set(rank), (
+      "docs/design.md's layers name every subpackage and top-level module "
+      f"of the overlay: missing {sorted(subpackages - set(rank))}, unknown "
+      f"{sorted(set(rank) - subpackages)}")
+  upward = []
+  for name, path in modules.items():
+    here = top(name)
+    if here is None:
+      continue
+    for dep in _imports(path, modules)[0]:
+      there = top(dep)
+      if there is None or there == here:
+        continue
+      if rank[there] >= rank[here]:
+        upward.append(f"{name} imports {dep} ({there} is not below {here})")
+  assert not upward, upward
+
+
+def test_the_layer_check_catches_an_upward_import(root, tmp_path):
+  """The check above can fail: a copy of the overlay with one bad import."""
+  base = pathlib.Path(*PACKAGE.split("."))
+  shutil.copytree(root / base, tmp_path / base)
+  (tmp_path / "docs").mkdir()
+  shutil.copy(root / "docs" / "design.md", tmp_path / "docs" / "design.md")
+  bad = tmp_path / base / "tf_function" / "graph.py"
+  bad.write_text(bad.read_text(encoding="utf-8") + (
+      f"\nfrom {PACKAGE}.batching import dispatch  # noqa\n"),
+                 encoding="utf-8")
+  try:
+    test_every_import_goes_down_the_layers_design_md_states(tmp_path)
+  except AssertionError as e:
+    assert "tf_function.graph imports" in str(e)
+  else:
+    raise AssertionError("an upward import was not found")
