@@ -74,16 +74,17 @@ def run(project: Project, release: Release,
   test_set = upstream_tests.find_set(tests_dir, release.version)
   log.step("baseline", f"jax {release.version}: upstream's tests from "
            f"{test_set.describe()}")
-  venv = envs.test_env(project, release, envs.stock_wheel(release))
-  python = envs.venv_python(venv)
-  versions = upstream_tests.versions_in(python)
-  check = call_tf_check(python)
-  log.step("baseline", f"stock call_tf: {check}")
-  tree = upstream_tests.prepare(test_set, [], upstream_tests.PYTEST_INI)
-  log_dir = venv.parent.parent / "logs" / f"baseline-{release.version}"
-  results = upstream_tests.run_all(
-      python, tree, log_dir, expect_version=release.version,
-      build_dir=project.root / "build")
+  with envs.test_env(project, release,
+                     envs.stock_wheel(release)) as venv:
+    python = envs.venv_python(venv)
+    versions = upstream_tests.versions_in(python)
+    check = call_tf_check(python)
+    log.step("baseline", f"stock call_tf: {check}")
+    tree = upstream_tests.prepare(test_set, [], upstream_tests.PYTEST_INI)
+    log_dir = venv.parent.parent / "logs" / f"baseline-{release.version}"
+    results = upstream_tests.run_all(
+        python, tree, log_dir, expect_version=release.version,
+        build_dir=project.root / "build")
   baseline = upstream_tests.Baseline(
       version=release.version, tests=test_set.name,
       date=upstream_tests.today(), versions=versions,

@@ -18,10 +18,18 @@ pinned per release in the manifest, so an environment is cached under a key of
 exactly those pins and reused; the patched jax wheel itself is reinstalled
 into it every time. An environment is marked complete only after every
 install succeeded; an incomplete one is rebuilt from scratch.
+
+Test environments are large (tensorflow-cpu alone is over a gigabyte), and a
+run of every release makes about twenty. The cache is bounded by the disk, not
+by a count: before one is made, the least recently used test environments
+that no run holds (`in_use`) are removed until `TEST_ENV_SPACE` bytes are
+free, and a run refuses to start one with less than `MIN_FREE_SPACE` free.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import pathlib
@@ -29,7 +37,8 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import TextIO
+import threading
+from typing import Iterator, TextIO
 
 from forklib import ForkError
 from forklib import fetch
@@ -43,6 +52,14 @@ from forklib.project import cache_root
 _MARKER = ".fork-env-complete"
 _CREATING_MARKER = ".fork-env-creating"
 _TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
+_TEST_ENV_PREFIX = "test-jax"
+
+# Free bytes wanted before a test environment is made (a tensorflow-cpu venv
+# takes about 1.5 GB, pip unpacks its wheels beside it, and another run may be
+# installing at the same time), and the least below which none is started.
+TEST_ENV_SPACE = 5 << 30
+MIN_FREE_SPACE = 2 << 30
+_ROOM_LOCK = threading.Lock()  # one eviction at a time in this process
 
 
 def _python_version_of(executable: str) -> str | None:
@@ -164,6 +181,7 @@ def make_venv(venv: pathlib.Path, release: Release, key: str,
   marker = venv / _MARKER
   if marker.exists() and marker.read_text() == key:
     log.step("env", f"reusing {venv}")
+    marker.touch()  # its last use, for `make_room`
     return venv
   creating = venv / _CREATING_MARKER  # ours, left incomplete by a failure
   if (venv.exists() or venv.is_symlink()) and not in_cache and (
@@ -232,21 +250,97 @@ def test_requirements(project: Project) -> list[str]:
   return _requirements(project.root / "tests" / "requirements.txt")
 
 
+@contextlib.contextmanager
 def test_env(project: Project, release: Release,
-             wheel: pathlib.Path) -> pathlib.Path:
+             wheel: pathlib.Path) -> Iterator[pathlib.Path]:
   """The cached test environment of `release`, with the jax wheel `wheel`.
 
   The environment is keyed by its exact pins (Python, jaxlib,
   tensorflow-cpu, tests/requirements.txt, the release's `test_packages`);
   the wheel is reinstalled every time, so the same environment serves the
-  fork's wheel and, for `baseline`, upstream's own (`stock_wheel`).
+  fork's wheel and, for `baseline`, upstream's own (`stock_wheel`). It is
+  held (`in_use`) until the `with` block ends, so that no other run removes
+  it to make room (`make_room`).
+
+  Raises:
+    ForkError: the environment cannot be made (a failed install, too little
+      free disk).
   """
   requirements = base_requirements(release) + test_requirements(project)
   key = env_key(release, requirements + list(release.test_packages))
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-  venv = cache_root() / "venvs" / f"test-jax{release.version}-{digest}"
-  return _ensure(venv, release, key, requirements, wheel,
-                 no_deps=release.test_packages)
+  venv = cache_root() / "venvs" / f"{_TEST_ENV_PREFIX}{release.version}-{digest}"
+  venv.parent.mkdir(parents=True, exist_ok=True)
+  with in_use(venv):
+    if not (venv / _MARKER).is_file() or (venv / _MARKER).read_text() != key:
+      make_room(venv.parent, TEST_ENV_SPACE, MIN_FREE_SPACE)
+    yield _ensure(venv, release, key, requirements, wheel,
+                  no_deps=release.test_packages)
+
+
+def _lock_path(venv: pathlib.Path) -> pathlib.Path:
+  return venv.with_name(venv.name + ".lock")
+
+
+@contextlib.contextmanager
+def in_use(venv: pathlib.Path) -> Iterator[None]:
+  """Holds `venv` (a shared lock on `<venv>.lock`): `make_room` keeps it.
+
+  The lock is taken by every run, thread or process, that uses the
+  environment, so one environment may serve several runs at once.
+  """
+  with open(_lock_path(venv), "a+b") as f:
+    fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+    try:
+      yield
+    finally:
+      fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def free_space(path: pathlib.Path) -> int:
+  """Bytes free for this user on the file system of `path`."""
+  return shutil.disk_usage(path).free
+
+
+def make_room(venvs: pathlib.Path, want: int, least: int) -> None:
+  """Removes unused test environments until `want` bytes are free.
+
+  Only complete test environments this tool made (`test-jax*`, with its
+  marker file) are removed, least recently used first, and none that a run
+  holds (`in_use`); nothing else in `venvs` is touched.
+
+  Raises:
+    ForkError: fewer than `least` bytes are free even so.
+  """
+  with _ROOM_LOCK:
+    free = free_space(venvs)
+    if free >= want:
+      return
+    candidates = sorted(
+        (v for v in venvs.glob(f"{_TEST_ENV_PREFIX}*")
+         if v.is_dir() and not v.is_symlink() and (v / _MARKER).is_file()),
+        key=lambda v: (v / _MARKER).stat().st_mtime)
+    for venv in candidates:
+      if free >= want:
+        break
+      with open(_lock_path(venv), "a+b") as f:
+        try:
+          fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+          continue  # a run holds it
+        log.step("env", f"{free / 2**30:.1f} GiB free: removing the least "
+                 f"recently used test environment {venv}")
+        (venv / _MARKER).unlink()  # incomplete from here on, if interrupted
+        shutil.rmtree(venv)
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+      free = free_space(venvs)
+    if free < least:
+      raise ForkError(
+          f"only {free / 2**30:.1f} GiB is free on the disk of {venvs}, and "
+          f"a test environment needs about {want / 2**30:.0f} GiB "
+          "(tensorflow-cpu and its wheels); no unused test environment is "
+          "left to remove. Free some space, or point JAX_FORK_CACHE at a "
+          "larger disk, then run again.")
 
 
 def stock_wheel(release: Release) -> pathlib.Path:

@@ -204,8 +204,8 @@ def check_by_installing(project: Project, release: Release) -> str:
   log.step("release", f"jax {release.version}: installing stock jax with "
            f"jaxlib {release.test_jaxlib} and tensorflow-cpu "
            f"{release.test_tensorflow} on Python {release.test_python}")
-  venv = envs.test_env(project, release, envs.stock_wheel(release))
-  result = baseline.call_tf_check(envs.venv_python(venv))
+  with envs.test_env(project, release, envs.stock_wheel(release)) as venv:
+    result = baseline.call_tf_check(envs.venv_python(venv))
   if not result.startswith("ok"):
     raise ForkError(
         f"the pins proposed for jax {release.version} (jaxlib "

@@ -193,24 +193,30 @@ def run_release(project: Project, release: Release, mode: str, *,
     wheel = (wheels or Wheels(project)).get(release)
   except ForkError as e:
     row.status = "build fails: " + _first_line(str(e))
+    print(f"build of jax {release.label} failed:\n{e}", file=out or sys.stderr,
+          flush=True)
     row.seconds = time.monotonic() - start
     return row
   try:
-    venv = envs.test_env(project, release, wheel)
-    python = envs.venv_python(venv)
-    row.python = upstream_tests.versions_in(python)["python"]
-    rc, row.fork = _run_fork_suite(project, release, venv, wheel,
-                                   SMOKE if mode == SMOKE_FORK else mode,
-                                   pytest_args, log_dir, tests_dir, out)
-    if rc != 0:
-      row.status = f"fork suite fails (pytest exit {rc})"
-    if tests_dir is not None:
-      _run_upstream(project, release, mode, python, tests_dir, log_dir, row,
-                    out or sys.stdout)
+    with envs.test_env(project, release, wheel) as venv:
+      python = envs.venv_python(venv)
+      row.python = upstream_tests.versions_in(python)["python"]
+      rc, row.fork = _run_fork_suite(project, release, venv, wheel,
+                                     SMOKE if mode == SMOKE_FORK else mode,
+                                     pytest_args, log_dir, tests_dir, out)
+      if rc != 0:
+        row.status = f"fork suite fails (pytest exit {rc})"
+      if tests_dir is not None:
+        _run_upstream(project, release, mode, python, tests_dir, log_dir,
+                      row, out or sys.stdout)
   except ForkError as e:
     row.status = _first_line(str(e))
+    print(e, file=out or sys.stderr, flush=True)  # the table has one line
   except subprocess.CalledProcessError as e:
     row.status = f"{' '.join(map(str, e.cmd))} failed (exit {e.returncode})"
+  except OSError as e:  # a full disk, say: this run fails, the others go on
+    row.status = (f"{e} ({envs.free_space(log_dir) / 2**30:.1f} GiB free "
+                  f"on the disk of {log_dir})")
   row.seconds = time.monotonic() - start
   return row
 

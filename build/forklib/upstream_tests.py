@@ -294,12 +294,22 @@ def _summary_line(output: str) -> str:
 
 def read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
                                               str | None]:
-  """Outcomes from the plugin's report, and the test that never finished."""
+  """Outcomes from the plugin's report, and the test that never finished.
+
+  A line that is not whole (the process died, or the disk filled, while it
+  was written) ends the report: the test it started or finished is the one
+  that never finished.
+  """
   outcomes: dict[str, tuple[str, str]] = {}
   started = None
   if path.exists():
-    for line in path.read_text(encoding="utf-8").splitlines():
-      record = json.loads(line)
+    for line in path.read_text(encoding="utf-8",
+                               errors="replace").splitlines():
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        started = started or f"(a test after the last whole line of {path})"
+        break
       if "start" in record:
         started = record["start"]
       else:
