@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import shutil
 
 PACKAGE = "jax.experimental.jax2tf.call_tf_lib"
@@ -100,11 +101,16 @@ def test_the_overlay_imports_have_no_cycle(root):
   assert not cycles, cycles
 
 
+# A line such as "a < b, c < d": module names, commas and at least one "<".
+_LAYERS_LINE = re.compile(r"\w+(, \w+)*( < \w+(, \w+)*)+")
+
+
 def _stated_layers(root: pathlib.Path) -> list[list[str]]:
   """The layer order docs/design.md states, lowest first."""
   text = (root / "docs" / "design.md").read_text(encoding="utf-8")
   lines = [l.strip() for l in text.splitlines()
-           if l.startswith("    ") and l.strip().startswith("errors, compat <")]
+           if l.startswith("    ") and _LAYERS_LINE.fullmatch(l.strip())
+           and "errors" in re.split(r"[,<]\s*|\s+", l.strip())]
   assert len(lines) == 1, "docs/design.md states the layers in one line"
   return [[name.strip() for name in layer.split(",")]
           for layer in lines[0].split("<")]

@@ -31,6 +31,7 @@ per concern, each readable in one sitting:
   custom call.
 * :mod:`.embed`: functions restored from jax2tf SavedModels, embedded as
   StableHLO.
+* :mod:`.vmap_methods`: the names of the ``vmap_method``s and their groups.
 * :mod:`.errors`: every error a user sees, and its message.
 * :mod:`.compat`: every JAX and TF internal that differs across releases.
 

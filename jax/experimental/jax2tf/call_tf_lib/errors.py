@@ -21,12 +21,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
+
 FLAG_HINT = ("the jax_call_tf_slow_vmap option (JAX_CALL_TF_SLOW_VMAP=1, "
              "jax.config.update('jax_call_tf_slow_vmap', True), or "
              "--jax_call_tf_slow_vmap)")
 
-ONE_CALL_HINT = ("one of the one-call methods vmap_method='expand_dims', "
-                 "'broadcast_all' or 'batch_polymorphic'")
+ONE_CALL_HINT = ("one of the one-call methods "
+                 f"vmap_method={vmap_methods.EXPAND_DIMS!r}, "
+                 f"{vmap_methods.BROADCAST_ALL!r} or "
+                 f"{vmap_methods.BATCH_POLYMORPHIC!r}")
+
+# The words that mark the line of pfor's error that says what failed (these
+# are TensorFlow's words, not vmap_method names).
+_PFOR_FAILURE_WORDS = ("pfor", "loop invariant")  # not a vmap_method
 
 
 class CallTfVectorizationError(ValueError):
@@ -83,24 +91,25 @@ def first_line(e: BaseException | str, keywords: Sequence[str] = ()) -> str:
   return lines[0] if lines else type(e).__name__
 
 
-def what_to_do(vmap_method: str | None) -> str:
+def what_to_do(vmap_method: vmap_methods.VmapMethod | None) -> str:
   """What a user can do when a vectorizing vmap_method cannot vectorize."""
   if vmap_method is None:
     return (
         "To run one TensorFlow call per batch element instead (a loop, "
-        "slower), pass vmap_method='sequential' to call_tf, or turn on "
-        f"{FLAG_HINT} to fall back to it automatically. If the TensorFlow "
-        f"function already handles a leading batch axis, {ONE_CALL_HINT} "
-        "makes a single call.")
+        f"slower), pass vmap_method={vmap_methods.SEQUENTIAL!r} to call_tf, "
+        f"or turn on {FLAG_HINT} to fall back to it automatically. If the "
+        "TensorFlow function already handles a leading batch axis, "
+        f"{ONE_CALL_HINT} makes a single call.")
   return (
       f"vmap_method={vmap_method!r} never falls back: pass "
-      "vmap_method='sequential' (one call per batch element), or "
-      f"{ONE_CALL_HINT} if the function handles a leading batch axis, or "
-      f"vmap_method=None with {FLAG_HINT}.")
+      f"vmap_method={vmap_methods.SEQUENTIAL!r} (one call per batch "
+      f"element), or {ONE_CALL_HINT} if the function handles a leading "
+      f"batch axis, or vmap_method=None with {FLAG_HINT}.")
 
 
 def pfor_error(op_type: str | None, node_name: str | None,
-               vmap_method: str | None, cause: BaseException | str, *,
+               vmap_method: vmap_methods.VmapMethod | None,
+               cause: BaseException | str, *,
                compile_failure: str | None = None
                ) -> CallTfVectorizationError:
   """pfor (``tf.vectorized_map``) cannot vectorize an op of the function.
@@ -121,18 +130,20 @@ def pfor_error(op_type: str | None, node_name: str | None,
         "Under jax.jit no vmap_method runs it: XLA cannot compile the "
         f"unbatched function either ({compile_failure}). Call it outside "
         "jax.jit, where call_tf runs it in TensorFlow and "
-        "vmap_method='sequential' runs it once per batch element.")
+        f"vmap_method={vmap_methods.SEQUENTIAL!r} runs it once per batch "
+        "element.")
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) vectorizes the "
       "TensorFlow function with tf.vectorized_map (pfor), which cannot "
       f"vectorize {describe_op(op_type, node_name)}. "
       f"{remedy}\nTensorFlow said: "
-      f"{first_line(cause, ('pfor', 'loop invariant'))}",
+      f"{first_line(cause, _PFOR_FAILURE_WORDS)}",
       op_type, node_name)
 
 
 def stateful_error(op_type: str, node_name: str | None,
-                   vmap_method: str | None, *, effect: str = "",
+                   vmap_method: vmap_methods.VmapMethod | None, *,
+                   effect: str = "",
                    under_jit: bool = False, writes_variable: bool = False
                    ) -> CallTfVectorizationError:
   """The function has an op with side effects; one call would run it once.
@@ -158,16 +169,17 @@ def stateful_error(op_type: str, node_name: str | None,
         "such as a variable assignment cannot happen, with or without "
         "jax.vmap. Call it "
         "outside jax.jit, where call_tf runs it in TensorFlow eager mode "
-        "and vmap_method='sequential' runs it once per batch element; or "
+        f"and vmap_method={vmap_methods.SEQUENTIAL!r} runs it once per batch "
+        "element; or "
         "return the new value from the function and assign the variable "
         "outside call_tf.", op_type, node_name)
-  if vmap_method in ("expand_dims", "broadcast_all", "batch_polymorphic"):
+  if vmap_method in vmap_methods.ONE_CALL:
     return CallTfVectorizationError(
         f"jax.vmap of call_tf (vmap_method={vmap_method!r}) makes one "
         "TensorFlow call for the whole batch, but the TensorFlow function "
         f"has {op}: it would run once instead of once per batch element. "
-        "Pass vmap_method='sequential' to call_tf to run the function once "
-        "per batch element.", op_type, node_name)
+        f"Pass vmap_method={vmap_methods.SEQUENTIAL!r} to call_tf to run the "
+        "function once per batch element.", op_type, node_name)
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the TensorFlow "
       f"function has {op}. tf.vectorized_map (pfor) would run it once for "
@@ -176,20 +188,23 @@ def stateful_error(op_type: str, node_name: str | None,
       op_type, node_name)
 
 
-def opaque_module_error(vmap_method: str | None) -> CallTfVectorizationError:
+def opaque_module_error(vmap_method: vmap_methods.VmapMethod | None
+                        ) -> CallTfVectorizationError:
   """A jax2tf-saved function is one XlaCallModule op, opaque to pfor."""
   return CallTfVectorizationError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
       "saved by jax2tf: it is one XlaCallModule op (serialized StableHLO), "
       "which TensorFlow's vectorizer cannot vectorize. If the saved function "
       "takes a leading batch axis whose rows are independent (jax2tf.convert "
-      "with polymorphic_shapes=['(b, ...)']), vmap_method='batch_polymorphic' "
+      "with polymorphic_shapes=['(b, ...)']), "
+      f"vmap_method={vmap_methods.BATCH_POLYMORPHIC!r} "
       "makes one call for the whole batch. " + what_to_do(vmap_method),
       "XlaCallModule", None)
 
 
 def xla_compile_error(op_type: str | None, node_name: str | None,
-                      vmap_method: str | None, cause: BaseException | str
+                      vmap_method: vmap_methods.VmapMethod | None,
+                      cause: BaseException | str
                       ) -> CallTfVectorizationError:
   """pfor vectorized the function, but XLA cannot compile the result."""
   if isinstance(cause, CallTfCompileError):
@@ -220,7 +235,8 @@ def xla_compile_error(op_type: str | None, node_name: str | None,
       op_type, node_name)
 
 
-def symbolic_batch_error(axis_size: Any, vmap_method: str | None,
+def symbolic_batch_error(axis_size: Any,
+                         vmap_method: vmap_methods.VmapMethod | None,
                          reason: str | None = None
                          ) -> CallTfVectorizationError:
   """One TF call for a symbolic batch size, which XLA cannot compile."""
@@ -231,45 +247,49 @@ def symbolic_batch_error(axis_size: Any, vmap_method: str | None,
       f"jax.vmap of call_tf with the symbolic batch size {axis_size} and "
       f"vmap_method={vmap_method!r} would compile the TensorFlow function "
       "with XLA for an unknown batch size, and XLA needs static shapes."
-      f"{why} Pass vmap_method='sequential' (a loop of calls with static "
-      "shapes), or, under jax2tf.convert, call_tf_graph=True (TensorFlow "
-      "then runs the function at the actual batch size).")
+      f"{why} Pass vmap_method={vmap_methods.SEQUENTIAL!r} (a loop of calls "
+      "with static shapes), or, under jax2tf.convert, call_tf_graph=True "
+      "(TensorFlow then runs the function at the actual batch size).")
 
 
-def ordered_error(vmap_method: str | None) -> NotImplementedError:
+def ordered_error(vmap_method: vmap_methods.VmapMethod | None
+                  ) -> NotImplementedError:
   """ordered=True needs calls in batch order: one per element."""
   return NotImplementedError(
       "jax.vmap of call_tf with ordered=True must keep the order of the "
-      "calls, one per batch element: pass vmap_method='sequential' to "
-      f"call_tf, or turn on {FLAG_HINT} (got vmap_method={vmap_method!r}).")
+      "calls, one per batch element: pass "
+      f"vmap_method={vmap_methods.SEQUENTIAL!r} to call_tf, or turn on "
+      f"{FLAG_HINT} (got vmap_method={vmap_method!r}).")
 
 
 def scalar_error(kind: str, index: int, aval_str: str) -> ValueError:
   """batch_polymorphic needs an axis 0 to merge the batch into."""
   return ValueError(
-      "jax.vmap of call_tf with vmap_method='batch_polymorphic' merges the "
-      f"batch into axis 0 of every argument and result, but {kind} {index} "
+      "jax.vmap of call_tf with "
+      f"vmap_method={vmap_methods.BATCH_POLYMORPHIC!r} merges the batch "
+      f"into axis 0 of every argument and result, but {kind} {index} "
       f"is a scalar ({aval_str}). Use another vmap_method, or give the "
       "function a leading batch axis.")
 
 
-def result_shape_error(vmap_method: str | None, index: int,
+def result_shape_error(vmap_method: vmap_methods.VmapMethod | None, index: int,
                        shape: Sequence[Any], expected: Sequence[Any]
                        ) -> ValueError:
   """A one-call method's result does not have the batched shape."""
-  where = ("merged into axis 0" if vmap_method == "batch_polymorphic"
+  where = ("merged into axis 0"
+           if vmap_method == vmap_methods.BATCH_POLYMORPHIC
            else "at axis 0")
   return ValueError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): result {index} of "
       f"the function has shape {list(shape)}, expected {list(expected)} (the "
       f"unbatched result's shape with the batch {where}). With this "
       "vmap_method the function must handle the batch axis itself; use "
-      "vmap_method=None or 'sequential' for a function written for one "
-      "example.")
+      f"vmap_method=None or {vmap_methods.SEQUENTIAL!r} for a function "
+      "written for one example.")
 
 
-def result_count_error(vmap_method: str | None, got: int, expected: int
-                       ) -> ValueError:
+def result_count_error(vmap_method: vmap_methods.VmapMethod | None, got: int,
+                       expected: int) -> ValueError:
   """A batched call returned another number of results."""
   return ValueError(
       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): the batched "
@@ -416,9 +436,9 @@ def embedded_forward_mode_error(name: str) -> NotImplementedError:
       "derivative (the VJP), and the VJP's StableHLO module cannot be "
       "transposed as JAX primitives here (see the debug log of "
       "jax.experimental.jax2tf.call_tf_lib.stablehlo.path; or "
-      "jax_call_tf_vectorizer is 'pfor'). Use reverse mode: jax.grad, "
-      "jax.vjp, jax.jacrev. For forward mode, call the JAX function the "
-      "model was converted from.")
+      f"jax_call_tf_vectorizer is {vmap_methods.PFOR!r}). Use reverse mode: "
+      "jax.grad, jax.vjp, jax.jacrev. For forward mode, call the JAX "
+      "function the model was converted from.")
 
 
 def embedded_transpose_error(name: str, e: Exception) -> NotImplementedError:
@@ -479,8 +499,9 @@ def inexact_kernel_error(op_type: str, node_name: str,
       "Such ops are TensorFlow's gradients (of max pooling's gradient, of "
       "bilinear resizing), taken in the function itself (a "
       "tf.GradientTape inside it) or where call_tf differentiates it with "
-      "TensorFlow's gradients (a custom gradient, vmap_method='pfor' or "
-      "'sequential'). Call it outside jax.jit, where TensorFlow's kernels "
+      "TensorFlow's gradients (a custom gradient, "
+      f"vmap_method={vmap_methods.PFOR!r} or {vmap_methods.SEQUENTIAL!r}). "
+      "Call it outside jax.jit, where TensorFlow's kernels "
       "compute it.")
 
 

@@ -51,6 +51,7 @@ from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
@@ -69,7 +70,8 @@ def has_tangent_space(x: Any) -> bool:
 def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
                callable_tf: Callable[..., Any],
                vjp_bwd: Callable[[Any, Any], Any], *,
-               vmap_method: str | None, call_tf_graph: bool
+               vmap_method: vmap_methods.VmapMethod | None,
+               call_tf_graph: bool
                ) -> Callable[..., Any]:
   """The differentiable callable of one ``call_tf``: ``make_call`` with a JVP.
 

@@ -16,10 +16,11 @@
 ``call_tf(f, vmap_method=...)`` chooses how ``jax.vmap`` batches a call:
 
 * ``None`` (default): the function is vectorized: one call for the whole
-  batch. For a TF function under ``jax.jit``, JAX's own batching rules batch
-  its StableHLO module, interpreted as JAX primitives (:mod:`.stablehlo.path`),
-  where every op of it has a rule; otherwise, and eagerly, TensorFlow's
-  ``tf.vectorized_map`` (pfor) vectorizes it (the option
+  batch. Eagerly and under ``jax.jit``, JAX's own batching rules batch the
+  TF function's StableHLO module, interpreted as JAX primitives
+  (:mod:`.stablehlo.path`), wherever XLA compiles the function and every op
+  of the module has a rule; otherwise TensorFlow's ``tf.vectorized_map``
+  (pfor) vectorizes it (the option
   ``jax_call_tf_vectorizer="pfor"`` makes pfor the only vectorizer). Where it
   cannot be vectorized, the call runs sequentially if the
   ``jax_call_tf_slow_vmap`` option is on, and otherwise raises
@@ -66,18 +67,10 @@ from jax._src import dtypes
 from jax._src import util
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import lax
 from jax import numpy as jnp
 import numpy as np
-
-VMAP_METHODS: tuple[str | None, ...] = (
-    None, "vectorized", "pfor", "sequential", "expand_dims", "broadcast_all",
-    "batch_polymorphic")
-# The methods that vectorize the function (one call for the whole batch).
-VECTORIZED_METHODS: tuple[str | None, ...] = (None, "vectorized", "pfor")
-ONE_CALL_METHODS: tuple[str, ...] = (
-    "expand_dims", "broadcast_all", "batch_polymorphic")
-
 
 def check_vmap_method(vmap_method: Any) -> None:
   """Raises ``ValueError`` unless ``vmap_method`` is a known method.
@@ -85,11 +78,12 @@ def check_vmap_method(vmap_method: Any) -> None:
   Args:
     vmap_method: the value given to ``call_tf(..., vmap_method=...)``.
   """
-  if vmap_method not in VMAP_METHODS:
-    raise errors.vmap_method_error(vmap_method, VMAP_METHODS)
+  if vmap_method not in vmap_methods.ALL:
+    raise errors.vmap_method_error(vmap_method, vmap_methods.ALL)
 
 
-def vjp_vmap_method(vmap_method: str | None) -> str | None:
+def vjp_vmap_method(vmap_method: vmap_methods.VmapMethod | None
+                    ) -> vmap_methods.VmapMethod | None:
   """The ``vmap_method`` of the call that computes the VJP.
 
   ``jax.jacrev`` is ``vmap`` of the VJP, whose call takes the primal
@@ -103,7 +97,8 @@ def vjp_vmap_method(vmap_method: str | None) -> str | None:
   Returns:
     The method for the VJP's call.
   """
-  return "broadcast_all" if vmap_method == "expand_dims" else vmap_method
+  return (vmap_methods.BROADCAST_ALL if vmap_method == vmap_methods.EXPAND_DIMS
+          else vmap_method)
 
 
 def slow_vmap_enabled() -> bool:
@@ -111,7 +106,7 @@ def slow_vmap_enabled() -> bool:
   return bool(config.call_tf_slow_vmap.value)
 
 
-def falls_back(vmap_method: str | None) -> bool:
+def falls_back(vmap_method: vmap_methods.VmapMethod | None) -> bool:
   """Whether a call that cannot be vectorized runs sequentially instead.
 
   Only the default method does, with the ``jax_call_tf_slow_vmap`` option
@@ -137,7 +132,7 @@ class Callee(Protocol):
 
   """
 
-  def symbolic_batch_refusal(self, vmap_method: str | None
+  def symbolic_batch_refusal(self, vmap_method: vmap_methods.VmapMethod | None
                              ) -> tuple[bool, str | None]:
     """Whether one call can take a symbolic batch size (shape polymorphism).
 
@@ -155,7 +150,7 @@ class Callee(Protocol):
     """One unbatched call."""
 
   def call_batched(self, args: Sequence[Any], is_batched: Sequence[bool],
-                   vmap_method: str,
+                   vmap_method: vmap_methods.VmapMethod,
                    out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     """One call on arguments that all carry a leading batch axis.
 
@@ -163,11 +158,12 @@ class Callee(Protocol):
       args: the arguments, arranged by the one-call ``vmap_method``.
       is_batched: which arguments were batched before the method arranged
         them (the others have a broadcast or size-1 leading axis).
-      vmap_method: one of :data:`ONE_CALL_METHODS`.
+      vmap_method: one of :data:`.vmap_methods.ONE_CALL`.
       out_avals: the results the call must return.
     """
 
-  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+  def side_effect_error(self, vmap_method: vmap_methods.VmapMethod | None
+                        ) -> Exception | None:
     """The error for a batch made with ``vmap_method``, if it has effects.
 
     A call with side effects is made once per batch element (the
@@ -176,7 +172,7 @@ class Callee(Protocol):
     """
 
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
-                      vmap_method: str | None,
+                      vmap_method: vmap_methods.VmapMethod | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     """One vectorized call; batched arguments carry the batch at axis 0.
 
@@ -189,7 +185,8 @@ class Callee(Protocol):
 
 
 def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
-          dims: Sequence[int | None], *, vmap_method: str | None,
+          dims: Sequence[int | None], *,
+          vmap_method: vmap_methods.VmapMethod | None,
           ordered: bool = False) -> tuple[list[Any], list[int | None]]:
   """Batches one call along the vmap axis, as ``vmap_method`` says.
 
@@ -210,7 +207,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     outs = callee.call(args)
     return list(outs), [None] * len(outs)
   slow_ok = falls_back(vmap_method)
-  if ordered and vmap_method != "sequential" and not slow_ok:
+  if ordered and vmap_method != vmap_methods.SEQUENTIAL and not slow_ok:
     raise errors.ordered_error(vmap_method)
 
   is_batched = [d is not None for d in dims]
@@ -225,7 +222,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     outs = _sequential(callee, args, is_batched, axis_size, out_avals)
     return outs, [0] * len(outs)
 
-  if vmap_method == "sequential" or (ordered and slow_ok):
+  if vmap_method == vmap_methods.SEQUENTIAL or (ordered and slow_ok):
     return sequential()
   # Every other method makes fewer calls than the batch has elements (a
   # batch of one too: the result must not depend on the batch size).
@@ -240,7 +237,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
         return sequential()
       raise errors.symbolic_batch_error(axis_size, vmap_method, reason)
 
-  if vmap_method in VECTORIZED_METHODS:
+  if vmap_method in vmap_methods.VECTORIZING:
     if core.is_constant_dim(axis_size) and axis_size == 0:
       # A batch of none needs no call (and a pure function's results are
       # known: empty arrays of the results' shapes).
@@ -263,7 +260,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     return _checked(outs, batched_out_avals, vmap_method), [
         0] * len(outs)
 
-  if vmap_method == "batch_polymorphic":
+  if vmap_method == vmap_methods.BATCH_POLYMORPHIC:
     for kind, avals in (("argument", unbatched_in_avals),
                         ("result", out_avals)):
       for i, a in enumerate(avals):
@@ -281,7 +278,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
     return [jnp.reshape(o, (axis_size, *a.shape))
             for o, a in zip(outs, out_avals)], [0] * len(outs)
 
-  size = axis_size if vmap_method == "broadcast_all" else 1
+  size = axis_size if vmap_method == vmap_methods.BROADCAST_ALL else 1
   expanded = [a if b else jnp.broadcast_to(a, (size, *a.shape))
               for a, b in zip(args, is_batched)]
   batched_out_avals = [a.update(shape=(axis_size, *a.shape))
@@ -292,7 +289,7 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
       0] * len(outs)
 
 
-def check_results(vmap_method: str | None,
+def check_results(vmap_method: vmap_methods.VmapMethod | None,
                   shapes: Sequence[Sequence[Any] | None],
                   expected: Sequence[Sequence[Any]]) -> list[bool]:
   """The one check of a batched call's results against their shapes.
@@ -322,7 +319,8 @@ def check_results(vmap_method: str | None,
           for i, (s, e) in enumerate(zip(shapes, expected))]
 
 
-def _check_result_shape(vmap_method: str | None, index: int,
+def _check_result_shape(vmap_method: vmap_methods.VmapMethod | None,
+                        index: int,
                         shape: Sequence[Any] | None,
                         expected: Sequence[Any]) -> bool:
   if shape is None:
@@ -336,7 +334,7 @@ def _check_result_shape(vmap_method: str | None, index: int,
     return d is None or e is None or core.definitely_equal(d, e)
 
   if len(shape) == len(expected):
-    if (vmap_method == "expand_dims"
+    if (vmap_method == vmap_methods.EXPAND_DIMS
         and any(is_one(d) and not is_one(e) for d, e in zip(shape, expected))
         and all(same(d, e) or is_one(d) for d, e in zip(shape, expected))):
       return True
@@ -346,7 +344,7 @@ def _check_result_shape(vmap_method: str | None, index: int,
 
 
 def _checked(outs: Sequence[Any], expected: Sequence[core.ShapedArray],
-             vmap_method: str | None) -> list[Any]:
+             vmap_method: vmap_methods.VmapMethod | None) -> list[Any]:
   """The results of one batched call, checked and broadcast as they must be."""
   outs = list(outs)
   broadcast = check_results(vmap_method,

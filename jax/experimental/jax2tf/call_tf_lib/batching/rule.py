@@ -62,6 +62,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_l
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 import tensorflow as tf
 
 
@@ -85,7 +86,7 @@ class Vectorized:
   """
   function_flat_tf: Any
   sig: tuple[Any, ...]
-  vmap_method: str | None
+  vmap_method: vmap_methods.VmapMethod | None
   made_from: Vectorized | None
 
   def root(self) -> Vectorized:
@@ -102,7 +103,8 @@ def register(prim: core.Primitive) -> None:
 
 
 def batching_rule(prim: core.Primitive, axis_data: Any, args: Sequence[Any],
-                  dims: Sequence[int | None], *, vmap_method: str | None,
+                  dims: Sequence[int | None], *,
+                  vmap_method: vmap_methods.VmapMethod | None,
                   **params: Any) -> tuple[list[Any], list[int | None]]:
   """Batches ``call_tf_p`` along the vmap axis, as ``vmap_method`` says.
 
@@ -134,7 +136,7 @@ class _TfCallee:
     self.prim = prim
     self.params = params
 
-  def symbolic_batch_refusal(self, vmap_method: str | None
+  def symbolic_batch_refusal(self, vmap_method: vmap_methods.VmapMethod | None
                              ) -> tuple[bool, str | None]:
     # TF runs a call_tf_graph function at the actual batch size; JAX batches
     # a module (for the unbatched shapes) for any batch size.
@@ -158,7 +160,7 @@ class _TfCallee:
     return list(self.prim.bind(*args, **self.params))
 
   def call_batched(self, args: Sequence[Any], is_batched: Sequence[bool],
-                   vmap_method: str,
+                   vmap_method: vmap_methods.VmapMethod,
                    out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     # Every argument now has the leading axis; the batch size is that of one
     # that was batched (a size-1 axis of an unbatched one would mislead).
@@ -167,7 +169,8 @@ class _TfCallee:
         out_avals)
     return list(self.prim.bind(*new_args, **new_params))
 
-  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+  def side_effect_error(self, vmap_method: vmap_methods.VmapMethod | None
+                        ) -> Exception | None:
     params = self.params
     if params["vectorized"] is not None:
       return None  # pure: its unbatched function was checked
@@ -183,7 +186,7 @@ class _TfCallee:
         writes_variable=effects.writes_variable(op_type))
 
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
-                      vmap_method: str | None,
+                      vmap_method: vmap_methods.VmapMethod | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     params = self.params
     staged = core.unsafe_am_i_under_a_jit()
@@ -231,7 +234,7 @@ class _TfCallee:
       raise dispatch.Unvectorizable(e) from e.__cause__
 
   def _batched(self, args: Sequence[Any], is_batched: tuple[bool, ...],
-               batch_arg: int, vmap_method: str | None,
+               batch_arg: int, vmap_method: vmap_methods.VmapMethod | None,
                out_avals: Sequence[core.ShapedArray]
                ) -> tuple[list[Any], dict[str, Any]]:
     """The arguments and params of the ``call_tf_p`` of a batched call."""
@@ -245,7 +248,7 @@ class _TfCallee:
     new_sig = tuple(tf.TensorSpec(_tf_shape(compat.typeof(a).shape), s.dtype)
                     for a, s in zip(args, sig))
     vectorized = None
-    if (vmap_method in dispatch.VECTORIZED_METHODS
+    if (vmap_method in vmap_methods.VECTORIZING
         and not params["call_tf_graph"]):
       vectorized = Vectorized(params["function_flat_tf"], sig, vmap_method,
                               params["vectorized"])
@@ -365,7 +368,7 @@ def _python_function(callable_flat_tf: Callable[..., Any]
 
 def _check_results(results: Sequence[Any],
                    expected: Sequence[tuple[int | None, ...]],
-                   vmap_method: str | None,
+                   vmap_method: vmap_methods.VmapMethod | None,
                    batch_size_tf: Callable[[], Any]) -> list[Any]:
   """Checks (at trace time) the shapes the batched TF function returns.
 
@@ -410,7 +413,7 @@ def _batched_tf_functions(
     callable_flat_tf: Callable[..., Any],
     function_flat_tf: Any,
     sig: tuple[tf.TensorSpec, ...],
-    vmap_method: str | None,
+    vmap_method: vmap_methods.VmapMethod | None,
     is_batched: tuple[bool, ...],
     batch_arg: int,
     expected_shapes: tuple[tuple[int | None, ...], ...],
@@ -433,8 +436,8 @@ def _batched_tf_functions(
     callable_flat_tf: the unbatched flat TF callable (a primitive param).
     function_flat_tf: its ``tf.function`` (a primitive param).
     sig: the unbatched argument specs (a primitive param).
-    vmap_method: one of :data:`.dispatch.VECTORIZED_METHODS` or of the one-call
-      methods.
+    vmap_method: one of :data:`.vmap_methods.VECTORIZING` or of
+      :data:`.vmap_methods.ONE_CALL`.
     is_batched: which flat arguments carry the batch at axis 0.
     batch_arg: an argument batched under vmap (its axis 0 is the batch).
     expected_shapes: the batched results' shapes (None for unknown sizes).
@@ -455,7 +458,7 @@ def _batched_tf_functions(
     return tf.shape(args_tf[batch_arg])[0]
 
   def call(args_tf: Sequence[Any], staged: bool) -> list[Any]:
-    if vmap_method not in dispatch.VECTORIZED_METHODS:
+    if vmap_method not in vmap_methods.VECTORIZING:
       return list(inner(*args_tf, check_output_avals=False))
     unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
     if vectorized is None:

@@ -45,6 +45,7 @@ from jax.experimental.jax2tf.call_tf_lib.export import rules as export_rules
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import numpy as jnp
 from jax import tree_util
@@ -65,7 +66,7 @@ class _EmbeddedCallee:
     self.weights = list(weights)
     self.interpret = interpret
 
-  def symbolic_batch_refusal(self, vmap_method: str | None
+  def symbolic_batch_refusal(self, vmap_method: vmap_methods.VmapMethod | None
                              ) -> tuple[bool, str | None]:
     del vmap_method
     return True, None  # the module is shape polymorphic
@@ -81,17 +82,18 @@ class _EmbeddedCallee:
     return list(self.fun(*args, *self.weights))
 
   def call_batched(self, args: Sequence[Any], is_batched: Sequence[bool],
-                   vmap_method: str,
+                   vmap_method: vmap_methods.VmapMethod,
                    out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     del is_batched, vmap_method, out_avals  # the dispatcher checks results
     return self.call(args)
 
-  def side_effect_error(self, vmap_method: str | None) -> Exception | None:
+  def side_effect_error(self, vmap_method: vmap_methods.VmapMethod | None
+                        ) -> Exception | None:
     del vmap_method
     return None  # a jax2tf module: JAX code, pure
 
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
-                      vmap_method: str | None,
+                      vmap_method: vmap_methods.VmapMethod | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
     if self.interpret is not None and stablehlo_path.may_use(vmap_method, False):
       # Eagerly as under jit, JAX batches the module as JAX primitives.
@@ -109,7 +111,7 @@ class _EmbeddedCallee:
 
 
 def _batched_call(fun: Callable[..., Any], nr_batchable: int,
-                  vmap_method: str | None,
+                  vmap_method: vmap_methods.VmapMethod | None,
                   interpret: Callable[..., Any] | None = None
                   ) -> Callable[..., Any]:
   """``fun`` with a ``custom_vmap`` rule implementing ``vmap_method``.
@@ -138,7 +140,8 @@ def _batched_call(fun: Callable[..., Any], nr_batchable: int,
 
 
 def call_embedded(embedded: restored.EmbeddedModule,
-                  args_flat: Sequence[Any], vmap_method: str | None) -> Any:
+                  args_flat: Sequence[Any],
+                  vmap_method: vmap_methods.VmapMethod | None) -> Any:
   """Calls an embedded module on JAX values.
 
   Args:
@@ -180,7 +183,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
     return interpret
 
   def uses_stablehlo() -> bool:
-    return stablehlo_path.vectorizer(vmap_method) == stablehlo_path.STABLEHLO
+    return stablehlo_path.vectorizer(vmap_method) == vmap_methods.STABLEHLO
 
   primal = _batched_call(
       lambda *a: exported.call(*module_operands(a[:nr_args], a[nr_args:])),
@@ -299,7 +302,8 @@ def _arg_spec(a: Any) -> tf.TensorSpec:
 
 
 def embedding_or(callable_tf: Callable[..., Any],
-                 general: Callable[..., Any], *, vmap_method: str | None,
+                 general: Callable[..., Any], *,
+                 vmap_method: vmap_methods.VmapMethod | None,
                  call_tf_graph: bool, ordered: bool,
                  output_shape_dtype_given: bool) -> Callable[..., Any]:
   """``call_tf``'s callable: embeds ``callable_tf`` if it can, else ``general``.

@@ -25,10 +25,12 @@ expressed as JAX primitives, one ``lax`` operation per StableHLO op
   where that gives TensorFlow's gradients (:mod:`.exactness`).
 
 The path is taken for ``vmap_method`` None and ``"vectorized"`` when the
-option ``jax_call_tf_vectorizer`` is ``"stablehlo"`` (the default), under a
-staging trace (``jax.jit``), for a pure function (:mod:`..tf_function.effects`)
-without ``call_tf_graph``, that XLA compiles and whose every op has a rule.
-Anything else keeps pfor and TF's gradients; each such fallback is logged at
+option ``jax_call_tf_vectorizer`` is ``"stablehlo"`` (the default), eagerly
+and under a staging trace (``jax.jit``), for a pure function
+(:mod:`..tf_function.effects`) without ``call_tf_graph``, that XLA compiles
+and whose every op has a rule; eagerly, only where XLA computes what
+TensorFlow's kernels do (:mod:`..tf_function.xla_fidelity`). Anything else
+keeps pfor and TF's gradients; each such fallback is logged at
 debug level with its reason (the ops without a rule, the error of the
 compilation). ``vmap_method="pfor"`` and ``jax_call_tf_vectorizer="pfor"``
 choose pfor and TF's gradients always.
@@ -61,6 +63,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_l
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
+from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import lax
 from jax import numpy as jnp
 import numpy as np
@@ -68,14 +71,8 @@ import tensorflow as tf
 
 logger = logging.getLogger(__name__)
 
-# The values of the option jax_call_tf_vectorizer.
-STABLEHLO = "stablehlo"
-PFOR = "pfor"
-# The vmap_method that chooses pfor (and TF's gradients) for one call_tf.
-PFOR_METHOD = "pfor"
 
-
-def vectorizer(vmap_method: str | None) -> str:
+def vectorizer(vmap_method: vmap_methods.VmapMethod | None) -> str:
   """What vectorizes (and differentiates) a call with ``vmap_method``.
 
   Returns:
@@ -83,12 +80,12 @@ def vectorizer(vmap_method: str | None) -> str:
     with the option ``jax_call_tf_vectorizer="pfor"``; else
     ``"stablehlo"``, which :func:`lookup` may still refuse.
   """
-  if vmap_method == PFOR_METHOD:
-    return PFOR
+  if vmap_method == vmap_methods.PFOR:
+    return vmap_methods.PFOR
   return str(config.call_tf_vectorizer.value)
 
 
-def may_use(vmap_method: str | None, call_tf_graph: bool,
+def may_use(vmap_method: vmap_methods.VmapMethod | None, call_tf_graph: bool,
             ordered: bool = False) -> bool:
   """Whether a call may take the StableHLO path, eagerly or staged.
 
@@ -102,8 +99,9 @@ def may_use(vmap_method: str | None, call_tf_graph: bool,
     ``"stablehlo"``, without ``call_tf_graph`` or ``ordered``. Whether the
     function's module is used is then :func:`lookup`'s answer.
   """
-  return (vmap_method in (None, "vectorized") and not call_tf_graph
-          and not ordered and vectorizer(vmap_method) == STABLEHLO)
+  return (vmap_method in vmap_methods.FOLLOW_VECTORIZER_OPTION
+          and not call_tf_graph and not ordered
+          and vectorizer(vmap_method) == vmap_methods.STABLEHLO)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
