@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The overlay's import graph: the layers docs/design.md states, no cycles, no
-module reading another's privates.
+module reading another's privates; and its vocabulary: each ``vmap_method``
+name spelled in one module.
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -160,3 +161,170 @@ def test_the_layer_check_catches_an_upward_import(root, tmp_path):
     assert "tf_function.graph imports" in str(e)
   else:
     raise AssertionError("an upward import was not found")
+
+
+# The vocabulary: every vmap_method name (and every value of the option
+# jax_call_tf_vectorizer) is spelled in one module of the overlay,
+# vmap_methods.py; the others use its constants, in code and in messages.
+
+VOCABULARY = f"{PACKAGE}.vmap_methods"
+# The Literal types in vmap_methods.py whose values are the names.
+_NAME_TYPES = ("VmapMethod", "Vectorizer")
+# A line with this comment spells a name in another sense (a word of
+# TensorFlow's messages, say); its strings do not count.
+NOT_A_NAME = "# not a vmap_method"
+
+
+def _vocabulary(path: pathlib.Path) -> set[str]:
+  """The names the Literal types of vmap_methods.py list."""
+  names = set()
+  for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    if (isinstance(node, ast.Assign) and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in _NAME_TYPES
+        and isinstance(node.value, ast.Subscript)):
+      index = node.value.slice
+      elts = index.elts if isinstance(index, ast.Tuple) else [index]
+      names |= {e.value for e in elts if isinstance(e, ast.Constant)}
+  return names
+
+
+def _spellings(text: str, names: set[str]) -> list[tuple[str, int]]:
+  """Where `text` spells one of `names` as a string literal: (name, line).
+
+  A spelling is a string constant that is the name, or a part of a string
+  (of an f-string too) that quotes it (``vmap_method='sequential'`` in a
+  message). Docstrings do not count (they document the names), nor the key
+  of a subscript (``params["vectorized"]``: a primitive parameter's name),
+  nor the strings of a line that carries ``NOT_A_NAME``.
+  """
+  tree = ast.parse(text)
+  lines = text.splitlines()
+  skip = set()
+  for node in ast.walk(tree):
+    if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                          ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)):
+      skip.add(id(node.body[0].value))
+    elif isinstance(node, ast.Subscript):
+      skip.add(id(node.slice))
+  quoted = re.compile(r"(['\"])(%s)\1" % "|".join(
+      re.escape(n) for n in sorted(names)))
+  found = []
+  for node in ast.walk(tree):
+    if (not isinstance(node, ast.Constant) or not isinstance(node.value, str)
+        or id(node) in skip or NOT_A_NAME in lines[node.lineno - 1]):
+      continue
+    if node.value in names:
+      found.append((node.value, node.lineno))
+    else:
+      found += [(m.group(2), node.lineno)
+                for m in quoted.finditer(node.value)]
+  return sorted(found)
+
+
+def _misspelled(modules: dict[str, pathlib.Path], names: set[str]
+                ) -> list[str]:
+  """Each name spelled outside VOCABULARY, or not in it."""
+  where: dict[str, list[str]] = {n: [] for n in names}
+  for module, path in modules.items():
+    for name, line in _spellings(path.read_text(encoding="utf-8"), names):
+      where[name].append(f"{module}:{line}")
+  problems = []
+  for name, places in sorted(where.items()):
+    outside = [p for p in places if p.split(":")[0] != VOCABULARY]
+    if outside:
+      problems.append(f"{name!r} is spelled outside {VOCABULARY}: "
+                      f"{outside}; use its constant")
+    if len(outside) == len(places):
+      problems.append(f"{name!r} is not spelled in {VOCABULARY}")
+  return problems
+
+
+def test_each_vmap_method_is_spelled_in_one_overlay_module(root):
+  modules = _modules(root)
+  names = _vocabulary(modules[VOCABULARY])
+  assert {"sequential", "expand_dims", "broadcast_all", "batch_polymorphic",
+          "vectorized", "pfor", "stablehlo"} <= names, sorted(names)
+  problems = _misspelled(modules, names)
+  assert not problems, "\n".join(problems)
+
+
+def test_the_vocabulary_check_finds_spellings():
+  """The checker on a synthetic module: what counts, what does not."""
+  text = '''"""Docstrings may name "sequential" and 'pfor'."""
+def f(m, params):
+  """``"expand_dims"`` documented."""
+  if m == "sequential":
+    return params["vectorized"]
+  words = ("pfor", "other")  # not a vmap_method
+  raise ValueError(f"got {m!r}; pass vmap_method='broadcast_all' or "
+                   '"pfor" instead, never sequentially')
+'''
+  names = {"sequential", "expand_dims", "broadcast_all", "vectorized",
+           "pfor"}
+  assert _spellings(text, names) == [
+      ("broadcast_all", 7), ("pfor", 7), ("sequential", 4)]
+
+
+def test_the_vocabulary_check_catches_a_duplicate(root, tmp_path):
+  """The check above can fail: a copy of the overlay with names spelled
+  again, as a literal and inside a message; and a name the vocabulary lacks.
+  """
+  base = pathlib.Path(*PACKAGE.split("."))
+  shutil.copytree(root / base, tmp_path / base)
+  bad = tmp_path / base / "batching" / "dispatch.py"
+  text = bad.read_text(encoding="utf-8")
+  line = len(text.splitlines()) + 2
+  bad.write_text(text + (
+      '\n_LOOP = "sequential"\n'
+      '_HINT = f"pass vmap_method=\'expand_dims\' ({_LOOP})"\n'),
+                 encoding="utf-8")
+  modules = _modules(tmp_path)
+  where = f"{PACKAGE}.batching.dispatch"
+  assert _misspelled(modules, _vocabulary(modules[VOCABULARY])) == [
+      f"'expand_dims' is spelled outside {VOCABULARY}: "
+      f"['{where}:{line + 1}']; use its constant",
+      f"'sequential' is spelled outside {VOCABULARY}: "
+      f"['{where}:{line}']; use its constant"]
+  (tmp_path / base / "vmap_methods.py").write_text(
+      'SEQUENTIAL = "sequential"\n', encoding="utf-8")
+  assert _misspelled(_modules(tmp_path), {"sequential", "gone"}) == [
+      f"'gone' is not spelled in {VOCABULARY}",
+      f"'sequential' is spelled outside {VOCABULARY}: "
+      f"['{where}:{line}']; use its constant"]
+
+
+def _string_constants(path: pathlib.Path) -> dict[str, str]:
+  """The module-level ``NAME = "string"`` (or ``NAME: Final = ...``)."""
+  found = {}
+  for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    target = (node.targets[0] if isinstance(node, ast.Assign)
+              and len(node.targets) == 1 else getattr(node, "target", None))
+    value = getattr(node, "value", None)
+    if (isinstance(target, ast.Name) and isinstance(value, ast.Constant)
+        and isinstance(value.value, str)):
+      found[target.id] = value.value
+  return found
+
+
+def test_the_option_values_are_those_of_the_vocabulary(root):
+  """jax/_src/config.py cannot import the overlay, so the patch that
+  declares jax_call_tf_vectorizer (and each variant of it) spells its
+  values: they must be vmap_methods.VECTORIZERS, in order."""
+  path = _modules(root)[VOCABULARY]
+  constants = _string_constants(path)
+  values = None
+  for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        and node.target.id == "VECTORIZERS"):
+      values = [constants[e.id] for e in node.value.elts]
+  assert values, "vmap_methods.py defines VECTORIZERS from its constants"
+  patches = sorted((root / "patches").rglob("0002-*.patch"))
+  assert patches, "the patch that declares the options"
+  for patch in patches:
+    declared = re.findall(r"^\+\s+enum_values=(\[[^\]]*\]),$",
+                          patch.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(declared) == 1, f"{patch}: one enum_values, got {declared}"
+    assert ast.literal_eval(declared[0]) == values, (patch, declared)
