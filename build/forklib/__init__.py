@@ -21,7 +21,7 @@ Shared basics, at the top level (they import no subpackage):
   cannot leave behind; `log`: what the tool prints.
 
 Subpackages, in pipeline order; each imports only the top level and the
-subpackages before it:
+subpackages before it (`tests/test_layout.py` checks):
 
 * `sources`: upstream's sdist to the fork's wheel. `fetch`: `pip download`
   into the cache, verified: upstream's sdist, the pinned jaxlib wheels,
