@@ -27,7 +27,7 @@ ROOT = pathlib.Path(os.path.abspath(__file__)).parent
 sys.path.insert(0, str(ROOT / "build"))
 
 from forklib import ForkError  # noqa: E402
-from forklib import setup_support  # noqa: E402
+from forklib.sources import setup_support  # noqa: E402
 
 try:
   setup_support.main(ROOT)

@@ -19,7 +19,7 @@ none), copied aside before installing (so that a concurrent rebuild does not
 disturb the install), and reinstalled whenever its sha256 changes. The
 release is the tool's default (the newest in ``patches/upstream.toml``, or
 ``$JAX_FORK_UPSTREAM``), the venv's Python is that release's test Python
-(found as the tool finds it, ``build/forklib/envs.py``), and jaxlib and
+(found as the tool finds it, ``build/forklib/testing/envs.py``), and jaxlib and
 tensorflow-cpu are the versions the tests use; the benchmark's own tools are
 pinned in ``benchmarks/requirements.txt``.
 """
@@ -113,7 +113,7 @@ def _python(release: Release) -> str:
   """
   _forklib()
   from forklib import ForkError  # pylint: disable=g-import-not-at-top
-  from forklib import envs  # pylint: disable=g-import-not-at-top
+  from forklib.testing import envs  # pylint: disable=g-import-not-at-top
   try:
     return envs.find_python(release)
   except ForkError as e:

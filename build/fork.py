@@ -28,24 +28,24 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "build"))
 
 from forklib import ForkError  # noqa: E402
-from forklib import baseline  # noqa: E402
-from forklib import dev  # noqa: E402
-from forklib import envs  # noqa: E402
-from forklib import fetch  # noqa: E402
-from forklib import index  # noqa: E402
-from forklib import jaxlib_mirror  # noqa: E402
 from forklib import log  # noqa: E402
-from forklib import publication  # noqa: E402
-from forklib import publish  # noqa: E402
-from forklib import rebase  # noqa: E402
-from forklib import serve  # noqa: E402
-from forklib import stage  # noqa: E402
-from forklib import testrun  # noqa: E402
-from forklib import tree  # noqa: E402
-from forklib import wheel  # noqa: E402
-from forklib import workflow  # noqa: E402
 from forklib.manifest import Release  # noqa: E402
 from forklib.project import Project  # noqa: E402
+from forklib.publishing import index  # noqa: E402
+from forklib.publishing import publication  # noqa: E402
+from forklib.publishing import publish  # noqa: E402
+from forklib.publishing import serve  # noqa: E402
+from forklib.publishing import workflow  # noqa: E402
+from forklib.sources import fetch  # noqa: E402
+from forklib.sources import jaxlib_mirror  # noqa: E402
+from forklib.sources import tree  # noqa: E402
+from forklib.sources import wheel  # noqa: E402
+from forklib.testing import baseline  # noqa: E402
+from forklib.testing import dev  # noqa: E402
+from forklib.testing import envs  # noqa: E402
+from forklib.testing import testrun  # noqa: E402
+from forklib.upstreaming import rebase  # noqa: E402
+from forklib.upstreaming import stage  # noqa: E402
 
 
 def _project(args: argparse.Namespace) -> Project:

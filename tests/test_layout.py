@@ -12,8 +12,9 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The overlay's import graph: the layers docs/design.md states, no cycles, no
-module reading another's privates; and its vocabulary: each ``vmap_method``
-name spelled in one module.
+module reading another's privates; its vocabulary: each ``vmap_method``
+name spelled in one module. The build tool's (`build/forklib`): its
+subpackages in the order docs/maintainers.md states.
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -328,3 +329,62 @@ def test_the_option_values_are_those_of_the_vocabulary(root):
                           patch.read_text(encoding="utf-8"), re.MULTILINE)
     assert len(declared) == 1, f"{patch}: one enum_values, got {declared}"
     assert ast.literal_eval(declared[0]) == values, (patch, declared)
+
+# build/forklib's subpackages, lowest first (docs/maintainers.md, "Where
+# things go"). Each imports only the top-level modules and the subpackages
+# before it; a top-level module imports none.
+FORKLIB_LAYERS = ("sources", "testing", "publishing", "upstreaming")
+
+
+def _forklib_upward_imports(build: pathlib.Path) -> list[str]:
+  """Imports in `build/forklib` that do not go down FORKLIB_LAYERS."""
+  base = build / "forklib"
+  rank = {name: i for i, name in enumerate(FORKLIB_LAYERS)}
+  subpackages = {p.parent.name for p in base.glob("*/__init__.py")}
+  assert subpackages == set(FORKLIB_LAYERS), (
+      f"forklib's subpackages are {sorted(subpackages)}; FORKLIB_LAYERS "
+      f"names {list(FORKLIB_LAYERS)}")
+
+  def layer(parts: list[str]) -> str | None:  # None: the top level
+    return parts[0] if parts and parts[0] in rank else None
+
+  upward = []
+  for path in sorted(base.rglob("*.py")):
+    name = ".".join(path.relative_to(build).with_suffix("").parts)
+    here = layer(list(path.relative_to(base).parts[:-1]))
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+      if isinstance(node, ast.ImportFrom) and node.module:
+        targets = [node.module]
+      elif isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+      else:
+        continue
+      for target in targets:
+        parts = target.split(".")
+        if parts[0] != "forklib":
+          continue
+        there = layer(parts[1:])
+        if there is None or there == here:
+          continue
+        if here is None or rank[there] > rank[here]:
+          upward.append(f"{name} imports {target} ({there} is not below "
+                        f"{here or 'the top level'})")
+  return upward
+
+
+def test_forklib_subpackages_import_down_their_layers(root):
+  upward = _forklib_upward_imports(root / "build")
+  assert not upward, upward
+
+
+def test_the_forklib_layer_check_catches_an_upward_import(root, tmp_path):
+  """The check above can fail: a copy of forklib with one bad import."""
+  shutil.copytree(root / "build" / "forklib", tmp_path / "forklib",
+                  ignore=shutil.ignore_patterns("__pycache__"))
+  bad = tmp_path / "forklib" / "sources" / "fetch.py"
+  bad.write_text(bad.read_text(encoding="utf-8")
+                 + "\nfrom forklib.testing import envs  # noqa\n",
+                 encoding="utf-8")
+  assert _forklib_upward_imports(tmp_path) == [
+      "forklib.sources.fetch imports forklib.testing (testing is not below "
+      "sources)"]

@@ -13,29 +13,34 @@
 # limitations under the License.
 """The library behind `python build/fork.py` (which only parses arguments).
 
-Modules, in pipeline order:
+Shared basics, at the top level (they import no subpackage):
 
-* `project`: where the inputs live (`Project`), the cache, file hashes.
-* `manifest`: `patches/upstream.toml`, the supported upstream releases.
-* `fetch`: `pip download` into the cache, verified: upstream's sdist, the
-  pinned jaxlib wheels, upstream's own wheel.
-* `patchq`: the patch queue: `patches/series`, DEP-3 headers, exact apply.
-* `tree`: sdist + overlay + patches + version stamp -> a patched tree;
-  `check`.
-* `wheel`, `setup_support`: the patched tree -> a reproducible wheel.
-* `envs`: virtual environments: the demo, the tests, tools (ruff, twine);
-  `dev`: the inner loop, an editable patched tree with the overlay linked.
-* `testrun`: `test` and `matrix`; `upstream_tests`, `pytest_plugin` and
-  `baseline`: upstream's own suites, judged against stock upstream.
-* `jaxlib_mirror`: `jaxlib_build/pins.toml`; `publication`: which files a
-  release publishes; `index`: the static index; `serve`: serving it;
-  `publish` (and `twine_probe`): uploading to an index server.
-* `rebase` (and `mergecheck`), `stage` (and `stage_plan`, `stage_source`,
-  `stage_bazel`, `stage_text`, `stage_checks`, `stage_verify`), `gitcmd`: the
-  queue across releases and towards upstream.
-* `workflow`: the GitHub Actions workflow from the manifest.
-* `scratch`: temporary directories a crash cannot leave behind; `log`: what
-  the tool prints.
+* `ForkError` and `load_toml` (here); `project`: where the inputs live
+  (`Project`), the cache, file hashes; `manifest`: `patches/upstream.toml`,
+  the supported upstream releases; `scratch`: temporary directories a crash
+  cannot leave behind; `log`: what the tool prints.
+
+Subpackages, in pipeline order; each imports only the top level and the
+subpackages before it (`tests/test_layout.py` checks):
+
+* `sources`: upstream's sdist to the fork's wheel. `fetch`: `pip download`
+  into the cache, verified: upstream's sdist, the pinned jaxlib wheels,
+  upstream's own wheel; `patchq`: the patch queue: `patches/series`, DEP-3
+  headers, exact apply; `tree`: sdist + overlay + patches + version stamp ->
+  a patched tree, `check`; `wheel`, `setup_support`: the patched tree -> a
+  reproducible wheel; `jaxlib_mirror`: `jaxlib_build/pins.toml`.
+* `testing`: `envs`: virtual environments: the demo, the tests, tools (ruff,
+  twine); `dev`: the inner loop, an editable patched tree with the overlay
+  linked; `testrun`: `test` and `matrix`; `upstream_tests`, `pytest_plugin`
+  and `baseline`: upstream's own suites, judged against stock upstream.
+* `publishing`: `publication`: which files a release publishes; `index`: the
+  static index; `serve`: serving it; `publish` (and `twine_probe`):
+  uploading to an index server; `workflow`: the GitHub Actions workflow from
+  the manifest.
+* `upstreaming`: the queue across releases and towards upstream: `rebase`
+  (and `mergecheck`, `newrelease`), `stage` (and `stage_plan`,
+  `stage_source`, `stage_bazel`, `stage_text`, `stage_checks`,
+  `stage_verify`), `gitcmd`.
 """
 
 

@@ -621,7 +621,7 @@ def stock_jax(release) -> pathlib.Path:
   jaxlib and TensorFlow it shares.
   """
   from forklib import ForkError  # noqa: PLC0415 (the tool, on sys.path)
-  from forklib import envs  # noqa: PLC0415
+  from forklib.testing import envs  # noqa: PLC0415
   try:
     wheel = envs.stock_wheel(release)
   except ForkError as e:

@@ -28,8 +28,8 @@ import sys
 import pytest
 
 from forklib import ForkError
-from forklib import dev
 from forklib.project import Project
+from forklib.testing import dev
 
 from . import patchutil
 

@@ -31,11 +31,11 @@ import time
 import pytest
 
 from forklib import ForkError
-from forklib import envs
 from forklib import manifest as manifest_lib
-from forklib import testrun
-from forklib import upstream_tests
 from forklib.project import Project
+from forklib.testing import envs
+from forklib.testing import testrun
+from forklib.testing import upstream_tests
 
 GiB = 1 << 30
 ROOT = pathlib.Path(__file__).resolve().parents[2]

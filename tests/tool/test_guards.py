@@ -36,8 +36,8 @@ import pytest
 
 from forklib import manifest as manifest_lib
 from forklib import scratch
-from forklib import tree as tree_lib
 from forklib.project import Project
+from forklib.sources import tree as tree_lib
 
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 from .test_pipeline_synthetic import synthetic as synthetic_sdist  # noqa: F401
@@ -86,7 +86,7 @@ def test_force_refuses_home_and_root(synthetic, tmp_path):  # noqa: F811
                     (pathlib.Path("/"), "the root directory")):
     proc = subprocess.run(
         [sys.executable, str(tree_lib.__file__).replace(
-            "forklib/tree.py", "fork.py"), "--root",
+            "forklib/sources/tree.py", "fork.py"), "--root",
          str(synthetic["project"]), "apply", "9.9.9", "--out", str(out),
          "--force"], env=env, capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
@@ -197,7 +197,7 @@ def test_a_crashed_build_leaves_nothing_that_grows(synthetic):  # noqa: F811
   for _ in range(50):  # kill it while its temporary directory exists
     proc = subprocess.Popen(
         [sys.executable, str(tree_lib.__file__).replace(
-            "forklib/tree.py", "fork.py"), "--root",
+            "forklib/sources/tree.py", "fork.py"), "--root",
          str(synthetic["project"]), "apply", "9.9.9", "--out",
          str(parent / "tree")],
         env=dict(os.environ, PIP_NO_INDEX="1",

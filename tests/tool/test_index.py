@@ -44,11 +44,11 @@ import packaging.specifiers
 import pytest
 
 from forklib import ForkError
-from forklib import fetch
-from forklib import index as index_lib
-from forklib import jaxlib_mirror
 from forklib import manifest as manifest_lib
-from forklib import serve as serve_lib
+from forklib.publishing import index as index_lib
+from forklib.publishing import serve as serve_lib
+from forklib.sources import fetch
+from forklib.sources import jaxlib_mirror
 
 
 class _Links(html.parser.HTMLParser):
@@ -263,7 +263,7 @@ def test_index_publishes_the_default_release_unless_told(root,
 
 
 def test_release_choice_of_index_and_publish(root):
-  from forklib import publication  # pylint: disable=g-import-not-at-top
+  from forklib.publishing import publication  # pylint: disable=g-import-not-at-top
   manifest = manifest_lib.load(root / "patches" / "upstream.toml")
   assert publication.select(manifest, [], False) == [manifest.default()]
   assert publication.select(manifest, [], True) == manifest.newest()
@@ -440,7 +440,7 @@ def test_concurrent_index_runs_lose_no_publication(root, tmp_path):
   wheels = [_small_wheel(tmp_path, f"0.{i}") for i in range(1, 5)]
   script = ("import pathlib, sys, time\n"
             f"sys.path.insert(0, {str(root / 'build')!r})\n"
-            "from forklib import index\n"
+            "from forklib.publishing import index\n"
             "go = pathlib.Path(sys.argv[1])\n"
             "while not go.exists():\n  time.sleep(0.001)\n"
             "index.build(pathlib.Path(sys.argv[2]), [pathlib.Path(sys.argv[3])],"

@@ -50,8 +50,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from forklib import index as index_lib
 from forklib import manifest as manifest_lib
+from forklib.publishing import index as index_lib
 
 from .test_index import _Server
 from .test_index import _small_wheel

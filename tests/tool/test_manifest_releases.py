@@ -36,9 +36,9 @@ import tarfile
 from packaging import requirements as requirements_lib
 import pytest
 
-from forklib import fetch
-from forklib import jaxlib_mirror
 from forklib import manifest as manifest_lib
+from forklib.sources import fetch
+from forklib.sources import jaxlib_mirror
 
 MANIFEST = manifest_lib.load(
     pathlib.Path(__file__).resolve().parents[2] / "patches" / "upstream.toml")

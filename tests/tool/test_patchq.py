@@ -20,7 +20,7 @@ import pathlib
 import pytest
 
 from forklib import ForkError
-from forklib import patchq
+from forklib.sources import patchq
 
 from . import patchutil
 

@@ -37,7 +37,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from forklib.project import cache_root
-from forklib import jaxlib_mirror
+from forklib.sources import jaxlib_mirror
 
 from .test_index import _Server
 

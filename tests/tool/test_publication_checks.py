@@ -34,12 +34,12 @@ import zipfile
 import pytest
 
 from forklib import ForkError
-from forklib import envs
-from forklib import index as index_lib
-from forklib import publication
-from forklib import publish as publish_lib
-from forklib import wheel as wheel_lib
 from forklib.project import Project
+from forklib.publishing import index as index_lib
+from forklib.publishing import publication
+from forklib.publishing import publish as publish_lib
+from forklib.sources import wheel as wheel_lib
+from forklib.testing import envs
 
 from .test_index import _small_wheel
 

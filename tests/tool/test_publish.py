@@ -41,8 +41,8 @@ import zipfile
 
 import pytest
 
-from forklib import jaxlib_mirror
-from forklib import publish as publish_lib
+from forklib.publishing import publish as publish_lib
+from forklib.sources import jaxlib_mirror
 
 from .test_index import _small_wheel
 

@@ -25,7 +25,7 @@ import pathlib
 import pytest
 
 from forklib import ForkError
-from forklib import envs
+from forklib.testing import envs
 
 
 def _script(path: pathlib.Path, body: str) -> pathlib.Path:

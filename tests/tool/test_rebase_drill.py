@@ -49,10 +49,10 @@ import tarfile
 
 import pytest
 
-from forklib import jaxlib_mirror
 from forklib import manifest as manifest_lib
 from forklib.project import cache_root
 from forklib.project import sha256_of
+from forklib.sources import jaxlib_mirror
 
 pytestmark = [pytest.mark.network,
               pytest.mark.skipif(shutil.which("git") is None,

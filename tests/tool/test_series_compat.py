@@ -27,11 +27,11 @@ import tarfile
 
 import pytest
 
-from forklib import fetch
-from forklib import patchq
-from forklib import upstream_tests
-from forklib import tree as tree_lib
 from forklib.project import Project
+from forklib.sources import fetch
+from forklib.sources import patchq
+from forklib.sources import tree as tree_lib
+from forklib.testing import upstream_tests
 
 
 @pytest.fixture

@@ -36,15 +36,15 @@ import tarfile
 
 import pytest
 
-from forklib import fetch
-from forklib import patchq
-from forklib import stage as stage_lib
-from forklib import stage_checks
-from forklib import stage_plan
-from forklib import stage_source
-from forklib import stage_text
-from forklib import upstream_tests as upstream_tests_lib
 from forklib.project import Project
+from forklib.sources import fetch
+from forklib.sources import patchq
+from forklib.testing import upstream_tests as upstream_tests_lib
+from forklib.upstreaming import stage as stage_lib
+from forklib.upstreaming import stage_checks
+from forklib.upstreaming import stage_plan
+from forklib.upstreaming import stage_source
+from forklib.upstreaming import stage_text
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import stage_fixture as toy  # noqa: E402  pylint: disable=g-import-not-at-top
@@ -782,7 +782,7 @@ def test_real_queue_ends_at_the_patched_tree(root, release, staged,
   """The branch's last commit holds every patched file as the fork's tree
   does, and every overlay module (markers resolved, errors and compat
   shaken down to what is used)."""
-  from forklib import tree as tree_lib  # pylint: disable=g-import-not-at-top
+  from forklib.sources import tree as tree_lib  # pylint: disable=g-import-not-at-top
   project = Project(root)
   tree = tree_lib.build_tree(project, release, tmp_path / "tree")
   repo = staged / "repo"

@@ -23,8 +23,8 @@ import pytest
 
 from forklib import ForkError
 from forklib import manifest as manifest_lib
-from forklib import testrun
 from forklib.project import Project
+from forklib.testing import testrun
 
 from .test_pipeline_synthetic import _config_patch
 from .test_pipeline_synthetic import setuptools_links  # noqa: F401
@@ -137,7 +137,7 @@ def test_a_release_whose_queue_does_not_apply_is_reported(
 
 
 def test_baseline_times_and_sizes_of_suites():
-  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  from forklib.testing import upstream_tests  # pylint: disable=g-import-not-at-top
   b = upstream_tests.Baseline(
       version="0.6.2", tests="jax-v0.6.2", date="", versions={}, machine="",
       call_tf_check="", failures={}, suites={
@@ -159,7 +159,7 @@ def test_baseline_times_and_sizes_of_suites():
 
 def test_smoke_mode_leaves_only_huge_suites_to_full_mode(root):
   """With the committed baselines: call_tf_test always runs."""
-  from forklib import upstream_tests  # pylint: disable=g-import-not-at-top
+  from forklib.testing import upstream_tests  # pylint: disable=g-import-not-at-top
   known = upstream_tests.load_known(root / upstream_tests.KNOWN_FAILURES)
   left = {(v, s.rsplit("/", 1)[1]) for v, b in known.items()
           for s in upstream_tests.SUITES

@@ -31,9 +31,9 @@ import pytest
 
 from forklib import ForkError
 from forklib import manifest as manifest_lib
-from forklib import patchq
-from forklib import upstream_tests
-from forklib.upstream_tests import SuiteResult
+from forklib.sources import patchq
+from forklib.testing import upstream_tests
+from forklib.testing.upstream_tests import SuiteResult
 
 from . import patchutil
 
@@ -202,7 +202,7 @@ def test_a_source_tree_jax_is_refused(root, tmp_path):
   path = os.pathsep.join([str(fake.parent), str(root / "build")])
   env = dict(os.environ, PYTHONPATH=path)
   proc = subprocess.run(
-      [sys.executable, "-m", "pytest", "-p", "forklib.pytest_plugin",
+      [sys.executable, "-m", "pytest", "-p", "forklib.testing.pytest_plugin",
        "--jax-fork-upstream-tree", str(tree), str(tree / "tests")],
       cwd=tmp_path, env=env, capture_output=True, text=True)
   assert proc.returncode == 4, proc.stdout + proc.stderr

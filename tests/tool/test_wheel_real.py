@@ -31,8 +31,8 @@ import packaging.requirements
 import packaging.specifiers
 import pytest
 
-from forklib import tree as tree_lib
 from forklib.project import Project
+from forklib.sources import tree as tree_lib
 
 
 def _sha(path: pathlib.Path) -> str:

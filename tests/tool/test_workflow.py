@@ -25,7 +25,7 @@ import sys
 import pytest
 
 from forklib import manifest as manifest_lib
-from forklib import workflow
+from forklib.publishing import workflow
 
 # The workflow linters come with the test venv (tests/requirements.txt).
 BIN = pathlib.Path(sys.executable).parent

@@ -16,9 +16,9 @@
 Everything comes through `pip download`, so the user's pip configuration
 (index, mirrors, certificates, proxies) applies: upstream's source
 distribution (checked against the sha256 pinned in the manifest), the pinned
-jaxlib wheels (`forklib.jaxlib_mirror`) and upstream's own jax wheel
-(`forklib.envs.stock_wheel`). A pinned file is checked every time it is used,
-and one that fails the check never enters the cache.
+jaxlib wheels (`forklib.sources.jaxlib_mirror`) and upstream's own jax wheel
+(`forklib.testing.envs.stock_wheel`). A pinned file is checked every time it
+is used, and one that fails the check never enters the cache.
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ import tempfile
 from typing import Any
 
 from forklib import manifest as manifest_lib
-from forklib import tree as tree_lib
 from forklib.project import Project
-from forklib import wheel as wheel_lib
+from forklib.sources import tree as tree_lib
+from forklib.sources import wheel as wheel_lib
 
 
 def capture_upstream_setup(tree: pathlib.Path) -> dict[str, Any]:

@@ -46,18 +46,18 @@ import sys
 import tarfile
 
 from forklib import ForkError
-from forklib import baseline
-from forklib import envs
-from forklib import fetch
-from forklib import jaxlib_mirror
 from forklib import log
 from forklib import manifest as manifest_lib
 from forklib import scratch
-from forklib import workflow
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.publishing import workflow
+from forklib.sources import fetch
+from forklib.sources import jaxlib_mirror
+from forklib.testing import baseline
+from forklib.testing import envs
 
 _PIN = "the sha256 the package index gives for it (pip's report)"
 

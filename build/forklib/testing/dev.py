@@ -40,15 +40,15 @@ import pathlib
 import time
 
 from forklib import ForkError
-from forklib import envs
-from forklib import fetch
 from forklib import log
-from forklib import patchq
 from forklib import scratch
-from forklib import tree as tree_lib
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.sources import fetch
+from forklib.sources import patchq
+from forklib.sources import tree as tree_lib
+from forklib.testing import envs
 
 _TREE_MARKER = ".fork-dev-tree"
 _INSTALLED_MARKER = ".fork-dev-installed"

@@ -43,11 +43,11 @@ import tarfile
 import xml.etree.ElementTree as ET
 
 from forklib import ForkError
-from forklib import envs
-from forklib import gitcmd
 from forklib import log
 from forklib import scratch
 from forklib.project import cache_root
+from forklib.testing import envs
+from forklib.upstreaming import gitcmd
 
 _MARKER = ".stage-venv-complete"
 _TIMEOUT = 3600

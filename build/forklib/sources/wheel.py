@@ -35,12 +35,12 @@ import zipfile
 from forklib import ForkError
 from forklib import log
 from forklib import scratch
-from forklib import patchq
-from forklib import tree as tree_lib
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import check_writable_dir
 from forklib.project import sha256_of
+from forklib.sources import patchq
+from forklib.sources import tree as tree_lib
 
 
 def source_date_epoch(project: Project, release: Release) -> int:

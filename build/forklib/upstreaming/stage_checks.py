@@ -35,7 +35,7 @@ import re
 import subprocess
 
 from forklib import ForkError
-from forklib import gitcmd
+from forklib.upstreaming import gitcmd
 
 # (regex, why): words that must not reach upstream.
 BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (

@@ -13,7 +13,8 @@
 # limitations under the License.
 """A pytest plugin the test command loads into the test venv's pytest.
 
-`python -m pytest -p forklib.pytest_plugin` (with `build/` on PYTHONPATH):
+`python -m pytest -p forklib.testing.pytest_plugin` (with `build/` on
+PYTHONPATH):
 
 * `--jax-fork-report FILE`: writes one JSON line per test as it finishes
   (`{"nodeid", "outcome", "message"}`; outcome is passed, failed, error,

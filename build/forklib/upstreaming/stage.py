@@ -53,20 +53,20 @@ import tempfile
 from typing import Any
 
 from forklib import ForkError
-from forklib import envs
-from forklib import fetch
-from forklib import gitcmd
 from forklib import log
-from forklib import patchq
-from forklib import stage_bazel
-from forklib import stage_checks
-from forklib import stage_plan
-from forklib import stage_source
-from forklib import stage_text
-from forklib import stage_verify
-from forklib import tree as tree_lib
 from forklib.manifest import Release
 from forklib.project import Project
+from forklib.sources import fetch
+from forklib.sources import patchq
+from forklib.sources import tree as tree_lib
+from forklib.testing import envs
+from forklib.upstreaming import gitcmd
+from forklib.upstreaming import stage_bazel
+from forklib.upstreaming import stage_checks
+from forklib.upstreaming import stage_plan
+from forklib.upstreaming import stage_source
+from forklib.upstreaming import stage_text
+from forklib.upstreaming import stage_verify
 
 APPLIED = "applies"
 APPLIED_3WAY = "applies with a 3-way merge"

@@ -23,9 +23,9 @@ The set is copied into the cache (only the test files: never a `jax/`
 package a test could import instead of the installed one), the test-file
 hunks of the release's patch queue are applied to it (a patch that changes
 upstream's behaviour on purpose also changes upstream's test for it), and
-each suite runs in the test venv with `forklib.pytest_plugin`, which finds
-`jax.experimental.jax2tf.tests` in that copy and checks that `jax` is the
-installed wheel.
+each suite runs in the test venv with `forklib.testing.pytest_plugin`, which
+finds `jax.experimental.jax2tf.tests` in that copy and checks that `jax` is
+the installed wheel.
 
 Failures are judged against stock upstream: `tests/upstream_known_failures.
 toml` lists, per release, the tests that fail with upstream's own wheel on
@@ -51,10 +51,10 @@ import time
 from forklib import ForkError
 from forklib import load_toml
 from forklib import log
-from forklib import patchq
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
 from forklib.project import cache_root
+from forklib.sources import patchq
 
 # The suites the test command runs, as paths in upstream's repository.
 SUITES = (
@@ -236,7 +236,7 @@ def prepare(test_set: TestSet, patches: list[patchq.Patch],
 # depends on the exact TF/protobuf/numpy of its CI, and would fail stock and
 # fork alike on unrelated deprecations, hiding real differences.
 PYTEST_INI = """\
-# Written by the JAX call_tf fork's test command (forklib/upstream_tests.py).
+# Written by the JAX call_tf fork's tool (forklib/testing/upstream_tests.py).
 [pytest]
 addopts = --import-mode=importlib
 """
@@ -334,7 +334,7 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
     suite: a path in `SUITES`.
     log_dir: where pytest's output and the report go.
     expect_version: the `jax.__version__` the venv must have.
-    build_dir: the repository's build/ (for `forklib.pytest_plugin`).
+    build_dir: the repository's build/ (for `forklib.testing.pytest_plugin`).
     timeout: seconds before the suite is killed.
   """
   name = suite.rsplit("/", 1)[1].removesuffix(".py")
@@ -351,7 +351,8 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
   start = time.monotonic()
   for _ in range(_MAX_CRASHES + 1):
     # -P: the working directory is not put on sys.path.
-    cmd = [str(python), "-P", "-m", "pytest", "-p", "forklib.pytest_plugin",
+    cmd = [str(python), "-P", "-m", "pytest",
+           "-p", "forklib.testing.pytest_plugin",
            "-q", "-p", "no:cacheprovider", "--rootdir", str(tree),
            "--jax-fork-upstream-tree", str(tree),
            "--jax-fork-expect-version", expect_version,

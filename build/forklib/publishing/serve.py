@@ -33,8 +33,8 @@ import socket
 import urllib.parse
 
 from forklib import ForkError
-from forklib import index
 from forklib import log
+from forklib.publishing import index
 
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8",
                   ".txt": "text/plain; charset=utf-8",

@@ -33,13 +33,13 @@ import sys
 
 from forklib import ForkError
 from forklib import load_toml
-from forklib import fetch
 from forklib import log
 from forklib import scratch
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.sources import fetch
 
 # The platforms upstream publishes jaxlib for, each with the platform tags
 # pip is asked for (pip widens a macOS tag to the older macOS versions, not a

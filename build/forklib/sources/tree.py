@@ -38,15 +38,15 @@ import shutil
 import tarfile
 
 from forklib import ForkError
-from forklib import fetch
 from forklib import log
-from forklib import patchq
 from forklib import scratch
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import cache_root
 from forklib.project import check_writable_dir
 from forklib.project import sha256_of
+from forklib.sources import fetch
+from forklib.sources import patchq
 
 TREE_MANIFEST = ".fork-tree.json"
 _TREE_FORMAT = "jax-calltf-fork tree 1"
@@ -63,8 +63,10 @@ def inputs_digest(project: Project, release: Release) -> str:
   """
   h = hashlib.sha256()
   h.update(f"{release.label}\0{release.sdist_sha256}\0".encode())
-  for tool_file in sorted(pathlib.Path(__file__).parent.glob("*.py")):
-    h.update(f"tool\0{tool_file.name}\0".encode() + tool_file.read_bytes())
+  tool = pathlib.Path(__file__).resolve().parents[1]  # build/forklib
+  for tool_file in sorted(tool.rglob("*.py")):
+    name = tool_file.relative_to(tool).as_posix()
+    h.update(f"tool\0{name}\0".encode() + tool_file.read_bytes())
   for name in patchq.read_series(project.patches):
     path = patchq.resolve(project.patches, name, release.version)
     h.update(f"patch\0{name}\0".encode() + path.read_bytes())
@@ -116,7 +118,7 @@ def stamp_version(tree: pathlib.Path, release: Release) -> None:
         f"expected exactly one `_release_version: str = ...` line in "
         f"jax/version.py of jax {release.version}, found {len(matches)}; "
         "upstream changed how it stamps versions: update "
-        "forklib/tree.py:stamp_version.")
+        "forklib/sources/tree.py:stamp_version.")
   text = _RELEASE_VERSION_RE.sub(
       f"_release_version: str = {release.label!r}", text)
   version_py.write_text(text, encoding="utf-8")

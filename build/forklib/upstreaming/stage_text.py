@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from forklib import patchq
+from forklib.sources import patchq
 
 WIDTH = 72
 CHANGELOG = "CHANGELOG.md"

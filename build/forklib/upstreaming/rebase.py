@@ -26,7 +26,7 @@ earlier tag's for a release without its own, as `test` takes them.
 A patch that still applies exactly to NEW is left alone; one whose context
 moved is written, refreshed, to `patches/variants/NEW/<name>` (the series
 stays one list). A release the manifest does not list gets its entry
-(`forklib.newrelease`: the sdist's sha256 verified, the jaxlib and
+(`forklib.upstreaming.newrelease`: the sdist's sha256 verified, the jaxlib and
 TensorFlow pins proposed and checked by installing them), with its jaxlib
 pins and the CI workflow. Then `check` runs for NEW, and, unless
 `--no-suites`, the release's smoke suite and upstream's suites (with a stock
@@ -37,7 +37,7 @@ each of the patch's hunks there that NEW's file no longer holds; nothing in
 the repository changes, and the work repository is kept in the cache
 (`$JAX_FORK_CACHE/rebase/`) for the maintainer, as the maintainer guide
 describes. A merge without a textual conflict can still break the code, so
-after each patch git replays, `forklib/mergecheck.py` checks the Python
+after each patch git replays, `upstreaming/mergecheck.py` checks the Python
 files it touched: they must compile with the release's Python, and ruff's
 F821/F822 must find no undefined name that upstream's own file does not
 have. A patch that fails is a conflict too.
@@ -61,22 +61,22 @@ import sys
 import tarfile
 
 from forklib import ForkError
-from forklib import baseline
-from forklib import envs
-from forklib import fetch
-from forklib import gitcmd
 from forklib import log
-from forklib import mergecheck
-from forklib import newrelease
-from forklib import patchq
 from forklib import scratch
-from forklib import testrun
-from forklib import tree as tree_lib
-from forklib import upstream_tests
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.sources import fetch
+from forklib.sources import patchq
+from forklib.sources import tree as tree_lib
+from forklib.testing import baseline
+from forklib.testing import envs
+from forklib.testing import testrun
+from forklib.testing import upstream_tests
+from forklib.upstreaming import gitcmd
+from forklib.upstreaming import mergecheck
+from forklib.upstreaming import newrelease
 
 _STATE = "rebase.json"
 

@@ -33,13 +33,13 @@ import pathlib
 import zipfile
 
 from forklib import ForkError
-from forklib import jaxlib_mirror
-from forklib import tree as tree_lib
-from forklib import wheel as wheel_lib
 from forklib.manifest import Manifest
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import sha256_of
+from forklib.sources import jaxlib_mirror
+from forklib.sources import tree as tree_lib
+from forklib.sources import wheel as wheel_lib
 
 # Where a published file came from, as the index's ledger records it.
 ORIGIN_PINNED = "pinned in jaxlib_build/pins.toml"

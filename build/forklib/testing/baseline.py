@@ -30,11 +30,11 @@ import subprocess
 import sys
 
 from forklib import ForkError
-from forklib import envs
 from forklib import log
-from forklib import upstream_tests
 from forklib.manifest import Release
 from forklib.project import Project
+from forklib.testing import envs
+from forklib.testing import upstream_tests
 
 # Stock call_tf, a small function, under jit and grad: what the TF pins of a
 # release must support.

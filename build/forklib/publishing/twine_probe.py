@@ -13,8 +13,8 @@
 # limitations under the License.
 """What an index server already holds, seen as `twine upload` would see it.
 
-Run by `forklib.publish` with an interpreter that has twine (not imported by
-the tool itself). It reads a JSON request on stdin::
+Run by `forklib.publishing.publish` with an interpreter that has twine (not
+imported by the tool itself). It reads a JSON request on stdin::
 
   {"twine_args": ["--repository-url", URL],   # as given to twine upload
    "simple_url": null or URL,                 # the server's PEP 503 index

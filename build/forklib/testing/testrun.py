@@ -50,15 +50,15 @@ import time
 from typing import Callable, TextIO
 
 from forklib import ForkError
-from forklib import envs
 from forklib import log
-from forklib import tree as tree_lib
-from forklib import upstream_tests
-from forklib import wheel as wheel_lib
 from forklib.manifest import Manifest
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.sources import tree as tree_lib
+from forklib.sources import wheel as wheel_lib
+from forklib.testing import envs
+from forklib.testing import upstream_tests
 
 FULL = "full"
 SMOKE = "smoke"
@@ -124,7 +124,7 @@ def _run_fork_suite(project: Project, release: Release,
   report.unlink(missing_ok=True)
   paths = list(SMOKE_PATHS) if mode == SMOKE else []
   rc = envs.run_pytest(project, release, venv, wheel, [
-      "-p", "forklib.pytest_plugin", "--jax-fork-report", str(report),
+      "-p", "forklib.testing.pytest_plugin", "--jax-fork-report", str(report),
       "--jax-fork-expect-version", release.label, *paths, *pytest_args],
       upstream_tests=tests_dir, output=out)
   return rc, _counts(report)

@@ -63,9 +63,9 @@ from typing import Any, Iterator
 
 from forklib import ForkError
 from forklib import log
-from forklib import publication
 from forklib.project import check_writable_dir
 from forklib.project import sha256_of
+from forklib.publishing import publication
 
 LEDGER = "ledger.json"
 JOURNAL = "ledger.journal.json"

@@ -41,17 +41,17 @@ import threading
 from typing import Iterator, TextIO
 
 from forklib import ForkError
-from forklib import fetch
 from forklib import log
-from forklib import wheel as wheel_lib
 from forklib.manifest import Release
 from forklib.manifest import running_python
 from forklib.project import Project
 from forklib.project import cache_root
+from forklib.sources import fetch
+from forklib.sources import wheel as wheel_lib
 
 _MARKER = ".fork-env-complete"
 _CREATING_MARKER = ".fork-env-creating"
-_TOOL_ROOT = pathlib.Path(__file__).resolve().parents[2]
+_TOOL_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the repository
 _TEST_ENV_PREFIX = "test-jax"
 
 # Free bytes wanted before a test environment is made (a tensorflow-cpu venv
@@ -408,9 +408,9 @@ def run_pytest(project: Project, release: Release,
                output: TextIO | None = None) -> int:
   """Runs the test suite with the test environment's Python.
 
-  `build/` is on PYTHONPATH, so `-p forklib.pytest_plugin` can be passed.
-  With `upstream_tests` (the folder of upstream's tests by tag), the tests
-  that need upstream's repository (git am and quilt of the whole queue,
+  `build/` is on PYTHONPATH, so `-p forklib.testing.pytest_plugin` can be
+  passed. With `upstream_tests` (the folder of upstream's tests by tag), the
+  tests that need upstream's repository (git am and quilt of the whole queue,
   stage) find it in $JAX_FORK_UPSTREAM_TESTS. pytest's output goes to
   `output` (a file), else to this process's stdout and stderr.
   """

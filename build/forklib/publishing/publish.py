@@ -38,15 +38,15 @@ import subprocess
 import sys
 
 from forklib import ForkError
-from forklib import envs
-from forklib import index as index_lib
 from forklib import log
-from forklib import publication
 from forklib import scratch
 from forklib.manifest import Release
 from forklib.project import Project
 from forklib.project import cache_root
 from forklib.project import verify
+from forklib.publishing import index as index_lib
+from forklib.publishing import publication
+from forklib.testing import envs
 
 TWINE_VERSION = "7.0.0"
 _PROBE = pathlib.Path(__file__).with_name("twine_probe.py")

@@ -1,0 +1,20 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Publishing the releases: `publication` (which files a release
+publishes), `index` (the static index), `serve`, `publish` (and
+`twine_probe`: uploading to an index server), `workflow` (the GitHub Actions
+workflow from the manifest).
+
+Imports `forklib.sources`, `forklib.testing` and the top-level modules.
+"""
