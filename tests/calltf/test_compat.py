@@ -24,10 +24,12 @@ import pytest
 import tensorflow as tf
 
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 
 
 def test_every_internal_call_tf_lib_reads_is_there():
   assert compat.check() == []
+  assert tf_overrides.check() == []  # tests/calltf/test_tf_overrides.py
 
 
 def test_a_graph_lock_tf_no_longer_exposes_is_an_error_not_a_hang():

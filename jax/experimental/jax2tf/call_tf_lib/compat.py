@@ -27,11 +27,9 @@ raise :class:`InternalsChangedError`, which says what changed and what to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-import contextlib
+from collections.abc import Callable, Sequence
 import dataclasses
 import inspect
-import threading
 from typing import Any
 
 from jax._src import core
@@ -46,7 +44,9 @@ class InternalsChangedError(RuntimeError):
   """A JAX or TensorFlow internal that call_tf relies on has changed."""
 
 
-def _changed(what: str, consequence: str) -> InternalsChangedError:
+def internals_changed(what: str, consequence: str
+                      ) -> InternalsChangedError:
+  """The error for an internal, `what`, that moved: `consequence` fails."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import jax  # pylint: disable=g-import-not-at-top
   return InternalsChangedError(
@@ -79,8 +79,9 @@ def register_cache(cache: Any, name: str) -> None:
     return
   funs = getattr(util, "cache_clearing_funs", None)
   if funs is None:
-    raise _changed("jax._src.util.register_cache (or cache_clearing_funs)",
-                   "its caches could not be cleared by jax.clear_caches()")
+    raise internals_changed(
+        "jax._src.util.register_cache (or cache_clearing_funs)",
+        "its caches could not be cleared by jax.clear_caches()")
   _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
   funs.add(_CLEARERS[-1])
 
@@ -235,8 +236,9 @@ def has_registered_gradient(op_type: str) -> bool:
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   registry = getattr(tf_ops, "_gradient_registry", None)
   if registry is None or not hasattr(registry, "lookup"):
-    raise _changed("tensorflow.python.framework.ops._gradient_registry",
-                   "call_tf cannot tell which TF ops have gradients")
+    raise internals_changed(
+        "tensorflow.python.framework.ops._gradient_registry",
+        "call_tf cannot tell which TF ops have gradients")
   try:
     return registry.lookup(op_type) is not None
   except LookupError:
@@ -255,9 +257,9 @@ def is_stateful(op: Any) -> bool:
   try:
     return bool(op._is_stateful)  # pylint: disable=protected-access
   except AttributeError:
-    raise _changed("tf.Operation._is_stateful",
-                   "call_tf cannot tell which TF ops have side effects"
-                   ) from None
+    raise internals_changed(
+        "tf.Operation._is_stateful",
+        "call_tf cannot tell which TF ops have side effects") from None
 
 
 def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
@@ -318,8 +320,9 @@ def make_exported(**fields: Any) -> Any:
   given = {**{k: v for k, v in defaults.items() if k in names}, **fields}
   missing = sorted(names - set(given))
   if missing:
-    raise _changed(f"the fields of jax.export.Exported (missing {missing})",
-                   "restored jax2tf functions cannot be embedded")
+    raise internals_changed(
+        f"the fields of jax.export.Exported (missing {missing})",
+        "restored jax2tf functions cannot be embedded")
   return _export.Exported(**{k: v for k, v in given.items() if k in names})
 
 
@@ -417,36 +420,6 @@ def add_function_from_outer_graphs(graph: Any, name: str) -> None:
       graph._add_function_recursive(found)  # pylint: disable=protected-access
 
 
-@contextlib.contextmanager
-def tf_deprecation_checks_off() -> Iterator[None]:
-  """TF's deprecation warnings off, restored on exit (even on an error).
-
-  Each call of a TF function with deprecated arguments then skips binding
-  its arguments by name to look for them (``tf_inspect.getcallargs``, about
-  0.5 ms a call): pfor copies every loop-invariant op with the deprecated
-  ``Graph.create_op`` (300 calls in the first ``jit(vmap(jacrev(f)))`` of
-  the benchmarks' energy, whose extra time over native JAX fell from 544
-  to 479 ms). TF's own ``deprecation.silence()`` does not
-  restore the setting when its body raises. Nothing if TF moved it. The
-  setting is global: while it is off, no thread logs TF deprecation
-  warnings.
-  """
-  try:
-    from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    deprecation = None
-  if not isinstance(getattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", None),
-                    bool):
-    yield
-    return
-  saved = deprecation._PRINT_DEPRECATION_WARNINGS  # pylint: disable=protected-access
-  deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
-  try:
-    yield
-  finally:
-    deprecation._PRINT_DEPRECATION_WARNINGS = saved  # pylint: disable=protected-access
-
-
 def pfor_modules_wrapping_functions() -> list[Any]:
   """pfor's modules that wrap their own closures in ``def_function.function``.
 
@@ -478,228 +451,6 @@ def watch_variables(variables: Sequence[Any]) -> None:
       watch(v)
 
 
-@contextlib.contextmanager
-def outside_xla_context() -> Iterator[None]:
-  """Hides, while it lasts, the XLA context of the graphs being built.
-
-  ``tf.function(jit_compile=True)`` marks the graph it traces with an
-  ``XLAControlFlowContext``, and a function traced while it is being built
-  sees it, even under ``tf.init_scope``: pfor then wraps its loop in a
-  function of its own. Restored on exit, after an error too. Nothing if TF
-  moved the graph's control-flow context.
-  """
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  hidden = []
-  graph = tf_ops.get_default_graph()
-  try:
-    while graph is not None:
-      get = getattr(graph, "_get_control_flow_context", None)
-      context = get() if get is not None else None
-      if context is not None and context.IsXLAContext():
-        graph._set_control_flow_context(None)  # pylint: disable=protected-access
-        hidden.append((graph, context))
-      graph = getattr(graph, "outer_graph", None)
-    yield
-  finally:
-    for graph, context in hidden:
-      graph._set_control_flow_context(context)  # pylint: disable=protected-access
-
-
-_SLICE_GRADIENT_LOCK = threading.RLock()
-_slice_gradient_depth = 0
-
-
-@contextlib.contextmanager
-def slice_gradient_outside_xla() -> Iterator[None]:
-  """While it lasts, TF's ``Slice`` gradient is built as outside XLA.
-
-  In an XLA context (a ``tf.function(jit_compile=True)`` being traced) TF's
-  gradient of ``Slice`` (of ``tf.concat``'s gradient, ``x[1:]``, every
-  ``tf.slice``) is an ``XlaDynamicUpdateSlice``, which has neither a
-  gradient nor a pfor converter: forward mode and ``jax.vmap`` of a VJP
-  failed on it. Outside, it is a ``Pad`` of the same values, which has
-  both, and which XLA compiles as well. The gradient function registered
-  for ``Slice`` is wrapped meanwhile (other threads building a ``Slice``
-  gradient then get the ``Pad`` too: the same values). Nothing if TF moved
-  its gradient registry.
-  """
-  global _slice_gradient_depth
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  registry = getattr(getattr(tf_ops, "_gradient_registry", None),
-                     "_registry", None)
-  entry = registry.get("Slice") if isinstance(registry, dict) else None
-  if not isinstance(entry, dict) or "type" not in entry:
-    yield
-    return
-  with _SLICE_GRADIENT_LOCK:
-    if _slice_gradient_depth == 0:
-      original = entry["type"]
-
-      def slice_gradient(*args, **kwargs):
-        with outside_xla_context():
-          return original(*args, **kwargs)
-      slice_gradient.original = original  # type: ignore[attr-defined]
-      entry["type"] = slice_gradient
-    _slice_gradient_depth += 1
-  try:
-    yield
-  finally:
-    with _SLICE_GRADIENT_LOCK:
-      _slice_gradient_depth -= 1
-      if _slice_gradient_depth == 0:
-        entry["type"] = entry["type"].original
-
-
-class _RecordAsEagerly:
-  """TF's ``record`` module, as ``tf.custom_gradient`` sees it.
-
-  While :func:`custom_gradients_recorded_as_eagerly` lasts in a thread, the
-  gradient of a ``tf.custom_gradient`` function built in graph mode is
-  recorded as eager TF records it; otherwise, and in other threads, this is
-  TF's module.
-  """
-
-  def __init__(self, module: Any):
-    self._module = module
-
-  def __getattr__(self, name: str) -> Any:
-    return getattr(self._module, name)
-
-  def record_operation(self, op_type: Any, output_tensors: Any,
-                       input_tensors: Any, backward_function: Any,
-                       *args: Any, **kwargs: Any) -> Any:
-    if getattr(_EAGER_RULE, "depth", 0):
-      nr_results = _custom_gradient_result_count(backward_function)
-      if nr_results is not None:
-        input_tensors = list(input_tensors)[nr_results:]
-        graph_backward_function = backward_function
-
-        def backward_function(*output_gradients: Any) -> Any:
-          return graph_backward_function(*output_gradients)[nr_results:]
-    return self._module.record_operation(op_type, output_tensors,
-                                         input_tensors, backward_function,
-                                         *args, **kwargs)
-
-
-def _custom_gradient_result_count(backward_function: Any) -> int | None:
-  """How many results a graph-mode custom gradient records, else None.
-
-  TF's graph-mode decorator records ``results + args + variables`` as the
-  inputs of its op, and its backward function (``tape_grad_fn``) has the
-  number of results in its closure; eager TF's (``actual_grad_fn``) does
-  not: None.
-
-  Raises:
-    InternalsChangedError: a graph-mode custom gradient's backward function
-      does not have it (TF changed the decorator): its gradient could be
-      silently lost.
-  """
-  code = getattr(backward_function, "__code__", None)
-  names = code.co_freevars if code is not None else ()
-  if "flat_result_len" in names:
-    value = backward_function.__closure__[
-        names.index("flat_result_len")].cell_contents
-    if isinstance(value, int):
-      return value
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if tf.executing_eagerly():
-    return None
-  raise _changed(
-      "the closure of tf.custom_gradient's graph-mode backward function "
-      "(tape_grad_fn's flat_result_len)",
-      "call_tf cannot differentiate a tf.custom_gradient function whose "
-      "results depend on the differentiated arguments through tensors it "
-      "captures, where TensorFlow's graph-mode gradient drops that "
-      "dependence")
-
-
-_EAGER_RULE = threading.local()
-_RECORD_PROXY_LOCK = threading.Lock()
-
-
-def _custom_gradient_module() -> Any | None:
-  try:
-    from tensorflow.python.ops import custom_gradient  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return None
-  record = getattr(custom_gradient, "record", None)
-  return (custom_gradient
-          if callable(getattr(record, "record_operation", None)) else None)
-
-
-@contextlib.contextmanager
-def custom_gradients_recorded_as_eagerly() -> Iterator[None]:
-  """While it lasts, graph-mode ``tf.custom_gradient``\\s record as eager ones.
-
-  Eager TF records a ``tf.custom_gradient`` function's gradient on a tape
-  with the function's arguments and the variables it uses as the inputs.
-  Graph-mode TF (a ``tf.function``, pfor's trace, XLA: every gradient
-  call_tf computes except the eager unbatched VJP) records it with the
-  function's *results* as inputs too, and gives the results no gradient.
-  The two differ where a result depends on a watched tensor only through a
-  tensor the function captures, not through its arguments or variables
-  (TF Probability's ODE solvers use ``tf.custom_gradient``, the adjoint
-  method, and an ``ode_fn`` usually closes over the parameters): eager TF
-  does not record the custom gradient and differentiates the ops the
-  function ran (``tape.jacobian`` and finite differences agree); graph-mode
-  TF records it, and the dependence is lost: None, which call_tf's VJP
-  made a zero derivative (``jacrev``, ``jacfwd``, ``vmap`` of ``grad``,
-  ``hessian``: all zero, where the eager ``jax.grad`` was right).
-
-  So, in the thread that enters this, a graph-mode custom gradient is
-  recorded with the inputs eager TF records: each tape and forward
-  accumulator records it, by TF's own rule, only if it watches one of the
-  function's arguments or variables, and then with the gradients TF gives
-  them in either mode (the results' are None in graph mode, and are left
-  out with them). Where it records, both modes leave out a dependence
-  through a captured tensor, as TF does. Other threads see TF's module.
-
-  Raises:
-    InternalsChangedError: (on use) a graph-mode custom gradient's backward
-      function is not the one this module reads.
-  """
-  module = _custom_gradient_module()
-  if module is not None and not isinstance(module.record, _RecordAsEagerly):
-    with _RECORD_PROXY_LOCK:
-      if not isinstance(module.record, _RecordAsEagerly):
-        module.record = _RecordAsEagerly(module.record)
-  _EAGER_RULE.depth = getattr(_EAGER_RULE, "depth", 0) + 1
-  try:
-    yield
-  finally:
-    _EAGER_RULE.depth -= 1
-
-
-def _custom_gradients_record_as_eagerly() -> bool:
-  """Whether :func:`custom_gradients_recorded_as_eagerly` takes effect.
-
-  A graph-mode gradient, with it, of a custom-gradient function whose
-  result depends on the argument only through a tensor it captures: eager
-  TF's (2), where TF's graph mode gives None.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  def vjp(x):
-    with tf.GradientTape() as tape:
-      tape.watch(x)
-      captured = 2. * x
-
-      @tf.custom_gradient
-      def times_captured(y):
-        return captured * y, lambda dy: dy * captured
-
-      y = times_captured(tf.constant(1.))
-    return tape.gradient(y, x)
-
-  try:
-    with custom_gradients_recorded_as_eagerly():
-      graph = tf.function(vjp, autograph=False).get_concrete_function(
-          tf.TensorSpec((), tf.float32)).graph
-  except InternalsChangedError:
-    return False
-  return bool(graph.outputs) and graph.outputs[0].dtype == tf.float32
-
-
 def set_stack_traces(ops: Sequence[Any]) -> None:
   """Gives ops without a stack trace the current one, as op creation does.
 
@@ -729,9 +480,10 @@ def pfor_fallback_converter() -> Callable[..., Any]:
   from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
   converter = getattr(pfor_lib, "_fallback_converter", None)
   if converter is None:
-    raise _changed("tensorflow.python.ops.parallel_for.pfor._fallback_converter",
-                   "call_tf cannot vectorize stateless random ops with a "
-                   "batched seed")
+    raise internals_changed(
+        "tensorflow.python.ops.parallel_for.pfor._fallback_converter",
+        "call_tf cannot vectorize stateless random ops with a "
+        "batched seed")
   return converter
 
 
@@ -793,9 +545,10 @@ def restored_gradient_function(op_type: str) -> Any | None:
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   registry = getattr(tf_ops, "_gradient_registry", None)
   if registry is None or not hasattr(registry, "lookup"):
-    raise _changed("tensorflow.python.framework.ops._gradient_registry",
-                   "the gradient saved with a jax2tf SavedModel cannot be "
-                   "found")
+    raise internals_changed(
+        "tensorflow.python.framework.ops._gradient_registry",
+        "the gradient saved with a jax2tf SavedModel cannot be "
+        "found")
   try:
     gradient = registry.lookup(op_type)
   except LookupError:
@@ -806,10 +559,11 @@ def restored_gradient_function(op_type: str) -> Any | None:
     value = cell.cell_contents
     if hasattr(value, "graph") and hasattr(value, "captured_inputs"):
       return value
-  raise _changed("the closure of the gradient functions TF's SavedModel "
-                 "loader registers (_gen_gradient_func)",
-                 "the gradient saved with a jax2tf SavedModel cannot be "
-                 "found")
+  raise internals_changed(
+      "the closure of the gradient functions TF's SavedModel "
+      "loader registers (_gen_gradient_func)",
+      "the gradient saved with a jax2tf SavedModel cannot be "
+      "found")
 
 
 # The module whose _gen_gradient_func wraps restored gradient functions.
@@ -828,7 +582,7 @@ def graph_locked_for_mutation(graph: Any) -> bool:
     counts = graph._group_lock._group_member_counts  # pylint: disable=protected-access
     return counts[tf_ops._MUTATION_LOCK_GROUP] > 0  # pylint: disable=protected-access
   except (AttributeError, ImportError, IndexError, TypeError) as e:
-    raise _changed(
+    raise internals_changed(
         "tf.Graph._group_lock._group_member_counts and "
         "ops._MUTATION_LOCK_GROUP",
         "call_tf cannot tell whether reading variables through the session "
@@ -839,8 +593,9 @@ def session_is_open(sess: Any) -> bool:
   """Whether a ``tf.compat.v1.Session`` is still open."""
   closed = getattr(sess, "_closed", None)
   if not isinstance(closed, bool):
-    raise _changed("tf.compat.v1.Session._closed",
-                   "call_tf cannot tell which session holds the variables")
+    raise internals_changed(
+        "tf.compat.v1.Session._closed",
+        "call_tf cannot tell which session holds the variables")
   return not closed
 
 
@@ -921,17 +676,11 @@ def check() -> list[str]:
          "tensorflow.compiler.xla.service.hlo_pb2.HloModuleProto")
   except ImportError:
     need(False, "tensorflow.compiler.xla.service.hlo_pb2")
-  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
-  need(isinstance(getattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", None),
-                  bool), "tensorflow deprecation._PRINT_DEPRECATION_WARNINGS")
   need(len(pfor_modules_wrapping_functions()) == 2,
        "tensorflow control_flow_ops.def_function and pfor.def_function")
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
   need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
        "tensorflow ops._gradient_registry.lookup")
-  need(_custom_gradients_record_as_eagerly(),
-       "tensorflow custom_gradient.record.record_operation, called with "
-       "tape_grad_fn (closing over flat_result_len) in graph mode")
   from tensorflow.python.saved_model import function_deserialization  # pylint: disable=g-import-not-at-top
   need(function_deserialization.__name__ == _SAVED_MODEL_LOADER
        and hasattr(function_deserialization, "_gen_gradient_func"),

@@ -28,6 +28,7 @@ from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax import tree_util
 import tensorflow as tf
@@ -142,7 +143,7 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   The choice is made once per argument signature, on a trace of
   ``callable_tf`` of its own (see :func:`_accumulator_is_exact`). Custom
   gradients are recorded as eager TF records them, as in the VJP (see
-  :func:`.compat.custom_gradients_recorded_as_eagerly`).
+  :func:`.tf_overrides.custom_gradients_recorded_as_eagerly`).
 
   It takes the arguments and a pytree of their tangents (None where an
   argument has none) and returns the tangents of the floating and complex
@@ -151,8 +152,8 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   exact: dict[Any, bool] = {}
 
   def tf_jvp_fun(args_tf, tangents_tf):
-    with (compat.slice_gradient_outside_xla(),
-          compat.custom_gradients_recorded_as_eagerly()):
+    with (tf_overrides.slice_gradient_outside_xla(),
+          tf_overrides.custom_gradients_recorded_as_eagerly()):
       try:
         try:
           return jvp_fun(args_tf, tangents_tf)

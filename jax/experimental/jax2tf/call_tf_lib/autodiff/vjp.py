@@ -34,7 +34,7 @@ from typing import Any
 
 import jax
 from jax import dtypes
-from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax import tree_util
 import numpy as np
 
@@ -94,13 +94,13 @@ def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
   ``call_tf`` traces it for XLA, where TF's gradient of ``Slice`` is an
   ``XlaDynamicUpdateSlice``, which has neither a gradient (``jax.hessian``
   differentiates the VJP) nor a pfor converter (``jax.jacrev`` vectorizes
-  it); see :func:`.compat.slice_gradient_outside_xla`. And traced (under
+  it); see :func:`.tf_overrides.slice_gradient_outside_xla`. And traced (under
   ``jit``, ``vmap``, ``jacrev``), it is TF's graph-mode gradient, which
   loses what a ``tf.custom_gradient``'s results owe to the tensors the
   function captures (the parameters of a TF Probability ODE solve: a zero
   Jacobian) where eager TF differentiates them; it records custom
   gradients as eager TF does, see
-  :func:`.compat.custom_gradients_recorded_as_eagerly`.
+  :func:`.tf_overrides.custom_gradients_recorded_as_eagerly`.
 
   Args:
     tf_vjp_fun: ``call_tf``'s VJP, ``(args, cotangents) -> cotangents``.
@@ -110,8 +110,8 @@ def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
   """
   @functools.wraps(tf_vjp_fun)
   def vjp_fun(*args: Any) -> Any:
-    with (compat.slice_gradient_outside_xla(),
-          compat.custom_gradients_recorded_as_eagerly()):
+    with (tf_overrides.slice_gradient_outside_xla(),
+          tf_overrides.custom_gradients_recorded_as_eagerly()):
       return tf_vjp_fun(*args)
   return vjp_fun
 

@@ -36,6 +36,7 @@ import threading
 from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 import tensorflow as tf
 
 # pfor's messages (tensorflow/python/ops/parallel_for/pfor.py):
@@ -601,11 +602,11 @@ def _converters() -> Iterator[None]:
 
   Also TF's deprecation checks off, as pfor copies every loop-invariant op
   with the deprecated ``Graph.create_op`` (see
-  :func:`.compat.tf_deprecation_checks_off`). That setting is global to the
-  process: other threads' TF calls log no deprecation warning while it
+  :func:`.tf_overrides.tf_deprecation_checks_off`). That setting is global to
+  the process: other threads' TF calls log no deprecation warning while it
   lasts. Everything is restored on exit, after an error too.
   """
-  with (_PFOR_LOCK, compat.tf_deprecation_checks_off(),
+  with (_PFOR_LOCK, tf_overrides.tf_deprecation_checks_off(),
         contextlib.ExitStack() as undo):
     for module in compat.pfor_modules_wrapping_functions():
       original = module.def_function

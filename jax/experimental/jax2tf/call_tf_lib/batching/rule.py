@@ -56,6 +56,7 @@ from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib.batching import pfor
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
@@ -468,7 +469,7 @@ def _batched_tf_functions(
       # An inner vmap's function is copied from its eager variant, traced
       # outside XLA: there its pfor loop is in its graph, not in a function
       # that pfor makes under XLA, which would keep it from being copied.
-      with compat.outside_xla_context():
+      with tf_overrides.outside_xla_context():
         unbatched_fn = pfor.inlined(
             graph_lib.concrete_function(callable_flat_tf, sig))
     else:
