@@ -640,3 +640,14 @@ def test_captured_64_bit_values_keep_their_bits(dtype, value, op):
   assert_close(jax.jit(jax.vmap(f))(xs), expected, 1e-6)
   assert_close(jax.grad(lambda x: jnp.sum(f(x)))(xs), np.ones(3, np.float32),
                1e-6)
+
+
+def test_a_module_result_takes_the_dtype_of_its_aval():
+  """One conversion for every caller of a module (to_jax.with_dtype)."""
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax  # pylint: disable=g-import-not-at-top
+  x = np.arange(3, dtype=np.int64)
+  y = to_jax.with_dtype(x, np.dtype(np.int32))
+  assert y.dtype == np.int32 and np.array_equal(y, [0, 1, 2])
+  same = jnp.ones(2, np.float32)
+  assert to_jax.with_dtype(same, np.dtype(np.float32)) is same
+  assert to_jax.with_dtype(2.5, np.dtype(np.float32)).dtype == np.float32

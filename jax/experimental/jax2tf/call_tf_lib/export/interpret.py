@@ -38,7 +38,6 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
-from jax import lax
 import numpy as np
 
 logger = logging.getLogger(__name__)
@@ -177,9 +176,7 @@ def module_function(exported: Any, avals: Sequence[core.ShapedArray], *,
 
   def fun(*args: Any) -> list[Any]:
     outs = jitted(*prefix, *(args[i] for i in kept))
-    return [None if f0
-            else o if getattr(o, "dtype", None) == a.dtype
-            else lax.convert_element_type(o, a.dtype)
+    return [None if f0 else to_jax.with_dtype(o, a.dtype)
             for o, a, f0 in zip(outs, out_avals, float0_outs)]
   return ModuleFunction(fun, float0_outs,
                         tuple(tuple(a.shape) for a in found.out_avals))

@@ -36,7 +36,6 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax import lax
 import numpy as np
 import tensorflow as tf
 
@@ -236,9 +235,7 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   def fun(*flat):
     outs = interp(*flat)
-    return [o if getattr(o, "dtype", None) == a.dtype
-            else lax.convert_element_type(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
+    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
 
   return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
                         interp.transposable)

@@ -64,7 +64,6 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
-from jax import lax
 from jax import numpy as jnp
 import numpy as np
 import tensorflow as tf
@@ -213,9 +212,7 @@ class Interpreted:
     captured, wide = self._captured()
     fun = self._function(tuple(is_batched), wide)
     outs = fun(*args, *captured)
-    return [o if getattr(o, "dtype", None) == a.dtype
-            else lax.convert_element_type(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
+    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
 
 
 def _parse(module: str | bytes, op_types: dict[str, str] | None = None
@@ -382,9 +379,7 @@ def exported_program(exported: Any, in_avals: Sequence[Any], *,
 
   def fun(*operands):
     outs = jitted(*prefix, *operands)
-    return [o if getattr(o, "dtype", None) == a.dtype
-            else lax.convert_element_type(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
+    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
   return fun
 
 

@@ -45,7 +45,8 @@ from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
 from jax import lax
 import numpy as np
 
-__all__ = ["Program", "TF_DERIVATIVE_OPS", "UnsupportedOps", "parse"]
+__all__ = ["Program", "TF_DERIVATIVE_OPS", "UnsupportedOps", "parse",
+           "with_dtype"]
 
 # The TF op types whose lowering can take TF's derivative at ties (see
 # parse's op_types).
@@ -238,6 +239,19 @@ class Program:
           "64-bit types": "the module computes with 64-bit types, which this "
                           "JAX keeps only with jax_enable_x64 (enable it)"})
     return keeping
+
+
+def with_dtype(x: Any, dtype: np.dtype) -> Any:
+  """A result of a module as JAX's aval of it says: `x` in `dtype`.
+
+  A module computes in the types it was lowered with, where JAX's avals of
+  its results are canonicalized (int64 as int32 without ``jax_enable_x64``,
+  a Python scalar's weak type): each caller of a module converts its
+  results here, and only those whose dtype differs.
+  """
+  if getattr(x, "dtype", None) == dtype:
+    return x
+  return lax.convert_element_type(x, dtype)
 
 
 _WIDE_AS_FLOAT = {np.dtype(np.complex128): np.dtype(np.float64)}
