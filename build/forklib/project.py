@@ -113,6 +113,29 @@ def verify(path: pathlib.Path, expected: str, *, origin: str,
         "the change before updating the pin.")
 
 
+def refuse_unless_ours(path: pathlib.Path, markers: tuple[str, ...], *,
+                       maker: str, advice: str) -> None:
+  """Raises ForkError if `path` exists and this tool did not make it.
+
+  What the tool made holds one of its `markers` (files it writes in every
+  directory it makes, before or after its work); a symbolic link, or a
+  directory without one, is the user's, and is never replaced.
+
+  Args:
+    path: what the tool would replace.
+    markers: the names of the tool's marker files, any one of which counts.
+    maker: who would have made it, for the message ("`dev`", "this tool").
+    advice: what to do instead, a sentence.
+  """
+  if not (path.exists() or path.is_symlink()):
+    return
+  if not path.is_symlink() and any((path / m).is_file() for m in markers):
+    return
+  raise ForkError(
+      f"{path} exists and was not made by {maker} (it has no {markers[0]}); "
+      f"it is not replaced, so that nothing of yours is deleted. {advice}")
+
+
 def check_writable_dir(path: pathlib.Path, what: str) -> None:
   """Raises a ForkError unless the tool can write a directory at `path`.
 

@@ -41,6 +41,7 @@ import time
 
 from forklib import ForkError
 from forklib import log
+from forklib import project as project_lib
 from forklib import scratch
 from forklib.manifest import Release
 from forklib.project import Project
@@ -93,15 +94,6 @@ def overlay_links(project: Project, tree: pathlib.Path) -> dict[str, str]:
   return links
 
 
-def _check_ours(path: pathlib.Path, marker: str, what: str) -> None:
-  if (path.exists() or path.is_symlink()) and (
-      path.is_symlink() or not (path / marker).is_file()):
-    raise ForkError(
-        f"{path} exists and was not made by `dev` (it has no {marker}); it "
-        f"is not replaced, so that nothing of yours is deleted. Move it "
-        f"away, or pass another {what}.")
-
-
 def build_tree(project: Project, release: Release,
                out: pathlib.Path) -> pathlib.Path:
   """The patched tree of `release` at `out`, its overlay linked, atomically.
@@ -111,7 +103,9 @@ def build_tree(project: Project, release: Release,
       `out` is then as it was.
   """
   out = out.resolve()
-  _check_ours(out, _TREE_MARKER, "release")
+  project_lib.refuse_unless_ours(
+      out, (_TREE_MARKER,), maker="`dev`",
+      advice="Move it away, or pass another release.")
   queue = patchq.load_queue(project.patches, release.version)
   sdist = fetch.fetch(release)
   out.parent.mkdir(parents=True, exist_ok=True)

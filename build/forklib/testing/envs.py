@@ -42,6 +42,7 @@ from typing import Iterator, TextIO
 
 from forklib import ForkError
 from forklib import log
+from forklib import project as project_lib
 from forklib.manifest import Release
 from forklib.manifest import running_python
 from forklib.project import Project
@@ -184,13 +185,10 @@ def make_venv(venv: pathlib.Path, release: Release, key: str,
     marker.touch()  # its last use, for `make_room`
     return venv
   creating = venv / _CREATING_MARKER  # ours, left incomplete by a failure
-  if (venv.exists() or venv.is_symlink()) and not in_cache and (
-      venv.is_symlink() or not (marker.is_file() or creating.is_file())):
-    raise ForkError(
-        f"{venv} exists and was not made by this tool (it has no "
-        f"{_MARKER}); it is not replaced, so that nothing of yours is "
-        "deleted. Move it away (or remove it if it can go), then run "
-        "again.")
+  if not in_cache:
+    project_lib.refuse_unless_ours(
+        venv, (_MARKER, _CREATING_MARKER), maker="this tool",
+        advice="Move it away (or remove it if it can go), then run again.")
   if venv.exists():
     log.step("env", f"{venv} is incomplete or stale; recreating it")
     shutil.rmtree(venv)
