@@ -23,6 +23,7 @@ an error, never a zero.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 import re
 from typing import Any
 
@@ -141,101 +142,222 @@ def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:
   Either way, the two modes are transposes of each other.
 
   The choice is made once per argument signature, on a trace of
-  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`). Custom
+  ``callable_tf`` of its own (see :func:`_accumulator_is_exact`), and kept
+  in an :class:`_AccumulatorChoices` of this function's own. Custom
   gradients are recorded as eager TF records them, as in the VJP (see
   :func:`.tf_overrides.custom_gradients_recorded_as_eagerly`).
 
-  It takes the arguments and a pytree of their tangents (None where an
-  argument has none) and returns the tangents of the floating and complex
-  outputs, in the order of the flat outputs.
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+
+  Returns:
+    ``tf_jvp_fun(args_tf, tangents_tf)``: it takes the arguments and a
+    pytree of their tangents (None where an argument has none) and returns
+    the tangents of the floating and complex outputs, in the order of the
+    flat outputs.
   """
-  exact: dict[Any, bool] = {}
+  choices = _AccumulatorChoices()
 
-  def tf_jvp_fun(args_tf, tangents_tf):
-    with (tf_overrides.slice_gradient_outside_xla(),
-          tf_overrides.custom_gradients_recorded_as_eagerly()):
-      try:
-        try:
-          return jvp_fun(args_tf, tangents_tf)
-        except TypeError as e:
-          # The accumulator fails in TF's own code on some graphs (a
-          # tf.while_loop whose trip count depends on the data: "`dtype`
-          # <dtype: 'variant'> is not compatible with 1 of dtype int64"):
-          # the double VJP, from the gradients reverse mode uses.
-          if "variant" not in str(e) or not exact.get(_key(args_tf,
-                                                           tangents_tf)):
-            raise
-          exact[_key(args_tf, tangents_tf)] = False
-          return jvp_fun(args_tf, tangents_tf)
-      except LookupError as e:
-        # The accumulator or the double VJP differentiates an op's gradient
-        # that has no gradient of its own (ResizeBicubicGrad).
-        found = _NO_GRADIENT_RE.search(str(e))
-        if found is None:
-          raise
-        raise errors.tangent_unknown_error(None, [found.group(1)]) from e
-
-  def _key(args_tf, tangents_tf):
-    flat_args, args_tree = tree_util.tree_flatten(args_tf)
-    flat_tangents = tree_util.tree_leaves(
-        tangents_tf, is_leaf=lambda t: t is None)
-    return (args_tree,
-            tuple((None if a.shape.rank is None
-                   else tuple(a.shape.as_list()), a.dtype) for a in flat_args),
-            tuple(t is not None for t in flat_tangents))
-
-  def jvp_fun(args_tf, tangents_tf):
-    flat_args, args_tree = tree_util.tree_flatten(args_tf)
-    flat_tangents = tree_util.tree_leaves(
-        tangents_tf, is_leaf=lambda t: t is None)
-    watched = [(a, t) for a, t in zip(flat_args, flat_tangents)
-               if t is not None]
-    sources = [a for a, _ in watched]
-    key = _key(args_tf, tangents_tf)
-    if key not in exact:
-      if len(exact) >= _MAX_SIGNATURES:
-        exact.clear()
-      exact[key] = _accumulator_is_exact(callable_tf, flat_args, args_tree,
-                                         watched)
-    # A persistent tape beside the tangents: where TF computes no tangent
-    # for an output that reverse mode finds connected (an op on the way has
-    # no gradient of its gradient), the tangent is unknown, not zero.
-    with tf.GradientTape(persistent=True) as tape:
-      tape.watch(sources)
-      if exact[key]:
-        with tf.autodiff.ForwardAccumulator(
-            sources, [t for _, t in watched]) as acc:
-          res = callable_tf(*args_tf)
-      else:
-        res = callable_tf(*args_tf)
-    outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
-    outs = [r for r in outs if r.dtype.is_floating or r.dtype.is_complex]
-    if not outs:
-      return []
-    if exact[key]:
-      jvps = [acc.jvp(r, unconnected_gradients=tf.UnconnectedGradients.NONE)
-              for r in outs]
-    else:
-      # The double VJP. The VJP is linear in the cotangents u, so the
-      # gradient with respect to them is the same at any u; at u = 0 some
-      # TF gradients are not finite (cumulative_logsumexp's takes the log
-      # of the cotangent), so u = 1.
-      us = [tf.ones_like(r) for r in outs]
-      with tf.GradientTape() as outer:
-        outer.watch(us)
-        vjps = tape.gradient(
-            outs, sources, output_gradients=us,
-            unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
-                                      if v.dtype.is_complex else v * t)
-                        for v, (_, t) in zip(vjps, watched)])
-      jvps = outer.gradient(dot, us,
-                            unconnected_gradients=tf.UnconnectedGradients.NONE)
-    return [_dense_tangent(tape, j, r, sources, i,
-                           lambda: _ops_without_gradient_of_vjp(callable_tf,
-                                                                args_tf))
-            for i, (j, r) in enumerate(zip(jvps, outs))]
+  def tf_jvp_fun(args_tf: Any, tangents_tf: Any) -> list[tf.Tensor]:
+    return _tangents(callable_tf, choices, args_tf, tangents_tf)
   return tf_jvp_fun
+
+
+# A signature of a call of the tangent function: the arguments' pytree
+# structure, each flat argument's shape (None if its rank is unknown) and
+# dtype, and which flat arguments have a tangent.
+_SignatureKey = tuple[
+    tree_util.PyTreeDef,
+    tuple[tuple[tuple[int | None, ...] | None, tf.DType], ...],
+    tuple[bool, ...]]
+
+
+def _flat_tangents(tangents_tf: Any) -> list[tf.Tensor | None]:
+  """The flat leaves of a pytree of tangents, None (no tangent) a leaf."""
+  return tree_util.tree_leaves(tangents_tf, is_leaf=lambda t: t is None)
+
+
+def _signature_key(args_tf: Any, tangents_tf: Any) -> _SignatureKey:
+  """The signature the accumulator-or-double-VJP choice is kept for.
+
+  Args:
+    args_tf: the arguments, a pytree of TF tensors.
+    tangents_tf: their tangents, the same pytree with None where an
+      argument has no tangent.
+
+  Returns:
+    The hashable key of the signature (see :data:`_SignatureKey`).
+  """
+  flat_args, args_tree = tree_util.tree_flatten(args_tf)
+  return (args_tree,
+          tuple((None if a.shape.rank is None
+                 else tuple(a.shape.as_list()), a.dtype) for a in flat_args),
+          tuple(t is not None for t in _flat_tangents(tangents_tf)))
+
+
+@dataclasses.dataclass
+class _AccumulatorChoices:
+  """Per signature, whether the accumulator is exact (see below).
+
+  Bounded: past ``max_signatures`` the choices made are forgotten and made
+  again as needed.
+
+  Attributes:
+    max_signatures: how many signatures' choices are kept.
+    exact: per signature, True for the accumulator, False for the double VJP.
+  """
+  max_signatures: int = _MAX_SIGNATURES
+  exact: dict[_SignatureKey, bool] = dataclasses.field(default_factory=dict)
+
+  def choose(self, key: _SignatureKey, decide: Callable[[], bool]) -> bool:
+    """The choice kept for ``key``, made with ``decide()`` if there is none.
+
+    Args:
+      key: the signature.
+      decide: makes the choice (True: the accumulator is exact).
+
+    Returns:
+      The choice for ``key``.
+    """
+    if key not in self.exact:
+      if len(self.exact) >= self.max_signatures:
+        self.exact.clear()
+      self.exact[key] = decide()
+    return self.exact[key]
+
+  def fall_back(self, key: _SignatureKey) -> bool:
+    """Chooses the double VJP for ``key`` if the accumulator was chosen.
+
+    Args:
+      key: the signature.
+
+    Returns:
+      True if the accumulator was the choice for ``key`` (now the double
+      VJP); False if it was not, or no choice is kept.
+    """
+    if not self.exact.get(key):
+      return False
+    self.exact[key] = False
+    return True
+
+
+def _tangents(callable_tf: Callable[..., Any], choices: _AccumulatorChoices,
+              args_tf: Any, tangents_tf: Any) -> list[tf.Tensor]:
+  """The output tangents, with TF's overrides, its errors made ours.
+
+  Args:
+    callable_tf: the TF function.
+    choices: the accumulator choices of ``callable_tf``'s tangent function.
+    args_tf: the arguments, a pytree of TF tensors.
+    tangents_tf: their tangents (None where an argument has none).
+
+  Returns:
+    The tangents of the floating and complex outputs, flat.
+
+  Raises:
+    errors.CallTfDerivativeError: an op on the way has no gradient of its
+      gradient.
+  """
+  with (tf_overrides.slice_gradient_outside_xla(),
+        tf_overrides.custom_gradients_recorded_as_eagerly()):
+    try:
+      try:
+        return _tangents_by_choice(callable_tf, choices, args_tf, tangents_tf)
+      except TypeError as e:
+        # The accumulator fails in TF's own code on some graphs (a
+        # tf.while_loop whose trip count depends on the data: "`dtype`
+        # <dtype: 'variant'> is not compatible with 1 of dtype int64"):
+        # the double VJP, from the gradients reverse mode uses.
+        if "variant" not in str(e) or not choices.fall_back(
+            _signature_key(args_tf, tangents_tf)):
+          raise
+        return _tangents_by_choice(callable_tf, choices, args_tf, tangents_tf)
+    except LookupError as e:
+      # The accumulator or the double VJP differentiates an op's gradient
+      # that has no gradient of its own (ResizeBicubicGrad).
+      found = _NO_GRADIENT_RE.search(str(e))
+      if found is None:
+        raise
+      raise errors.tangent_unknown_error(None, [found.group(1)]) from e
+
+
+def _tangents_by_choice(callable_tf: Callable[..., Any],
+                        choices: _AccumulatorChoices, args_tf: Any,
+                        tangents_tf: Any) -> list[tf.Tensor]:
+  """The output tangents, by the accumulator or the double VJP.
+
+  Args:
+    callable_tf: the TF function.
+    choices: where the choice of the arguments' signature is kept (made
+      here if it is not).
+    args_tf: the arguments, a pytree of TF tensors.
+    tangents_tf: their tangents (None where an argument has none).
+
+  Returns:
+    The dense tangents of the floating and complex outputs, flat.
+  """
+  flat_args, args_tree = tree_util.tree_flatten(args_tf)
+  watched = [(a, t) for a, t in zip(flat_args, _flat_tangents(tangents_tf))
+             if t is not None]
+  sources = [a for a, _ in watched]
+  exact = choices.choose(
+      _signature_key(args_tf, tangents_tf),
+      lambda: _accumulator_is_exact(callable_tf, flat_args, args_tree,
+                                    watched))
+  # A persistent tape beside the tangents: where TF computes no tangent
+  # for an output that reverse mode finds connected (an op on the way has
+  # no gradient of its gradient), the tangent is unknown, not zero.
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(sources)
+    if exact:
+      with tf.autodiff.ForwardAccumulator(
+          sources, [t for _, t in watched]) as acc:
+        res = callable_tf(*args_tf)
+    else:
+      res = callable_tf(*args_tf)
+  outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(res)]
+  outs = [r for r in outs if r.dtype.is_floating or r.dtype.is_complex]
+  if not outs:
+    return []
+  if exact:
+    jvps = [acc.jvp(r, unconnected_gradients=tf.UnconnectedGradients.NONE)
+            for r in outs]
+  else:
+    jvps = _double_vjp(tape, outs, watched)
+  return [_dense_tangent(tape, j, r, sources, i,
+                         lambda: _ops_without_gradient_of_vjp(callable_tf,
+                                                              args_tf))
+          for i, (j, r) in enumerate(zip(jvps, outs))]
+
+
+def _double_vjp(tape: tf.GradientTape, outs: Sequence[tf.Tensor],
+                watched: Sequence[tuple[tf.Tensor, tf.Tensor]]
+                ) -> list[tf.Tensor | tf.IndexedSlices | None]:
+  """The tangents of ``outs``: the gradient of ``<J^T u, t>`` in ``u``.
+
+  Args:
+    tape: a persistent tape that recorded ``outs`` from the watched
+      arguments.
+    outs: the floating and complex outputs.
+    watched: ``(argument, tangent)`` pairs of the arguments with tangents.
+
+  Returns:
+    The tangent of each of ``outs``; None where TF computes none.
+  """
+  # The VJP is linear in the cotangents u, so the gradient with respect to
+  # them is the same at any u; at u = 0 some TF gradients are not finite
+  # (cumulative_logsumexp's takes the log of the cotangent), so u = 1.
+  us = [tf.ones_like(r) for r in outs]
+  with tf.GradientTape() as outer:
+    outer.watch(us)
+    vjps = tape.gradient(
+        outs, [a for a, _ in watched], output_gradients=us,
+        unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
+                                  if v.dtype.is_complex else v * t)
+                    for v, (_, t) in zip(vjps, watched)])
+  return outer.gradient(dot, us,
+                        unconnected_gradients=tf.UnconnectedGradients.NONE)
 
 
 # TF's message for an op type without a registered gradient.
