@@ -58,6 +58,7 @@ See https://github.com/jax-ml/jax/issues/11753.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from typing import Any, Protocol
 
 import jax
@@ -209,84 +210,195 @@ def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
   slow_ok = falls_back(vmap_method)
   if ordered and vmap_method != vmap_methods.SEQUENTIAL and not slow_ok:
     raise errors.ordered_error(vmap_method)
+  b = _Batch.make(callee, axis_size, args, dims, vmap_method)
+  if (vmap_method == vmap_methods.SEQUENTIAL or (ordered and slow_ok)
+      or _falls_back_now(b, slow_ok)):
+    outs = b.sequential()
+  elif vmap_method in vmap_methods.VECTORIZING:
+    outs = _vectorized(b, slow_ok)
+  elif vmap_method == vmap_methods.BATCH_POLYMORPHIC:
+    outs = _batch_polymorphic(b)
+  else:
+    outs = _expanded(b)
+  return outs, [0] * len(outs)
 
-  is_batched = [d is not None for d in dims]
-  args = [jnp.moveaxis(a, d, 0) if d not in (None, 0) else a
-          for a, d in zip(args, dims)]
-  in_avals = [compat.typeof(a) for a in args]
-  unbatched_in_avals = [a.update(shape=a.shape[1:]) if b else a
-                        for a, b in zip(in_avals, is_batched)]
-  out_avals = callee.out_avals(unbatched_in_avals)
 
-  def sequential() -> tuple[list[Any], list[int | None]]:
-    outs = _sequential(callee, args, is_batched, axis_size, out_avals)
-    return outs, [0] * len(outs)
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Batch:
+  """One call to batch, with every batched argument's batch at axis 0.
 
-  if vmap_method == vmap_methods.SEQUENTIAL or (ordered and slow_ok):
-    return sequential()
-  # Every other method makes fewer calls than the batch has elements (a
-  # batch of one too: the result must not depend on the batch size).
-  if (side_effect := callee.side_effect_error(vmap_method)) is not None:
+  Attributes:
+    callee: how to make calls.
+    axis_size: the size of the vmap axis (symbolic under shape polymorphism).
+    args: the flat arguments; batched ones at axis 0.
+    is_batched: which arguments are batched.
+    unbatched_in_avals: the avals of one batch element's arguments.
+    out_avals: the avals of one batch element's results.
+    vmap_method: see the module docstring.
+  """
+  callee: Callee
+  axis_size: Any
+  args: list[Any]
+  is_batched: list[bool]
+  unbatched_in_avals: list[core.ShapedArray]
+  out_avals: list[core.ShapedArray]
+  vmap_method: vmap_methods.VmapMethod | None
+
+  @classmethod
+  def make(cls, callee: Callee, axis_size: Any, args: Sequence[Any],
+           dims: Sequence[int | None],
+           vmap_method: vmap_methods.VmapMethod | None) -> _Batch:
+    """Moves each batch to axis 0, and asks ``callee`` for the result avals.
+
+    Args:
+      callee: how to make calls.
+      axis_size: the size of the vmap axis.
+      args: the flat arguments; batched ones at ``dims[i]``.
+      dims: each argument's batch dimension, or None (not all None).
+      vmap_method: see the module docstring.
+
+    Returns:
+      The call to batch.
+    """
+    is_batched = [d is not None for d in dims]
+    args = [jnp.moveaxis(a, d, 0) if d not in (None, 0) else a
+            for a, d in zip(args, dims)]
+    in_avals = [compat.typeof(a) for a in args]
+    unbatched_in_avals = [a.update(shape=a.shape[1:]) if b else a
+                          for a, b in zip(in_avals, is_batched)]
+    out_avals = callee.out_avals(unbatched_in_avals)
+    return cls(callee, axis_size, args, is_batched, unbatched_in_avals,
+               out_avals, vmap_method)
+
+  def batched_out_avals(self) -> list[core.ShapedArray]:
+    """The result avals with the batch at axis 0."""
+    return [a.update(shape=(self.axis_size, *a.shape))
+            for a in self.out_avals]
+
+  def sequential(self) -> list[Any]:
+    """The results of one unbatched call per batch element."""
+    return _sequential(self.callee, self.args, self.is_batched,
+                       self.axis_size, self.out_avals)
+
+
+def _falls_back_now(b: _Batch, slow_ok: bool) -> bool:
+  """Whether a method other than the sequential one must loop instead.
+
+  Every other method makes fewer calls than the batch has elements (a
+  batch of one too: the result must not depend on the batch size), so a
+  call with side effects is refused; and one call may not take a symbolic
+  batch size.
+
+  Args:
+    b: the call to batch.
+    slow_ok: whether a refused call falls back to a loop (:func:`falls_back`).
+
+  Returns:
+    True if the call is refused and falls back; False if it is not refused.
+
+  Raises:
+    Exception: the refusal, if the call does not fall back.
+  """
+  if (side_effect := b.callee.side_effect_error(b.vmap_method)) is not None:
     if slow_ok:
-      return sequential()
+      return True
     raise side_effect
-  if not core.is_constant_dim(axis_size):
-    can, reason = callee.symbolic_batch_refusal(vmap_method)
+  if not core.is_constant_dim(b.axis_size):
+    can, reason = b.callee.symbolic_batch_refusal(b.vmap_method)
     if not can:
       if slow_ok:
-        return sequential()
-      raise errors.symbolic_batch_error(axis_size, vmap_method, reason)
+        return True
+      raise errors.symbolic_batch_error(b.axis_size, b.vmap_method, reason)
+  return False
 
-  if vmap_method in vmap_methods.VECTORIZING:
-    if core.is_constant_dim(axis_size) and axis_size == 0:
-      # A batch of none needs no call (and a pure function's results are
-      # known: empty arrays of the results' shapes).
-      return [jnp.zeros((0, *a.shape), a.dtype) for a in out_avals], [
-          0] * len(out_avals)
-    if core.is_constant_dim(axis_size) and axis_size == 1:
-      # A batch of one needs no vectorizing (jax.jacrev of a scalar function
-      # vmaps its VJP over one cotangent): one unbatched call.
-      outs = callee.call([a[0] if b else a for a, b in zip(args, is_batched)])
-      return [o[None] for o in outs], [0] * len(outs)
-    batched_out_avals = [a.update(shape=(axis_size, *a.shape))
-                         for a in out_avals]
-    try:
-      outs = callee.call_vectorized(args, is_batched, vmap_method,
+
+def _vectorized(b: _Batch, slow_ok: bool) -> list[Any]:
+  """The results of a vectorizing method: one vectorized call.
+
+  Args:
+    b: the call to batch (``b.vmap_method`` one of
+      :data:`.vmap_methods.VECTORIZING`).
+    slow_ok: whether an unvectorizable call falls back to a loop.
+
+  Returns:
+    The batched results, batch at axis 0.
+
+  Raises:
+    Exception: the callee's error, if it cannot vectorize and ``slow_ok`` is
+      False.
+  """
+  constant = core.is_constant_dim(b.axis_size)
+  if constant and b.axis_size == 0:
+    # A batch of none needs no call (and a pure function's results are
+    # known: empty arrays of the results' shapes).
+    return [jnp.zeros((0, *a.shape), a.dtype) for a in b.out_avals]
+  if constant and b.axis_size == 1:
+    # A batch of one needs no vectorizing (jax.jacrev of a scalar function
+    # vmaps its VJP over one cotangent): one unbatched call.
+    outs = b.callee.call([a[0] if batched else a
+                          for a, batched in zip(b.args, b.is_batched)])
+    return [o[None] for o in outs]
+  batched_out_avals = b.batched_out_avals()
+  try:
+    outs = b.callee.call_vectorized(b.args, b.is_batched, b.vmap_method,
                                     batched_out_avals)
-    except Unvectorizable as u:
-      if slow_ok:
-        return sequential()
-      raise u.error from u.__cause__
-    return _checked(outs, batched_out_avals, vmap_method), [
-        0] * len(outs)
+  except Unvectorizable as u:
+    if slow_ok:
+      return b.sequential()
+    raise u.error from u.__cause__
+  return _checked(outs, batched_out_avals, b.vmap_method)
 
-  if vmap_method == vmap_methods.BATCH_POLYMORPHIC:
-    for kind, avals in (("argument", unbatched_in_avals),
-                        ("result", out_avals)):
-      for i, a in enumerate(avals):
-        if not a.shape:
-          raise errors.scalar_error(kind, i, a.str_short())
-    merged = [
-        jnp.reshape(a if b else jnp.broadcast_to(a, (axis_size, *a.shape)),
-                    (axis_size * u.shape[0], *u.shape[1:]))
-        for a, b, u in zip(args, is_batched, unbatched_in_avals)]
-    merged_out_avals = [a.update(shape=(axis_size * a.shape[0], *a.shape[1:]))
-                        for a in out_avals]
-    outs = _checked(callee.call_batched(merged, is_batched, vmap_method,
+
+def _batch_polymorphic(b: _Batch) -> list[Any]:
+  """The results of ``"batch_polymorphic"``: the batch merged into axis 0.
+
+  Args:
+    b: the call to batch.
+
+  Returns:
+    The batched results, batch at axis 0 (split out of their axis 0).
+
+  Raises:
+    ValueError: an argument or result is a scalar (it has no axis 0).
+  """
+  for kind, avals in (("argument", b.unbatched_in_avals),
+                      ("result", b.out_avals)):
+    for i, a in enumerate(avals):
+      if not a.shape:
+        raise errors.scalar_error(kind, i, a.str_short())
+  axis_size = b.axis_size
+  merged = [
+      jnp.reshape(a if batched
+                  else jnp.broadcast_to(a, (axis_size, *a.shape)),
+                  (axis_size * u.shape[0], *u.shape[1:]))
+      for a, batched, u in zip(b.args, b.is_batched, b.unbatched_in_avals)]
+  merged_out_avals = [a.update(shape=(axis_size * a.shape[0], *a.shape[1:]))
+                      for a in b.out_avals]
+  outs = _checked(b.callee.call_batched(merged, b.is_batched, b.vmap_method,
                                         merged_out_avals),
-                    merged_out_avals, vmap_method)
-    return [jnp.reshape(o, (axis_size, *a.shape))
-            for o, a in zip(outs, out_avals)], [0] * len(outs)
+                  merged_out_avals, b.vmap_method)
+  return [jnp.reshape(o, (axis_size, *a.shape))
+          for o, a in zip(outs, b.out_avals)]
 
-  size = axis_size if vmap_method == vmap_methods.BROADCAST_ALL else 1
-  expanded = [a if b else jnp.broadcast_to(a, (size, *a.shape))
-              for a, b in zip(args, is_batched)]
-  batched_out_avals = [a.update(shape=(axis_size, *a.shape))
-                       for a in out_avals]
-  outs = callee.call_batched(expanded, is_batched, vmap_method,
-                             batched_out_avals)
-  return _checked(outs, batched_out_avals, vmap_method), [
-      0] * len(outs)
+
+def _expanded(b: _Batch) -> list[Any]:
+  """The results of ``"expand_dims"`` or ``"broadcast_all"``: one call.
+
+  Args:
+    b: the call to batch.
+
+  Returns:
+    The batched results, batch at axis 0. With ``"expand_dims"`` unbatched
+    arguments get a size-1 axis 0; with ``"broadcast_all"`` they are
+    broadcast to the batch.
+  """
+  size = b.axis_size if b.vmap_method == vmap_methods.BROADCAST_ALL else 1
+  expanded = [a if batched else jnp.broadcast_to(a, (size, *a.shape))
+              for a, batched in zip(b.args, b.is_batched)]
+  batched_out_avals = b.batched_out_avals()
+  outs = b.callee.call_batched(expanded, b.is_batched, b.vmap_method,
+                               batched_out_avals)
+  return _checked(outs, batched_out_avals, b.vmap_method)
 
 
 def check_results(vmap_method: vmap_methods.VmapMethod | None,

@@ -412,7 +412,7 @@ def _copyable_when_vectorized(vectorized: Vectorized) -> bool:
 @functools.lru_cache(maxsize=256)
 def _batched_tf_functions(
     callable_flat_tf: Callable[..., Any],
-    function_flat_tf: Any,
+    function_flat_tf: Callable[..., Any],
     sig: tuple[tf.TensorSpec, ...],
     vmap_method: vmap_methods.VmapMethod | None,
     is_batched: tuple[bool, ...],
@@ -450,83 +450,239 @@ def _batched_tf_functions(
     The callable used eagerly (a ``tf.function`` that is never compiled with
     XLA) and the ``tf.function`` used for shape inference and lowering.
   """
-  inner = _python_function(callable_flat_tf)
-  n_out = len(expected_shapes)
-
-  def batch_size_tf(args_tf):
-    if expected_shapes and expected_shapes[0] and expected_shapes[0][0]:
-      return expected_shapes[0][0]
-    return tf.shape(args_tf[batch_arg])[0]
-
-  def call(args_tf: Sequence[Any], staged: bool) -> list[Any]:
-    if vmap_method not in vmap_methods.VECTORIZING:
-      return list(inner(*args_tf, check_output_avals=False))
-    unbatched, batched = util.partition_list(list(is_batched), list(args_tf))
-    if vectorized is None:
-      unbatched_fn = pfor.inlined(
-          graph_lib.concrete_function(function_flat_tf, sig))
-    elif _copyable_when_vectorized(vectorized):
-      # An inner vmap's function is copied from its eager variant, traced
-      # outside XLA: there its pfor loop is in its graph, not in a function
-      # that pfor makes under XLA, which would keep it from being copied.
-      with tf_overrides.outside_xla_context():
-        unbatched_fn = pfor.inlined(
-            graph_lib.concrete_function(callable_flat_tf, sig))
-    else:
-      # Called, from its staged variant: pfor's control flow ops compile
-      # with XLA only if made in its context.
-      unbatched_fn = None
-    if unbatched_fn is None:
-      unbatched_fn = (graph_lib.concrete_function(function_flat_tf, sig)
-                      if pfor.converts_calls_of_outer_functions()
-                      else functools.partial(inner, check_output_avals=False))
-
-    def body(elems):
-      res = unbatched_fn(*util.merge_lists(list(is_batched), unbatched,
-                                           list(elems)))
-      # pfor needs an output; a function without results is pure (one with
-      # side effects is never vectorized), so nothing is lost.
-      return tuple(res) if n_out else (tf.zeros((), tf.int32),)
-
-    # pfor runs wherever this is traced (the batching rule, the lowering, an
-    # eager call, an outer vmap): its failures are explained here.
-    with pfor.LogCapture() as logs:
-      try:
-        res = pfor.vectorized_map(body, batched)
-      except Exception as e:  # pylint: disable=broad-except
-        failure = pfor.pfor_failure(e, logs.messages)
-        if failure is None:
-          raise
-        # A failure of the staged variant reaches the user under jax.jit
-        # (eager calls trace it only to try XLA, and keep their own variant
-        # where that fails): there no vmap_method helps if XLA cannot
-        # compile the unbatched function either.
-        compile_failure = (
-            _compile_failure(function_flat_tf, sig,
-                             compile_lib.default_tf_platform())
-            if staged and not call_tf_graph else None)
-        raise errors.pfor_error(*failure, vmap_method, e,
-                                compile_failure=compile_failure) from e
-    return list(res) if n_out else []
-
-  def batched(staged: bool) -> Callable[..., list[Any]]:
-    def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
-                        ) -> list[Any]:
-      res = call(args_tf, staged)
-      if check_output_avals:
-        res = _check_results(res, expected_shapes, vmap_method,
-                             lambda: batch_size_tf(args_tf))
-      return res
-
-    batched_flat_tf.__name__ = (
-        f"{getattr(inner, '__name__', 'callable_flat_tf')}_vmap_"
-        f"{vmap_method or 'default'}")
-    return batched_flat_tf
-
-  eager_fn = tf.function(batched(False), autograph=False, jit_compile=False)
-  staged_fn = tf.function(batched(True), autograph=False,
-                          jit_compile=not call_tf_graph)
+  batched_call = _BatchedCall(callable_flat_tf, function_flat_tf, sig,
+                              vmap_method, is_batched, batch_arg,
+                              expected_shapes, call_tf_graph, vectorized)
+  eager_fn = tf.function(_batched_flat_tf(batched_call, staged=False),
+                         autograph=False, jit_compile=False)
+  staged_fn = tf.function(_batched_flat_tf(batched_call, staged=True),
+                          autograph=False, jit_compile=not call_tf_graph)
   return eager_fn, staged_fn
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _BatchedCall:
+  """One call's TF function on a batch: what its batched variants share.
+
+  The arguments of :func:`_batched_tf_functions`, which makes one of these
+  per cached pair; its eager and staged variants differ only in ``staged``.
+
+  Attributes:
+    callable_flat_tf: the unbatched flat TF callable (a primitive param).
+    function_flat_tf: its ``tf.function`` (a primitive param).
+    sig: the unbatched argument specs (a primitive param).
+    vmap_method: the method that batches the call.
+    is_batched: which flat arguments carry the batch at axis 0.
+    batch_arg: an argument batched under vmap (its axis 0 is the batch).
+    expected_shapes: the batched results' shapes (None for unknown sizes).
+    call_tf_graph: the primitive param of the same name.
+    vectorized: the unbatched call's ``vectorized`` param.
+  """
+  callable_flat_tf: Callable[..., Any]
+  function_flat_tf: Callable[..., Any]
+  sig: tuple[tf.TensorSpec, ...]
+  vmap_method: vmap_methods.VmapMethod | None
+  is_batched: tuple[bool, ...]
+  batch_arg: int
+  expected_shapes: tuple[tuple[int | None, ...], ...]
+  call_tf_graph: bool
+  vectorized: Vectorized | None
+
+  @property
+  def inner(self) -> Callable[..., Any]:
+    """The unbatched callable's Python function (see ``_python_function``)."""
+    return _python_function(self.callable_flat_tf)
+
+
+def _batched_flat_tf(batched_call: _BatchedCall, staged: bool
+                     ) -> Callable[..., list[Any]]:
+  """The Python function of one batched variant, for ``tf.function``.
+
+  Args:
+    batched_call: the call to batch.
+    staged: whether this is the staged variant (shape inference, lowering)
+      rather than the eager one.
+
+  Returns:
+    A flat TF callable taking the batched arguments and the keyword
+    ``check_output_avals`` (default True: its results are checked against
+    ``batched_call.expected_shapes``), named after the unbatched callable
+    and the method.
+  """
+  def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
+                      ) -> list[Any]:
+    res = _call_on_batch(batched_call, args_tf, staged)
+    if check_output_avals:
+      res = _check_results(
+          res, batched_call.expected_shapes, batched_call.vmap_method,
+          lambda: _batch_size_tf(batched_call.expected_shapes,
+                                 batched_call.batch_arg, args_tf))
+    return res
+
+  batched_flat_tf.__name__ = (
+      f"{getattr(batched_call.inner, '__name__', 'callable_flat_tf')}_vmap_"
+      f"{batched_call.vmap_method or 'default'}")
+  return batched_flat_tf
+
+
+def _batch_size_tf(expected_shapes: Sequence[tuple[int | None, ...]],
+                   batch_arg: int, args_tf: Sequence[Any]) -> int | tf.Tensor:
+  """The batch size of a batched TF call, for broadcasting its results.
+
+  Args:
+    expected_shapes: the batched results' shapes (None for unknown sizes).
+    batch_arg: an argument batched under vmap (its axis 0 is the batch).
+    args_tf: the batched call's arguments.
+
+  Returns:
+    The first result's static batch size if known (and not 0), else the
+    size of ``args_tf[batch_arg]``'s axis 0, as a TF scalar.
+  """
+  if expected_shapes and expected_shapes[0] and expected_shapes[0][0]:
+    return expected_shapes[0][0]
+  return tf.shape(args_tf[batch_arg])[0]
+
+
+def _call_on_batch(batched_call: _BatchedCall, args_tf: Sequence[Any],
+                   staged: bool) -> list[Any]:
+  """The unchecked results of one batched call.
+
+  Args:
+    batched_call: the call to batch.
+    args_tf: its batched arguments (TF tensors).
+    staged: whether the staged variant is being traced.
+
+  Returns:
+    For the one-call methods, the Python function's results on the batched
+    arguments; for the vectorizing ones, pfor's (:func:`_vectorized_call`).
+  """
+  if batched_call.vmap_method not in vmap_methods.VECTORIZING:
+    return list(batched_call.inner(*args_tf, check_output_avals=False))
+  return _vectorized_call(batched_call, args_tf, staged)
+
+
+def _vectorized_call(batched_call: _BatchedCall, args_tf: Sequence[Any],
+                     staged: bool) -> list[Any]:
+  """The unbatched function, vectorized by pfor, called on a batch.
+
+  pfor runs wherever this is traced (the batching rule, the lowering, an
+  eager call, an outer vmap): its failures are explained here.
+
+  Args:
+    batched_call: the call to batch (a vectorizing method).
+    args_tf: its arguments; those of ``batched_call.is_batched`` carry the
+      batch at axis 0.
+    staged: whether the staged variant is being traced.
+
+  Returns:
+    The batched results.
+
+  Raises:
+    errors.CallTfVectorizationError: pfor cannot vectorize an op.
+  """
+  is_batched = list(batched_call.is_batched)
+  unbatched, batched = util.partition_list(is_batched, list(args_tf))
+  n_out = len(batched_call.expected_shapes)
+  body = _loop_body(_unbatched_function(batched_call), is_batched, unbatched,
+                    n_out)
+  with pfor.LogCapture() as logs:
+    try:
+      res = pfor.vectorized_map(body, batched)
+    except Exception as e:  # pylint: disable=broad-except
+      error = _pfor_error(batched_call, e, logs.messages, staged)
+      if error is None:
+        raise
+      raise error from e
+  return list(res) if n_out else []
+
+
+def _unbatched_function(batched_call: _BatchedCall) -> Callable[..., Any]:
+  """The unbatched function that pfor's loop body calls.
+
+  Args:
+    batched_call: the call to batch (a vectorizing method).
+
+  Returns:
+    The unbatched concrete function copied by :func:`.pfor.inlined` where it
+    can be; else the concrete function, if pfor converts calls of functions
+    made outside its loop, or the Python function.
+  """
+  sig, vectorized = batched_call.sig, batched_call.vectorized
+  if vectorized is None:
+    unbatched_fn = pfor.inlined(
+        graph_lib.concrete_function(batched_call.function_flat_tf, sig))
+  elif _copyable_when_vectorized(vectorized):
+    # An inner vmap's function is copied from its eager variant, traced
+    # outside XLA: there its pfor loop is in its graph, not in a function
+    # that pfor makes under XLA, which would keep it from being copied.
+    with tf_overrides.outside_xla_context():
+      unbatched_fn = pfor.inlined(
+          graph_lib.concrete_function(batched_call.callable_flat_tf, sig))
+  else:
+    # Called, from its staged variant: pfor's control flow ops compile
+    # with XLA only if made in its context.
+    unbatched_fn = None
+  if unbatched_fn is not None:
+    return unbatched_fn
+  return (graph_lib.concrete_function(batched_call.function_flat_tf, sig)
+          if pfor.converts_calls_of_outer_functions()
+          else functools.partial(batched_call.inner, check_output_avals=False))
+
+
+def _loop_body(unbatched_fn: Callable[..., Any], is_batched: Sequence[bool],
+               unbatched: Sequence[Any], n_out: int
+               ) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+  """pfor's per-element function of the batched arguments.
+
+  Args:
+    unbatched_fn: the unbatched function.
+    is_batched: which of its arguments are batched.
+    unbatched: the arguments that are not, in order.
+    n_out: how many results ``unbatched_fn`` returns.
+
+  Returns:
+    A function of one element of each batched argument (a sequence, in
+    order) that calls ``unbatched_fn`` on every argument and returns its
+    results as a tuple; without results, a placeholder ``int32`` zero.
+  """
+  def body(elems: Sequence[Any]) -> tuple[Any, ...]:
+    res = unbatched_fn(*util.merge_lists(list(is_batched), list(unbatched),
+                                         list(elems)))
+    # pfor needs an output; a function without results is pure (one with
+    # side effects is never vectorized), so nothing is lost.
+    return tuple(res) if n_out else (tf.zeros((), tf.int32),)
+
+  return body
+
+
+def _pfor_error(batched_call: _BatchedCall, error: Exception,
+                logs: Sequence[str], staged: bool
+                ) -> errors.CallTfVectorizationError | None:
+  """The error that explains a failure of pfor, if it is one.
+
+  Args:
+    batched_call: the call being vectorized.
+    error: what ``tf.vectorized_map`` raised.
+    logs: TF's error log recorded while it ran.
+    staged: whether the staged variant was being traced.
+
+  Returns:
+    The error naming the op pfor cannot vectorize, or None if ``error`` is
+    not a failure of pfor (the caller re-raises it).
+  """
+  failure = pfor.pfor_failure(error, logs)
+  if failure is None:
+    return None
+  # A failure of the staged variant reaches the user under jax.jit (eager
+  # calls trace it only to try XLA, and keep their own variant where that
+  # fails): there no vmap_method helps if XLA cannot compile the unbatched
+  # function either.
+  compile_failure = (
+      _compile_failure(batched_call.function_flat_tf, batched_call.sig,
+                       compile_lib.default_tf_platform())
+      if staged and not batched_call.call_tf_graph else None)
+  return errors.pfor_error(*failure, batched_call.vmap_method, error,
+                           compile_failure=compile_failure)
 
 
 @functools.lru_cache(maxsize=256)
