@@ -26,10 +26,12 @@ import types
 
 import jax
 from jax import export
+from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib.embed import embedding
 from jax.experimental.jax2tf.call_tf_lib.embed import restored
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import tensorflow as tf
 
 Source = restored._Source  # pylint: disable=protected-access
@@ -106,3 +108,63 @@ def test_embedded_call_value_vmap_and_gradient():
       x, np.ones_like(x), w)
   assert len(vjp_args) == 1  # the argument's cotangent, not the weight's
   np.testing.assert_allclose(vjp_args[0], w * np.cos(x), rtol=1e-6)
+
+
+def test_function_name_is_an_identifier():
+  assert restored._function_name(lambda x: x) == "_lambda_"
+  assert restored._function_name(object()) == "tf_function"
+
+
+def test_cache_kept_per_function_while_it_lives():
+  f = tf.function(lambda x: x)
+  assert restored._cache_of(f) is restored._cache_of(f)
+  unreferenceable = object()  # not weakly referenceable: no cache
+  assert restored._cache_of(unreferenceable) is not restored._cache_of(
+      unreferenceable)
+
+
+def test_input_sources_arguments_then_captures():
+  v = tf.Variable(np.ones(2, np.float32))
+  f = tf.function(lambda x, y: x + y + v, autograph=False)
+  concrete = f.get_concrete_function(tf.TensorSpec((2,), tf.float32),
+                                     tf.TensorSpec((2,), tf.float32))
+  env = restored._input_sources(concrete)
+  sources = [env[p.ref()] for p in concrete.graph.inputs]
+  assert [(s.kind, s.index) for s in sources[:2]] == [("arg", 0), ("arg", 1)]
+  assert [s.kind for s in sources[2:]] == ["resource"]
+  assert sources[2].payload is v
+
+
+def test_saved_vjp_op_none_without_a_saved_gradient():
+  walker = restored._GraphWalker()
+  op = object()
+  assert restored._saved_vjp_op(walker, op) is None
+  walker.gradient_op_types[id(op)] = b"unknown_gradient_function"
+  walker.gradient_disabled = "no gradient"
+  assert restored._saved_vjp_op(walker, op) is None
+
+
+def _spec(shape=(None, 3)):
+  return (tf.TensorSpec(shape, tf.float32),)
+
+
+def test_embeddable_module_of_a_converted_function():
+  w = tf.Variable(np.ones(3, np.float32))
+  f_tf = jax2tf.convert(lambda w, x: jnp.sin(x) * w,
+                        polymorphic_shapes=[None, "(b, 3)"])
+  f = tf.function(lambda x: f_tf(w, x), autograph=False)
+  found = restored._embeddable_module(
+      f, jax.tree_util.tree_structure((0,)), _spec())
+  assert sorted(s.kind for s in found.operands) == ["arg", "var"]
+  assert found.outputs == (0,)
+  assert found.gradient_disabled is None
+  assert found.exported.fun_name == "call_tf__lambda_"
+
+
+def test_embeddable_module_refuses_other_ops():
+  f = tf.function(lambda x: tf.sin(x), autograph=False)
+  with pytest.raises(restored.NotEmbeddableError, match="also has ops"):
+    restored._embeddable_module(
+        f, jax.tree_util.tree_structure((0,)), _spec())
+  assert restored.find_embeddable_module(
+      f, jax.tree_util.tree_structure((0,)), _spec()) is None
