@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 from jax._src import core
@@ -53,6 +53,8 @@ from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
 import tensorflow as tf
+
+_T = TypeVar("_T")
 
 
 class _EmbeddedCallee:
@@ -163,12 +165,12 @@ class _Operands:
     """The number of operands that are arguments of the call."""
     return sum(self.is_arg)
 
-  def merge(self, args: Sequence[Any], weights: Sequence[Any]) -> list[Any]:
+  def merge(self, args: Sequence[_T], weights: Sequence[_T]) -> list[_T]:
     """The module's operands, from the arguments and weights, each in order."""
     it_a, it_w = iter(args), iter(weights)
     return [next(it_a) if a else next(it_w) for a in self.is_arg]
 
-  def arg_cotangents(self, cts: Sequence[Any]) -> list[Any]:
+  def arg_cotangents(self, cts: Sequence[_T]) -> list[_T]:
     """Of the cotangents of all operands, those of the arguments."""
     return [ct for ct, a in zip(cts, self.is_arg) if a]
 
@@ -189,7 +191,7 @@ class _Operands:
                *a[nr_args:nr_fun_args])
 
 
-def _module_weights(embedded: restored.EmbeddedModule) -> list[Any]:
+def _module_weights(embedded: restored.EmbeddedModule) -> list[np.ndarray]:
   """The values of the operands of ``embedded`` that are not arguments.
 
   Args:

@@ -182,7 +182,9 @@ def is_candidate(callable_tf: Any) -> bool:
           or hasattr(callable_tf, "structured_outputs"))
 
 
-def _cache_of(callable_tf: Callable) -> dict[Any, EmbeddedModule | None]:
+def _cache_of(callable_tf: Callable
+              ) -> dict[tuple[tree_util.PyTreeDef, tuple[tf.TensorSpec, ...]],
+                        EmbeddedModule | None]:
   """The modules found for ``callable_tf``, by argument signature.
 
   Args:
