@@ -33,7 +33,9 @@ See https://github.com/jax-ml/jax/issues/11753.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+import dataclasses
+import functools
+from typing import Any, TypeVar
 
 import jax
 from jax._src import core
@@ -51,6 +53,8 @@ from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
 import tensorflow as tf
+
+_T = TypeVar("_T")
 
 
 class _EmbeddedCallee:
@@ -139,6 +143,260 @@ def _batched_call(fun: Callable[..., Any], nr_batchable: int,
   return f
 
 
+@dataclasses.dataclass(frozen=True)
+class _Operands:
+  """Which operands of a module are the call's arguments, in its order.
+
+  The others are the model's weights, constants. Functions of the call take
+  the arguments first, then any extras (cotangents), then the weights.
+
+  Attributes:
+    is_arg: for each module operand, whether it is an argument of the call.
+  """
+  is_arg: tuple[bool, ...]
+
+  @classmethod
+  def of(cls, embedded: restored.EmbeddedModule) -> _Operands:
+    """The operands of ``embedded``'s module."""
+    return cls(tuple(s.kind == "arg" for s in embedded.operands))
+
+  @property
+  def nr_args(self) -> int:
+    """The number of operands that are arguments of the call."""
+    return sum(self.is_arg)
+
+  def merge(self, args: Sequence[_T], weights: Sequence[_T]) -> list[_T]:
+    """The module's operands, from the arguments and weights, each in order."""
+    it_a, it_w = iter(args), iter(weights)
+    return [next(it_a) if a else next(it_w) for a in self.is_arg]
+
+  def arg_cotangents(self, cts: Sequence[_T]) -> list[_T]:
+    """Of the cotangents of all operands, those of the arguments."""
+    return [ct for ct, a in zip(cts, self.is_arg) if a]
+
+  def call(self, fun: Callable[..., Any], nr_fun_args: int,
+           *a: Any) -> Any:
+    """Calls ``fun(*module_operands, *extras)`` on (args, extras, weights).
+
+    Args:
+      fun: a function of the module's operands, then the extras.
+      nr_fun_args: the number of arguments and extras in ``a``.
+      *a: the arguments, the extras, then the weights.
+
+    Returns:
+      What ``fun`` returns.
+    """
+    nr_args = self.nr_args
+    return fun(*self.merge(a[:nr_args], a[nr_fun_args:]),
+               *a[nr_args:nr_fun_args])
+
+
+def _module_weights(embedded: restored.EmbeddedModule) -> list[np.ndarray]:
+  """The values of the operands of ``embedded`` that are not arguments.
+
+  Args:
+    embedded: from :func:`.restored.find_embeddable_module`.
+
+  Returns:
+    In operand order, the constants as ndarrays and the current values of
+    the variables and captured tensors (read together).
+  """
+  constant_sources = [s for s in embedded.operands if s.kind != "arg"]
+  values = iter(captures.read_captured_values(
+      [s.payload for s in constant_sources if s.kind in ("var", "tensor")]))
+  return [np.asarray(s.payload) if s.kind == "const" else next(values)
+          for s in constant_sources]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Interpreter:
+  """A module of (arguments, extras..., weights) as JAX primitives.
+
+  Called with the avals of (arguments, extras, weights), it gives the module
+  as a JAX function of them, or None (see :class:`_EmbeddedCallee`).
+
+  Attributes:
+    module: the ``jax.export.Exported`` module.
+    operands: which of its operands are arguments.
+    nr_fun_args: the number of arguments and extras.
+    purpose: what the module is interpreted for, for messages.
+  """
+  module: jax.export.Exported
+  operands: _Operands
+  nr_fun_args: int
+  purpose: str
+
+  def __call__(self, avals: Sequence[core.AbstractValue]
+               ) -> Callable[..., Any] | None:
+    nr_args, nr_fun_args = self.operands.nr_args, self.nr_fun_args
+    fun = stablehlo_path.exported_program(
+        self.module,
+        [*self.operands.merge(avals[:nr_args], avals[nr_fun_args:]),
+         *avals[nr_args:nr_fun_args]],
+        purpose=self.purpose)
+    if fun is None:
+      return None
+    return functools.partial(self.operands.call, fun, nr_fun_args)
+
+
+def _tangents_of_cotangents(primals: Sequence[Any], tangents: Sequence[Any],
+                            start: int, stop: int) -> list[Any]:
+  """The tangents of the cotangent arguments ``start:stop`` of a VJP.
+
+  Args:
+    primals: all arguments of the VJP.
+    tangents: their tangents, ``SymbolicZero`` where zero.
+    start: the first cotangent argument.
+    stop: after the last cotangent argument.
+
+  Returns:
+    The tangents of the cotangents, zeros for symbolic zeros.
+  """
+  return [jnp.zeros_like(p)
+          if isinstance(t, jax.custom_derivatives.SymbolicZero) else t
+          for p, t in zip(primals[start:stop], tangents[start:stop])]
+
+
+def _full_tangents(tangents: Any, flat_args: Sequence[Any]) -> list[Any]:
+  """The flat tangents of ``flat_args``, zeros where ``tangents`` has None.
+
+  Args:
+    tangents: a pytree of tangents, None for an argument without one.
+    flat_args: the arguments, flat.
+
+  Returns:
+    A tangent for each argument, of its dtype.
+  """
+  flat_t = tree_util.tree_leaves(tangents, is_leaf=lambda t: t is None)
+  return [jnp.zeros_like(a) if t is None
+          else jnp.asarray(t).astype(compat.typeof(a).dtype)
+          for t, a in zip(flat_t, flat_args)]
+
+
+class _EmbeddedCall:
+  """The call of an embedded module, with its batching and derivatives.
+
+  ``call`` is a ``jax.custom_jvp`` function of the call's arguments: reverse
+  mode transposes its linear tangent call with the saved VJP (``vjp``, a
+  ``jax.custom_jvp`` function of (arguments, cotangents, weights)); forward
+  mode evaluates it: the transpose of the saved VJP's module.
+  """
+
+  def __init__(self, embedded: restored.EmbeddedModule,
+               vmap_method: vmap_methods.VmapMethod | None):
+    self.embedded = embedded
+    self.exported = embedded.exported
+    self.operands = _Operands.of(embedded)
+    self.weights = _module_weights(embedded)
+    self.vmap_method = vmap_method
+    self.nr_args = self.operands.nr_args
+    self.nr_outs = len(self.exported.out_avals)
+    self.primal = _batched_call(
+        functools.partial(self.operands.call, self.exported.call,
+                          self.nr_args),
+        self.nr_args, vmap_method,
+        _Interpreter(self.exported, self.operands, self.nr_args, "jax.vmap"))
+    self.vjp_batched = _batched_call(
+        self.vjp_fun, self.nr_args + self.nr_outs,
+        dispatch.vjp_vmap_method(vmap_method), self.interpreted_vjp)
+    self.vjp = jax.custom_jvp(self._vjp)
+    self.vjp.defjvp(self.vjp_jvp, symbolic_zeros=True)
+    self.call = jax.custom_jvp(self._call)
+    jvp_lib.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
+
+  def _call(self, *args: Any) -> tuple[Any, ...]:
+    """The module's results on the call's arguments."""
+    return tuple(self.primal(*args, *self.weights))
+
+  def _vjp(self, *a: Any) -> tuple[Any, ...]:
+    """The saved VJP: (args, cts, weights) -> the arguments' cotangents."""
+    return tuple(self.vjp_batched(*a))
+
+  def uses_stablehlo(self) -> bool:
+    """Whether ``jax.vmap`` vectorizes the call as StableHLO."""
+    return (stablehlo_path.vectorizer(self.vmap_method)
+            == vmap_methods.STABLEHLO)
+
+  def vjp_fun(self, *a: Any) -> list[Any]:
+    """The saved VJP's module, on (args, cts, weights): the args' cts."""
+    cts_all = self.operands.call(self.exported.vjp().call,
+                                 self.nr_args + self.nr_outs, *a)
+    return self.operands.arg_cotangents(cts_all)
+
+  def interpreted_vjp(self, avals: Sequence[core.AbstractValue]
+                      ) -> Callable[..., Any] | None:
+    """The saved VJP as JAX primitives: (args, cts, weights) -> arg cts."""
+    if not self.exported.has_vjp() or not self.uses_stablehlo():
+      return None
+    fun = _Interpreter(self.exported.vjp(), self.operands,
+                       self.nr_args + self.nr_outs, "the saved gradient")(avals)
+    if fun is None:
+      return None
+    return lambda *a: self.operands.arg_cotangents(fun(*a))
+
+  def vjp_jvp(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]
+              ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Forward mode of the saved VJP (``jax.hessian`` is jacfwd of jacrev).
+
+    It is linear in the cotangents, so their tangents go through it; any
+    other would differentiate its module, whose derivative need not be the
+    function's (its stop_gradient is lost), and jax2tf saves no second
+    derivative: refused.
+    """
+    start, stop = self.nr_args, self.nr_args + self.nr_outs
+    if any(not isinstance(t, jax.custom_derivatives.SymbolicZero)
+           for i, t in enumerate(tangents) if not start <= i < stop):
+      raise errors.embedded_second_derivative_error(self.exported.fun_name)
+    ct_t = _tangents_of_cotangents(primals, tangents, start, stop)
+    return (self.vjp(*primals),
+            self.vjp(*primals[:start], *ct_t, *primals[stop:]))
+
+  def forward_mode(self, args: Sequence[Any], tangents: Any) -> Any:
+    """The output tangents: the transpose of the saved VJP, applied.
+
+    The saved VJP is the reverse-mode derivative (the JAX function's, custom
+    rules included), linear in the output cotangents; JAX transposes its
+    module, so that forward and reverse mode agree.
+    """
+    if self.embedded.gradient_disabled is not None:
+      raise errors.gradient_disabled_error(self.embedded.gradient_disabled)
+    flat_args = list(args)
+    out_avals = [compat.typeof(o) for o in jax.eval_shape(
+        lambda *a: self.call(*a), *flat_args)]
+    ct_avals = [core.ShapedArray(a.shape, a.dtype) for a in out_avals]
+    fun = self.interpreted_vjp(
+        [compat.typeof(a) for a in flat_args] + ct_avals
+        + [compat.typeof(w) for w in self.weights])
+    if fun is None:
+      raise errors.embedded_forward_mode_error(self.exported.fun_name)
+    float_outs = [jvp_lib.has_tangent_space(np.zeros((), a.dtype))
+                  for a in ct_avals]
+
+    def vjp_fun(args, cts):
+      cts = [jnp.zeros(a.shape, a.dtype) if ct is None else ct
+             for a, ct in zip(ct_avals, cts)]
+      return list(fun(*args, *cts, *self.weights))
+
+    fun_name = self.exported.fun_name
+    return export_rules.transpose_of_vjp(
+        vjp_fun, flat_args, [a for a, f in zip(ct_avals, float_outs) if f],
+        float_outs, _full_tangents(tangents, flat_args),
+        second_derivative_error=(
+            lambda: errors.embedded_second_derivative_error(fun_name)),
+        transpose_error=(
+            lambda e: errors.embedded_transpose_error(fun_name, e)))
+
+  def call_bwd(self, args: Sequence[Any], cts: Sequence[Any]
+               ) -> tuple[Any, ...]:
+    """The cotangents of the arguments: the saved VJP, applied."""
+    if self.embedded.gradient_disabled is not None:
+      # TensorFlow's own error for a PreventGradient op.
+      raise errors.gradient_disabled_error(self.embedded.gradient_disabled)
+    if not self.exported.has_vjp():
+      raise errors.embedded_no_gradient_error(self.exported.fun_name)
+    return tuple(self.vjp(*args, *cts, *self.weights))
+
+
 def call_embedded(embedded: restored.EmbeddedModule,
                   args_flat: Sequence[Any],
                   vmap_method: vmap_methods.VmapMethod | None) -> Any:
@@ -152,143 +410,8 @@ def call_embedded(embedded: restored.EmbeddedModule,
   Returns:
     The results, in the pytree of the TF function's outputs.
   """
-  exported = embedded.exported
-  operands = embedded.operands
-  constant_sources = [s for s in operands if s.kind != "arg"]
-  values = iter(captures.read_captured_values(
-      [s.payload for s in constant_sources if s.kind in ("var", "tensor")]))
-  weights = [np.asarray(s.payload) if s.kind == "const" else next(values)
-             for s in constant_sources]
-  arg_indices = [s.index for s in operands if s.kind == "arg"]
-  nr_args = len(arg_indices)
-
-  def module_operands(args, weights):
-    it_a, it_w = iter(args), iter(weights)
-    return [next(it_a) if s.kind == "arg" else next(it_w) for s in operands]
-
-  def interpreter(module: Any, nr_fun_args: int, purpose: str
-                  ) -> Callable[..., Any]:
-    """``interpret`` of a function of (arguments, extras..., weights)."""
-    def interpret(avals):
-      args, extra = avals[:nr_args], avals[nr_args:nr_fun_args]
-      fun = stablehlo_path.exported_program(
-          module, [*module_operands(args, avals[nr_fun_args:]), *extra],
-          purpose=purpose)
-      if fun is None:
-        return None
-      def call_fun(*a):
-        return fun(*module_operands(a[:nr_args], a[nr_fun_args:]),
-                   *a[nr_args:nr_fun_args])
-      return call_fun
-    return interpret
-
-  def uses_stablehlo() -> bool:
-    return stablehlo_path.vectorizer(vmap_method) == vmap_methods.STABLEHLO
-
-  primal = _batched_call(
-      lambda *a: exported.call(*module_operands(a[:nr_args], a[nr_args:])),
-      nr_args, vmap_method,
-      interpreter(exported, nr_args, "jax.vmap"))
-  nr_outs = len(exported.out_avals)
-
-  def vjp_fun(*a):
-    args = a[:nr_args]
-    cts = a[nr_args:nr_args + nr_outs]
-    weights = a[nr_args + nr_outs:]
-    cts_all = exported.vjp().call(*module_operands(args, weights), *cts)
-    return [ct for ct, s in zip(cts_all, operands) if s.kind == "arg"]
-
-  def interpreted_vjp(avals: Sequence[Any]) -> Callable[..., Any] | None:
-    # The saved VJP as JAX primitives: (args, cts, weights) -> arg cts.
-    if not exported.has_vjp() or not uses_stablehlo():
-      return None
-    fun = interpreter(exported.vjp(), nr_args + nr_outs,
-                      "the saved gradient")(avals)
-    if fun is None:
-      return None
-    return lambda *a: [ct for ct, s in zip(fun(*a), operands)
-                       if s.kind == "arg"]
-
-  vjp_batched = _batched_call(
-      vjp_fun, nr_args + nr_outs, dispatch.vjp_vmap_method(vmap_method),
-      interpreted_vjp)
-
-  @jax.custom_jvp
-  def vjp(*a):
-    return tuple(vjp_batched(*a))
-
-  def vjp_jvp(primals, tangents):
-    # Forward mode of the saved VJP (jax.hessian is jacfwd of jacrev): it
-    # is linear in the cotangents, so their tangents go through it; any
-    # other would differentiate its module, whose derivative need not be
-    # the function's (its stop_gradient is lost), and jax2tf saves no
-    # second derivative: refused.
-    if any(not isinstance(t, jax.custom_derivatives.SymbolicZero)
-           for i, t in enumerate(tangents)
-           if not nr_args <= i < nr_args + nr_outs):
-      raise errors.embedded_second_derivative_error(exported.fun_name)
-    ct_t = [jnp.zeros_like(p)
-            if isinstance(t, jax.custom_derivatives.SymbolicZero) else t
-            for p, t in zip(primals[nr_args:nr_args + nr_outs],
-                            tangents[nr_args:nr_args + nr_outs])]
-    return (vjp(*primals),
-            vjp(*primals[:nr_args], *ct_t, *primals[nr_args + nr_outs:]))
-
-  vjp.defjvp(vjp_jvp, symbolic_zeros=True)
-
-  @jax.custom_jvp
-  def call(*args):
-    return tuple(primal(*args, *weights))
-
-  def forward_mode(args, tangents):
-    """The output tangents: the transpose of the saved VJP, applied.
-
-    The saved VJP is the reverse-mode derivative (the JAX function's, custom
-    rules included), linear in the output cotangents; JAX transposes its
-    module, so that forward and reverse mode agree.
-    """
-    if embedded.gradient_disabled is not None:
-      raise errors.gradient_disabled_error(embedded.gradient_disabled)
-    flat_args = list(args)
-    out_avals = [compat.typeof(o) for o in jax.eval_shape(
-        lambda *a: call(*a), *flat_args)]
-    ct_avals = [core.ShapedArray(a.shape, a.dtype) for a in out_avals]
-    fun = interpreted_vjp([compat.typeof(a) for a in flat_args] + ct_avals
-                          + [compat.typeof(w) for w in weights])
-    if fun is None:
-      raise errors.embedded_forward_mode_error(exported.fun_name)
-    float_outs = [jvp_lib.has_tangent_space(np.zeros((), a.dtype))
-                  for a in ct_avals]
-
-    def vjp_fun(args, cts):
-      cts = [jnp.zeros(a.shape, a.dtype) if ct is None else ct
-             for a, ct in zip(ct_avals, cts)]
-      return list(fun(*args, *cts, *weights))
-
-    flat_t = tree_util.tree_leaves(tangents, is_leaf=lambda t: t is None)
-    full_t = [jnp.zeros_like(a) if t is None
-              else jnp.asarray(t).astype(compat.typeof(a).dtype)
-              for t, a in zip(flat_t, flat_args)]
-    return export_rules.transpose_of_vjp(
-        vjp_fun, flat_args, [a for a, f in zip(ct_avals, float_outs) if f],
-        float_outs, full_t,
-        second_derivative_error=(
-            lambda: errors.embedded_second_derivative_error(
-                exported.fun_name)),
-        transpose_error=(
-            lambda e: errors.embedded_transpose_error(exported.fun_name, e)))
-
-  def call_bwd(args, cts):
-    if embedded.gradient_disabled is not None:
-      # TensorFlow's own error for a PreventGradient op.
-      raise errors.gradient_disabled_error(embedded.gradient_disabled)
-    if not exported.has_vjp():
-      raise errors.embedded_no_gradient_error(exported.fun_name)
-    return tuple(vjp(*args, *cts, *weights))
-
-  # Reverse mode transposes the linear tangent call with the saved VJP;
-  # forward mode evaluates it: the transpose of the saved VJP's module.
-  jvp_lib.define_linear_jvp(call, forward_mode, call_bwd)
+  call = _EmbeddedCall(embedded, vmap_method).call
+  arg_indices = [s.index for s in embedded.operands if s.kind == "arg"]
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 

@@ -182,6 +182,139 @@ def is_candidate(callable_tf: Any) -> bool:
           or hasattr(callable_tf, "structured_outputs"))
 
 
+def _cache_of(callable_tf: Callable
+              ) -> dict[tuple[tree_util.PyTreeDef, tuple[tf.TensorSpec, ...]],
+                        EmbeddedModule | None]:
+  """The modules found for ``callable_tf``, by argument signature.
+
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+
+  Returns:
+    Its cache, kept while it lives; a new empty one if it is not weakly
+    referenceable.
+  """
+  try:
+    return _FOUND.setdefault(callable_tf, {})
+  except TypeError:  # not weakly referenceable
+    return {}
+
+
+def _concrete_function(callable_tf: Callable,
+                       args_treedef: tree_util.PyTreeDef,
+                       args_flat_sig_tf: Sequence[tf.TensorSpec]
+                       ) -> tf.types.experimental.ConcreteFunction:
+  """The concrete function of ``callable_tf`` of flat arguments.
+
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+    args_treedef: the pytree of its arguments.
+    args_flat_sig_tf: the flat argument specs (None for symbolic sizes).
+
+  Returns:
+    The traced ``tf.function`` of the flat arguments.
+  """
+  def flat_fun(*args_flat):
+    return callable_tf(*args_treedef.unflatten(args_flat))
+  with jax2tf_internal.inside_call_tf():
+    return tf.function(flat_fun, autograph=False
+                       ).get_concrete_function(*args_flat_sig_tf)
+
+
+def _input_sources(concrete_fn: tf.types.experimental.ConcreteFunction
+                   ) -> dict[Any, _Source]:
+  """Where each input of a concrete function's graph comes from.
+
+  Args:
+    concrete_fn: a concrete function.
+
+  Returns:
+    By reference of its graph's inputs: its arguments ("arg", by flat
+    index), then its captures ("resource" for a ``tf.Variable``, else
+    "tensor").
+  """
+  graph = concrete_fn.graph
+  internal = list(graph.internal_captures)
+  env = {p.ref(): _Source("arg", None, i) for i, p in enumerate(
+      graph.inputs[:len(graph.inputs) - len(internal)])}
+  for ic, obj in zip(internal, captures.captured_objects(concrete_fn)):
+    env[ic.ref()] = (_Source("resource", obj) if isinstance(obj, tf.Variable)
+                     else _Source("tensor", obj))
+  return env
+
+
+def _saved_vjp_op(walker: _GraphWalker,
+                  op: tf.Operation) -> tf.Operation | None:
+  """The XlaCallModule op of the saved gradient of module ``op``, if any.
+
+  Args:
+    walker: the walker that reached ``op``.
+    op: the function's XlaCallModule op.
+
+  Returns:
+    The one XlaCallModule op of the restored gradient function of ``op``
+    (saved with ``experimental_custom_gradients``), or None if there is
+    none, or the gradient is disabled.
+  """
+  if walker.gradient_disabled is not None or id(op) not in (
+      walker.gradient_op_types):
+    return None
+  gradient = compat.restored_gradient_function(
+      walker.gradient_op_types[id(op)].decode())
+  if gradient is None:
+    return None
+  vjp_ops = [o for o in gradient.graph.get_operations()
+             if o.type == "XlaCallModule"]
+  return vjp_ops[0] if len(vjp_ops) == 1 else None
+
+
+def _function_name(callable_tf: Callable) -> str:
+  """The name of ``callable_tf`` as an identifier ("tf_function" if none)."""
+  return "".join(c if c.isalnum() else "_"
+                 for c in getattr(callable_tf, "__name__", "tf_function"))
+
+
+def _embeddable_module(callable_tf: Callable,
+                       args_treedef: tree_util.PyTreeDef,
+                       args_flat_sig_tf: Sequence[tf.TensorSpec]
+                       ) -> EmbeddedModule:
+  """The embeddable module of ``callable_tf``.
+
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+    args_treedef: the pytree of its arguments.
+    args_flat_sig_tf: the flat argument specs (None for symbolic sizes).
+
+  Returns:
+    The function's single XlaCallModule, with where its operands come from.
+
+  Raises:
+    NotEmbeddableError: if the function is not (wrappers around) a single
+      XlaCallModule with its weights.
+  """
+  concrete_fn = _concrete_function(callable_tf, args_treedef,
+                                   args_flat_sig_tf)
+  walker = _GraphWalker()
+  walker.check_graph(concrete_fn.graph)
+  env = _input_sources(concrete_fn)
+  outs = list(concrete_fn.graph.outputs)
+  if len(tree_util.tree_leaves(concrete_fn.structured_outputs)) != len(outs):
+    raise NotEmbeddableError("outputs that are not tensors")
+  sources = [walker.resolve(t, env) for t in outs]
+  if len(walker.modules) != 1 or any(s.kind != "module" for s in sources):
+    raise NotEmbeddableError(
+        f"{len(walker.modules)} XlaCallModule ops reach the outputs")
+  (op, operands), = walker.modules.values()
+  vjp_op = _saved_vjp_op(walker, op)
+  return EmbeddedModule(
+      exported=exported_lib.exported_from_module_op(
+          op, f"call_tf_{_function_name(callable_tf)}", vjp_op),
+      operands=operands, outputs=tuple(s.index for s in sources),
+      out_tree=tree_util.tree_structure(tree_util.tree_map(
+          lambda _: 0, concrete_fn.structured_outputs)),
+      gradient_disabled=walker.gradient_disabled)
+
+
 def find_embeddable_module(callable_tf: Callable,
                            args_treedef: tree_util.PyTreeDef,
                            args_flat_sig_tf: Sequence[tf.TensorSpec]
@@ -198,57 +331,13 @@ def find_embeddable_module(callable_tf: Callable,
     XlaCallModule with its weights, else None: call_tf then uses its general
     path.
   """
-  try:
-    cache = _FOUND.setdefault(callable_tf, {})
-  except TypeError:  # not weakly referenceable
-    cache = {}
+  cache = _cache_of(callable_tf)
   key = (args_treedef, tuple(args_flat_sig_tf))
   if key in cache:
     return cache[key]
   found = None
   try:
-    def flat_fun(*args_flat):
-      return callable_tf(*args_treedef.unflatten(args_flat))
-    with jax2tf_internal.inside_call_tf():
-      concrete_fn = tf.function(flat_fun, autograph=False
-                                ).get_concrete_function(*args_flat_sig_tf)
-    walker = _GraphWalker()
-    walker.check_graph(concrete_fn.graph)
-    graph = concrete_fn.graph
-    internal = list(graph.internal_captures)
-    env = {p.ref(): _Source("arg", None, i) for i, p in enumerate(
-        graph.inputs[:len(graph.inputs) - len(internal)])}
-    for ic, obj in zip(internal,
-                       captures.captured_objects(concrete_fn)):
-      env[ic.ref()] = (_Source("resource", obj) if isinstance(obj, tf.Variable)
-                       else _Source("tensor", obj))
-    outs = list(graph.outputs)
-    if len(tree_util.tree_leaves(concrete_fn.structured_outputs)) != len(outs):
-      raise NotEmbeddableError("outputs that are not tensors")
-    sources = [walker.resolve(t, env) for t in outs]
-    if len(walker.modules) != 1 or any(s.kind != "module" for s in sources):
-      raise NotEmbeddableError(
-          f"{len(walker.modules)} XlaCallModule ops reach the outputs")
-    (op, operands), = walker.modules.values()
-    vjp_op = None
-    if (walker.gradient_disabled is None
-        and id(op) in walker.gradient_op_types):
-      gradient = compat.restored_gradient_function(
-          walker.gradient_op_types[id(op)].decode())
-      if gradient is not None:
-        vjp_ops = [o for o in gradient.graph.get_operations()
-                   if o.type == "XlaCallModule"]
-        if len(vjp_ops) == 1:
-          vjp_op = vjp_ops[0]
-    name = "".join(c if c.isalnum() else "_"
-                   for c in getattr(callable_tf, "__name__", "tf_function"))
-    found = EmbeddedModule(
-        exported=exported_lib.exported_from_module_op(
-            op, f"call_tf_{name}", vjp_op),
-        operands=operands, outputs=tuple(s.index for s in sources),
-        out_tree=tree_util.tree_structure(tree_util.tree_map(
-            lambda _: 0, concrete_fn.structured_outputs)),
-        gradient_disabled=walker.gradient_disabled)
+    found = _embeddable_module(callable_tf, args_treedef, args_flat_sig_tf)
   except NotEmbeddableError as e:
     logger.debug("call_tf: the general path for %s: %s", callable_tf, e)
   except Exception as e:  # pylint: disable=broad-except
