@@ -295,7 +295,10 @@ def _references_by_regex(text: str, modules: set[str]) -> list[Reference]:
   for n, line_text in enumerate(text.splitlines(), 1):
     for m in re.finditer(r"\b([A-Za-z_]\w*)((?:\.\w+)+)", line_text):
       if m.group(1) in local:
-        use(local[m.group(1)].split(".") + m.group(2)[1:].split("."), n)
+        # Each prefix of the chain too, as `ast` sees each attribute node.
+        base, attrs = local[m.group(1)].split("."), m.group(2)[1:].split(".")
+        for k in range(len(attrs) + 1):
+          use(base + attrs[:k], n)
   return found
 
 
