@@ -55,6 +55,8 @@ def project(tmp_path, monkeypatch) -> Project:
       overlay={"experimental/ours/__init__.py": "OURS = 1\n",
                "_src/ours.py": "MINE = 2\n"})
   monkeypatch.setenv("JAX_FORK_CACHE", str(cache))
+  # The test command sets the release under test; this project has its own.
+  monkeypatch.delenv("JAX_FORK_UPSTREAM", raising=False)
   return Project(root)
 
 
