@@ -102,23 +102,12 @@ def test_outside_xla_context_restores_the_mark_after_an_error():
 
 def _graph_gradient_of_captured_dependence(override: bool
                                            ) -> tf.Tensor | None:
-  """d/dx of `times_captured(1.)`, which owes x only to a captured tensor."""
-
-  def vjp(x):
-    with tf.GradientTape() as tape:
-      tape.watch(x)
-      captured = 2. * x
-
-      @tf.custom_gradient
-      def times_captured(y):
-        return captured * y, lambda dy: dy * captured
-
-      y = times_captured(tf.constant(1.))
-    return tape.gradient(y, x)
+  """`gradient_through_captured_tensor` at 3, traced as a `tf.function`."""
 
   def traced():
-    return tf.function(vjp, autograph=False).get_concrete_function(
-        tf.TensorSpec((), tf.float32))
+    return tf.function(tf_overrides.gradient_through_captured_tensor,
+                       autograph=False).get_concrete_function(
+                           tf.TensorSpec((), tf.float32))
 
   if override:
     with tf_overrides.custom_gradients_recorded_as_eagerly():
@@ -128,17 +117,8 @@ def _graph_gradient_of_captured_dependence(override: bool
 
 def test_graph_mode_custom_gradient_loses_a_captured_dependence():
   # Eager TF: the dependence through the captured tensor, d(2x)/dx = 2.
-  x = tf.constant(3.)
-  with tf.GradientTape() as tape:
-    tape.watch(x)
-    captured = 2. * x
-
-    @tf.custom_gradient
-    def times_captured(y):
-      return captured * y, lambda dy: dy * captured
-
-    y = times_captured(tf.constant(1.))
-  assert float(tape.gradient(y, x)) == 2.
+  assert float(tf_overrides.gradient_through_captured_tensor(
+      tf.constant(3.))) == 2.
   # Graph-mode TF alone: no gradient at all (None), which call_tf's VJP
   # would make a zero derivative.
   assert _graph_gradient_of_captured_dependence(override=False) is None

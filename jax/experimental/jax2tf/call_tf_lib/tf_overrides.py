@@ -247,31 +247,38 @@ def custom_gradients_recorded_as_eagerly() -> Iterator[None]:
     _EAGER_RULE.depth -= 1
 
 
+def gradient_through_captured_tensor(x: Any) -> Any:
+  """d/dx of a custom-gradient function that owes `x` only to a capture.
+
+  The function is ``y -> captured * y`` with ``captured = 2 * x``, called at
+  ``y = 1``: eager TF's gradient is 2; TF's graph mode, left alone, gives
+  None (see :func:`custom_gradients_recorded_as_eagerly`).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    captured = 2. * x
+
+    @tf.custom_gradient
+    def times_captured(y):
+      return captured * y, lambda dy: dy * captured
+
+    y = times_captured(tf.constant(1.))
+  return tape.gradient(y, x)
+
+
 def custom_gradients_take_effect() -> bool:
   """Whether :func:`custom_gradients_recorded_as_eagerly` takes effect.
 
-  A graph-mode gradient, with it, of a custom-gradient function whose
-  result depends on the argument only through a tensor it captures: eager
-  TF's (2), where TF's graph mode gives None.
+  The graph-mode :func:`gradient_through_captured_tensor`, with it: a
+  tensor, as eager TF's, where TF's graph mode gives None.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  def vjp(x):
-    with tf.GradientTape() as tape:
-      tape.watch(x)
-      captured = 2. * x
-
-      @tf.custom_gradient
-      def times_captured(y):
-        return captured * y, lambda dy: dy * captured
-
-      y = times_captured(tf.constant(1.))
-    return tape.gradient(y, x)
-
   try:
     with custom_gradients_recorded_as_eagerly():
-      graph = tf.function(vjp, autograph=False).get_concrete_function(
-          tf.TensorSpec((), tf.float32)).graph
+      graph = tf.function(gradient_through_captured_tensor,
+                          autograph=False).get_concrete_function(
+                              tf.TensorSpec((), tf.float32)).graph
   except compat.InternalsChangedError:
     return False
   return bool(graph.outputs) and graph.outputs[0].dtype == tf.float32
