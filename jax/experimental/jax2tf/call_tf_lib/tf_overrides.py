@@ -16,8 +16,8 @@
 Each override is a context manager that lasts only while call_tf builds a
 graph that needs it, and restores TF's own state on exit, after an error too.
 Each exists because TF, left alone, gives a wrong or missing derivative or a
-refusal that eager TF does not give; ``tests/calltf/test_tf_overrides.py``
-shows TF's behaviour without each one, and with it.
+refusal that eager TF does not give; the tests of this module show TF's
+behaviour without each one, and with it.
 
 - :func:`outside_xla_context`: hides the ``XLAControlFlowContext`` of the
   graphs being built (``tf.function(jit_compile=True)`` marks them), so that

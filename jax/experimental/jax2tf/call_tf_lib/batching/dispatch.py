@@ -29,8 +29,8 @@
 * ``"vectorized"``: as ``None``, but never falls back.
 * ``"pfor"``: as ``"vectorized"``, with TensorFlow's pfor as the only
   vectorizer and TensorFlow's gradients as the only derivatives, whatever
-  ``jax_call_tf_vectorizer`` says (the fork's behaviour before the StableHLO
-  path).
+  ``jax_call_tf_vectorizer`` says (call_tf's only vectorizer before the
+  StableHLO path).
 * ``"sequential"``: one call per batch element; under a staging trace a
   ``lax.map`` loop inside one program (its size does not grow with the
   batch), eagerly a Python loop of eager calls (no XLA needed).

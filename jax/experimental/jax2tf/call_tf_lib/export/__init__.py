@@ -15,7 +15,7 @@
 
 Upstream's call primitive (``call_exported_p``) has no batching rule, and
 ``Exported.call`` is a ``jax.custom_vjp``, which forward mode cannot
-differentiate. Patch 0020 hooks these modules in:
+differentiate. ``jax._src.export._export`` hooks these modules in:
 
 * :mod:`.interpret`: an exported module, refined for static shapes, as a
   function of JAX operations (:mod:`..stablehlo.to_jax`).

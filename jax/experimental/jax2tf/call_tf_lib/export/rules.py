@@ -13,7 +13,7 @@
 # limitations under the License.
 """``jax.vmap`` and forward mode of ``jax.export``'s ``Exported.call``.
 
-Patch 0020 registers :func:`batching_rule` for upstream's
+``jax._src.export._export`` registers :func:`batching_rule` for its
 ``call_exported_p`` and makes ``Exported.call`` a ``jax.custom_jvp`` whose
 rule is :func:`jvp`.
 

@@ -132,7 +132,7 @@ class TraceCache:
       if there is one; else this call's own, kept. A kept callable is then
       called by every call that reuses it, eagerly too (``jax.vmap`` of a
       batch of one, ``"sequential"``), from any thread: it keeps nothing of
-      a call (patch 0010 makes upstream's ``res_tf_flat`` its local).
+      a call (``res_tf_flat`` is a local of ``callable_flat_tf``).
       Within one call (:meth:`CallTraces.active`), the function is traced
       once: a second look at the call (its JVP rule) gets the first one's
       triple.

@@ -24,7 +24,7 @@ Each rule is exact or absent: where a ``lax`` operation does not reproduce
 an op's semantics in every corner (NaN ordering, clamping of indices,
 implementation-defined results), the op is listed in
 :attr:`Program.unsupported` and calling the program raises
-:class:`UnsupportedOps`, naming it. See ``docs/stablehlo.md``.
+:class:`UnsupportedOps`, naming it.
 
 See https://github.com/jax-ml/jax/issues/11753.
 """
