@@ -24,7 +24,7 @@ the plots), so that a report can be redrawn without measuring again::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import dataclasses
 import json
 import pathlib
@@ -225,8 +225,19 @@ def forward_table(res: Results) -> str:
   return "\n".join(rows)
 
 
-def eager_table(data: dict[str, Any]) -> str:
-  """Eager vmap at one N, every method, ratio to native."""
+def _eager_method_table(
+    data: dict[str, Any],
+    cell: Callable[[str, dict[str, dict[str, Any]]], str]) -> str:
+  """A table of eager vmap at one N: a row per workload, a column per method.
+
+  Args:
+    data: the results.
+    cell: the text of one cell, from the method and the workload's rows by
+      method.
+
+  Returns:
+    The markdown table, or "" where the results have no eager section.
+  """
   e = data.get("eager")
   if not e:
     return ""
@@ -235,42 +246,37 @@ def eager_table(data: dict[str, Any]) -> str:
           "|---|" + "---:|" * len(methods)]
   for w in dict.fromkeys(r["workload"] for r in e["rows"]):
     by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
-    nat = by.get("native")
-    cells = []
-    for m in methods:
-      r = by.get(m, {})
-      if r.get("error"):
-        cells.append("fails")
-      elif r.get("steady") is None:
-        cells.append("—")
-      else:
-        cells.append(fmt_time(r["steady"]) + (
-            "" if m == "native" else _ratio_text(paired_ratio(r, [nat]))))
-    rows.append(f"| {w} | " + " | ".join(cells) + " |")
+    rows.append(f"| {w} | " + " | ".join(cell(m, by) for m in methods) + " |")
   return "\n".join(rows)
+
+
+def _eager_steady_cell(m: str, by: dict[str, dict[str, Any]]) -> str:
+  r = by.get(m, {})
+  if r.get("error"):
+    return "fails"
+  if r.get("steady") is None:
+    return "—"
+  return fmt_time(r["steady"]) + (
+      "" if m == "native" else _ratio_text(paired_ratio(r, [by.get("native")])))
+
+
+def _eager_first_call_cell(m: str, by: dict[str, dict[str, Any]]) -> str:
+  nat = (by.get("native") or {}).get("first_call")
+  t = (by.get(m) or {}).get("first_call")
+  if t is None:
+    return "fails" if (by.get(m) or {}).get("error") else "—"
+  return fmt_time(t) + ("" if m == "native" or not nat
+                        else f" ({t / nat:.2f}x)")
+
+
+def eager_table(data: dict[str, Any]) -> str:
+  """Eager vmap at one N, every method, ratio to native."""
+  return _eager_method_table(data, _eager_steady_cell)
 
 
 def eager_first_call_table(data: dict[str, Any]) -> str:
   """Eager vmap at one N: each method's first call (trace, compile, run)."""
-  e = data.get("eager")
-  if not e:
-    return ""
-  methods = [m["name"] for m in e["methods"]]
-  rows = ["| workload | " + " | ".join(methods) + " |",
-          "|---|" + "---:|" * len(methods)]
-  for w in dict.fromkeys(r["workload"] for r in e["rows"]):
-    by = {r["method"]: r for r in e["rows"] if r["workload"] == w}
-    nat = (by.get("native") or {}).get("first_call")
-    cells = []
-    for m in methods:
-      t = (by.get(m) or {}).get("first_call")
-      if t is None:
-        cells.append("fails" if (by.get(m) or {}).get("error") else "—")
-      else:
-        cells.append(fmt_time(t) + ("" if m == "native" or not nat
-                                    else f" ({t / nat:.2f}x)"))
-    rows.append(f"| {w} | " + " | ".join(cells) + " |")
-  return "\n".join(rows)
+  return _eager_method_table(data, _eager_first_call_cell)
 
 
 def first_call_table(data: dict[str, Any]) -> str:
