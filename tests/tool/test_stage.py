@@ -170,6 +170,18 @@ def test_shake_keeps_what_is_used_and_what_it_uses():
   compile(text, "errors.py", "exec")
 
 
+def test_shake_keeps_only_the_used_names_of_an_import():
+  text, _ = stage_source.shake(
+      "from collections.abc import Callable, Sequence\n"
+      "import os, sys as system\n\n\n"
+      "def f(g: Callable[[], None]) -> str:\n  return system.platform\n",
+      "compat.py", {"f"})
+  assert "from collections.abc import Callable\n" in text
+  assert "import sys as system\n" in text
+  assert "Sequence" not in text and "os" not in text.replace("import", "")
+  compile(text, "compat.py", "exec")
+
+
 def test_references_follow_imports_and_attribute_chains():
   modules = ["pkg.lib", "pkg.lib.errors", "pkg.lib.batching",
              "pkg.lib.batching.rule"]

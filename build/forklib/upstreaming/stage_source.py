@@ -330,13 +330,36 @@ def _used_names(stmt: ast.stmt) -> set[str]:
           for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _only_names(stmt: ast.stmt, lines: list[str], wanted: set[str]
+                ) -> list[str]:
+  """`stmt`'s source `lines`; an import of several names, of the wanted ones.
+
+  `from a import b, c` of which only `b` is used becomes `from a import b`,
+  so that the shaken module imports nothing it does not use.
+  """
+  if (not isinstance(stmt, (ast.Import, ast.ImportFrom))
+      or getattr(stmt, "module", None) == "__future__"):
+    return lines
+  names = [a for a in stmt.names
+           if (a.asname or a.name).split(".")[0] in wanted]
+  if len(names) == len(stmt.names):
+    return lines
+  indent = lines[0][:len(lines[0]) - len(lines[0].lstrip())]
+  listed = ", ".join(a.name + (f" as {a.asname}" if a.asname else "")
+                     for a in names)
+  if isinstance(stmt, ast.Import):
+    return [f"{indent}import {listed}\n"]
+  module = "." * stmt.level + (stmt.module or "")
+  return [f"{indent}from {module} import {listed}\n"]
+
+
 def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
   """The module `text` with only the top-level definitions in use.
 
   Kept: the module docstring, `from __future__` imports, the definitions
   named in `used` and every module-level name they use (transitively),
   statements that bind nothing but use a kept name (a registration call),
-  and the imports kept code uses. A comment block separated by a blank line
+  and the imports kept code uses (of an import of several names, those). A comment block separated by a blank line
   from the next statement heads a section: it is kept while anything up to
   the next such block is.
 
@@ -399,7 +422,8 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
       if pending_header:
         out += pending_header
         pending_header = []
-      out += lead + lines[starts[i] - 1:stmt.end_lineno]
+      out += lead + _only_names(stmt, lines[starts[i] - 1:stmt.end_lineno],
+                                wanted)
   out += lines[previous_end:] if keep and keep[-1] else []
   shaken = _collapse_blank_lines("".join(out))
   return shaken, set(used) - defined

@@ -14,8 +14,7 @@
 """Every JAX and TensorFlow internal ``call_tf_lib`` uses that moves.
 
 The rest of the package calls these functions instead of the internals, so
-that what differs between JAX releases (0.4.38 to 0.12) and TensorFlow
-releases lives here, found by feature detection, never by version numbers.
+that what differs between JAX releases and TensorFlow releases lives here, found by feature detection, never by version numbers.
 :func:`check` verifies that each internal is still there, with the shape this
 module expects; the test suite runs it against every supported release, so a
 rename upstream fails a test instead of a user's program.
@@ -52,8 +51,14 @@ def internals_changed(what: str, consequence: str
   return InternalsChangedError(
       f"call_tf relies on {what}, which this installation (jax "
       f"{jax.__version__}, TensorFlow {tf.__version__}) does not have in the "
-      f"form call_tf expects; {consequence}. Use the TensorFlow release this "
-      "jax was verified with (the `tensorflow` extra of the jax package), and "
+      f"form call_tf expects; {consequence}. "
+      # stage: drop
+      "Use the TensorFlow release this jax was verified with (the "
+      "`tensorflow` extra of the jax package), and "
+      # stage: end
+      # stage: add
+      # "Use a TensorFlow release that this jax supports, and "
+      # stage: end
       "report this at https://github.com/jax-ml/jax/issues/11753.")
 
 
@@ -62,21 +67,32 @@ def internals_changed(what: str, consequence: str
 # ---------------------------------------------------------------------------
 
 def typeof(x: Any) -> core.AbstractValue:
-  """The abstract value of ``x`` (``core.typeof``; ``core.get_aval`` before)."""
+  """The abstract value of ``x`` (``core.typeof``)."""
+  # stage: drop
   fn = getattr(core, "typeof", None) or core.get_aval
   return fn(x)
+  # stage: end
+  # stage: add
+  # return core.typeof(x)
+  # stage: end
 
 
 def register_cache(cache: Any, name: str) -> None:
   """Registers a ``functools.lru_cache`` so that ``jax.clear_caches()`` clears it.
 
-  ``util.register_cache`` exists from jax 0.7; before it, ``clear_caches``
+  With ``util.register_cache`` where the release has it; else ``clear_caches``
   calls every function in ``util.cache_clearing_funs`` (a weak set).
   """
+  # stage: drop
   register = getattr(util, "register_cache", None)
   if register is not None:
     register(cache, name)
     return
+  # stage: end
+  # stage: add
+  # util.register_cache(cache, name)
+  # stage: end
+  # stage: drop
   funs = getattr(util, "cache_clearing_funs", None)
   if funs is None:
     raise internals_changed(
@@ -84,9 +100,12 @@ def register_cache(cache: Any, name: str) -> None:
         "its caches could not be cleared by jax.clear_caches()")
   _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
   funs.add(_CLEARERS[-1])
+  # stage: end
 
 
+# stage: drop
 _CLEARERS: list[Callable[[], None]] = []
+# stage: end
 
 
 def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
@@ -98,39 +117,50 @@ def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
 def mlir_extension() -> Any:
   """jaxlib's MLIR extension (``deserialize_portable_artifact`` and more)."""
   from jax._src import lib  # pylint: disable=g-import-not-at-top
+  # stage: drop
   jax_ext = getattr(lib, "_jax", None)
   if jax_ext is not None and hasattr(jax_ext, "mlir"):
     return jax_ext.mlir
   return lib.xla_client._xla.mlir  # pylint: disable=protected-access
+  # stage: end
+  # stage: add
+  # return lib._jax.mlir  # pylint: disable=protected-access
+  # stage: end
 
 
 def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
   """A serialized (portable artifact) StableHLO module, in ``context``.
 
-  jaxlib before 0.10 returns the module's text, later ones the module.
+  Older jaxlibs return the module's text, newer ones the module.
   """
   with context:
     module = mlir_extension().deserialize_portable_artifact(data)
+  # stage: drop
   if isinstance(module, (str, bytes)):
     return ir.Module.parse(module, context=context)
+  # stage: end
   return module
 
 
 def serialize_module(module: ir.Module, target: str) -> bytes:
   """``module`` as a portable artifact (VHLO) at StableHLO version ``target``.
 
-  jaxlib before 0.10 takes the module's bytecode, later ones the module;
   jax serializes with shardy annotations where its backend does.
   """
   from jax._src import xla_bridge  # pylint: disable=g-import-not-at-top
   ext = mlir_extension()
   with_sdy = getattr(xla_bridge.get_backend(), "serialize_with_sdy", None)
   extra = () if with_sdy is None else (with_sdy,)
+  # stage: drop
   try:
     return ext.serialize_portable_artifact(module, target, *extra)
-  except TypeError:  # jaxlib < 0.10: bytecode in
+  except TypeError:  # older jaxlibs take the module's bytecode
     return ext.serialize_portable_artifact(mlir.module_to_bytecode(module),
                                            target, *extra)
+  # stage: end
+  # stage: add
+  # return ext.serialize_portable_artifact(module, target, *extra)
+  # stage: end
 
 
 def stablehlo_version_jax_serializes() -> str:
@@ -172,27 +202,37 @@ def tensorflow_reads(module_bytes: bytes) -> bool | None:
 def hlo_to_module(hlo: bytes) -> ir.Module:
   """A serialized HLO module as a StableHLO module, in the current context.
 
-  jaxlib from 0.6 converts it with ``hlo_to_stablehlo``; before, through an
-  ``XlaComputation`` (as upstream's ``call_tf`` lowering did then).
+  With jaxlib's ``hlo_to_stablehlo``; older jaxlibs, through an
+  ``XlaComputation``.
   """
   ext = mlir_extension()
+  # stage: drop
   if hasattr(ext, "hlo_to_stablehlo"):
     return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
   from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
   return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
+  # stage: end
+  # stage: add
+  # return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
+  # stage: end
 
 
 def hlo_to_stablehlo(hlo: bytes) -> bytes:
   """A serialized HLO module as a StableHLO module, in MLIR bytecode.
 
-  jaxlib from 0.6 converts it directly (no text is printed and parsed
-  again); before, through :func:`hlo_to_module`.
+  jaxlib converts it directly (no text is printed and parsed again); older
+  jaxlibs, through :func:`hlo_to_module`.
   """
   ext = mlir_extension()
+  # stage: drop
   if hasattr(ext, "hlo_to_stablehlo"):
     return ext.hlo_to_stablehlo(hlo)
   with mlir.make_ir_context():
     return mlir.module_to_bytecode(hlo_to_module(hlo))
+  # stage: end
+  # stage: add
+  # return ext.hlo_to_stablehlo(hlo)
+  # stage: end
 
 
 def hlo_op_types(hlo: bytes) -> dict[str, str]:
@@ -267,44 +307,61 @@ def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   return mlir.refine_polymorphic_shapes(module)
 
 
+# stage: drop
 def _takes_module_context(fn: Callable[..., Any]) -> bool:
   params = list(inspect.signature(fn).parameters)
   return bool(params) and params[0] == "ctx"
+# stage: end
 
 
 def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
-  """``mlir.aval_to_ir_type``, which takes the module context from jax 0.10."""
+  """``mlir.aval_to_ir_type``, with the module context where it takes one."""
+  # stage: drop
   if _takes_module_context(mlir.aval_to_ir_type):
     return mlir.aval_to_ir_type(module_context, aval)
   return mlir.aval_to_ir_type(aval)
+  # stage: end
+  # stage: add
+  # return mlir.aval_to_ir_type(module_context, aval)
+  # stage: end
 
 
 def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
-  """``mlir.shape_tensor``, which takes the module context from jax 0.10."""
+  """``mlir.shape_tensor``, with the module context where it takes one."""
+  # stage: drop
   if _takes_module_context(mlir.shape_tensor):
     return mlir.shape_tensor(module_context, sizes)
   return mlir.shape_tensor(sizes)
+  # stage: end
+  # stage: add
+  # return mlir.shape_tensor(module_context, sizes)
+  # stage: end
 
 
 def flat_args_tree(nr_args: int) -> tree_util.PyTreeDef:
   """The ``in_tree`` of an ``Exported`` taking ``nr_args`` positional arrays.
 
   ``Exported.call`` flattens its arguments with ``tree_util``'s internal
-  ``tracing_registry`` from jax 0.10, with the default registry before.
+  ``tracing_registry`` (older releases, with the default registry).
   """
   from jax._src import tree_util as tree_util_internal  # pylint: disable=g-import-not-at-top
-  registry = getattr(tree_util_internal, "tracing_registry", None)
   args = (tuple(range(nr_args)), {})
+  # stage: drop
+  registry = getattr(tree_util_internal, "tracing_registry", None)
   if registry is not None:
     return registry.flatten(args)[1]
   return tree_util.tree_structure(args)
+  # stage: end
+  # stage: add
+  # return tree_util_internal.tracing_registry.flatten(args)[1]
+  # stage: end
 
 
 def make_exported(**fields: Any) -> Any:
   """A ``jax.export.Exported`` from the fields every release understands.
 
-  ``Exported`` is a dataclass whose fields change between releases (named
-  shardings from jax 0.8; ``_has_named_shardings`` gone again in 0.11).
+  ``Exported`` is a dataclass whose private fields change between releases
+  (its named shardings).
   Fields given here that a release does not have are dropped if they only
   say "no sharding"; a field a release needs and that is not given is an
   error.

@@ -188,8 +188,8 @@ def readable_by_tensorflow(module_bytes: bytes) -> bytes:
   """A serialized module that TensorFlow's ``XlaCallModule`` can read.
 
   ``jax.export`` serializes at the StableHLO version of four weeks ago, which
-  from jax 0.11 is newer than TensorFlow 2.21 reads (StableHLO 1.18 against
-  1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A module
+  can be newer than TensorFlow reads (StableHLO 1.18 against TensorFlow
+  2.21's 1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A module
   TF cannot read is serialized again at TF's own version (or jax's, if
   older); one it reads is returned unchanged.
 
