@@ -45,6 +45,7 @@ from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_plan
 from forklib.upstreaming import stage_source
 from forklib.upstreaming import stage_text
+from forklib.upstreaming import stage_verify
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import stage_fixture as toy  # noqa: E402  pylint: disable=g-import-not-at-top
@@ -180,6 +181,20 @@ def test_shake_keeps_only_the_used_names_of_an_import():
   assert "import sys as system\n" in text
   assert "Sequence" not in text and "os" not in text.replace("import", "")
   compile(text, "compat.py", "exec")
+
+
+@pytest.mark.parametrize("quote", ["'", '"'])
+def test_verify_sees_the_jaxlib_range_of_a_tree_however_quoted(tmp_path,
+                                                               quote):
+  # Upstream's main at 0.11.1 writes _minimum_jaxlib_version = '0.11.0' in
+  # single quotes: the pinned 0.12.0.1 jaxlib must be named as the problem
+  # before pip fails on it.
+  (tmp_path / "jax").mkdir()
+  (tmp_path / "jax" / "version.py").write_text(
+      f'_version = "0.11.1"\n_minimum_jaxlib_version = {quote}0.11.0{quote}\n')
+  problem = stage_verify._jaxlib_range_problem(tmp_path, "0.12.0.1")  # pylint: disable=protected-access
+  assert "0.11.0 to 0.11.1" in problem and "--jaxlib" in problem
+  assert not stage_verify._jaxlib_range_problem(tmp_path, "0.11.0")  # pylint: disable=protected-access
 
 
 def test_references_follow_imports_and_attribute_chains():

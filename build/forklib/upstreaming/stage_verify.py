@@ -146,9 +146,10 @@ def _jaxlib_range_problem(tree: pathlib.Path, jaxlib: str) -> str:
   if not version_py.is_file():
     return ""
   text = version_py.read_text(encoding="utf-8")
-  version = re.search(r'^_version\s*=\s*"([^"]+)"', text, re.M)
-  minimum = re.search(r'^_minimum_jaxlib_version\s*=\s*"([^"]+)"', text,
-                      re.M)
+  # Upstream quotes these either way ('0.11.0' and "0.11.1" in one file).
+  version = re.search(r'^_version\s*=\s*["\']([^"\']+)["\']', text, re.M)
+  minimum = re.search(
+      r'^_minimum_jaxlib_version\s*=\s*["\']([^"\']+)["\']', text, re.M)
   if not version or not minimum:
     return ""
 
