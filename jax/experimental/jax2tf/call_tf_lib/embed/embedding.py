@@ -158,7 +158,8 @@ class _Operands:
   @classmethod
   def of(cls, embedded: restored.EmbeddedModule) -> _Operands:
     """The operands of ``embedded``'s module."""
-    return cls(tuple(s.kind == "arg" for s in embedded.operands))
+    return cls(tuple(s.kind == restored.SourceKind.ARG
+                     for s in embedded.operands))
 
   @property
   def nr_args(self) -> int:
@@ -201,10 +202,13 @@ def _module_weights(embedded: restored.EmbeddedModule) -> list[np.ndarray]:
     In operand order, the constants as ndarrays and the current values of
     the variables and captured tensors (read together).
   """
-  constant_sources = [s for s in embedded.operands if s.kind != "arg"]
+  constant_sources = [s for s in embedded.operands
+                      if s.kind != restored.SourceKind.ARG]
   values = iter(captures.read_captured_values(
-      [s.payload for s in constant_sources if s.kind in ("var", "tensor")]))
-  return [np.asarray(s.payload) if s.kind == "const" else next(values)
+      [s.payload for s in constant_sources
+       if s.kind in (restored.SourceKind.VAR, restored.SourceKind.TENSOR)]))
+  return [np.asarray(s.payload) if s.kind == restored.SourceKind.CONST
+          else next(values)
           for s in constant_sources]
 
 
@@ -411,7 +415,8 @@ def call_embedded(embedded: restored.EmbeddedModule,
     The results, in the pytree of the TF function's outputs.
   """
   call = _EmbeddedCall(embedded, vmap_method).call
-  arg_indices = [s.index for s in embedded.operands if s.kind == "arg"]
+  arg_indices = [s.index for s in embedded.operands
+                 if s.kind == restored.SourceKind.ARG]
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 

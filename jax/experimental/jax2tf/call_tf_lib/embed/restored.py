@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import dataclasses
+import enum
 import logging
 from typing import Any
 import weakref
@@ -52,16 +53,28 @@ _ALLOWED_OPS = frozenset({
     "StatefulPartitionedCall", "PreventGradient"})
 
 
+class SourceKind(enum.StrEnum):
+  """What a value (an operand of the embedded module) comes from."""
+
+  ARG = "arg"
+  """A flat argument of the call (``index``)."""
+  RESOURCE = "resource"
+  """A captured ``tf.Variable``, its handle (``payload``)."""
+  VAR = "var"
+  """A read of a captured ``tf.Variable`` (``payload``)."""
+  TENSOR = "tensor"
+  """A captured tensor (``payload``)."""
+  CONST = "const"
+  """A constant of the graph (``payload``: an ndarray)."""
+  MODULE = "module"
+  """A result (``index``) of the XlaCallModule op (``payload``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class _Source:
-  """Where a value comes from.
-
-  ``kind`` is "arg" (``index``: the flat argument), "resource" or "var"
-  (``payload``: the ``tf.Variable``), "tensor" (``payload``: a captured
-  tensor), "const" (``payload``: an ndarray) or "module" (``payload``: the
-  XlaCallModule op, ``index``: its result).
-  """
-  kind: str
+  """Where a value comes from: its ``kind``, and the ``payload`` and
+  ``index`` that :class:`SourceKind` says it has."""
+  kind: SourceKind
   payload: Any = None
   index: int = 0
 
@@ -127,11 +140,11 @@ class _GraphWalker:
       return self.resolve(op.inputs[t.value_index], env)
     if op_type == "ReadVariableOp":
       src = self.resolve(op.inputs[0], env)
-      if src.kind != "resource":
+      if src.kind != SourceKind.RESOURCE:
         raise NotEmbeddableError(f"a variable read of {src.kind}")
-      return _Source("var", src.payload)
+      return _Source(SourceKind.VAR, src.payload)
     if op_type == "Const":
-      return _Source("const", tf.make_ndarray(op.get_attr("value")))
+      return _Source(SourceKind.CONST, tf.make_ndarray(op.get_attr("value")))
     if op_type in ("PartitionedCall", "StatefulPartitionedCall"):
       graph = _function_graph(op.graph, op.get_attr("f").name)
       self.check_graph(graph)
@@ -144,7 +157,7 @@ class _GraphWalker:
       if seen is not None and seen[1] != operands:
         raise NotEmbeddableError("a module reached with different operands")
       self.modules[id(op)] = (op, operands)
-      return _Source("module", op, t.value_index)
+      return _Source(SourceKind.MODULE, op, t.value_index)
     raise NotEmbeddableError(f"op {op_type}")
 
 
@@ -229,17 +242,18 @@ def _input_sources(concrete_fn: tf.types.experimental.ConcreteFunction
     concrete_fn: a concrete function.
 
   Returns:
-    By reference of its graph's inputs: its arguments ("arg", by flat
-    index), then its captures ("resource" for a ``tf.Variable``, else
-    "tensor").
+    By reference of its graph's inputs: its arguments (``ARG``, by flat
+    index), then its captures (``RESOURCE`` for a ``tf.Variable``, else
+    ``TENSOR``).
   """
   graph = concrete_fn.graph
   internal = list(graph.internal_captures)
-  env = {p.ref(): _Source("arg", None, i) for i, p in enumerate(
+  env = {p.ref(): _Source(SourceKind.ARG, None, i) for i, p in enumerate(
       graph.inputs[:len(graph.inputs) - len(internal)])}
   for ic, obj in zip(internal, captures.captured_objects(concrete_fn)):
-    env[ic.ref()] = (_Source("resource", obj) if isinstance(obj, tf.Variable)
-                     else _Source("tensor", obj))
+    env[ic.ref()] = (_Source(SourceKind.RESOURCE, obj)
+                     if isinstance(obj, tf.Variable)
+                     else _Source(SourceKind.TENSOR, obj))
   return env
 
 
@@ -301,7 +315,7 @@ def _embeddable_module(callable_tf: Callable,
   if len(tree_util.tree_leaves(concrete_fn.structured_outputs)) != len(outs):
     raise NotEmbeddableError("outputs that are not tensors")
   sources = [walker.resolve(t, env) for t in outs]
-  if len(walker.modules) != 1 or any(s.kind != "module" for s in sources):
+  if len(walker.modules) != 1 or any(s.kind != SourceKind.MODULE for s in sources):
     raise NotEmbeddableError(
         f"{len(walker.modules)} XlaCallModule ops reach the outputs")
   (op, operands), = walker.modules.values()
