@@ -132,7 +132,8 @@ def test_input_sources_arguments_then_captures():
                                      tf.TensorSpec((2,), tf.float32))
   env = restored._input_sources(concrete)
   sources = [env[p.ref()] for p in concrete.graph.inputs]
-  assert [(s.kind, s.index) for s in sources[:2]] == [(Kind.ARG, 0), (Kind.ARG, 1)]
+  assert [(s.kind, s.index) for s in sources[:2]] == [(Kind.ARG, 0),
+                                                      (Kind.ARG, 1)]
   assert [s.kind for s in sources[2:]] == [Kind.RESOURCE]
   assert sources[2].payload is v
 

@@ -70,7 +70,8 @@ def has_tangent_space(x: ArrayLike | DTypeLike | None) -> bool:
       dtypes.result_type(x), np.inexact)
 
 
-def define_jvp(make_call: jax.custom_jvp, call_tf: Callable[..., Callable[..., Any]],
+def define_jvp(make_call: jax.custom_jvp,
+               call_tf: Callable[..., Callable[..., Any]],
                callable_tf: Callable[..., Any],
                vjp_bwd: Callable[[Any, Any], Any], *,
                vmap_method: vmap_methods.VmapMethod | None,

@@ -74,7 +74,8 @@ def _impl(*args: jax.Array, tangent_fun: Callable[..., Sequence[jax.Array]],
 
 
 def _abstract_eval(*args: core.AbstractValue,
-                   out_avals: tuple[core.ShapedArray, ...], **_: object) -> tuple[core.ShapedArray, ...]:
+                   out_avals: tuple[core.ShapedArray, ...], **_: object
+                   ) -> tuple[core.ShapedArray, ...]:
   del args
   return out_avals
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 import dataclasses
 import enum
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 import weakref
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -40,6 +40,10 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import tree_util
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  import jax
+  import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +79,11 @@ class _Source:
   """Where a value comes from: its ``kind``, and the ``payload`` and
   ``index`` that :class:`SourceKind` says it has."""
   kind: SourceKind
-  payload: Any = None
+  payload: tf.Variable | tf.Tensor | np.ndarray | tf.Operation | None = None
   index: int = 0
 
 
-def _function_graph(graph: Any, name: str) -> Any:
+def _function_graph(graph: tf.Graph, name: str) -> tf.Graph:
   g = graph
   while g is not None:
     f = g._get_function(name)  # pylint: disable=protected-access
@@ -93,14 +97,14 @@ class _GraphWalker:
   """Follows values through calls, identities and variable reads."""
 
   def __init__(self):
-    self.modules: dict[int, tuple[Any, tuple[_Source, ...]]] = {}
+    self.modules: dict[int, tuple[tf.Operation, tuple[_Source, ...]]] = {}
     # The message of a PreventGradient op on the way (jax2tf's
     # with_gradient=False), if any.
     self.gradient_disabled: str | None = None
     self.gradient_op_types: dict[int, bytes] = {}
     self._checked: set[int] = set()
 
-  def check_graph(self, graph: Any) -> None:
+  def check_graph(self, graph: tf.Graph) -> None:
     if id(graph) in self._checked:
       return
     self._checked.add(id(graph))
@@ -118,7 +122,7 @@ class _GraphWalker:
         if i.op.type == "XlaCallModule":
           self.gradient_op_types[id(i.op)] = gradient_type
 
-  def resolve(self, t: Any, env: dict[Any, _Source]) -> _Source:
+  def resolve(self, t: tf.Tensor, env: dict[Any, _Source]) -> _Source:
     """Where the value of tensor ``t`` comes from."""
     if t.ref() in env:
       return env[t.ref()]
@@ -173,7 +177,7 @@ class EmbeddedModule:
     gradient_disabled: if the function was saved with its gradient disabled
       (``jax2tf.convert(..., with_gradient=False)``), the reason it gives.
   """
-  exported: Any
+  exported: jax.export.Exported
   operands: tuple[_Source, ...]
   outputs: tuple[int, ...]
   out_tree: tree_util.PyTreeDef
@@ -184,7 +188,7 @@ _FOUND: weakref.WeakKeyDictionary[Any, dict[Any, EmbeddedModule | None]] = (
     weakref.WeakKeyDictionary())
 
 
-def is_candidate(callable_tf: Any) -> bool:
+def is_candidate(callable_tf: Callable[..., Any]) -> bool:
   """Whether ``callable_tf`` may be a restored jax2tf function.
 
   Only ``tf.function``s and concrete functions (which is what
@@ -315,7 +319,8 @@ def _embeddable_module(callable_tf: Callable,
   if len(tree_util.tree_leaves(concrete_fn.structured_outputs)) != len(outs):
     raise NotEmbeddableError("outputs that are not tensors")
   sources = [walker.resolve(t, env) for t in outs]
-  if len(walker.modules) != 1 or any(s.kind != SourceKind.MODULE for s in sources):
+  if len(walker.modules) != 1 or any(s.kind != SourceKind.MODULE
+                                     for s in sources):
     raise NotEmbeddableError(
         f"{len(walker.modules)} XlaCallModule ops reach the outputs")
   (op, operands), = walker.modules.values()

@@ -304,7 +304,8 @@ def why_not(function_flat_tf: tf.types.experimental.GenericFunction,
   return found.reason if isinstance(found, Refusal) else None
 
 
-def lookup(function_flat_tf: tf.types.experimental.GenericFunction, sig: Sequence[tf.TensorSpec], *,
+def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
+           sig: Sequence[tf.TensorSpec], *,
            purpose: str, staged: bool) -> Interpreted | None:
   """The TF function's StableHLO module as JAX primitives, or None.
 

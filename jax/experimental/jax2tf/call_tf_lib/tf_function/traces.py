@@ -109,8 +109,8 @@ class TraceCache:
   of its VJP (see :func:`.vjp.vjp_call_key`).
   """
 
-  def __init__(self,
-               tf_function: tf.types.experimental.GenericFunction | None = None):
+  def __init__(
+      self, tf_function: tf.types.experimental.GenericFunction | None = None):
     self._entries: collections.OrderedDict[Hashable, object] = (
         collections.OrderedDict())
     self._lock = threading.Lock()

@@ -34,7 +34,7 @@ op with a dynamic shape has no rule, so the module keeps TensorFlow's path.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax._ir import NoRule
@@ -43,9 +43,6 @@ from jax._src import dtypes
 from jax import lax
 from jax.typing import ArrayLike
 import numpy as np
-
-if TYPE_CHECKING:
-  from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 
 
 # Elementwise ops: the result has the shape (and sizes) of the operands.
@@ -58,6 +55,23 @@ _ELEMENTWISE = frozenset(f"stablehlo.{n}" for n in (
     "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "complex", "real", "imag", "round_nearest_afz", "round_nearest_even",
     "compare", "select", "clamp", "convert")) | {"mhlo.erf"}
+
+
+# What a rule makes of an op: a function of its operands' values (see
+# ._interpret.Step).
+Step = Callable[..., Sequence[Any]]
+
+
+class Compiler(Protocol):
+  """The compiler, as the rules here read it.
+
+  :class:`._interpret.Compiler` is one (that module imports this one, so
+  this one names what it reads).
+  """
+
+  @property
+  def rules(self) -> Mapping[str, Callable[..., Step]]:
+    """The rule of each op name: ``rule(op, compiler) -> Step``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +143,7 @@ def _inside(shape: Sequence[int], sizes: Sequence[ArrayLike | None]
   return inside
 
 
-def _static_step(op: _ir.Op, c: _interpret.Compiler) -> _interpret.Step:
+def _static_step(op: _ir.Op, c: Compiler) -> Step:
   """The op's own rule, on the data (the bound's shape)."""
   rule = c.rules.get(op.name)
   if rule is None:
@@ -137,7 +151,7 @@ def _static_step(op: _ir.Op, c: _interpret.Compiler) -> _interpret.Step:
   return rule(op, c)
 
 
-def rule(op: _ir.Op, c: _interpret.Compiler) -> _interpret.Step:
+def rule(op: _ir.Op, c: Compiler) -> Step:
   """The step of an op with dynamic shapes, or NoRule.
 
   Args:
@@ -216,7 +230,7 @@ def _get_dimension_size(op: _ir.Op) -> Callable[..., Any]:
   return step
 
 
-def _elementwise(op: _ir.Op, c: _interpret.Compiler) -> _interpret.Step:
+def _elementwise(op: _ir.Op, c: Compiler) -> Step:
   static = _static_step(op, c)
   out_t = op.result_types[0]
   rank = len(out_t.shape)
@@ -316,7 +330,7 @@ def _gather_sizes(op: _ir.Op) -> Callable[..., Sequence[Any]]:
   return sizes_of
 
 
-def _reduce(op: _ir.Op, c: _interpret.Compiler) -> _interpret.Step:
+def _reduce(op: _ir.Op, c: Compiler) -> Step:
   """A reduction: the padding of reduced dimensions replaced by the
   initial values, which change nothing."""
   n = len(op.operands) // 2
