@@ -51,10 +51,12 @@ from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import numpy as jnp
 from jax import tree_util
+from jax.typing import ArrayLike
 import numpy as np
 import tensorflow as tf
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 class _EmbeddedCallee:
@@ -175,8 +177,8 @@ class _Operands:
     """Of the cotangents of all operands, those of the arguments."""
     return [ct for ct, a in zip(cts, self.is_arg) if a]
 
-  def call(self, fun: Callable[..., Any], nr_fun_args: int,
-           *a: Any) -> Any:
+  def call(self, fun: Callable[..., _R], nr_fun_args: int,
+           *a: ArrayLike) -> _R:
     """Calls ``fun(*module_operands, *extras)`` on (args, extras, weights).
 
     Args:
@@ -261,7 +263,8 @@ def _tangents_of_cotangents(primals: Sequence[Any], tangents: Sequence[Any],
           for p, t in zip(primals[start:stop], tangents[start:stop])]
 
 
-def _full_tangents(tangents: Any, flat_args: Sequence[Any]) -> list[Any]:
+def _full_tangents(tangents: Any, flat_args: Sequence[jax.Array]
+                   ) -> list[jax.Array]:
   """The flat tangents of ``flat_args``, zeros where ``tangents`` has None.
 
   Args:
@@ -308,11 +311,11 @@ class _EmbeddedCall:
     self.call = jax.custom_jvp(self._call)
     jvp_lib.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
 
-  def _call(self, *args: Any) -> tuple[Any, ...]:
+  def _call(self, *args: jax.Array) -> tuple[jax.Array, ...]:
     """The module's results on the call's arguments."""
     return tuple(self.primal(*args, *self.weights))
 
-  def _vjp(self, *a: Any) -> tuple[Any, ...]:
+  def _vjp(self, *a: ArrayLike) -> tuple[jax.Array, ...]:
     """The saved VJP: (args, cts, weights) -> the arguments' cotangents."""
     return tuple(self.vjp_batched(*a))
 
@@ -321,7 +324,7 @@ class _EmbeddedCall:
     return (stablehlo_path.vectorizer(self.vmap_method)
             == vmap_methods.STABLEHLO)
 
-  def vjp_fun(self, *a: Any) -> list[Any]:
+  def vjp_fun(self, *a: ArrayLike) -> list[jax.Array]:
     """The saved VJP's module, on (args, cts, weights): the args' cts."""
     cts_all = self.operands.call(self.exported.vjp().call,
                                  self.nr_args + self.nr_outs, *a)
@@ -421,7 +424,7 @@ def call_embedded(embedded: restored.EmbeddedModule,
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 
 
-def _arg_spec(a: Any) -> tf.TensorSpec:
+def _arg_spec(a: ArrayLike) -> tf.TensorSpec:
   dtype = jax.dtypes.canonicalize_dtype(
       a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype)
   return tf.TensorSpec(
