@@ -35,6 +35,7 @@ import pytest
 import tensorflow as tf
 
 Source = restored._Source  # pylint: disable=protected-access
+Kind = restored.SourceKind
 
 
 def _embedded(fun, x, w):
@@ -47,14 +48,15 @@ def _embedded(fun, x, w):
       jax.ShapeDtypeStruct(export.symbolic_shape("b"), x.dtype))
   exp = export.deserialize(exp.serialize(vjp_order=1))
   return restored.EmbeddedModule(
-      exported=exp, operands=(Source("const", w), Source("arg", None, 1)),
+      exported=exp,
+      operands=(Source(Kind.CONST, w), Source(Kind.ARG, None, 1)),
       outputs=(0,), out_tree=jax.tree_util.tree_structure((0,)))
 
 
 def test_operands_merge_call_and_select_arguments():
   ops = embedding._Operands.of(types.SimpleNamespace(operands=(
-      Source("var"), Source("arg", None, 0), Source("const"),
-      Source("arg", None, 1))))
+      Source(Kind.VAR), Source(Kind.ARG, None, 0), Source(Kind.CONST),
+      Source(Kind.ARG, None, 1))))
   assert ops.is_arg == (False, True, False, True)
   assert ops.nr_args == 2
   assert ops.merge(["a0", "a1"], ["w0", "w1"]) == ["w0", "a0", "w1", "a1"]
@@ -67,8 +69,8 @@ def test_operands_merge_call_and_select_arguments():
 def test_module_weights_read_in_operand_order():
   v = tf.Variable(np.float32(2.))
   embedded = types.SimpleNamespace(operands=(
-      Source("arg", None, 0), Source("const", np.float32(1.)),
-      Source("var", v), Source("tensor", tf.constant(3.))))
+      Source(Kind.ARG, None, 0), Source(Kind.CONST, np.float32(1.)),
+      Source(Kind.VAR, v), Source(Kind.TENSOR, tf.constant(3.))))
   assert [float(w) for w in embedding._module_weights(embedded)] == [1, 2, 3]
   v.assign(5.)  # read at each call
   assert float(embedding._module_weights(embedded)[1]) == 5
@@ -130,8 +132,9 @@ def test_input_sources_arguments_then_captures():
                                      tf.TensorSpec((2,), tf.float32))
   env = restored._input_sources(concrete)
   sources = [env[p.ref()] for p in concrete.graph.inputs]
-  assert [(s.kind, s.index) for s in sources[:2]] == [("arg", 0), ("arg", 1)]
-  assert [s.kind for s in sources[2:]] == ["resource"]
+  assert [(s.kind, s.index) for s in sources[:2]] == [(Kind.ARG, 0),
+                                                      (Kind.ARG, 1)]
+  assert [s.kind for s in sources[2:]] == [Kind.RESOURCE]
   assert sources[2].payload is v
 
 
@@ -155,7 +158,7 @@ def test_embeddable_module_of_a_converted_function():
   f = tf.function(lambda x: f_tf(w, x), autograph=False)
   found = restored._embeddable_module(
       f, jax.tree_util.tree_structure((0,)), _spec())
-  assert sorted(s.kind for s in found.operands) == ["arg", "var"]
+  assert sorted(s.kind for s in found.operands) == [Kind.ARG, Kind.VAR]
   assert found.outputs == (0,)
   assert found.gradient_disabled is None
   assert found.exported.fun_name == "call_tf__lambda_"

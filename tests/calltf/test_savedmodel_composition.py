@@ -128,8 +128,9 @@ def test_restored_jax2tf_function_is_embedded(level0):
       (tf.TensorSpec((None, 4), tf.float32),))
   assert found is not None
   kinds = [s.kind for s in found.operands]
-  assert sorted(kinds) == ["arg", "var", "var", "var"]  # x and 3 weights
-  assert str(found.exported.in_avals[kinds.index("arg")].shape) == "(b, 4)"
+  kind = call_tf_restored.SourceKind
+  assert sorted(kinds) == [kind.ARG, kind.VAR, kind.VAR, kind.VAR]  # x, weights
+  assert str(found.exported.in_avals[kinds.index(kind.ARG)].shape) == "(b, 4)"
   assert str(found.exported.out_avals[0].shape) == "(b, 4)"
   assert found.exported.has_vjp()
   # A Python function around it takes the general path (its code runs).

@@ -19,9 +19,13 @@ Each message says what went wrong, with the values involved, and what to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
+
+if TYPE_CHECKING:
+  from jax._src import core
+  import tensorflow as tf
 
 FLAG_HINT = ("the jax_call_tf_slow_vmap option (JAX_CALL_TF_SLOW_VMAP=1, "
              "jax.config.update('jax_call_tf_slow_vmap', True), or "
@@ -235,7 +239,7 @@ def xla_compile_error(op_type: str | None, node_name: str | None,
       op_type, node_name)
 
 
-def symbolic_batch_error(axis_size: Any,
+def symbolic_batch_error(axis_size: core.DimSize,
                          vmap_method: vmap_methods.VmapMethod | None,
                          reason: str | None = None
                          ) -> CallTfVectorizationError:
@@ -273,7 +277,8 @@ def scalar_error(kind: str, index: int, aval_str: str) -> ValueError:
 
 
 def result_shape_error(vmap_method: vmap_methods.VmapMethod | None, index: int,
-                       shape: Sequence[Any], expected: Sequence[Any]
+                       shape: Sequence[core.DimSize | None],
+                       expected: Sequence[core.DimSize | None]
                        ) -> ValueError:
   """A one-call method's result does not have the batched shape."""
   where = ("merged into axis 0"
@@ -389,7 +394,7 @@ def uninitialized_variables_error(names: Sequence[str]
       "values with initial ones.")
 
 
-def captured_resource_error(resource: Any, found: int) -> ValueError:
+def captured_resource_error(resource: tf.Tensor, found: int) -> ValueError:
   """A captured resource that is not the handle of one variable."""
   return ValueError(f"call_tf: cannot find the variable of the captured "
                     f"resource {resource} (found {found}).")
@@ -464,7 +469,7 @@ def embedded_no_gradient_error(name: str) -> ValueError:
       "(and jax2tf.convert(..., with_gradient=True), the default).")
 
 
-def vmap_method_error(vmap_method: Any, methods: Sequence[str | None]
+def vmap_method_error(vmap_method: object, methods: Sequence[str | None]
                       ) -> ValueError:
   """An unknown ``vmap_method``."""
   return ValueError(

@@ -47,12 +47,16 @@ moved, except where that would lose a gradient silently, which raises
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 import contextlib
 import threading
-from typing import Any
+import types
+from typing import TYPE_CHECKING, Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
+
+if TYPE_CHECKING:
+  import tensorflow as tf
 
 
 @contextlib.contextmanager
@@ -136,29 +140,34 @@ class _RecordAsEagerly:
   TF's module.
   """
 
-  def __init__(self, module: Any):
+  def __init__(self, module: types.ModuleType):
     self._module = module
 
   def __getattr__(self, name: str) -> Any:
     return getattr(self._module, name)
 
-  def record_operation(self, op_type: Any, output_tensors: Any,
-                       input_tensors: Any, backward_function: Any,
-                       *args: Any, **kwargs: Any) -> Any:
+  def record_operation(
+      self, op_type: str, output_tensors: Sequence[tf.Tensor],
+      input_tensors: Sequence[tf.Tensor],
+      backward_function: Callable[..., Sequence[tf.Tensor | None]],
+      *args: Any, **kwargs: Any) -> None:
     if getattr(_EAGER_RULE, "depth", 0):
       nr_results = _custom_gradient_result_count(backward_function)
       if nr_results is not None:
         input_tensors = list(input_tensors)[nr_results:]
         graph_backward_function = backward_function
 
-        def backward_function(*output_gradients: Any) -> Any:
+        def backward_function(*output_gradients: tf.Tensor | None
+                              ) -> Sequence[tf.Tensor | None]:
           return graph_backward_function(*output_gradients)[nr_results:]
     return self._module.record_operation(op_type, output_tensors,
                                          input_tensors, backward_function,
                                          *args, **kwargs)
 
 
-def _custom_gradient_result_count(backward_function: Any) -> int | None:
+def _custom_gradient_result_count(
+    backward_function: Callable[..., Sequence[tf.Tensor | None]]
+) -> int | None:
   """How many results a graph-mode custom gradient records, else None.
 
   TF's graph-mode decorator records ``results + args + variables`` as the
@@ -194,7 +203,7 @@ _EAGER_RULE = threading.local()
 _RECORD_PROXY_LOCK = threading.Lock()
 
 
-def _custom_gradient_module() -> Any | None:
+def _custom_gradient_module() -> types.ModuleType | None:
   try:
     from tensorflow.python.ops import custom_gradient  # pylint: disable=g-import-not-at-top
   except ImportError:
@@ -247,7 +256,7 @@ def custom_gradients_recorded_as_eagerly() -> Iterator[None]:
     _EAGER_RULE.depth -= 1
 
 
-def gradient_through_captured_tensor(x: Any) -> Any:
+def gradient_through_captured_tensor(x: tf.Tensor) -> tf.Tensor | None:
   """d/dx of a custom-gradient function that owes `x` only to a capture.
 
   The function is ``y -> captured * y`` with ``captured = 2 * x``, called at

@@ -55,20 +55,23 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import numpy as jnp
 from jax import tree_util
+from jax.typing import ArrayLike, DTypeLike
 import numpy as np
 
 
-def _is_symbolic_zero(t: Any) -> bool:
+def _is_symbolic_zero(
+    t: ArrayLike | jax.custom_derivatives.SymbolicZero) -> bool:
   return isinstance(t, jax.custom_derivatives.SymbolicZero)
 
 
-def has_tangent_space(x: Any) -> bool:
+def has_tangent_space(x: ArrayLike | DTypeLike | None) -> bool:
   """Whether ``x`` (a value or dtype) has tangents: floating or complex."""
   return x is not None and dtypes.issubdtype(
       dtypes.result_type(x), np.inexact)
 
 
-def define_jvp(make_call: Any, call_tf: Callable[..., Callable[..., Any]],
+def define_jvp(make_call: jax.custom_jvp,
+               call_tf: Callable[..., Callable[..., Any]],
                callable_tf: Callable[..., Any],
                vjp_bwd: Callable[[Any, Any], Any], *,
                vmap_method: vmap_methods.VmapMethod | None,
@@ -142,7 +145,7 @@ class _TangentCall:
     self._call_tf_graph = call_tf_graph
     self._made: Callable[..., Any] | None = None
 
-  def __call__(self, args: Any, tangents: Any) -> Sequence[Any]:
+  def __call__(self, args: Any, tangents: Any) -> Sequence[jax.Array]:
     """The output tangents (see :func:`.tf_jvp.tf_jvp_function`)."""
     if self._made is None:
       self._made = self._call_tf(
@@ -160,7 +163,8 @@ _Probe = Callable[[traces.CallTraces, Sequence[Any], Any],
 
 def _probe(one_call: Callable[..., Any], staged: bool,
            traced_by: traces.CallTraces, flat_primals: Sequence[Any],
-           primals_tree: Any) -> exactness.Differentiable | None:
+           primals_tree: tree_util.PyTreeDef
+           ) -> exactness.Differentiable | None:
   """:func:`.exactness.differentiable` of ``one_call`` reading ``traced_by``.
 
   Args:
@@ -206,7 +210,8 @@ class _RuleTraces:
   def __post_init__(self) -> None:
     self.current = self.call
 
-  def differentiable(self, flat_primals: Sequence[Any], primals_tree: Any
+  def differentiable(self, flat_primals: Sequence[jax.Array],
+                     primals_tree: tree_util.PyTreeDef
                      ) -> exactness.Differentiable | None:
     """The call as a function JAX differentiates, or None (TF's rules).
 
@@ -231,20 +236,22 @@ class _RuleTraces:
     return d
 
 
-def _zero_tangent(primal: Any) -> Any:
+def _zero_tangent(primal: ArrayLike) -> jax.Array | np.ndarray:
   """A zero tangent of ``primal`` (float0 if it has no tangent space)."""
   if has_tangent_space(primal):
     return jnp.zeros(np.shape(primal), dtypes.result_type(primal))
   return np.zeros(np.shape(primal), dtypes.float0)
 
 
-def _instantiate(primal: Any, tangent: Any) -> Any:
+def _instantiate(primal: ArrayLike,
+                 tangent: ArrayLike | jax.custom_derivatives.SymbolicZero
+                 ) -> ArrayLike:
   """``tangent``, a zero array of the tangent dtype if it is symbolic."""
   return _zero_tangent(primal) if _is_symbolic_zero(tangent) else tangent
 
 
 def define_linear_jvp(
-    f: Any, tangent_call: Callable[[Any, Any], Sequence[Any]],
+    f: jax.custom_jvp, tangent_call: Callable[[Any, Any], Sequence[Any]],
     vjp_bwd: Callable[[Any, Any], Any], *,
     differentiable: Callable[[Sequence[Any], Any],
                              exactness.Differentiable | None] | None = None,
@@ -340,9 +347,9 @@ def _linear_jvp_rule(
   return outs, _out_tangents(linear_map, flat_primals, flat_tangents)
 
 
-def _interpreted_tangent_call(fun: Callable[..., list[Any]],
+def _interpreted_tangent_call(fun: Callable[..., list[jax.Array]],
                               primals_tree: tree_util.PyTreeDef, args: Any,
-                              tangents_tree: Any) -> list[Any]:
+                              tangents_tree: Any) -> list[jax.Array]:
   """The tangents of the outputs with a tangent space, from JAX's ``jvp``.
 
   Args:
@@ -387,7 +394,7 @@ class _LinearMap:
   def __post_init__(self) -> None:
     self.has_tangent = [has_tangent_space(o) for o in self.flat_outs]
 
-  def tangent_fun(self, *args: Any) -> list[Any]:
+  def tangent_fun(self, *args: jax.Array) -> list[jax.Array]:
     """The tangents of the outputs with a tangent space, flat.
 
     Args:
@@ -403,7 +410,7 @@ class _LinearMap:
     return list(self.tangent_call(
         self.primals_tree.unflatten(list(residuals)), tangents_tree))
 
-  def transpose_fun(self, *args: Any) -> list[Any]:
+  def transpose_fun(self, *args: jax.Array) -> list[ArrayLike]:
     """The transpose of :meth:`tangent_fun`, by ``vjp_bwd``.
 
     Args:

@@ -27,7 +27,7 @@ rule, and no derivative with respect to its residuals.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 from jax._src import core
@@ -35,6 +35,9 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import mlir
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax import numpy as jnp
+
+if TYPE_CHECKING:
+  from jax._src.interpreters import batching
 
 call_tf_linear_p = core.Primitive("call_tf_linear")
 call_tf_linear_p.multiple_results = True
@@ -65,20 +68,21 @@ def linear_call(tangent_fun: Callable[..., Sequence[Any]],
       out_avals=tuple(out_avals))
 
 
-def _impl(*args: Any, tangent_fun: Callable[..., Sequence[Any]],
-          **_: Any) -> list[Any]:
+def _impl(*args: jax.Array, tangent_fun: Callable[..., Sequence[jax.Array]],
+          **_: object) -> list[jax.Array]:
   return list(tangent_fun(*args))
 
 
-def _abstract_eval(*args: Any, out_avals: tuple[core.ShapedArray, ...],
-                   **_: Any) -> tuple[core.ShapedArray, ...]:
+def _abstract_eval(*args: core.AbstractValue,
+                   out_avals: tuple[core.ShapedArray, ...], **_: object
+                   ) -> tuple[core.ShapedArray, ...]:
   del args
   return out_avals
 
 
 def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
-         tangent_fun: Callable[..., Sequence[Any]], **_: Any
-         ) -> tuple[list[Any], list[Any]]:
+         tangent_fun: Callable[..., Sequence[jax.Array]], **_: object
+         ) -> tuple[list[jax.Array], list[jax.Array]]:
   # The map is a call_tf of its own: differentiating it (with respect to the
   # residuals too) is call_tf's own JVP, another linear call.
   tangents = [ad.instantiate_zeros(t) for t in tangents]
@@ -87,10 +91,11 @@ def _jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
   return list(outs), list(out_tangents)
 
 
-def _transpose(cts: Sequence[Any], *args: Any,
-               transpose_fun: Callable[..., Sequence[Any]], nr_residuals: int,
-               out_avals: tuple[core.ShapedArray, ...], **_: Any
-               ) -> list[Any]:
+def _transpose(cts: Sequence[jax.Array | ad.Zero],
+               *args: jax.Array | ad.UndefinedPrimal,
+               transpose_fun: Callable[..., Sequence[jax.Array]],
+               nr_residuals: int, out_avals: tuple[core.ShapedArray, ...],
+               **_: object) -> list[jax.Array | None]:
   residuals = args[:nr_residuals]
   if any(ad.is_undefined_primal(r) for r in residuals):
     raise NotImplementedError(
@@ -101,7 +106,7 @@ def _transpose(cts: Sequence[Any], *args: Any,
   return [None] * nr_residuals + list(transpose_fun(*residuals, *cts))
 
 
-def _batching_rule(axis_data: Any, args: Sequence[Any],
+def _batching_rule(axis_data: batching.AxisData, args: Sequence[jax.Array],
                    dims: Sequence[int | None], *,
                    tangent_fun: Callable[..., Sequence[Any]],
                    transpose_fun: Callable[..., Sequence[Any]],

@@ -45,7 +45,7 @@ _MAX_SIGNATURES = 64
 _GRADIENT_OVERRIDE_ATTR = "_gradient_op_type"
 
 
-def gradient_override_ops(graph: Any) -> list[tuple[str, str]]:
+def gradient_override_ops(graph: tf.Graph) -> list[tuple[str, str]]:
   """The ops of ``graph`` (and the functions it calls) with custom gradients.
 
   Args:
@@ -60,8 +60,10 @@ def gradient_override_ops(graph: Any) -> list[tuple[str, str]]:
 
 
 def _accumulator_is_exact(callable_tf: Callable[..., Any],
-                          flat_args: Sequence[Any], args_tree: Any,
-                          watched: Sequence[tuple[Any, Any]]) -> bool:
+                          flat_args: Sequence[tf.Tensor],
+                          args_tree: tree_util.PyTreeDef,
+                          watched: Sequence[tuple[tf.Tensor, tf.Tensor]]
+                          ) -> bool:
   """Whether ``tf.autodiff.ForwardAccumulator`` gives TF's own tangents here.
 
   It does for real inputs and outputs when no op overrides its gradient: it
@@ -364,8 +366,10 @@ def _double_vjp(tape: tf.GradientTape, outs: Sequence[tf.Tensor],
 _NO_GRADIENT_RE = re.compile(r"gradient registry has no entry for: (\w+)")
 
 
-def _dense_tangent(tape: Any, jvp: Any, out: Any, sources: Sequence[Any],
-                   index: int, eager_ops: Callable[[], list[str]]) -> Any:
+def _dense_tangent(tape: tf.GradientTape,
+                   jvp: tf.Tensor | tf.IndexedSlices | None, out: tf.Tensor,
+                   sources: Sequence[tf.Tensor], index: int,
+                   eager_ops: Callable[[], list[str]]) -> tf.Tensor:
   """The tangent of ``out`` as a dense tensor; zero only if it is zero.
 
   TF gives no tangent (None) both for an output that does not depend on the
@@ -416,7 +420,7 @@ def _ops_without_gradient_of_vjp(callable_tf: Callable[..., Any],
   return _ops_without_gradient(concrete.graph)
 
 
-def _ops_without_gradient(graph: Any) -> list[str]:
+def _ops_without_gradient(graph: tf.Graph) -> list[str]:
   """The op types of ``graph`` whose gradients have no gradient of their own.
 
   Those are what forward mode cannot differentiate: the op types, among

@@ -28,7 +28,7 @@ again. The rules are those of the forward call's traces
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 import functools
 from typing import Any
 
@@ -36,10 +36,11 @@ import jax
 from jax import dtypes
 from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax import tree_util
+from jax.typing import ArrayLike
 import numpy as np
 
 
-def _cotangent_shape_dtype(arg_jax: Any) -> jax.ShapeDtypeStruct:
+def _cotangent_shape_dtype(arg_jax: ArrayLike | None) -> jax.ShapeDtypeStruct:
   """What the VJP's TF function returns for ``arg_jax``.
 
   Its cotangent for a floating or complex argument, and a float32 scalar
@@ -72,7 +73,7 @@ def vjp_call_args(args_jax: Any, call_tf_graph: bool) -> dict[str, Any]:
                   is_leaf=lambda x: x is None))
 
 
-def vjp_call_key(vjp_args: dict[str, Any]) -> Any:
+def vjp_call_key(vjp_args: dict[str, Any]) -> Hashable:
   """What the ``call_tf`` of the VJP is kept by, for :func:`vjp_call_args`.
 
   Args:
@@ -82,7 +83,7 @@ def vjp_call_key(vjp_args: dict[str, Any]) -> Any:
     A hashable key: the keyword arguments, with ``output_shape_dtype``
     flattened to its tree structure and leaves.
   """
-  def flat(v: Any) -> tuple[Any, ...]:
+  def flat(v: object) -> tuple[tuple[object, ...], tree_util.PyTreeDef]:
     leaves, treedef = tree_util.tree_flatten(v, is_leaf=lambda x: x is None)
     return tuple(leaves), treedef
   return tuple(sorted((k, flat(v)) for k, v in vjp_args.items()))
@@ -116,7 +117,7 @@ def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
   return vjp_fun
 
 
-def _conj(x: Any) -> Any:
+def _conj(x: ArrayLike | None) -> ArrayLike | None:
   if x is None or not dtypes.issubdtype(dtypes.result_type(x),
                                         np.complexfloating):
     return x

@@ -71,9 +71,10 @@ from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import lax
 from jax import numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
-def check_vmap_method(vmap_method: Any) -> None:
+def check_vmap_method(vmap_method: object) -> None:
   """Raises ``ValueError`` unless ``vmap_method`` is a known method.
 
   Args:
@@ -185,7 +186,7 @@ class Callee(Protocol):
     """
 
 
-def batch(callee: Callee, axis_size: Any, args: Sequence[Any],
+def batch(callee: Callee, axis_size: core.DimSize, args: Sequence[Any],
           dims: Sequence[int | None], *,
           vmap_method: vmap_methods.VmapMethod | None,
           ordered: bool = False) -> tuple[list[Any], list[int | None]]:
@@ -237,7 +238,7 @@ class _Batch:
     vmap_method: see the module docstring.
   """
   callee: Callee
-  axis_size: Any
+  axis_size: core.DimSize
   args: list[Any]
   is_batched: list[bool]
   unbatched_in_avals: list[core.ShapedArray]
@@ -245,7 +246,7 @@ class _Batch:
   vmap_method: vmap_methods.VmapMethod | None
 
   @classmethod
-  def make(cls, callee: Callee, axis_size: Any, args: Sequence[Any],
+  def make(cls, callee: Callee, axis_size: core.DimSize, args: Sequence[Any],
            dims: Sequence[int | None],
            vmap_method: vmap_methods.VmapMethod | None) -> _Batch:
     """Moves each batch to axis 0, and asks ``callee`` for the result avals.
@@ -439,10 +440,10 @@ def _check_result_shape(vmap_method: vmap_methods.VmapMethod | None,
     return False  # known only when the call runs, where TF checks it
   shape, expected = tuple(shape), tuple(expected)
 
-  def is_one(d: Any) -> bool:
+  def is_one(d: core.DimSize | None) -> bool:
     return d is not None and core.definitely_equal(d, 1)
 
-  def same(d: Any, e: Any) -> bool:
+  def same(d: core.DimSize | None, e: core.DimSize | None) -> bool:
     return d is None or e is None or core.definitely_equal(d, e)
 
   if len(shape) == len(expected):
@@ -467,7 +468,7 @@ def _checked(outs: Sequence[Any], expected: Sequence[core.ShapedArray],
 
 
 def _sequential(callee: Callee, args: Sequence[Any],
-                is_batched: Sequence[bool], axis_size: Any,
+                is_batched: Sequence[bool], axis_size: core.DimSize,
                 out_avals: Sequence[core.ShapedArray]) -> list[Any]:
   """One unbatched call per batch element; batched args have it at axis 0."""
   unbatched, batched = util.partition_list(list(is_batched), list(args))
@@ -497,7 +498,7 @@ def _sequential(callee: Callee, args: Sequence[Any],
 _STACK_CHUNK = 64
 
 
-def _stacked(outs: Sequence[Any]) -> Any:
+def _stacked(outs: Sequence[jax.Array]) -> jax.Array:
   """``jnp.stack(outs)``, made in time and memory linear in ``len(outs)``.
 
   ``jnp.stack`` of n eager arrays compiles a concatenate of n operands, anew
@@ -529,7 +530,7 @@ def _stacked(outs: Sequence[Any]) -> Any:
   return parts[0]
 
 
-def _on_host(x: Any) -> bool:
+def _on_host(x: ArrayLike) -> bool:
   """Whether NumPy can view ``x`` without copying it from a device.
 
   Only for arrays not committed to a device: rows of a committed one stay
@@ -541,7 +542,7 @@ def _on_host(x: Any) -> bool:
           and all(d.platform == "cpu" for d in x.sharding.device_set)))
 
 
-def _is_concrete(x: Any) -> bool:
+def _is_concrete(x: ArrayLike) -> bool:
   """Whether ``x`` is an array whose values NumPy can hold (not a tracer)."""
   if isinstance(x, core.Tracer):
     return False

@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jax._src import core
 from jax._src import util
@@ -65,6 +65,9 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  from jax._src.interpreters import batching
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +88,8 @@ class Vectorized:
     made_from: the ``vectorized`` param of the unbatched call (not None for
       the inner functions of nested ``vmap``).
   """
-  function_flat_tf: Any
-  sig: tuple[Any, ...]
+  function_flat_tf: tf.types.experimental.GenericFunction
+  sig: tuple[tf.TensorSpec, ...]
   vmap_method: vmap_methods.VmapMethod | None
   made_from: Vectorized | None
 
@@ -103,7 +106,8 @@ def register(prim: core.Primitive) -> None:
   compat.register_batching_rule(prim, functools.partial(batching_rule, prim))
 
 
-def batching_rule(prim: core.Primitive, axis_data: Any, args: Sequence[Any],
+def batching_rule(prim: core.Primitive, axis_data: batching.AxisData,
+                  args: Sequence[Any],
                   dims: Sequence[int | None], *,
                   vmap_method: vmap_methods.VmapMethod | None,
                   **params: Any) -> tuple[list[Any], list[int | None]]:
@@ -304,7 +308,7 @@ def _xla_differs(vectorized: Vectorized | None) -> bool:
                                                       root.sig))
 
 
-def _xla_compiles(function_flat_tf: Any,
+def _xla_compiles(function_flat_tf: tf.types.experimental.GenericFunction,
                   sig: tuple[tf.TensorSpec, ...]) -> bool:
   """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached)."""
   return _compile_failure(function_flat_tf, sig,
@@ -509,8 +513,8 @@ def _batched_flat_tf(batched_call: _BatchedCall, staged: bool
     ``batched_call.expected_shapes``), named after the unbatched callable
     and the method.
   """
-  def batched_flat_tf(*args_tf: Any, check_output_avals: bool = True
-                      ) -> list[Any]:
+  def batched_flat_tf(*args_tf: tf.Tensor, check_output_avals: bool = True
+                      ) -> list[tf.Tensor]:
     res = _call_on_batch(batched_call, args_tf, staged)
     if check_output_avals:
       res = _check_results(
@@ -686,7 +690,8 @@ def _pfor_error(batched_call: _BatchedCall, error: Exception,
 
 
 @functools.lru_cache(maxsize=256)
-def _compile_failure(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
+def _compile_failure(function_flat_tf: tf.types.experimental.GenericFunction,
+                     sig: tuple[tf.TensorSpec, ...],
                      platform: str) -> str | None:
   """Why XLA cannot compile ``function_flat_tf`` for ``sig``, or None.
 

@@ -51,10 +51,12 @@ from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import numpy as jnp
 from jax import tree_util
+from jax.typing import ArrayLike
 import numpy as np
 import tensorflow as tf
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 class _EmbeddedCallee:
@@ -160,7 +162,8 @@ class _Operands:
   @classmethod
   def of(cls, embedded: restored.EmbeddedModule) -> _Operands:
     """The operands of ``embedded``'s module."""
-    return cls(tuple(s.kind == "arg" for s in embedded.operands))
+    return cls(tuple(s.kind == restored.SourceKind.ARG
+                     for s in embedded.operands))
 
   @property
   def nr_args(self) -> int:
@@ -176,8 +179,8 @@ class _Operands:
     """Of the cotangents of all operands, those of the arguments."""
     return [ct for ct, a in zip(cts, self.is_arg) if a]
 
-  def call(self, fun: Callable[..., Any], nr_fun_args: int,
-           *a: Any) -> Any:
+  def call(self, fun: Callable[..., _R], nr_fun_args: int,
+           *a: ArrayLike) -> _R:
     """Calls ``fun(*module_operands, *extras)`` on (args, extras, weights).
 
     Args:
@@ -203,10 +206,13 @@ def _module_weights(embedded: restored.EmbeddedModule) -> list[np.ndarray]:
     In operand order, the constants as ndarrays and the current values of
     the variables and captured tensors (read together).
   """
-  constant_sources = [s for s in embedded.operands if s.kind != "arg"]
+  constant_sources = [s for s in embedded.operands
+                      if s.kind != restored.SourceKind.ARG]
   values = iter(captures.read_captured_values(
-      [s.payload for s in constant_sources if s.kind in ("var", "tensor")]))
-  return [np.asarray(s.payload) if s.kind == "const" else next(values)
+      [s.payload for s in constant_sources
+       if s.kind in (restored.SourceKind.VAR, restored.SourceKind.TENSOR)]))
+  return [np.asarray(s.payload) if s.kind == restored.SourceKind.CONST
+          else next(values)
           for s in constant_sources]
 
 
@@ -262,7 +268,8 @@ def _tangents_of_cotangents(primals: Sequence[Any], tangents: Sequence[Any],
 
 
 # stage: drop until export-transforms
-def _full_tangents(tangents: Any, flat_args: Sequence[Any]) -> list[Any]:
+def _full_tangents(tangents: Any, flat_args: Sequence[jax.Array]
+                   ) -> list[jax.Array]:
   """The flat tangents of ``flat_args``, zeros where ``tangents`` has None.
 
   Args:
@@ -321,11 +328,11 @@ class _EmbeddedCall:
     # self.call.defvjp(lambda *args: (self._call(*args), args), self.call_bwd)
     # stage: end
 
-  def _call(self, *args: Any) -> tuple[Any, ...]:
+  def _call(self, *args: jax.Array) -> tuple[jax.Array, ...]:
     """The module's results on the call's arguments."""
     return tuple(self.primal(*args, *self.weights))
 
-  def _vjp(self, *a: Any) -> tuple[Any, ...]:
+  def _vjp(self, *a: ArrayLike) -> tuple[jax.Array, ...]:
     """The saved VJP: (args, cts, weights) -> the arguments' cotangents."""
     return tuple(self.vjp_batched(*a))
 
@@ -336,7 +343,7 @@ class _EmbeddedCall:
             == vmap_methods.STABLEHLO)
   # stage: end
 
-  def vjp_fun(self, *a: Any) -> list[Any]:
+  def vjp_fun(self, *a: ArrayLike) -> list[jax.Array]:
     """The saved VJP's module, on (args, cts, weights): the args' cts."""
     cts_all = self.operands.call(self.exported.vjp().call,
                                  self.nr_args + self.nr_outs, *a)
@@ -434,12 +441,13 @@ def call_embedded(embedded: restored.EmbeddedModule,
     The results, in the pytree of the TF function's outputs.
   """
   call = _EmbeddedCall(embedded, vmap_method).call
-  arg_indices = [s.index for s in embedded.operands if s.kind == "arg"]
+  arg_indices = [s.index for s in embedded.operands
+                 if s.kind == restored.SourceKind.ARG]
   results = call(*[args_flat[i] for i in arg_indices])
   return embedded.out_tree.unflatten([results[i] for i in embedded.outputs])
 
 
-def _arg_spec(a: Any) -> tf.TensorSpec:
+def _arg_spec(a: ArrayLike) -> tf.TensorSpec:
   dtype = jax.dtypes.canonicalize_dtype(
       a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype)
   return tf.TensorSpec(

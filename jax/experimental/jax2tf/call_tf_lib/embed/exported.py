@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 from jax._src import core
@@ -38,12 +38,15 @@ from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import tree_util
 import tensorflow as tf
 
+if TYPE_CHECKING:
+  import numpy as np
+
 
 class NotEmbeddableError(Exception):
   """The TF function is not (only) a call of one embeddable XlaCallModule."""
 
 
-def _module_attrs(op: Any) -> dict[str, Any]:
+def _module_attrs(op: tf.Operation) -> dict[str, Any]:
   attrs = {}
   for name in ("module", "version", "platforms", "Tin", "Tout",
                "function_list", "has_token_input_output", "disabled_checks",
@@ -62,7 +65,7 @@ def _check_convention(attrs: dict[str, Any]) -> None:
     raise NotEmbeddableError("the module uses an old calling convention")
 
 
-def _jax_dtypes(tf_dtypes: Sequence[Any]) -> list[Any]:
+def _jax_dtypes(tf_dtypes: Sequence[tf.DType | int]) -> list[np.dtype]:
   return [jax2tf_internal._to_jax_dtype(tf.as_dtype(t))  # pylint: disable=protected-access
           for t in tf_dtypes]
 
@@ -71,7 +74,8 @@ def _exported(attrs: dict[str, Any], fun_name: str,
               in_avals: tuple[core.ShapedArray, ...],
               out_avals: tuple[core.ShapedArray, ...],
               platforms: tuple[str, ...], uses_poly: bool,
-              get_vjp: Callable[..., Any] | None) -> Any:
+              get_vjp: Callable[..., jax.export.Exported] | None
+              ) -> jax.export.Exported:
   return compat.make_exported(
       fun_name=fun_name,
       in_tree=compat.flat_args_tree(len(in_avals)),
@@ -92,8 +96,9 @@ def _exported(attrs: dict[str, Any], fun_name: str,
       _get_vjp=get_vjp)
 
 
-def exported_from_module_op(op: Any, fun_name: str,
-                            vjp_op: Any | None = None) -> Any:
+def exported_from_module_op(op: tf.Operation, fun_name: str,
+                            vjp_op: tf.Operation | None = None
+                            ) -> jax.export.Exported:
   """A ``jax.export.Exported`` for an XlaCallModule op.
 
   Args:
@@ -125,7 +130,7 @@ class _AttrsKey:
     self.attrs = attrs
     self._key = (attrs["module"], attrs["version"])
 
-  def __eq__(self, other: Any) -> bool:
+  def __eq__(self, other: object) -> bool:
     return isinstance(other, _AttrsKey) and self._key == other._key
 
   def __hash__(self) -> int:
@@ -134,7 +139,7 @@ class _AttrsKey:
 
 @functools.lru_cache(maxsize=64)
 def _exported_cached(fun_name: str, attrs_key: _AttrsKey,
-                     vjp_key: _AttrsKey | None) -> Any:
+                     vjp_key: _AttrsKey | None) -> jax.export.Exported:
   attrs = attrs_key.attrs
   _check_convention(attrs)
   module_bytes = attrs["module"]

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import dataclasses
+import enum
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 import weakref
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -39,6 +40,10 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import tree_util
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  import jax
+  import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -52,21 +57,33 @@ _ALLOWED_OPS = frozenset({
     "StatefulPartitionedCall", "PreventGradient"})
 
 
+class SourceKind(enum.StrEnum):
+  """What a value (an operand of the embedded module) comes from."""
+
+  ARG = "arg"
+  """A flat argument of the call (``index``)."""
+  RESOURCE = "resource"
+  """A captured ``tf.Variable``, its handle (``payload``)."""
+  VAR = "var"
+  """A read of a captured ``tf.Variable`` (``payload``)."""
+  TENSOR = "tensor"
+  """A captured tensor (``payload``)."""
+  CONST = "const"
+  """A constant of the graph (``payload``: an ndarray)."""
+  MODULE = "module"
+  """A result (``index``) of the XlaCallModule op (``payload``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class _Source:
-  """Where a value comes from.
-
-  ``kind`` is "arg" (``index``: the flat argument), "resource" or "var"
-  (``payload``: the ``tf.Variable``), "tensor" (``payload``: a captured
-  tensor), "const" (``payload``: an ndarray) or "module" (``payload``: the
-  XlaCallModule op, ``index``: its result).
-  """
-  kind: str
-  payload: Any = None
+  """Where a value comes from: its ``kind``, and the ``payload`` and
+  ``index`` that :class:`SourceKind` says it has."""
+  kind: SourceKind
+  payload: tf.Variable | tf.Tensor | np.ndarray | tf.Operation | None = None
   index: int = 0
 
 
-def _function_graph(graph: Any, name: str) -> Any:
+def _function_graph(graph: tf.Graph, name: str) -> tf.Graph:
   g = graph
   while g is not None:
     f = g._get_function(name)  # pylint: disable=protected-access
@@ -80,14 +97,14 @@ class _GraphWalker:
   """Follows values through calls, identities and variable reads."""
 
   def __init__(self):
-    self.modules: dict[int, tuple[Any, tuple[_Source, ...]]] = {}
+    self.modules: dict[int, tuple[tf.Operation, tuple[_Source, ...]]] = {}
     # The message of a PreventGradient op on the way (jax2tf's
     # with_gradient=False), if any.
     self.gradient_disabled: str | None = None
     self.gradient_op_types: dict[int, bytes] = {}
     self._checked: set[int] = set()
 
-  def check_graph(self, graph: Any) -> None:
+  def check_graph(self, graph: tf.Graph) -> None:
     if id(graph) in self._checked:
       return
     self._checked.add(id(graph))
@@ -105,7 +122,7 @@ class _GraphWalker:
         if i.op.type == "XlaCallModule":
           self.gradient_op_types[id(i.op)] = gradient_type
 
-  def resolve(self, t: Any, env: dict[Any, _Source]) -> _Source:
+  def resolve(self, t: tf.Tensor, env: dict[Any, _Source]) -> _Source:
     """Where the value of tensor ``t`` comes from."""
     if t.ref() in env:
       return env[t.ref()]
@@ -127,11 +144,11 @@ class _GraphWalker:
       return self.resolve(op.inputs[t.value_index], env)
     if op_type == "ReadVariableOp":
       src = self.resolve(op.inputs[0], env)
-      if src.kind != "resource":
+      if src.kind != SourceKind.RESOURCE:
         raise NotEmbeddableError(f"a variable read of {src.kind}")
-      return _Source("var", src.payload)
+      return _Source(SourceKind.VAR, src.payload)
     if op_type == "Const":
-      return _Source("const", tf.make_ndarray(op.get_attr("value")))
+      return _Source(SourceKind.CONST, tf.make_ndarray(op.get_attr("value")))
     if op_type in ("PartitionedCall", "StatefulPartitionedCall"):
       graph = _function_graph(op.graph, op.get_attr("f").name)
       self.check_graph(graph)
@@ -144,7 +161,7 @@ class _GraphWalker:
       if seen is not None and seen[1] != operands:
         raise NotEmbeddableError("a module reached with different operands")
       self.modules[id(op)] = (op, operands)
-      return _Source("module", op, t.value_index)
+      return _Source(SourceKind.MODULE, op, t.value_index)
     raise NotEmbeddableError(f"op {op_type}")
 
 
@@ -160,7 +177,7 @@ class EmbeddedModule:
     gradient_disabled: if the function was saved with its gradient disabled
       (``jax2tf.convert(..., with_gradient=False)``), the reason it gives.
   """
-  exported: Any
+  exported: jax.export.Exported
   operands: tuple[_Source, ...]
   outputs: tuple[int, ...]
   out_tree: tree_util.PyTreeDef
@@ -171,7 +188,7 @@ _FOUND: weakref.WeakKeyDictionary[Any, dict[Any, EmbeddedModule | None]] = (
     weakref.WeakKeyDictionary())
 
 
-def is_candidate(callable_tf: Any) -> bool:
+def is_candidate(callable_tf: Callable[..., Any]) -> bool:
   """Whether ``callable_tf`` may be a restored jax2tf function.
 
   Only ``tf.function``s and concrete functions (which is what
@@ -229,17 +246,18 @@ def _input_sources(concrete_fn: tf.types.experimental.ConcreteFunction
     concrete_fn: a concrete function.
 
   Returns:
-    By reference of its graph's inputs: its arguments ("arg", by flat
-    index), then its captures ("resource" for a ``tf.Variable``, else
-    "tensor").
+    By reference of its graph's inputs: its arguments (``ARG``, by flat
+    index), then its captures (``RESOURCE`` for a ``tf.Variable``, else
+    ``TENSOR``).
   """
   graph = concrete_fn.graph
   internal = list(graph.internal_captures)
-  env = {p.ref(): _Source("arg", None, i) for i, p in enumerate(
+  env = {p.ref(): _Source(SourceKind.ARG, None, i) for i, p in enumerate(
       graph.inputs[:len(graph.inputs) - len(internal)])}
   for ic, obj in zip(internal, captures.captured_objects(concrete_fn)):
-    env[ic.ref()] = (_Source("resource", obj) if isinstance(obj, tf.Variable)
-                     else _Source("tensor", obj))
+    env[ic.ref()] = (_Source(SourceKind.RESOURCE, obj)
+                     if isinstance(obj, tf.Variable)
+                     else _Source(SourceKind.TENSOR, obj))
   return env
 
 
@@ -301,7 +319,8 @@ def _embeddable_module(callable_tf: Callable,
   if len(tree_util.tree_leaves(concrete_fn.structured_outputs)) != len(outs):
     raise NotEmbeddableError("outputs that are not tensors")
   sources = [walker.resolve(t, env) for t in outs]
-  if len(walker.modules) != 1 or any(s.kind != "module" for s in sources):
+  if len(walker.modules) != 1 or any(s.kind != SourceKind.MODULE
+                                     for s in sources):
     raise NotEmbeddableError(
         f"{len(walker.modules)} XlaCallModule ops reach the outputs")
   (op, operands), = walker.modules.values()

@@ -30,7 +30,6 @@ from collections.abc import Callable, Sequence
 import dataclasses
 import functools
 import logging
-from typing import Any
 
 import jax
 from jax._src import core
@@ -54,11 +53,11 @@ class ModuleFunction:
     float0_outs: which results are ``float0``.
     out_shapes: the shapes of the results (static).
   """
-  fun: Callable[..., list[Any]]
+  fun: Callable[..., list[jax.Array | None]]
   float0_outs: tuple[bool, ...]
   out_shapes: tuple[tuple[int, ...], ...]
 
-  def __call__(self, *args: Any) -> list[Any]:
+  def __call__(self, *args: jax.Array) -> list[jax.Array | None]:
     return self.fun(*args)
 
 
@@ -69,7 +68,7 @@ def _first_line(e: BaseException) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _program(module_bytes: bytes, nr_platform_args: int,
-             shapes: tuple[tuple[int, ...], ...]) -> Any | str:
+             shapes: tuple[tuple[int, ...], ...]) -> to_jax.Program | str:
   """The module refined for ``shapes`` and interpreted, or why not."""
   try:
     text = stablehlo_module.refined_module_text(module_bytes,
@@ -92,14 +91,14 @@ compat.register_cache(_program, "jax.export: interpreted modules")
 
 
 @functools.lru_cache(maxsize=64)
-def _jitted(program: Any) -> Callable[..., tuple[Any, ...]]:
+def _jitted(program: to_jax.Program) -> Callable[..., tuple[jax.Array, ...]]:
   return jax.jit(lambda *a: tuple(program(*a)), inline=True)
 
 
 compat.register_cache(_jitted, "jax.export: jitted interpreted modules")
 
 
-def _platform_index(exported: Any) -> int:
+def _platform_index(exported: jax.export.Exported) -> int:
   """The index of the platform the module runs on in ``exported.platforms``.
 
   Raises:
@@ -116,7 +115,8 @@ def _platform_index(exported: Any) -> int:
                                        (platform,))
 
 
-def _refusal(exported: Any, avals: Sequence[core.ShapedArray]) -> str | None:
+def _refusal(exported: jax.export.Exported,
+             avals: Sequence[core.ShapedArray]) -> str | None:
   """Why the module cannot be interpreted for ``avals``, before reading it."""
   if missing := compat.export_pieces_missing():
     return f"this jax's jax.export lacks {', '.join(missing)}"
@@ -138,7 +138,8 @@ def _refusal(exported: Any, avals: Sequence[core.ShapedArray]) -> str | None:
   return None
 
 
-def module_function(exported: Any, avals: Sequence[core.ShapedArray], *,
+def module_function(exported: jax.export.Exported,
+                    avals: Sequence[core.ShapedArray], *,
                     purpose: str) -> ModuleFunction | str:
   """``exported``'s module as JAX operations, for arguments of ``avals``.
 
@@ -155,7 +156,7 @@ def module_function(exported: Any, avals: Sequence[core.ShapedArray], *,
     ValueError: the module was exported for other platforms (upstream's
       error).
   """
-  found: Any = _refusal(exported, avals)
+  found: to_jax.Program | str | None = _refusal(exported, avals)
   if found is None:
     index = _platform_index(exported)
     nr_platform_args = 1 if len(exported.platforms) > 1 else 0
@@ -174,7 +175,7 @@ def module_function(exported: Any, avals: Sequence[core.ShapedArray], *,
   out_avals = tuple(exported.out_avals)
   float0_outs = tuple(a.dtype == jax.dtypes.float0 for a in out_avals)
 
-  def fun(*args: Any) -> list[Any]:
+  def fun(*args: jax.Array) -> list[jax.Array | None]:
     outs = jitted(*prefix, *(args[i] for i in kept))
     return [None if f0 else to_jax.with_dtype(o, a.dtype)
             for o, a, f0 in zip(outs, out_avals, float0_outs)]

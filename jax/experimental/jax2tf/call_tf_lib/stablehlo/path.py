@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 import dataclasses
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jax
 from jax._src import config
@@ -67,6 +67,9 @@ from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import numpy as jnp
 import numpy as np
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  from jax import export as jax_export
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +106,16 @@ def may_use(vmap_method: vmap_methods.VmapMethod | None, call_tf_graph: bool,
           and vectorizer(vmap_method) == vmap_methods.STABLEHLO)
 
 
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+  """Why a function's module is not used (logged at debug level).
+
+  Attributes:
+    reason: what the log says, completing "... not its StableHLO module: ".
+  """
+  reason: str
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Interpreted:
   """A TF function's StableHLO module, as JAX primitives.
@@ -113,8 +126,8 @@ class Interpreted:
     captured: the captured variables and tensors, read on every call.
     name: the TF function's name, for messages.
   """
-  program: Any
-  captured: tuple[Any, ...]
+  program: to_jax.Program
+  captured: tuple[tf.Variable | tf.Tensor, ...]
   name: str
 
   @functools.cached_property
@@ -152,16 +165,19 @@ class Interpreted:
       return False
     return True
 
-  def captured_values(self) -> list[Any]:
+  def captured_values(self) -> list[np.ndarray]:
     """The current values of the captured inputs (read as the lowering does)."""
     return captures.read_captured_values(self.captured)
 
   @functools.cached_property
-  def _functions(self) -> dict[Any, Callable[..., Any]]:
+  def _functions(self) -> dict[
+      tuple[tuple[bool, ...] | None, tuple[np.dtype | None, ...]],
+      Callable[..., tuple[jax.Array, ...]]]:
     return {}
 
   def _function(self, is_batched: tuple[bool, ...] | None,
-                wide: tuple[Any, ...]) -> Callable[..., Any]:
+                wide: tuple[np.dtype | None, ...]
+                ) -> Callable[..., tuple[jax.Array, ...]]:
     """The program as one ``jax.jit`` function of (arguments, captured).
 
     Inlined into an enclosing staging trace (as the program's ops would
@@ -186,18 +202,19 @@ class Interpreted:
       self._functions[key] = fun
     return fun
 
-  def _captured(self) -> tuple[list[Any], tuple[Any, ...]]:
+  def _captured(self) -> tuple[list[np.ndarray],
+                               tuple[np.dtype | None, ...]]:
     """The captured values, 64-bit ones as 32-bit words, and their dtypes."""
     pairs = [to_jax.narrow_64_bit(v) for v in self.captured_values()]
     return [v for v, _ in pairs], tuple(w for _, w in pairs)
 
-  def __call__(self, *args: Any) -> list[Any]:
+  def __call__(self, *args: jax.Array) -> list[jax.Array]:
     """The function on JAX values (tracers included): its flat results."""
     captured, wide = self._captured()
     return list(self._function(None, wide)(*args, *captured))
 
-  def vmapped(self, args: Sequence[Any], is_batched: Sequence[bool],
-              out_avals: Sequence[core.ShapedArray]) -> list[Any]:
+  def vmapped(self, args: Sequence[jax.Array], is_batched: Sequence[bool],
+              out_avals: Sequence[core.ShapedArray]) -> list[jax.Array]:
     """The function on a batch: ``jax.vmap`` of the program.
 
     Args:
@@ -216,45 +233,50 @@ class Interpreted:
 
 
 def _parse(module: str | bytes, op_types: dict[str, str] | None = None
-           ) -> Any | str:
+           ) -> to_jax.Program | Refusal:
   """The interpreted module, or why there is none (for the debug log)."""
   try:
     program = to_jax.parse(module, op_types=op_types)
   except to_jax.UnsupportedOps as e:
-    return f"its StableHLO module has ops without a JAX rule: {list(e.ops)}"
+    return Refusal(
+        f"its StableHLO module has ops without a JAX rule: {list(e.ops)}")
   except Exception as e:  # pylint: disable=broad-except
     # Not a wrong number: TF's path computes it instead, and the log says so.
-    return f"the interpreter failed on its module ({type(e).__name__}: {e})"
+    return Refusal(
+        f"the interpreter failed on its module ({type(e).__name__}: {e})")
   if program.unsupported:
-    return ("its StableHLO module has ops without a JAX rule: "
-            f"{list(program.unsupported)}")
+    return Refusal("its StableHLO module has ops without a JAX rule: "
+                   f"{list(program.unsupported)}")
   return program
 
 
 @functools.lru_cache(maxsize=256)
-def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
-            platform: str) -> Interpreted | str:
+def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
+            sig: tuple[tf.TensorSpec, ...],
+            platform: str) -> Interpreted | Refusal:
   """:func:`lookup`, cached; the reason for the fallback if it refuses."""
   concrete = graph_lib.concrete_function(function_flat_tf, sig)
   side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
   if side_effects:
-    return f"it has side effects (op {side_effects[0][0]!r})"
+    return Refusal(f"it has side effects (op {side_effects[0][0]!r})")
   try:
     hlo = compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
   except Exception as e:  # pylint: disable=broad-except
-    return (f"XLA cannot compile it ({type(e).__name__}: "
-            f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+    return Refusal(
+        f"XLA cannot compile it ({type(e).__name__}: "
+        f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
   module = compat.hlo_to_stablehlo(hlo)
   # tf2xla's metadata: the TF op type of each location (TF's derivatives
   # at ties, see .to_jax).
   found = _parse(module, compat.hlo_op_types(hlo))
-  if isinstance(found, str):
+  if isinstance(found, Refusal):
     return found
   program = found
   captured = tuple(captures.captured_objects(concrete))
   if len(program.in_avals) != len(sig) + len(captured):
-    return (f"its module takes {len(program.in_avals)} parameters, not "
-            f"{len(sig)} arguments and {len(captured)} captured inputs")
+    return Refusal(
+        f"its module takes {len(program.in_avals)} parameters, not "
+        f"{len(sig)} arguments and {len(captured)} captured inputs")
   return Interpreted(program, captured,
                      getattr(function_flat_tf, "__name__", "function"))
 
@@ -262,25 +284,28 @@ def _lookup(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
 compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")
 
 
-def _find(function_flat_tf: Any, sig: tuple[tf.TensorSpec, ...],
-          staged: bool) -> Interpreted | str:
+def _find(function_flat_tf: tf.types.experimental.GenericFunction,
+          sig: tuple[tf.TensorSpec, ...],
+          staged: bool) -> Interpreted | Refusal:
   """:func:`lookup`'s module, or the reason why there is none."""
   if not all(s.shape.is_fully_defined() for s in sig):
-    return "its argument shapes are not static"
+    return Refusal("its argument shapes are not static")
   if not staged and (differences := xla_fidelity.function_eager_differences(
       function_flat_tf, sig)):
-    return f"eagerly, TensorFlow's kernels run it: its {differences[0]}"
+    return Refusal(
+        f"eagerly, TensorFlow's kernels run it: its {differences[0]}")
   return _lookup(function_flat_tf, sig, compile_lib.default_tf_platform())
 
 
-def why_not(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
-            staged: bool) -> str | None:
+def why_not(function_flat_tf: tf.types.experimental.GenericFunction,
+            sig: Sequence[tf.TensorSpec], *, staged: bool) -> str | None:
   """Why :func:`lookup` gives no module for the function, or None."""
   found = _find(function_flat_tf, tuple(sig), staged)
-  return found if isinstance(found, str) else None
+  return found.reason if isinstance(found, Refusal) else None
 
 
-def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
+def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
+           sig: Sequence[tf.TensorSpec], *,
            purpose: str, staged: bool) -> Interpreted | None:
   """The TF function's StableHLO module as JAX primitives, or None.
 
@@ -301,11 +326,11 @@ def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
     level with its reason.
   """
   found = _find(function_flat_tf, tuple(sig), staged)
-  if isinstance(found, str):
+  if isinstance(found, Refusal):
     logger.debug("call_tf: %s of %s uses TensorFlow's path (pfor, TF "
                  "gradients), not its StableHLO module: %s", purpose,
                  getattr(function_flat_tf, "__name__", function_flat_tf),
-                 found)
+                 found.reason)
     return None
   logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
                "primitives", purpose, found.name)
@@ -314,13 +339,14 @@ def lookup(function_flat_tf: Any, sig: Sequence[tf.TensorSpec], *,
 
 @functools.lru_cache(maxsize=64)
 def _module_program(module_bytes: bytes, nr_platform_args: int,
-                    in_shapes: tuple[tuple[int, ...], ...]) -> Any | str:
+                    in_shapes: tuple[tuple[int, ...], ...]
+                    ) -> to_jax.Program | Refusal:
   """The interpreted module for static shapes, or why there is none."""
   try:
     text = stablehlo_module.refined_module_text(module_bytes, nr_platform_args,
                                          in_shapes)
   except Exception as e:  # pylint: disable=broad-except
-    return f"its shapes cannot be refined ({type(e).__name__}: {e})"
+    return Refusal(f"its shapes cannot be refined ({type(e).__name__}: {e})")
   return _parse(text)
 
 
@@ -329,7 +355,8 @@ compat.register_cache(_module_program,
 
 
 @functools.lru_cache(maxsize=64)
-def _jitted_program(program: Any) -> Callable[..., tuple[Any, ...]]:
+def _jitted_program(program: to_jax.Program
+                    ) -> Callable[..., tuple[jax.Array, ...]]:
   """``program`` as one ``jax.jit`` function (see :attr:`Interpreted._jitted`)."""
   return jax.jit(lambda *a: tuple(program(*a)), inline=True)
 
@@ -337,8 +364,9 @@ def _jitted_program(program: Any) -> Callable[..., tuple[Any, ...]]:
 compat.register_cache(_jitted_program, "call_tf: compiled embedded modules")
 
 
-def exported_program(exported: Any, in_avals: Sequence[Any], *,
-                     purpose: str) -> Callable[..., list[Any]] | None:
+def exported_program(exported: jax_export.Exported,
+                     in_avals: Sequence[core.ShapedArray], *, purpose: str
+                     ) -> Callable[..., list[jax.Array]] | None:
   """A ``jax.export.Exported``'s module as JAX primitives, for static shapes.
 
   For the modules :mod:`.embed` embeds (restored jax2tf functions): the
@@ -357,13 +385,14 @@ def exported_program(exported: Any, in_avals: Sequence[Any], *,
   platforms = tuple(exported.platforms)
   nr_platform_args = 1 if len(platforms) > 1 else 0
   if not all(core.is_constant_shape(s) for s in shapes):
-    found: Any = "its argument shapes are not static"
+    found: to_jax.Program | Refusal = Refusal(
+        "its argument shapes are not static")
   else:
     found = _module_program(exported.mlir_module_serialized,
                             nr_platform_args, shapes)
-  if isinstance(found, str):
+  if isinstance(found, Refusal):
     logger.debug("call_tf: %s of %s cannot use its StableHLO module as JAX "
-                 "primitives: %s", purpose, exported.fun_name, found)
+                 "primitives: %s", purpose, exported.fun_name, found.reason)
     return None
   logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
                "primitives", purpose, exported.fun_name)
@@ -383,7 +412,8 @@ def exported_program(exported: Any, in_avals: Sequence[Any], *,
   return fun
 
 
-def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
+def stablehlo_of_tf(function_flat_tf: tf.types.experimental.GenericFunction,
+                    specs: Sequence[tf.TensorSpec],
                     platform: str = "CPU") -> bytes:
   """The StableHLO module of a TF function, as call_tf's lowering gets it.
 
@@ -404,8 +434,8 @@ def stablehlo_of_tf(function_flat_tf: Any, specs: Sequence[Any],
   return compat.hlo_to_stablehlo(hlo)
 
 
-def captured_values(function_flat_tf: Any, specs: Sequence[Any]
-                    ) -> list[np.ndarray]:
+def captured_values(function_flat_tf: tf.types.experimental.GenericFunction,
+                    specs: Sequence[tf.TensorSpec]) -> list[np.ndarray]:
   """The values the module's trailing parameters take, as NumPy arrays.
 
   The concrete function's captured inputs (variables read, tensors), in

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import gc
-from typing import Any
 import weakref
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -37,7 +36,8 @@ import numpy as np
 import tensorflow as tf
 
 
-def captured_objects(concrete_fn: Any) -> list[Any]:
+def captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
+                     ) -> list[tf.Variable | tf.Tensor]:
   """The inputs a concrete function captures, as objects one can read.
 
   Args:
@@ -68,7 +68,8 @@ def executing_eagerly_outside_functions() -> bool:
     return tf.executing_eagerly()
 
 
-def _find_session(graph: tf.Graph) -> tuple[Any, int]:
+def _find_session(graph: tf.Graph
+                  ) -> tuple[tf.compat.v1.Session | None, int]:
   """The open ``tf.compat.v1.Session`` on ``graph`` that holds its state.
 
   The default session if it is on ``graph``, else the only open session on
@@ -92,15 +93,17 @@ def _find_session(graph: tf.Graph) -> tuple[Any, int]:
 
 # Per session, the values last read for each variable or tensor of its graph:
 # a VJP lowered inside tf.gradients (graph locked) uses the forward's values.
-_SNAPSHOTS: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = (
+_SNAPSHOTS: weakref.WeakKeyDictionary[
+    tf.compat.v1.Session, dict[str, np.ndarray]] = (
     weakref.WeakKeyDictionary())
 
 
-def _snapshot_key(v: Any) -> str:
+def _snapshot_key(v: tf.Variable | tf.Tensor) -> str:
   return v.handle.name if isinstance(v, tf.Variable) else v.name
 
 
-def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
+def _read_in_graph_mode(values: Sequence[tf.Variable | tf.Tensor]
+                        ) -> list[np.ndarray]:
   graphs = {id(v.graph): v.graph for v in values}
   names = [getattr(v, "name", str(v)) for v in values]
   if len(graphs) != 1:
@@ -133,7 +136,8 @@ def _read_in_graph_mode(values: Sequence[Any]) -> list[np.ndarray]:
   return res
 
 
-def read_captured_values(captured: Sequence[Any]) -> list[np.ndarray]:
+def read_captured_values(captured: Sequence[tf.Variable | tf.Tensor]
+                         ) -> list[np.ndarray]:
   """Reads the current values of the variables and tensors a function captures.
 
   Works in TF2 eager mode, while a ``tf.function`` is traced (it lifts out

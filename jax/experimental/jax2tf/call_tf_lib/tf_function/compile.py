@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import functools
-from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
@@ -49,7 +48,8 @@ def default_tf_platform() -> str:
           "tpu": "TPU"}.get(jax.default_backend(), "CPU")
 
 
-def _compile_eager(function_flat_tf: Any, concrete_fn: Any,
+def _compile_eager(function_flat_tf: tf.types.experimental.GenericFunction,
+                   concrete_fn: tf.types.experimental.ConcreteFunction,
                    specs: Sequence[tf.TensorSpec], platform: str) -> bytes:
   # Specialize the concrete function to `specs`: through the tf.function, TF
   # may pick a more general trace (a restored function's (None, 4)) and then
@@ -65,7 +65,8 @@ def _compile_eager(function_flat_tf: Any, concrete_fn: Any,
   return getter(stage="hlo_serialized", platform_name=platform)
 
 
-def _compile_graph_mode(concrete_fn: Any, specs: Sequence[tf.TensorSpec],
+def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
+                        specs: Sequence[tf.TensorSpec],
                         platform: str) -> bytes:
   """Compiles a function traced in a TF1 graph, by re-importing it eagerly.
 
@@ -132,7 +133,7 @@ def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
     raise errors.variable_write_under_jit_error(*writes[0])
 
 
-def _check_no_growing_lists(graph: Any) -> None:
+def _check_no_growing_lists(graph: tf.Graph) -> None:
   """Raises for a list that grows, which XLA compiles into a wrong one.
 
   A ``tf.TensorArray(..., dynamic_size=True)`` (a ``TensorListSetItem``
@@ -155,7 +156,7 @@ def _check_no_growing_lists(graph: Any) -> None:
       raise errors.growing_list_error(op.name)
 
 
-def _check_no_inexact_kernels(graph: Any) -> None:
+def _check_no_inexact_kernels(graph: tf.Graph) -> None:
   """Raises for an op whose XLA kernel computes otherwise than TF's.
 
   tf2xla's kernels of some ops trade exactness for speed
@@ -177,7 +178,7 @@ def _check_no_inexact_kernels(graph: Any) -> None:
                                       inexact[0].why)
 
 
-def _attr(op: Any, name: str, default: Any) -> Any:
+def _attr(op: tf.Operation, name: str, default: object) -> object:
   try:
     return op.get_attr(name)
   except ValueError:
@@ -185,9 +186,9 @@ def _attr(op: Any, name: str, default: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def _compile_eager_cached(function_flat_tf: Any,
-                          specs: tuple[tf.TensorSpec, ...],
-                          platform: str) -> bytes:
+def _compile_eager_cached(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    specs: tuple[tf.TensorSpec, ...], platform: str) -> bytes:
   concrete_fn = graph_lib.concrete_function(function_flat_tf, specs)
   # The scan abstract evaluation made (cached): the graph is walked once.
   _check_no_variable_writes(
@@ -204,7 +205,8 @@ def _compile_eager_cached(function_flat_tf: Any,
 compat.register_cache(_compile_eager_cached, "call_tf: HLO of TF functions")
 
 
-def compile_to_hlo(function_flat_tf: Any, specs: Sequence[tf.TensorSpec],
+def compile_to_hlo(function_flat_tf: tf.types.experimental.GenericFunction,
+                   specs: Sequence[tf.TensorSpec],
                    platform: str) -> bytes:
   """Compiles a TF function to serialized HLO, in any TF execution mode.
 

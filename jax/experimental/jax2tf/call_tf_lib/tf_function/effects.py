@@ -36,12 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 import tensorflow as tf
+
+if TYPE_CHECKING:
+  from jax._src import core
 
 # Stateful in TensorFlow's op registry, but only reading state.
 _READS_ONLY = frozenset({
@@ -85,7 +88,7 @@ def describe_effect(op_type: str) -> str:
   return "which has side effects"
 
 
-def _module_has_side_effects(op: Any) -> bool:
+def _module_has_side_effects(op: tf.Operation) -> bool:
   for attr in ("has_token_input_output", "function_list"):
     try:
       if op.get_attr(attr):
@@ -95,7 +98,7 @@ def _module_has_side_effects(op: Any) -> bool:
   return False
 
 
-def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
+def side_effect_ops(graph: tf.Graph) -> list[tuple[str, str]]:
   """The ops with side effects in ``graph`` and the functions it calls.
 
   Args:
@@ -120,9 +123,10 @@ def side_effect_ops(graph: Any) -> list[tuple[str, str]]:
 
 
 @functools.lru_cache(maxsize=512)
-def _concrete_side_effect_ops(function_flat_tf: Any,
-                              sig: tuple[tf.TensorSpec, ...]
-                              ) -> tuple[tuple[str, str], ...]:
+def _concrete_side_effect_ops(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: tuple[tf.TensorSpec, ...],
+) -> tuple[tuple[str, str], ...]:
   return tuple(side_effect_ops(
       graph_lib.concrete_function(function_flat_tf, sig).graph))
 
@@ -131,14 +135,16 @@ compat.register_cache(_concrete_side_effect_ops,
                       "call_tf: side effects of TF functions")
 
 
-def function_side_effect_ops(function_flat_tf: Any,
-                             sig: Sequence[tf.TensorSpec]
-                             ) -> tuple[tuple[str, str], ...]:
+def function_side_effect_ops(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: Sequence[tf.TensorSpec],
+) -> tuple[tuple[str, str], ...]:
   """The ops with side effects of ``function_flat_tf`` traced for ``sig``."""
   return _concrete_side_effect_ops(function_flat_tf, tuple(sig))
 
 
-def needs_effect(function_flat_tf: Any, sig: Sequence[tf.TensorSpec],
+def needs_effect(function_flat_tf: tf.types.experimental.GenericFunction,
+                 sig: Sequence[tf.TensorSpec],
                  call_tf_graph: bool) -> bool:
   """Whether a ``call_tf`` with ``has_side_effects=True`` needs a JAX effect.
 
@@ -156,7 +162,7 @@ def needs_effect(function_flat_tf: Any, sig: Sequence[tf.TensorSpec],
 
 
 def effect_only_if_needed(abstract_eval: Callable[..., Any],
-                          effect: Any) -> Callable[..., Any]:
+                          effect: core.Effect) -> Callable[..., Any]:
   """``call_tf_p``'s abstract eval, with ``effect`` only where it is needed.
 
   Args:
@@ -172,7 +178,8 @@ def effect_only_if_needed(abstract_eval: Callable[..., Any],
     known: the rule does not trace it, so that it is vectorized only where
     it is needed (see :mod:`.batching.rule`).
   """
-  def rule(*args_flat_avals: Any, **params: Any) -> tuple[Any, Any]:
+  def rule(*args_flat_avals: core.AbstractValue, **params: Any
+           ) -> tuple[Sequence[core.AbstractValue], set[core.Effect]]:
     if (not params["ordered"] and params["output_avals"] is not None
         and params["vectorized"] is not None):
       return params["output_avals"], set()

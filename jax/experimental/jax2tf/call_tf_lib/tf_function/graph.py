@@ -23,10 +23,13 @@ differ from their lowering's.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+
+if TYPE_CHECKING:
+  import tensorflow as tf
 
 # Ops that call other functions: their bodies are inspected instead.
 CALLS = frozenset({
@@ -41,7 +44,9 @@ CALLS = frozenset({
 GRADIENT_OVERRIDE_ATTR = "_gradient_op_type"
 
 
-def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
+def concrete_function(function_flat_tf: tf.types.experimental.GenericFunction,
+                      specs: Sequence[tf.TensorSpec]
+                      ) -> tf.types.experimental.ConcreteFunction:
   """The concrete function of ``function_flat_tf`` for ``specs``.
 
   Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
@@ -59,7 +64,7 @@ def concrete_function(function_flat_tf: Any, specs: Sequence[Any]) -> Any:
     return function_flat_tf.get_concrete_function(*specs)
 
 
-def called_graphs(op: Any) -> list[Any]:
+def called_graphs(op: tf.Operation) -> list[tf.Graph]:
   """The graphs of the functions ``op`` calls (its function attributes)."""
   graphs = []
   for attr in op.node_def.attr.values():
@@ -72,7 +77,8 @@ def called_graphs(op: Any) -> list[Any]:
   return graphs
 
 
-def ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
+def ops_and_called_graphs(graph: tf.Graph
+                          ) -> Iterator[tuple[tf.Operation, list[tf.Graph]]]:
   """:func:`graph_ops`, each op with the graphs of the functions it calls.
 
   The list is empty for an op that calls no function (or whose functions
@@ -91,7 +97,7 @@ def ops_and_called_graphs(graph: Any) -> Iterator[tuple[Any, list[Any]]]:
       todo += called
 
 
-def graph_ops(graph: Any) -> Iterator[Any]:
+def graph_ops(graph: tf.Graph) -> Iterator[tf.Operation]:
   """Every op of ``graph`` and of the functions it calls, each graph once.
 
   Args:
@@ -106,6 +112,6 @@ def graph_ops(graph: Any) -> Iterator[Any]:
     yield op
 
 
-def overrides_gradient(op: Any) -> bool:
+def overrides_gradient(op: tf.Operation) -> bool:
   """Whether ``op``'s gradient is not its type's registered gradient."""
   return GRADIENT_OVERRIDE_ATTR in op.node_def.attr

@@ -56,19 +56,50 @@ import contextlib
 import contextvars
 import hashlib
 import threading
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 import weakref
 
 from jax._src import core
+from jax._src import tree_util
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
+_T = TypeVar("_T")
+
 # Signatures kept per call_tf object; beyond it the least recent is dropped.
 MAX_SIGNATURES = 64
 
 _ALL: weakref.WeakSet[TraceCache] = weakref.WeakSet()
+
+
+class TraceKey(NamedTuple):
+  """What a call's traces are kept by in a :class:`TraceCache`.
+
+  ``call_tf`` builds it (patch 0010) from the call's argument signature and
+  options; two calls with equal keys may share a trace of the same graph.
+
+  Attributes:
+    args_treedef: the tree of the call's arguments.
+    args_flat_sig_tf: the ``tf.TensorSpec`` of each flat argument.
+    output_avals: the declared result avals (``output_shape_dtype``,
+      flattened), or None where none were declared.
+    output_shape_dtype_tree: the tree of ``output_shape_dtype``, or None.
+    call_tf_graph: ``call_tf``'s ``call_tf_graph`` option.
+  """
+
+  args_treedef: tree_util.PyTreeDef
+  args_flat_sig_tf: tuple[tf.TensorSpec, ...]
+  output_avals: tuple[core.ShapedArray, ...] | None
+  output_shape_dtype_tree: tree_util.PyTreeDef | None
+  call_tf_graph: bool
+
+
+# What TraceCache.reuse gives: the flat callable, its tf.function, and the
+# getter of the result treedef the callable records when it runs.
+Triple = tuple[Callable[..., Any], tf.types.experimental.GenericFunction,
+               Callable[[], tree_util.PyTreeDef | None]]
 
 
 class TraceCache:
@@ -78,8 +109,9 @@ class TraceCache:
   of its VJP (see :func:`.vjp.vjp_call_key`).
   """
 
-  def __init__(self, tf_function: Any = None):
-    self._entries: collections.OrderedDict[Hashable, Any] = (
+  def __init__(
+      self, tf_function: tf.types.experimental.GenericFunction | None = None):
+    self._entries: collections.OrderedDict[Hashable, object] = (
         collections.OrderedDict())
     self._lock = threading.Lock()
     # The tf.function given to call_tf, if it is one (weakly).
@@ -88,7 +120,7 @@ class TraceCache:
     _ALL.add(self)
 
   @classmethod
-  def for_callable(cls, callable_tf: Any) -> TraceCache:
+  def for_callable(cls, callable_tf: Callable[..., Any]) -> TraceCache:
     """The cache shared by every ``call_tf`` of ``callable_tf``.
 
     Args:
@@ -110,14 +142,15 @@ class TraceCache:
     except TypeError:  # not weakly referenceable, or not hashable
       return cls()
 
-  def reuse(self, key: Hashable, callable_flat_tf: Callable[..., Any],
-            function_flat_tf: Any, res_treedef: Callable[[], Any],
-            args_flat: Sequence[Any]
-            ) -> tuple[Callable[..., Any], Any, Callable[[], Any]]:
+  def reuse(self, key: TraceKey, callable_flat_tf: Callable[..., Any],
+            function_flat_tf: tf.types.experimental.GenericFunction,
+            res_treedef: Callable[[], tree_util.PyTreeDef | None],
+            args_flat: Sequence[object]) -> Triple:
     """The callable, ``tf.function`` and result treedef getter to call.
 
     Args:
-      key: the argument signature and call options (hashable).
+      key: the argument signature and call options (hashable unless an
+        option is not).
       callable_flat_tf: the flat callable this call made.
       function_flat_tf: its ``tf.function``.
       res_treedef: returns the result treedef that ``callable_flat_tf``
@@ -149,8 +182,7 @@ class TraceCache:
       return self._traced(key, own)
     return call.get((self, key), lambda: self._traced(key, own))
 
-  def _traced(self, key: Hashable, own: tuple[Any, Any, Any]
-              ) -> tuple[Any, Any, Any]:
+  def _traced(self, key: TraceKey, own: Triple) -> Triple:
     """The kept triple for the graph ``own`` traces to, kept if new."""
     callable_flat_tf, function_flat_tf, res_treedef = own
     del callable_flat_tf
@@ -159,24 +191,25 @@ class TraceCache:
       # for these arguments tells the graph, without tracing ours.
       graph_key = (key, id(user_trace), _Keep(user_trace))
       return self.get(graph_key, lambda: own)[:3]
-    concrete = graph_lib.concrete_function(function_flat_tf, key_specs(key))
+    concrete = graph_lib.concrete_function(function_flat_tf,
+                                           key.args_flat_sig_tf)
     graph_key = (key, fingerprint(concrete), res_treedef())
     return self.get(graph_key, lambda: own + (concrete,))[:3]
 
-  def _user_trace(self, key: Hashable) -> Any | None:
+  def _user_trace(self, key: TraceKey
+                  ) -> tf.types.experimental.ConcreteFunction | None:
     """The trace of the ``tf.function`` given to ``call_tf``, or None."""
     tf_function = self._tf_function()
     if tf_function is None:
       return None
-    args_treedef, specs = key[0], key_specs(key)
     try:
       with jax2tf_internal.inside_call_tf():
         return tf_function.get_concrete_function(
-            *args_treedef.unflatten(list(specs)))
+            *key.args_treedef.unflatten(list(key.args_flat_sig_tf)))
     except Exception:  # pylint: disable=broad-except
       return None  # traced as any function, below
 
-  def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+  def get(self, key: Hashable, make: Callable[[], _T]) -> _T:
     """The value kept for ``key``; ``make()``'s, kept, if there is none.
 
     Args:
@@ -224,7 +257,7 @@ class CallTraces:
   __slots__ = ("_traced",)
 
   def __init__(self) -> None:
-    self._traced: dict[Hashable, Any] = {}
+    self._traced: dict[Hashable, Triple] = {}
 
   def traced(self) -> bool:
     """Whether this call traced its function already (its primal ran)."""
@@ -239,7 +272,7 @@ class CallTraces:
     finally:
       _CURRENT_CALL.reset(token)
 
-  def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+  def get(self, key: Hashable, make: Callable[[], Triple]) -> Triple:
     """The triple this call traced for ``key``; ``make()``'s, kept, if none."""
     found = self._traced.get(key)
     if found is None:
@@ -254,12 +287,8 @@ _CURRENT_CALL: contextvars.ContextVar[CallTraces | None] = (
     contextvars.ContextVar("call_tf_current_call", default=None))
 
 
-def key_specs(key: Hashable) -> Sequence[Any]:
-  """The argument specs of a :meth:`TraceCache.reuse` key."""
-  return key[1]  # (args_treedef, args_flat_sig_tf, ...), as call_tf makes it
-
-
-def fingerprint(concrete_fn: Any) -> tuple[Any, ...]:
+def fingerprint(concrete_fn: tf.types.experimental.ConcreteFunction
+                ) -> tuple[str, tuple[int, ...], _Keep]:
   """What makes two traces of a function the same function.
 
   Its graph (ops, constants, attributes and the functions it calls, whose
@@ -290,17 +319,18 @@ class _Keep:
 
   __slots__ = ("values",)
 
-  def __init__(self, values: Any):
+  def __init__(self, values: object):
     self.values = values
 
-  def __eq__(self, other: Any) -> bool:
+  def __eq__(self, other: object) -> bool:
     return isinstance(other, _Keep)
 
   def __hash__(self) -> int:
     return 0
 
 
-def _rename_functions(graph_def: Any, names: dict[str, str]) -> None:
+def _rename_functions(graph_def: tf.compat.v1.GraphDef,
+                      names: dict[str, str]) -> None:
   """Renames the functions of ``graph_def`` and every reference to them."""
   def nodes():
     yield from graph_def.node
@@ -326,7 +356,7 @@ _TF_FUNCTION = tf.types.experimental.PolymorphicFunction
 
 
 # The caches of the callables given to call_tf, shared by their call_tf's.
-_FOR_CALLABLE: weakref.WeakKeyDictionary[Any, TraceCache] = (
+_FOR_CALLABLE: weakref.WeakKeyDictionary[Callable[..., Any], TraceCache] = (
     weakref.WeakKeyDictionary())
 _FOR_CALLABLE_LOCK = threading.Lock()
 
@@ -342,7 +372,7 @@ class _AllTraceCaches:
     caches = list(_ALL)
     return len(caches), sum(len(c) for c in caches)
 
-  def cache_keys(self) -> list[Any]:
+  def cache_keys(self) -> list[Hashable]:
     return []
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 import dataclasses
 import functools
-from typing import Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
@@ -104,7 +103,7 @@ def _is_stateless_random(op_type: str) -> bool:
   return op_type.startswith("Stateless") and op_type not in graph_lib.CALLS
 
 
-def eager_differences(graph: Any) -> list[Difference]:
+def eager_differences(graph: tf.Graph) -> list[Difference]:
   """The ops of ``graph`` (and the functions it calls) XLA computes otherwise.
 
   Args:
@@ -133,9 +132,10 @@ def eager_differences(graph: Any) -> list[Difference]:
 
 
 @functools.lru_cache(maxsize=512)
-def _function_eager_differences(function_flat_tf: Any,
-                                sig: tuple[tf.TensorSpec, ...]
-                                ) -> tuple[Difference, ...]:
+def _function_eager_differences(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: tuple[tf.TensorSpec, ...],
+) -> tuple[Difference, ...]:
   return tuple(eager_differences(
       graph_lib.concrete_function(function_flat_tf, sig).graph))
 
@@ -144,14 +144,15 @@ compat.register_cache(_function_eager_differences,
                       "call_tf: ops XLA computes otherwise than TF")
 
 
-def function_eager_differences(function_flat_tf: Any,
-                               sig: Sequence[tf.TensorSpec]
-                               ) -> tuple[Difference, ...]:
+def function_eager_differences(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: Sequence[tf.TensorSpec],
+) -> tuple[Difference, ...]:
   """:func:`eager_differences` of ``function_flat_tf`` traced for ``sig``."""
   return _function_eager_differences(function_flat_tf, tuple(sig))
 
 
-def inexact_kernel_ops(graph: Any) -> list[Difference]:
+def inexact_kernel_ops(graph: tf.Graph) -> list[Difference]:
   """The ops of ``graph`` (and the functions it calls) tf2xla computes inexactly.
 
   Args:
@@ -164,14 +165,14 @@ def inexact_kernel_ops(graph: Any) -> list[Difference]:
           for op in graph_lib.graph_ops(graph) if _is_inexact(op)]
 
 
-def _attr(op: Any, name: str) -> Any:
+def _attr(op: tf.Operation, name: str) -> object:
   try:
     return op.get_attr(name)
   except ValueError:
     return None
 
 
-def _is_inexact(op: Any) -> bool:
+def _is_inexact(op: tf.Operation) -> bool:
   if op.type == "ResizeBilinearGrad":
     return not _attr(op, "align_corners")
   return op.type in INEXACT_KERNELS

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 import contextlib
 from typing import Any
 
+import jax
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
@@ -43,6 +44,7 @@ from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
 from jax import lax
+from jax.typing import ArrayLike
 import numpy as np
 
 __all__ = ["Program", "TF_DERIVATIVE_OPS", "UnsupportedOps", "parse",
@@ -71,7 +73,8 @@ class UnsupportedOps(Exception):
         f"JAX operations: {', '.join(self.ops)}. Details: {details}")
 
 
-def _aval(t: Any) -> list[core.ShapedArray]:
+def _aval(t: _ir.TensorType | _ir.TupleType | _ir.TokenType
+          ) -> list[core.ShapedArray]:
   if isinstance(t, _ir.TensorType) and any(t.dynamic):
     raise UnsupportedOps({"dynamic shape": "an argument or result of the "
                                            "module has a dynamic shape"})
@@ -82,7 +85,7 @@ def _aval(t: Any) -> list[core.ShapedArray]:
   raise UnsupportedOps({"token": f"a {type(t).__name__} argument or result"})
 
 
-def _flatten(x: Any) -> list[Any]:
+def _flatten(x: _interpret.Value) -> list[ArrayLike]:
   if isinstance(x, tuple):
     return [y for e in x for y in _flatten(e)]
   return [x]
@@ -172,8 +175,8 @@ class Program:
             + (f", unsupported={self.unsupported}" if self.unsupported
                else "") + ")")
 
-  def __call__(self, *args: Any,
-               wide: Sequence[np.dtype | None] = ()) -> list[Any]:
+  def __call__(self, *args: ArrayLike,
+               wide: Sequence[np.dtype | None] = ()) -> list[jax.Array]:
     """Computes the module's results from its arguments with lax operations.
 
     Works eagerly and under every JAX transformation (``jit``, ``vmap``,
@@ -221,7 +224,9 @@ class Program:
       results.append(y)
     return results
 
-  def _cast_in(self, x: Any, t: Any) -> Any:
+  def _cast_in(self, x: _interpret.Value,
+               t: _ir.TensorType | _ir.TupleType | _ir.TokenType
+               ) -> _interpret.Value:
     if isinstance(t, _ir.TupleType):
       return tuple(self._cast_in(e, s) for e, s in zip(x, t.elements))
     dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
@@ -229,7 +234,7 @@ class Program:
       return lax.convert_element_type(x, t.dtype)
     return x
 
-  def _types_context(self) -> Any:
+  def _types_context(self) -> contextlib.AbstractContextManager[object]:
     """Where 64-bit types are used, lets lax keep them without x64."""
     if not self.uses_64_bits:
       return contextlib.nullcontext()
@@ -241,7 +246,7 @@ class Program:
     return keeping
 
 
-def with_dtype(x: Any, dtype: np.dtype) -> Any:
+def with_dtype(x: jax.Array, dtype: np.dtype) -> jax.Array:
   """A result of a module as JAX's aval of it says: `x` in `dtype`.
 
   A module computes in the types it was lowered with, where JAX's avals of
@@ -257,7 +262,7 @@ def with_dtype(x: Any, dtype: np.dtype) -> Any:
 _WIDE_AS_FLOAT = {np.dtype(np.complex128): np.dtype(np.float64)}
 
 
-def narrow_64_bit(x: Any) -> tuple[Any, np.dtype | None]:
+def narrow_64_bit(x: ArrayLike) -> tuple[ArrayLike, np.dtype | None]:
   """A 64-bit array as 32-bit words, where a ``jax.jit`` argument would lose
   its bits (without ``jax_enable_x64``); see ``Program.__call__``'s
   ``wide``.
@@ -274,7 +279,7 @@ def narrow_64_bit(x: Any) -> tuple[Any, np.dtype | None]:
   return words.reshape(*a.shape, -1), a.dtype
 
 
-def _widened(words: Any, dtype: np.dtype) -> Any:
+def _widened(words: jax.Array, dtype: np.dtype) -> jax.Array:
   """The inverse of :func:`narrow_64_bit` (in the 64-bit context)."""
   real = _WIDE_AS_FLOAT.get(dtype)
   if real is None:

@@ -34,13 +34,14 @@ op with a dynamic shape has no rule, so the module keeps TensorFlow's path.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax._ir import NoRule
 import jax
 from jax._src import dtypes
 from jax import lax
+from jax.typing import ArrayLike
 import numpy as np
 
 
@@ -56,6 +57,23 @@ _ELEMENTWISE = frozenset(f"stablehlo.{n}" for n in (
     "compare", "select", "clamp", "convert")) | {"mhlo.erf"}
 
 
+# What a rule makes of an op: a function of its operands' values (see
+# ._interpret.Step).
+Step = Callable[..., Sequence[Any]]
+
+
+class Compiler(Protocol):
+  """The compiler, as the rules here read it.
+
+  :class:`._interpret.Compiler` is one (that module imports this one, so
+  this one names what it reads).
+  """
+
+  @property
+  def rules(self) -> Mapping[str, Callable[..., Step]]:
+    """The rule of each op name: ``rule(op, compiler) -> Step``."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Padded:
   """A value of a bounded dynamic shape.
@@ -66,11 +84,11 @@ class Padded:
     sizes: for each dimension, its size (an int32 scalar) if it is dynamic,
       else None.
   """
-  data: Any
-  sizes: tuple[Any, ...]
+  data: jax.Array
+  sizes: tuple[ArrayLike | None, ...]
 
 
-def is_dynamic(t: Any) -> bool:
+def is_dynamic(t: _ir.TensorType | _ir.TupleType | _ir.TokenType) -> bool:
   """Whether ``t`` is a tensor type with a dynamic dimension."""
   return isinstance(t, _ir.TensorType) and any(t.dynamic)
 
@@ -80,19 +98,22 @@ def has_dynamic_shapes(op: _ir.Op) -> bool:
   return any(is_dynamic(t) for t in (*op.operand_types, *op.result_types))
 
 
-def _data(x: Any) -> Any:
+def _data(x: jax.Array | Padded) -> jax.Array:
   return x.data if isinstance(x, Padded) else x
 
 
-def _sizes(x: Any, rank: int) -> tuple[Any, ...]:
+def _sizes(x: jax.Array | Padded, rank: int
+           ) -> tuple[ArrayLike | None, ...]:
   return x.sizes if isinstance(x, Padded) else (None,) * rank
 
 
-def _int32(size: Any) -> Any:
+def _int32(size: ArrayLike) -> jax.Array:
   return lax.convert_element_type(size, np.int32)
 
 
-def _wrap(data: Any, sizes: Sequence[Any], t: Any) -> Any:
+def _wrap(data: jax.Array, sizes: Sequence[ArrayLike | None],
+          t: _ir.TensorType | _ir.TupleType | _ir.TokenType
+          ) -> jax.Array | Padded:
   """``data`` as a value of type ``t``: padded if ``t`` is dynamic."""
   if not is_dynamic(t):
     if any(s is not None for s in sizes):
@@ -110,7 +131,8 @@ def _wrap(data: Any, sizes: Sequence[Any], t: Any) -> Any:
   return Padded(data, sizes)
 
 
-def _inside(shape: Sequence[int], sizes: Sequence[Any]) -> Any:
+def _inside(shape: Sequence[int], sizes: Sequence[ArrayLike | None]
+            ) -> jax.Array | None:
   """Where a value of ``shape`` is inside its dynamic ``sizes``."""
   inside = None
   for i, s in enumerate(sizes):
@@ -121,7 +143,7 @@ def _inside(shape: Sequence[int], sizes: Sequence[Any]) -> Any:
   return inside
 
 
-def _static_step(op: _ir.Op, c: Any) -> Callable[..., Any]:
+def _static_step(op: _ir.Op, c: Compiler) -> Step:
   """The op's own rule, on the data (the bound's shape)."""
   rule = c.rules.get(op.name)
   if rule is None:
@@ -129,7 +151,7 @@ def _static_step(op: _ir.Op, c: Any) -> Callable[..., Any]:
   return rule(op, c)
 
 
-def rule(op: _ir.Op, c: Any) -> Callable[..., Any]:
+def rule(op: _ir.Op, c: Compiler) -> Step:
   """The step of an op with dynamic shapes, or NoRule.
 
   Args:
@@ -208,7 +230,7 @@ def _get_dimension_size(op: _ir.Op) -> Callable[..., Any]:
   return step
 
 
-def _elementwise(op: _ir.Op, c: Any) -> Callable[..., Any]:
+def _elementwise(op: _ir.Op, c: Compiler) -> Step:
   static = _static_step(op, c)
   out_t = op.result_types[0]
   rank = len(out_t.shape)
@@ -308,7 +330,7 @@ def _gather_sizes(op: _ir.Op) -> Callable[..., Sequence[Any]]:
   return sizes_of
 
 
-def _reduce(op: _ir.Op, c: Any) -> Callable[..., Any]:
+def _reduce(op: _ir.Op, c: Compiler) -> Step:
   """A reduction: the padding of reduced dimensions replaced by the
   initial values, which change nothing."""
   n = len(op.operands) // 2
@@ -358,8 +380,8 @@ def _extreme_region(op: _ir.Op) -> str | None:
           "stablehlo.minimum": "min"}.get(inner.name)
 
 
-def _masked_extreme(data: Any, inside: Any, init: Any,
-                    dims: Sequence[int], kind: str) -> Any:
+def _masked_extreme(data: jax.Array, inside: jax.Array, init: jax.Array,
+                    dims: Sequence[int], kind: str) -> jax.Array:
   """``reduce_max``/``min`` of the elements inside; the derivative is
   split among the tied elements inside (as TF's and JAX's are among all),
   not the padding, which the initial value fills and may tie with."""

@@ -41,9 +41,13 @@ from jax._src import config
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _dynamic
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
+from jax.typing import ArrayLike
 
 
 NoRule = _ir.NoRule
+
+# A value of a module: an array, or a tuple of values.
+Value = ArrayLike | tuple["Value", ...]
 
 
 Step = Callable[..., Sequence[Any]]
@@ -61,8 +65,8 @@ class CompiledBlock:
   def arg_types(self) -> tuple[Any, ...]:
     return self.block.arg_types
 
-  def __call__(self, *args: Any, outer: Mapping[int, Any] | None = None
-               ) -> list[Any]:
+  def __call__(self, *args: Value, outer: Mapping[int, Value] | None = None
+               ) -> list[Value]:
     if len(args) != len(self.block.args):
       raise TypeError(f"block takes {len(self.block.args)} arguments, "
                       f"got {len(args)}")
@@ -270,7 +274,7 @@ def maybe_constant_values(funcs: Mapping[str, _ir.Func], entry: str
   return frozenset(everywhere)
 
 
-def keeping_64_bit_types() -> Any | None:
+def keeping_64_bit_types() -> contextlib.AbstractContextManager[object] | None:
   """A context in which lax keeps 64-bit types; None if this JAX has none.
 
   With ``jax_enable_x64`` any context does; without it, the option

@@ -51,7 +51,7 @@ _BINARY = {"stablehlo.and": np.bitwise_and, "stablehlo.or": np.bitwise_or,
            "stablehlo.multiply": np.multiply}
 
 
-def _is_integral(dtype: Any) -> bool:
+def _is_integral(dtype: np.dtype) -> bool:
   return dtype == np.bool_ or np.issubdtype(dtype, np.integer)
 
 

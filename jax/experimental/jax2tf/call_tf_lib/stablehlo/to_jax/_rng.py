@@ -30,8 +30,8 @@ own ``rng_bit_generator`` does for a batch of keys.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
+import jax
 from jax._src import core
 from jax._src import dispatch
 from jax._src.interpreters import ad
@@ -41,11 +41,12 @@ from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax import lax
 import jax.numpy as jnp
+from jax.typing import ArrayLike, DTypeLike
 import numpy as np
 
 
-def rng_bit_generator(key: Any, *, shape: tuple[int, ...], dtype: Any,
-                      algorithm: str) -> list[Any]:
+def rng_bit_generator(key: ArrayLike, *, shape: tuple[int, ...],
+                      dtype: DTypeLike, algorithm: str) -> list[jax.Array]:
   """``stablehlo.rng_bit_generator``: the new key and the random bits.
 
   Args:

@@ -48,6 +48,7 @@ import contextlib
 import functools
 from typing import Any
 
+import jax
 from jax._src import core
 from jax._src import dispatch
 from jax._src import dtypes
@@ -60,6 +61,7 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
 from jax import lax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 import numpy as np
 
 
@@ -78,7 +80,7 @@ class Comparator:
     self.nargs = nargs
     self.text = text
 
-  def __call__(self, *scalars: Any) -> Any:
+  def __call__(self, *scalars: ArrayLike) -> ArrayLike:
     out, = self.fn(*scalars[:self.nargs])
     return out
 
@@ -86,8 +88,8 @@ class Comparator:
     return f"Comparator({self.text or self.nargs})"  # one line, in jaxprs
 
 
-def sort(operands: Sequence[Any], *, comparator: Comparator, dimension: int,
-         is_stable: bool) -> list[Any]:
+def sort(operands: Sequence[ArrayLike], *, comparator: Comparator,
+         dimension: int, is_stable: bool) -> list[jax.Array]:
   """Sorts `operands` along `dimension` as ``stablehlo.sort`` does."""
   return sort_p.bind(*operands, comparator=comparator, dimension=dimension,
                      is_stable=is_stable)

@@ -108,7 +108,7 @@ def is_branching(op: _ir.Op) -> bool:
 
 
 @jax.custom_jvp
-def _relu_max(x: Any, y: Any) -> Any:
+def _relu_max(x: jax.Array, y: jax.Array) -> jax.Array:
   return lax.max(x, y)
 
 
@@ -124,7 +124,7 @@ def _relu_max_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def _first_max(x: Any, y: Any) -> Any:
+def _first_max(x: jax.Array, y: jax.Array) -> jax.Array:
   return lax.max(x, y)
 
 
@@ -137,7 +137,7 @@ def _first_max_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def _first_min(x: Any, y: Any) -> Any:
+def _first_min(x: jax.Array, y: jax.Array) -> jax.Array:
   return lax.min(x, y)
 
 
@@ -150,7 +150,7 @@ def _first_min_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def _sign_abs(x: Any) -> Any:
+def _sign_abs(x: jax.Array) -> jax.Array:
   return lax.abs(x)
 
 
@@ -213,7 +213,7 @@ _SELECTS_OF_X: dict[str, Callable[..., Any]] = {
 
 
 def function(tf_op_type: str | None, op_name: str,
-             dtype: Any) -> Callable[..., Any] | None:
+             dtype: np.dtype) -> Callable[..., jax.Array] | None:
   """The ``lax`` operation with TF's gradient, for an op of a TF op.
 
   Args:
@@ -233,8 +233,8 @@ def function(tf_op_type: str | None, op_name: str,
   return _FUNCTIONS.get((tf_op_type, op_name))
 
 
-def select_of_x(tf_op_type: str | None, dtype: Any
-                ) -> Callable[..., Any] | None:
+def select_of_x(tf_op_type: str | None, dtype: np.dtype
+                ) -> Callable[..., jax.Array] | None:
   """For the ``select`` of Selu or Elu: ``f(x, pred, a, b)``, else None."""
   if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
     return None
