@@ -197,6 +197,24 @@ def test_verify_sees_the_jaxlib_range_of_a_tree_however_quoted(tmp_path,
   assert not stage_verify._jaxlib_range_problem(tmp_path, "0.11.0")  # pylint: disable=protected-access
 
 
+def test_shake_keeps_the_type_checking_imports_its_annotations_use():
+  text, _ = stage_source.shake(
+      "from __future__ import annotations\n\n"
+      "from typing import TYPE_CHECKING, Any\n\n"
+      "if TYPE_CHECKING:\n"
+      "  from jax._src import core\n"
+      "  import tensorflow as tf\n\n\n"
+      "def f(x: core.ShapedArray) -> int:\n  return 1\n\n\n"
+      "def g(t: tf.Tensor) -> Any:\n  return t\n",
+      "errors.py", {"f"})
+  assert "from typing import TYPE_CHECKING\n" in text
+  assert "if TYPE_CHECKING:\n  from jax._src import core\n" in text
+  assert "tensorflow" not in text and "def g" not in text
+  compile(text, "errors.py", "exec")
+  text, _ = stage_source.shake(text, "errors.py", set())
+  assert "TYPE_CHECKING" not in text
+
+
 def test_references_follow_imports_and_attribute_chains():
   modules = ["pkg.lib", "pkg.lib.errors", "pkg.lib.batching",
              "pkg.lib.batching.rule"]

@@ -306,7 +306,22 @@ def _references_by_regex(text: str, modules: set[str]) -> list[Reference]:
 # Shaking a module down to the definitions in use.
 # ---------------------------------------------------------------------------
 
+def _is_type_checking_block(stmt: ast.stmt) -> bool:
+  """`if TYPE_CHECKING:` with only imports in it (annotations' imports)."""
+  return (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name)
+          and stmt.test.id == "TYPE_CHECKING" and not stmt.orelse
+          and all(isinstance(s, (ast.Import, ast.ImportFrom))
+                  for s in stmt.body))
+
+
+def _is_import(stmt: ast.stmt) -> bool:
+  return (isinstance(stmt, (ast.Import, ast.ImportFrom))
+          or _is_type_checking_block(stmt))
+
+
 def _bound_names(stmt: ast.stmt) -> set[str]:
+  if _is_type_checking_block(stmt):
+    return set().union(*(_bound_names(s) for s in stmt.body))
   if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
     return {stmt.name}
   if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -337,6 +352,14 @@ def _only_names(stmt: ast.stmt, lines: list[str], wanted: set[str]
   `from a import b, c` of which only `b` is used becomes `from a import b`,
   so that the shaken module imports nothing it does not use.
   """
+  if _is_type_checking_block(stmt):
+    first = stmt.body[0].lineno - stmt.lineno
+    kept = [_only_names(s, lines[s.lineno - stmt.lineno:
+                                 s.end_lineno - stmt.lineno + 1], wanted)
+            for s in stmt.body
+            if any((a.asname or a.name).split(".")[0] in wanted
+                   for a in s.names)]
+    return lines[:first] + [line for k in kept for line in k]
   if (not isinstance(stmt, (ast.Import, ast.ImportFrom))
       or getattr(stmt, "module", None) == "__future__"):
     return lines
@@ -393,13 +416,15 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
     for i, stmt in enumerate(body):
       if keep[i]:
         continue
-      is_import = isinstance(stmt, (ast.Import, ast.ImportFrom))
+      is_import = _is_import(stmt)
       if bound[i] & wanted or (not bound[i] and not is_import
                                and _used_names(stmt) & wanted):
         keep[i] = True
         changed = True
         if not is_import:
           wanted |= _used_names(stmt) & defined
+        elif _is_type_checking_block(stmt):
+          wanted |= {"TYPE_CHECKING"} & defined
   lines = text.splitlines(keepends=True)
   starts = [min([s.lineno] + [d.lineno for d in getattr(
       s, "decorator_list", [])]) for s in body]

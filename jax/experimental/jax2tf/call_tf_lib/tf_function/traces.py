@@ -77,8 +77,8 @@ _ALL: weakref.WeakSet[TraceCache] = weakref.WeakSet()
 class TraceKey(NamedTuple):
   """What a call's traces are kept by in a :class:`TraceCache`.
 
-  ``call_tf`` builds it (patch 0010) from the call's argument signature and
-  options; two calls with equal keys may share a trace of the same graph.
+  ``call_tf`` builds it from the call's argument signature and options; two
+  calls with equal keys may share a trace of the same graph.
 
   Attributes:
     args_treedef: the tree of the call's arguments.
