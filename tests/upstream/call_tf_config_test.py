@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Tests for the options jax_call_tf_slow_vmap and jax_call_tf_vectorizer."""
+"""Tests for the option jax_call_tf_slow_vmap."""
 
 import os
 import subprocess
@@ -25,30 +25,30 @@ from jax._src import test_util as jtu
 
 jax.config.parse_flags_with_absl()
 
-# Prints the two options as a fresh process sees them.
-_READ_OPTIONS = textwrap.dedent("""
+# Prints the option as a fresh process sees it.
+_READ_OPTION = textwrap.dedent("""
     import jax
     jax.config.parse_flags_with_absl()
-    print(jax.config.jax_call_tf_slow_vmap, jax.config.jax_call_tf_vectorizer)
+    print(jax.config.jax_call_tf_slow_vmap)
 """)
 
 
-def _options_in_subprocess(env: dict[str, str], argv: list[str]) -> str:
-  """The two options' values in a new Python process.
+def _option_in_subprocess(env: dict[str, str], argv: list[str]) -> str:
+  """The option's value in a new Python process.
 
   Args:
     env: environment variables to set, beside the test's own (without the
-      options' variables).
+      option's variable).
     argv: command-line arguments, as absl flags.
 
   Returns:
-    What the process printed: "<slow_vmap> <vectorizer>".
+    What the process printed: the option's value.
   """
-  env = {k: v for k, v in os.environ.items()
-         if k not in ("JAX_CALL_TF_SLOW_VMAP", "JAX_CALL_TF_VECTORIZER")
-         } | {"JAX_PLATFORMS": "cpu"} | env
-  proc = subprocess.run([sys.executable, "-c", _READ_OPTIONS, *argv],
-                        capture_output=True, text=True, timeout=300, env=env)
+  env = {k: v for k, v in os.environ.items() if k != "JAX_CALL_TF_SLOW_VMAP"} | {
+      "JAX_PLATFORMS": "cpu"} | env
+  proc = subprocess.run(
+      [sys.executable, "-c", _READ_OPTION, *argv],
+      capture_output=True, text=True, timeout=300, env=env)
   if proc.returncode:
     raise AssertionError(proc.stderr[-2000:])
   return proc.stdout.strip().splitlines()[-1]
@@ -63,60 +63,41 @@ _thread_unsafe_test_class = getattr(jtu, "thread_unsafe_test_class",
 @_thread_unsafe_test_class()
 class CallTfConfigTest(jtu.JaxTestCase):
 
-  def test_defaults(self):
+  def test_default(self):
     self.assertIs(jax.config.jax_call_tf_slow_vmap, False)
-    self.assertEqual(jax.config.jax_call_tf_vectorizer, "stablehlo")
 
   def test_update(self):
     jax.config.update("jax_call_tf_slow_vmap", True)
     self.addCleanup(jax.config.update, "jax_call_tf_slow_vmap", False)
-    jax.config.update("jax_call_tf_vectorizer", "pfor")
-    self.addCleanup(jax.config.update, "jax_call_tf_vectorizer", "stablehlo")
     self.assertIs(config.call_tf_slow_vmap.value, True)
-    self.assertEqual(config.call_tf_vectorizer.value, "pfor")
 
-  def test_context_managers(self):
-    with config.call_tf_slow_vmap(True), config.call_tf_vectorizer("pfor"):
+  def test_context_manager(self):
+    with config.call_tf_slow_vmap(True):
       self.assertIs(jax.config.jax_call_tf_slow_vmap, True)
-      self.assertEqual(jax.config.jax_call_tf_vectorizer, "pfor")
     self.assertIs(jax.config.jax_call_tf_slow_vmap, False)
-    self.assertEqual(jax.config.jax_call_tf_vectorizer, "stablehlo")
 
-  def test_vectorizer_values_are_checked(self):
-    with self.assertRaisesRegex(ValueError, "new enum value must be in"):
-      jax.config.update("jax_call_tf_vectorizer", "loop")
-    self.assertEqual(jax.config.jax_call_tf_vectorizer, "stablehlo")
+  def test_environment_variable(self):
+    self.assertEqual(_option_in_subprocess(
+        {"JAX_CALL_TF_SLOW_VMAP": "1"}, []), "True")
 
-  def test_environment_variables(self):
-    self.assertEqual(
-        _options_in_subprocess({"JAX_CALL_TF_SLOW_VMAP": "1",
-                                "JAX_CALL_TF_VECTORIZER": "pfor"}, []),
-        "True pfor")
+  def test_absl_flag(self):
+    self.assertEqual(_option_in_subprocess(
+        {}, ["--jax_call_tf_slow_vmap"]), "True")
 
-  def test_absl_flags(self):
-    self.assertEqual(
-        _options_in_subprocess({}, ["--jax_call_tf_slow_vmap",
-                                    "--jax_call_tf_vectorizer=pfor"]),
-        "True pfor")
-
-  def test_options_are_in_the_jit_key(self):
+  def test_option_is_in_the_jit_key(self):
     traced = []
 
     @jax.jit
     def f(x):
-      traced.append((config.call_tf_slow_vmap.value,
-                     config.call_tf_vectorizer.value))
+      traced.append(config.call_tf_slow_vmap.value)
       return x + 1.
 
     f(1.)
     with config.call_tf_slow_vmap(True):
       f(1.)
-    with config.call_tf_vectorizer("pfor"):
-      f(1.)
     f(1.)
     # A cached trace is never reused under the other setting.
-    self.assertEqual(traced, [(False, "stablehlo"), (True, "stablehlo"),
-                              (False, "pfor")])
+    self.assertEqual(traced, [False, True])
 
 
 if __name__ == "__main__":
