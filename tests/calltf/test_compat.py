@@ -64,3 +64,23 @@ def test_no_registered_gradient_is_none_and_a_python_one_is_not_restored():
 def test_exported_fields_are_checked():
   with pytest.raises(compat.InternalsChangedError, match="jax.export.Exported"):
     compat.make_exported(in_avals=(), out_avals=())
+
+
+def test_a_function_with_a_keyword_argument_compiles_as_traced():
+  # call_tf's flat callables take check_output_avals; TF's own
+  # experimental_get_compiler_ir cannot bind it (upstream's lowering failed
+  # with "'bool' object has no attribute 'shape'" once patch 0003 added it).
+  fn = tf.function(lambda *xs, check_output_avals=True: [2. * x for x in xs],
+                   autograph=False, jit_compile=True)
+  spec = tf.TensorSpec((3,), tf.float32)
+  with pytest.raises((AttributeError, TypeError, ValueError)):
+    fn.experimental_get_compiler_ir(spec)(stage="hlo_serialized",
+                                          platform_name="CPU")
+  hlo = compat.hlo_of_concrete_function(fn, fn.get_concrete_function(spec),
+                                        [spec], "CPU")
+  assert isinstance(hlo, bytes) and hlo
+  # Without arguments TF's own getter binds the keyword's traced value.
+  fn0 = tf.function(lambda *xs, check_output_avals=True: [tf.constant(1.)],
+                    autograph=False, jit_compile=True)
+  assert compat.hlo_of_concrete_function(fn0, fn0.get_concrete_function(),
+                                         [], "CPU")

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jax._src import core
 from jax._src.interpreters import batching
@@ -37,6 +37,9 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src import util
 from jax import tree_util
+
+if TYPE_CHECKING:
+  import tensorflow as tf
 
 
 class InternalsChangedError(RuntimeError):
@@ -585,6 +588,38 @@ def compiler_ir_of_concrete_function(concrete_fn: Any,
                  captured_inputs=concrete_fn.captured_inputs, stage=stage)
     return res if stage.endswith("_serialized") else res.decode("utf-8")
   return getter
+
+
+def hlo_of_concrete_function(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    concrete_fn: tf.types.experimental.ConcreteFunction,
+    specs: Sequence[tf.TensorSpec], platform: str) -> bytes:
+  """The serialized HLO of ``concrete_fn``, ``function_flat_tf`` for ``specs``.
+
+  Compiles exactly ``concrete_fn``, specialized to ``specs``: through the
+  ``tf.function``, TF may pick a more general trace (a restored function's
+  ``(None, 4)``) and then refuse to compile it; and its
+  ``experimental_get_compiler_ir`` cannot bind a keyword argument that is
+  not a tensor (call_tf's flat callables take ``check_output_avals``).
+
+  Args:
+    function_flat_tf: the ``tf.function``.
+    concrete_fn: its concrete function for ``specs``.
+    specs: the argument specs, static shapes.
+    platform: "CPU", "GPU" or "TPU".
+
+  Returns:
+    The HLO module, serialized.
+  """
+  # (TF's from_concrete_function fails for a function without arguments.)
+  getter = (compiler_ir_of_concrete_function(concrete_fn, specs)
+            if specs else None)
+  if getter is None:
+    # The keyword arguments the concrete function was traced with, which
+    # TF does not fill in.
+    _, kwargs = concrete_fn.structured_input_signature
+    getter = function_flat_tf.experimental_get_compiler_ir(*specs, **kwargs)
+  return getter(stage="hlo_serialized", platform_name=platform)
 
 
 def restored_gradient_function(op_type: str) -> Any | None:

@@ -51,18 +51,8 @@ def default_tf_platform() -> str:
 def _compile_eager(function_flat_tf: tf.types.experimental.GenericFunction,
                    concrete_fn: tf.types.experimental.ConcreteFunction,
                    specs: Sequence[tf.TensorSpec], platform: str) -> bytes:
-  # Specialize the concrete function to `specs`: through the tf.function, TF
-  # may pick a more general trace (a restored function's (None, 4)) and then
-  # refuse to compile it.
-  # (TF's from_concrete_function fails for a function without arguments.)
-  getter = (compat.compiler_ir_of_concrete_function(concrete_fn, specs)
-            if specs else None)
-  if getter is None:
-    # The keyword arguments the concrete function was traced with (call_tf's
-    # flat callables take check_output_avals), which TF does not fill in.
-    _, kwargs = concrete_fn.structured_input_signature
-    getter = function_flat_tf.experimental_get_compiler_ir(*specs, **kwargs)
-  return getter(stage="hlo_serialized", platform_name=platform)
+  return compat.hlo_of_concrete_function(function_flat_tf, concrete_fn, specs,
+                                         platform)
 
 
 def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
