@@ -64,3 +64,17 @@ def test_no_registered_gradient_is_none_and_a_python_one_is_not_restored():
 def test_exported_fields_are_checked():
   with pytest.raises(compat.InternalsChangedError, match="jax.export.Exported"):
     compat.make_exported(in_avals=(), out_avals=())
+
+
+def test_a_missing_internal_is_named_once_by_its_group(monkeypatch):
+  monkeypatch.delattr(compat.mlir, "ir_constant")
+  monkeypatch.delattr(compat.util, "merge_lists")
+  assert compat.check() == ["jax._src.interpreters.mlir.ir_constant",
+                            "jax._src.util.partition_list and merge_lists"]
+
+
+def test_a_missing_tf_internal_is_named(monkeypatch):
+  from tensorflow.python.framework import func_graph  # pylint: disable=g-import-not-at-top
+  monkeypatch.delattr(func_graph.FuncGraph, "watch_variable")
+  assert compat._tf_graph_missing() == [  # pylint: disable=protected-access
+      "tensorflow FuncGraph.watch_variable"]
