@@ -136,3 +136,25 @@ def test_batched_tf_functions_are_cached_on_their_arguments():
   assert rule._batched_tf_functions(*args) == (eager_fn, staged_fn)
   np.testing.assert_allclose(eager_fn(X, Y)[0], X * Y)
   np.testing.assert_allclose(staged_fn(X, Y)[0], X * Y)
+
+
+def test_inlining_keeps_only_the_nodes_the_outputs_need():
+  from jax.experimental.jax2tf.call_tf_lib.batching import pfor  # pylint: disable=g-import-not-at-top
+
+  @tf.function(autograph=False)
+  def f(x):
+    tf.cos(x, name="unused")
+    return tf.sin(x, name="used")
+  concrete = f.get_concrete_function(tf.TensorSpec((2,), tf.float32))
+  graph = concrete.graph
+  input_ops = {t.op.name for t in graph.inputs}
+  nodes = pfor._needed_nodes(  # pylint: disable=protected-access
+      graph.as_graph_def(), [t.name for t in graph.outputs], input_ops)
+  names = {n.name for n in nodes}
+  assert "used" in names and "unused" not in names
+  assert not names & input_ops
+  assert pfor._used_tensors(nodes, input_ops) == {  # pylint: disable=protected-access
+      t.name for t in graph.inputs}
+  np.testing.assert_allclose(
+      pfor.inlined(concrete)(tf.constant([0., 1.]))[0], np.sin([0., 1.]),
+      rtol=1e-6)

@@ -84,3 +84,17 @@ def test_a_function_with_a_keyword_argument_compiles_as_traced():
                     autograph=False, jit_compile=True)
   assert compat.hlo_of_concrete_function(fn0, fn0.get_concrete_function(),
                                          [], "CPU")
+
+
+def test_a_missing_internal_is_named_once_by_its_group(monkeypatch):
+  monkeypatch.delattr(compat.mlir, "ir_constant")
+  monkeypatch.delattr(compat.util, "merge_lists")
+  assert compat.check() == ["jax._src.interpreters.mlir.ir_constant",
+                            "jax._src.util.partition_list and merge_lists"]
+
+
+def test_a_missing_tf_internal_is_named(monkeypatch):
+  from tensorflow.python.framework import func_graph  # pylint: disable=g-import-not-at-top
+  monkeypatch.delattr(func_graph.FuncGraph, "watch_variable")
+  assert compat._tf_graph_missing() == [  # pylint: disable=protected-access
+      "tensorflow FuncGraph.watch_variable"]

@@ -695,14 +695,20 @@ def session_is_open(sess: Any) -> bool:
 # The check the tests run.
 # ---------------------------------------------------------------------------
 
-def check() -> list[str]:
-  """What this module relies on and cannot find; empty if all is there."""
-  problems = []
+class _Missing:
+  """Collects what a group of checks needs and cannot find, in order."""
 
-  def need(ok: bool, what: str) -> None:
+  def __init__(self) -> None:
+    self.problems: list[str] = []
+
+  def __call__(self, ok: bool, what: str) -> None:
     if not ok:
-      problems.append(what)
+      self.problems.append(what)
 
+
+def _jax_core_missing() -> list[str]:
+  """What is missing of jax._src.core, util, batching and mlir, and jaxlib."""
+  need = _Missing()
   need(hasattr(core, "typeof") or hasattr(core, "get_aval"),
        "jax._src.core.typeof or get_aval")
   need(hasattr(util, "register_cache")
@@ -726,7 +732,13 @@ def check() -> list[str]:
   need(hasattr(mlir_extension(), "hlo_to_stablehlo")
        or hasattr(mlir, "xla_computation_to_mlir_module"),
        "jaxlib's mlir.hlo_to_stablehlo (or mlir.xla_computation_to_mlir_module)")
+  return need.problems
+
+
+def _jax_export_missing() -> list[str]:
+  """What is missing of jax.export's Exported and its pieces."""
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  need = _Missing()
   fields = {f.name for f in dataclasses.fields(_export.Exported)}
   for name in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals",
                "nr_devices", "platforms", "ordered_effects",
@@ -734,32 +746,42 @@ def check() -> list[str]:
                "mlir_module_serialized", "calling_convention_version",
                "module_kept_var_idx", "uses_global_constants", "_get_vjp"):
     need(name in fields, f"jax.export.Exported.{name}")
-  problems.extend(export_pieces_missing())
+  return need.problems + export_pieces_missing()
+
+
+def _jax_transforms_missing() -> list[str]:
+  """What is missing of JAX's shapes, autodiff, lowering and jax2tf."""
+  from jax._src.export import shape_poly  # pylint: disable=g-import-not-at-top
+  from jax._src.interpreters import ad  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf import jax2tf as jax2tf_internal  # pylint: disable=g-import-not-at-top
+  need = _Missing()
   need(hasattr(util, "partition_list") and hasattr(util, "merge_lists"),
        "jax._src.util.partition_list and merge_lists")
   for name in ("unsafe_am_i_under_a_jit", "is_constant_dim",
                "is_constant_shape", "definitely_equal",
                "definitely_equal_shape", "evaluate_shape"):
     need(hasattr(core, name), f"jax._src.core.{name}")
-  from jax._src.export import shape_poly  # pylint: disable=g-import-not-at-top
   for name in ("SymbolicScope", "all_dim_vars"):
     need(hasattr(shape_poly, name), f"jax._src.export.shape_poly.{name}")
-  from jax._src.interpreters import ad  # pylint: disable=g-import-not-at-top
   for name in ("instantiate_zeros", "is_undefined_primal", "Zero",
                "primitive_jvps", "primitive_transposes"):
     need(hasattr(ad, name), f"jax._src.interpreters.ad.{name}")
   need(hasattr(mlir, "lower_fun") and hasattr(mlir, "register_lowering"),
        "jax._src.interpreters.mlir.lower_fun and register_lowering")
-  from jax.experimental.jax2tf import jax2tf as jax2tf_internal  # pylint: disable=g-import-not-at-top
   for name in ("inside_call_tf", "_to_jax_dtype", "_to_tf_dtype"):
     need(hasattr(jax2tf_internal, name),
          f"jax.experimental.jax2tf.jax2tf.{name}")
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return need.problems
+
+
+def _tf_pfor_missing() -> list[str]:
+  """What is missing of TF's vectorizer (pfor) and the HLO proto."""
+  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
+  need = _Missing()
   for op_type in ("MatMul", "PartitionedCall", "StatefulPartitionedCall",
                   "CheckNumerics"):
     need(op_type in (pfor_converter_registry() or {}),
          f"tensorflow pfor._pfor_converter_registry[{op_type!r}]")
-  from tensorflow.python.ops.parallel_for import pfor as pfor_lib  # pylint: disable=g-import-not-at-top
   need(callable(getattr(pfor_lib, "_fallback_converter", None)),
        "tensorflow pfor._fallback_converter")
   try:
@@ -770,10 +792,19 @@ def check() -> list[str]:
     need(False, "tensorflow.compiler.xla.service.hlo_pb2")
   need(len(pfor_modules_wrapping_functions()) == 2,
        "tensorflow control_flow_ops.def_function and pfor.def_function")
+  return need.problems
+
+
+def _tf_graph_missing() -> list[str]:
+  """What is missing of TF's graphs, gradients, operations and sessions."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.client import pywrap_tf_session  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.framework import func_graph  # pylint: disable=g-import-not-at-top
   from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.saved_model import function_deserialization  # pylint: disable=g-import-not-at-top
+  need = _Missing()
   need(hasattr(getattr(tf_ops, "_gradient_registry", None), "lookup"),
        "tensorflow ops._gradient_registry.lookup")
-  from tensorflow.python.saved_model import function_deserialization  # pylint: disable=g-import-not-at-top
   need(function_deserialization.__name__ == _SAVED_MODEL_LOADER
        and hasattr(function_deserialization, "_gen_gradient_func"),
        f"{_SAVED_MODEL_LOADER}._gen_gradient_func")
@@ -784,10 +815,8 @@ def check() -> list[str]:
        "tf.Graph._group_lock._group_member_counts")
   for name in ("_get_function", "_add_function_recursive"):
     need(hasattr(graph, name), f"tf.Graph.{name}")
-  from tensorflow.python.framework import func_graph  # pylint: disable=g-import-not-at-top
   need(hasattr(func_graph.FuncGraph, "watch_variable"),
        "tensorflow FuncGraph.watch_variable")
-  from tensorflow.python.client import pywrap_tf_session  # pylint: disable=g-import-not-at-top
   need(hasattr(pywrap_tf_session, "TF_SetOpStackTrace"),
        "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():
@@ -797,6 +826,12 @@ def check() -> list[str]:
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")
+  return need.problems
+
+
+def _tf_compiler_ir_missing() -> list[str]:
+  """What is missing of TF's compiler IR of a concrete function."""
+  need = _Missing()
   try:
     from tensorflow.python.eager.polymorphic_function import compiler_ir  # pylint: disable=g-import-not-at-top
     need(hasattr(compiler_ir, "from_concrete_function"),
@@ -806,5 +841,17 @@ def check() -> list[str]:
         tf_context.context().get_compiler_ir).parameters,
          "tensorflow context.get_compiler_ir(platform_name=...)")
   except ImportError:
-    problems.append("tensorflow.python.eager.polymorphic_function.compiler_ir")
-  return problems
+    need.problems.append(
+        "tensorflow.python.eager.polymorphic_function.compiler_ir")
+  return need.problems
+
+
+# The groups `check` runs, in order.
+_CHECKS: tuple[Callable[[], list[str]], ...] = (
+    _jax_core_missing, _jax_export_missing, _jax_transforms_missing,
+    _tf_pfor_missing, _tf_graph_missing, _tf_compiler_ir_missing)
+
+
+def check() -> list[str]:
+  """What this module relies on and cannot find; empty if all is there."""
+  return [problem for group in _CHECKS for problem in group()]

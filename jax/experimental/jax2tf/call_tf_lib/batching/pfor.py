@@ -426,7 +426,8 @@ _NEW_CONVERTERS = {
 }
 
 
-def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
+def inlined(concrete_fn: tf.types.experimental.ConcreteFunction
+            ) -> Callable[..., list[tf.Tensor]] | None:
   """``concrete_fn`` called by copying its graph into the caller's.
 
   pfor converts a function call by building a new function and copying
@@ -457,11 +458,23 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
     return None
   # The argument (and capture) placeholders are left out: their uses get the
   # values instead (a placeholder left in would reach XLA, which rejects it).
-  inputs = [t.name for t in graph.inputs]
   input_ops = {t.op.name for t in graph.inputs}
-  outputs = [t.name for t in graph.outputs]
-  # Only the ops the outputs need: pfor leaves the ops it converted in the
-  # graph it converts in place, unused (an inner vmap's, eagerly traced).
+  nodes = _needed_nodes(graph_def, [t.name for t in graph.outputs], input_ops)
+  used = _used_tensors(nodes, input_ops)
+  if used is None:
+    return None
+  del graph_def.node[:]
+  graph_def.node.extend(nodes)
+  return _importing_call(concrete_fn, graph_def, nodes, used)
+
+
+def _needed_nodes(graph_def: tf.compat.v1.GraphDef, outputs: Sequence[str],
+                  input_ops: set[str]) -> list[tf.compat.v1.NodeDef]:
+  """The nodes the ``outputs`` need, but the inputs' (colocations dropped).
+
+  Only the ops the outputs need: pfor leaves the ops it converted in the
+  graph it converts in place, unused (an inner vmap's, eagerly traced).
+  """
   by_name = {n.name: n for n in graph_def.node}
   needed, stack = set(), [o.split(":")[0] for o in outputs]
   while stack:
@@ -474,6 +487,12 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
   kept = {n.name for n in nodes}
   for node in nodes:
     _drop_colocation_with(node, {n for n in by_name if n not in kept})
+  return nodes
+
+
+def _used_tensors(nodes: Sequence[tf.compat.v1.NodeDef], input_ops: set[str]
+                  ) -> set[str] | None:
+  """The tensors ``nodes`` read, or None if one waits on an input op."""
   used = set()
   for node in nodes:
     for name in node.input:
@@ -482,13 +501,22 @@ def inlined(concrete_fn: Any) -> Callable[..., list[Any]] | None:
           return None
       else:
         used.add(name if ":" in name else name + ":0")
-  del graph_def.node[:]
-  graph_def.node.extend(nodes)
+  return used
+
+
+def _importing_call(concrete_fn: tf.types.experimental.ConcreteFunction,
+                    graph_def: tf.compat.v1.GraphDef,
+                    nodes: Sequence[tf.compat.v1.NodeDef], used: set[str]
+                    ) -> Callable[..., list[tf.Tensor]]:
+  """The function that imports ``graph_def`` (of ``nodes``) into the caller's."""
+  graph = concrete_fn.graph
+  inputs = [t.name for t in graph.inputs]
+  outputs = [t.name for t in graph.outputs]
   imported = [o for o in outputs if o not in inputs]
   captured = list(concrete_fn.captured_inputs)
   variables = list(concrete_fn.variables)
 
-  def call(*args: Any) -> list[Any]:
+  def call(*args: tf.Tensor) -> list[tf.Tensor]:
     # Identity brings each value into the current graph (capturing those of
     # outer graphs, a variable's handle too), where the import can use it.
     values = dict(zip(inputs, (tf.identity(v) for v in (*args, *captured))))

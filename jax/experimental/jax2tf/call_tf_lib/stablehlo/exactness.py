@@ -32,6 +32,7 @@ import logging
 from typing import Any
 
 import jax
+from jax._src import core
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
@@ -154,28 +155,15 @@ class Differentiable:
   reverse: bool
 
 
-def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
-                   primals_tree: Any, *, staged: bool
-                   ) -> Differentiable | None:
-  """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
-
-  Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
-  its ``call_tf_p``, and gives that call's interpreted module if
-  :func:`lookup` finds one, the TF graph has no op that
-  :func:`gradient_mismatch_ops` names, and no argument or result is complex
-  (TF's gradients of complex values follow TF's own convention).
-
-  Args:
-    make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
-      ``fun``).
-    flat_primals: the flat arguments.
-    primals_tree: their pytree.
-    staged: whether the call is under a staging trace (``jax.jit``); see
-      :func:`.path.lookup`.
+def _one_call_tf(make_call: Callable[..., Any], flat_primals: Sequence[Any],
+                 primals_tree: Any
+                 ) -> tuple[core.JaxprEqn, Any] | None:
+  """The one ``call_tf_p`` of the arguments ``make_call`` makes, or None.
 
   Returns:
-    None where TF's derivatives are needed (the reason is logged at debug
-    level).
+    The call's equation and the pytree of the results' shapes, if the
+    function's jaxpr is that call alone on its arguments, not a graph or an
+    ordered call, not vectorized, and on no complex value.
   """
   def flat_call(*flat):
     return make_call(*primals_tree.unflatten(list(flat)))
@@ -200,7 +188,18 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
     return None
   if params["vectorized"] is not None:
     return None
-  fn, sig = params["function_flat_tf"], params["args_flat_sig_tf"]
+  return calls[0], out_shape
+
+
+def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
+                             sig: Sequence[tf.TensorSpec], *, staged: bool
+                             ) -> stablehlo_path.Interpreted | None:
+  """The function's interpreted module, if JAX's derivatives of it are TF's.
+
+  None (the reason logged at debug level) if there is no module, or an op
+  of it branches or kinks, or the TF graph has an op whose gradient differs
+  from the derivative of its lowering, or JAX cannot differentiate an op.
+  """
   interp = stablehlo_path.lookup(fn, sig, purpose="differentiation",
                                  staged=staged)
   if interp is None:
@@ -231,7 +230,42 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
                  getattr(fn, "__name__", fn),
                  ", ".join(interp.program.no_derivative))
     return None
-  out_avals = [v.aval for v in calls[0].outvars]
+  return interp
+
+
+def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
+                   primals_tree: Any, *, staged: bool
+                   ) -> Differentiable | None:
+  """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
+
+  Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
+  its ``call_tf_p``, and gives that call's interpreted module if
+  :func:`lookup` finds one, the TF graph has no op that
+  :func:`gradient_mismatch_ops` names, and no argument or result is complex
+  (TF's gradients of complex values follow TF's own convention).
+
+  Args:
+    make_call: the undecorated function of one ``call_tf`` (``custom_jvp``'s
+      ``fun``).
+    flat_primals: the flat arguments.
+    primals_tree: their pytree.
+    staged: whether the call is under a staging trace (``jax.jit``); see
+      :func:`.path.lookup`.
+
+  Returns:
+    None where TF's derivatives are needed (the reason is logged at debug
+    level).
+  """
+  call = _one_call_tf(make_call, flat_primals, primals_tree)
+  if call is None:
+    return None
+  eqn, out_shape = call
+  interp = _module_to_differentiate(eqn.params["function_flat_tf"],
+                                    eqn.params["args_flat_sig_tf"],
+                                    staged=staged)
+  if interp is None:
+    return None
+  out_avals = [v.aval for v in eqn.outvars]
 
   def fun(*flat):
     outs = interp(*flat)

@@ -962,7 +962,8 @@ def _case_rule(op: Op, c: Compiler):
   return step
 
 
-def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  """The elementwise ops' rules: lax's functions, some with TF's derivative."""
   unary = {
       "abs": lax.abs, "negate": lax.neg, "sign": lax.sign,
       "exponential": lax.exp, "exponential_minus_one": lax.expm1,
@@ -1007,6 +1008,13 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.convert": _convert_rule,
       "stablehlo.bitcast_convert": _bitcast_convert_rule,
       "stablehlo.reduce_precision": _reduce_precision_rule,
+  })
+  return rules
+
+
+def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  """The rules of the ops that make, reshape, slice or pass values on."""
+  return {
       "stablehlo.constant": _constant_rule,
       "stablehlo.iota": _iota_rule,
       "stablehlo.broadcast_in_dim": _broadcast_in_dim_rule,
@@ -1025,13 +1033,25 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.optimization_barrier": _optimization_barrier_rule,
       "stablehlo.get_dimension_size": _get_dimension_size_rule,
       "stablehlo.set_dimension_size": _set_dimension_size_rule,
-      "func.call": _call_rule,
+  }
+
+
+def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  """The rules of the products, convolutions, factorizations and FFTs."""
+  return {
       "stablehlo.dot_general": _dot_general_rule,
       "stablehlo.dot": _dot_rule,
       "stablehlo.convolution": _convolution_rule,
       "stablehlo.cholesky": _cholesky_rule,
       "stablehlo.triangular_solve": _triangular_solve_rule,
       "stablehlo.fft": _fft_rule,
+  }
+
+
+def _region_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  """The rules of calls, control flow, and the ops with regions or targets."""
+  return {
+      "func.call": _call_rule,
       "stablehlo.custom_call": _custom_call_rule,
       "stablehlo.rng_bit_generator": _rng_bit_generator_rule,
       "stablehlo.reduce": _reduce_rule,
@@ -1043,8 +1063,13 @@ def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.while": _while_rule,
       "stablehlo.if": _if_rule,
       "stablehlo.case": _case_rule,
-  })
-  return rules
+  }
+
+
+def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
+  """Every op's rule, by the op's name: the families' tables merged."""
+  return {**_elementwise_rules(), **_shape_rules(), **_linalg_rules(),
+          **_region_rules()}
 
 
 RULES = _rules()

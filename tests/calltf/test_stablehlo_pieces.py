@@ -1,0 +1,59 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The pieces of the StableHLO path, each alone.
+
+The interpreter's tables and helpers; the interpreter run on whole modules
+is tested in ``test_stablehlo_to_jax.py``, the path in
+``test_stablehlo_path.py``.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
+import numpy as np
+import tensorflow as tf
+
+
+def test_each_op_family_has_rules_of_its_own():
+  families = [_rules._elementwise_rules(), _rules._shape_rules(),  # pylint: disable=protected-access
+              _rules._linalg_rules(), _rules._region_rules()]  # pylint: disable=protected-access
+  names = [name for family in families for name in family]
+  assert len(names) == len(set(names))
+  assert set(names) == set(_rules.RULES)
+
+
+def test_the_elementwise_rules_with_tf_derivatives_replace_lax_ones():
+  rules = _rules._elementwise_rules()  # pylint: disable=protected-access
+  assert rules["stablehlo.power"] is _rules._power_rule  # pylint: disable=protected-access
+  assert {"stablehlo.negate", "stablehlo.atan2", "mhlo.erf"} <= set(rules)
+
+
+def test_a_function_that_is_not_one_call_tf_has_no_call_to_differentiate():
+  tree = jax.tree_util.tree_structure((0,))
+  x = np.ones((3,), np.float32)
+  assert exactness._one_call_tf(lambda x: x + 1, [x], tree) is None  # pylint: disable=protected-access
+  assert exactness.differentiable(lambda x: x + 1, [x], tree,
+                                  staged=False) is None
+
+
+def test_a_module_is_differentiated_unless_a_tf_gradient_differs():
+  sig = [tf.TensorSpec((3,), tf.float32)]
+  sine = tf.function(tf.sin, autograph=False)
+  stopped = tf.function(lambda x: tf.stop_gradient(x) * x, autograph=False)
+  assert exactness._module_to_differentiate(  # pylint: disable=protected-access
+      sine, sig, staged=False) is not None
+  assert exactness._module_to_differentiate(  # pylint: disable=protected-access
+      stopped, sig, staged=False) is None
