@@ -21,8 +21,15 @@ is tested in ``test_stablehlo_to_jax.py``, the path in
 from __future__ import annotations
 
 import jax
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
+from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
+import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf
 
@@ -57,3 +64,41 @@ def test_a_module_is_differentiated_unless_a_tf_gradient_differs():
       sine, sig, staged=False) is not None
   assert exactness._module_to_differentiate(  # pylint: disable=protected-access
       stopped, sig, staged=False) is None
+
+
+def _module_bytes(f, *shapes):
+  args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+  return export.export(jax.jit(f))(*args).mlir_module_serialized
+
+
+def test_input_shape_specs_name_dimensions_after_their_variables():
+  b, = export.symbolic_shape("b")
+  module = _module_bytes(lambda x, y: x.sum() + y.sum(), (b, 4), (2, b))
+  assert stablehlo_module.input_shape_specs(module, 0) == (
+      ["b, 4", "2, b"], True)
+
+
+def test_input_shape_specs_of_static_shapes():
+  module = _module_bytes(jnp.sin, (3, 4))
+  assert stablehlo_module.input_shape_specs(module, 0) == (["3, 4"], False)
+
+
+def test_dimension_numbers_attributes_are_read_into_dicts():
+  with mlir.make_ir_context():
+    dot = hlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[0], rhs_batching_dimensions=[0],
+        lhs_contracting_dimensions=[2], rhs_contracting_dimensions=[1])
+    gather = ir.Attribute.parse(
+        "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+        "start_index_map = [0], index_vector_dim = 1>")
+    table = _ir._dtype_table()  # pylint: disable=protected-access
+    assert _ir.read_attr(dot, table) == dict(
+        lhs_batching_dimensions=(0,), rhs_batching_dimensions=(0,),
+        lhs_contracting_dimensions=(2,), rhs_contracting_dimensions=(1,))
+    read = _ir.read_attr(gather, table)
+    assert read["offset_dims"] == (1,) and read["start_index_map"] == (0,)
+    assert read["collapsed_slice_dims"] == (0,)
+    assert read["index_vector_dim"] == 1
+    assert _ir.read_attr(ir.Attribute.parse("true"), table) is True
+    assert _ir.read_attr(ir.Attribute.parse("[1 : i64, \"a\"]"),
+                         table) == (1, "a")

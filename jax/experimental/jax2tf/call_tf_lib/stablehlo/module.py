@@ -22,7 +22,6 @@ result shapes for static argument shapes (by shape refinement), and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import func as func_dialect
@@ -32,9 +31,14 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
 
 
-def _owner(v: ir.Value) -> Any:
+def _owner(v: ir.Value) -> ir.Operation:
   owner = v.owner
   return getattr(owner, "operation", owner)
+
+
+# A dynamic dimension of an argument: (argument, dimension), the argument
+# counted after the platform arguments.
+_Dimension = tuple[int, int]
 
 
 def input_shape_specs(module_bytes: bytes, nr_platform_args: int
@@ -51,63 +55,97 @@ def input_shape_specs(module_bytes: bytes, nr_platform_args: int
     uses_poly = module_uses_shape_polymorphism(module)
     symtab = ir.SymbolTable(module.operation)
     main = symtab["main"]
-    names: dict[tuple[int, int], str] = {}
-
-    def peel(v: ir.Value) -> ir.Value:
-      while not isinstance(v.owner, ir.Block):
-        o = _owner(v)
-        if o.name not in ("stablehlo.convert", "stablehlo.reshape"):
-          break
-        v = o.operands[0]
-      return v
-
-    def dimension_of(v: ir.Value) -> tuple[int, int] | None:
-      v = peel(v)
-      if isinstance(v.owner, ir.Block):
-        return None
-      o = _owner(v)
-      if o.name != "stablehlo.get_dimension_size":
-        return None
-      src = o.operands[0]
-      if not isinstance(src.owner, ir.Block):
-        return None
-      return (ir.BlockArgument(src).arg_number - nr_platform_args,
-              ir.IntegerAttr(o.attributes["dimension"]).value)
-
-    def key(v: ir.Value) -> str:
-      v = peel(v)
-      return (f"arg{ir.BlockArgument(v).arg_number}"
-              if isinstance(v.owner, ir.Block) else v.get_name())
-
     ops = [o.operation for o in main.regions[0].blocks[0].operations]
-    variable_of: dict[str, str] = {}
-    for op in ops:
-      if op.name != "func.call":
-        continue
-      callee = symtab[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
-      for i, a in enumerate(callee.arg_attrs):
-        a = ir.DictAttr(a)
-        if "jax.global_constant" not in a:
-          continue
-        name = ir.StringAttr(a["jax.global_constant"]).value
-        variable_of[key(op.operands[i])] = name
-        if (d := dimension_of(op.operands[i])) is not None:
-          names.setdefault(d, name)
-    for op in ops:
-      if (op.name != "stablehlo.compare"
-          or "EQ" not in str(op.attributes["comparison_direction"])):
-        continue
-      a, b = op.operands
-      for x, y in ((a, b), (b, a)):
-        if (d := dimension_of(x)) is not None and key(y) in variable_of:
-          names.setdefault(d, variable_of[key(y)])
-    specs = []
-    for k, t in enumerate(main.type.inputs[nr_platform_args:]):
-      t = ir.RankedTensorType(t)
-      specs.append(", ".join(
-          names.get((k, d), f"_d{k}_{d}") if t.is_dynamic_dim(d)
-          else str(t.get_dim_size(d)) for d in range(t.rank)))
+    names, variable_of = _dimension_variables(ops, symtab, nr_platform_args)
+    _name_asserted_dimensions(ops, names, variable_of, nr_platform_args)
+    specs = _shape_specs(main, names, nr_platform_args)
   return specs, uses_poly
+
+
+def _peeled(v: ir.Value) -> ir.Value:
+  """``v`` without the ``convert`` and ``reshape`` ops that compute it."""
+  while not isinstance(v.owner, ir.Block):
+    o = _owner(v)
+    if o.name not in ("stablehlo.convert", "stablehlo.reshape"):
+      break
+    v = o.operands[0]
+  return v
+
+
+def _dimension_of(v: ir.Value, nr_platform_args: int) -> _Dimension | None:
+  """The argument dimension ``v`` is the size of, if it is one."""
+  v = _peeled(v)
+  if isinstance(v.owner, ir.Block):
+    return None
+  o = _owner(v)
+  if o.name != "stablehlo.get_dimension_size":
+    return None
+  src = o.operands[0]
+  if not isinstance(src.owner, ir.Block):
+    return None
+  return (ir.BlockArgument(src).arg_number - nr_platform_args,
+          ir.IntegerAttr(o.attributes["dimension"]).value)
+
+
+def _key(v: ir.Value) -> str:
+  """A name of ``v`` (peeled) that two uses of the same value share."""
+  v = _peeled(v)
+  return (f"arg{ir.BlockArgument(v).arg_number}"
+          if isinstance(v.owner, ir.Block) else v.get_name())
+
+
+def _dimension_variables(ops: Sequence[ir.Operation],
+                         symtab: ir.SymbolTable, nr_platform_args: int
+                         ) -> tuple[dict[_Dimension, str], dict[str, str]]:
+  """The dimension variables main passes to the functions it calls.
+
+  Returns:
+    The name of each argument dimension passed as a variable, and the
+    variable each value passed (by :func:`_key`) is.
+  """
+  names: dict[_Dimension, str] = {}
+  variable_of: dict[str, str] = {}
+  for op in ops:
+    if op.name != "func.call":
+      continue
+    callee = symtab[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+    for i, a in enumerate(callee.arg_attrs):
+      a = ir.DictAttr(a)
+      if "jax.global_constant" not in a:
+        continue
+      name = ir.StringAttr(a["jax.global_constant"]).value
+      variable_of[_key(op.operands[i])] = name
+      if (d := _dimension_of(op.operands[i], nr_platform_args)) is not None:
+        names.setdefault(d, name)
+  return names, variable_of
+
+
+def _name_asserted_dimensions(ops: Sequence[ir.Operation],
+                              names: dict[_Dimension, str],
+                              variable_of: dict[str, str],
+                              nr_platform_args: int) -> None:
+  """Names the dimensions a shape assertion compares with a variable."""
+  for op in ops:
+    if (op.name != "stablehlo.compare"
+        or "EQ" not in str(op.attributes["comparison_direction"])):
+      continue
+    a, b = op.operands
+    for x, y in ((a, b), (b, a)):
+      if ((d := _dimension_of(x, nr_platform_args)) is not None
+          and _key(y) in variable_of):
+        names.setdefault(d, variable_of[_key(y)])
+
+
+def _shape_specs(main: func_dialect.FuncOp, names: dict[_Dimension, str],
+                 nr_platform_args: int) -> list[str]:
+  """The shape spec of each argument; unnamed dimensions ``_d{k}_{d}``."""
+  specs = []
+  for k, t in enumerate(main.type.inputs[nr_platform_args:]):
+    t = ir.RankedTensorType(t)
+    specs.append(", ".join(
+        names.get((k, d), f"_d{k}_{d}") if t.is_dynamic_dim(d)
+        else str(t.get_dim_size(d)) for d in range(t.rank)))
+  return specs
 
 
 def _refined(module_bytes: bytes, nr_platform_args: int,

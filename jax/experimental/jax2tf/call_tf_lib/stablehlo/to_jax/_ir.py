@@ -25,9 +25,10 @@ or :class:`TokenType`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import dataclasses
 import re
-from typing import Any
+from typing import Union
 
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import hlo
@@ -55,7 +56,7 @@ class TensorType:
 @dataclasses.dataclass(frozen=True)
 class TupleType:
   """A tuple of types."""
-  elements: tuple[Any, ...]
+  elements: tuple[Type, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,15 +64,22 @@ class TokenType:
   """The token type."""
 
 
+# The type of a value: what :func:`read_type` reads.
+Type = Union[TensorType, TupleType, TokenType]
+# The value of an attribute: what :func:`read_attr` reads.
+AttrValue = Union[np.ndarray, bool, int, float, str, tuple["AttrValue", ...],
+                  dict[str, "AttrValue"]]
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Op:
   """An operation: values are module-wide integer ids."""
   name: str
   operands: tuple[int, ...]
-  operand_types: tuple[Any, ...]
+  operand_types: tuple[Type, ...]
   results: tuple[int, ...]
-  result_types: tuple[Any, ...]
-  attrs: dict[str, Any]
+  result_types: tuple[Type, ...]
+  attrs: dict[str, AttrValue]
   regions: tuple[Block, ...]
   # The operation's assembly, for error messages (shortened); empty unless
   # the module was read with_text (printing every op costs more than
@@ -85,7 +93,7 @@ class Op:
 class Block:
   """The single block of a region or function body."""
   args: tuple[int, ...]
-  arg_types: tuple[Any, ...]
+  arg_types: tuple[Type, ...]
   ops: tuple[Op, ...]
   returns: tuple[int, ...]
 
@@ -95,7 +103,7 @@ class Func:
   """A function of the module."""
   name: str
   body: Block
-  result_types: tuple[Any, ...]
+  result_types: tuple[Type, ...]
 
 
 class NoRule(Exception):
@@ -122,7 +130,7 @@ def _dtype_table() -> dict[str, np.dtype]:
   return table
 
 
-def _isa(x: Any, cls: Any) -> bool:
+def _isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
   """Whether an MLIR attribute or type is of `cls` (old and new bindings)."""
   if isinstance(x, cls):
     return True
@@ -130,7 +138,7 @@ def _isa(x: Any, cls: Any) -> bool:
   return bool(check is not None and check(x))
 
 
-def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Any:
+def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Type:
   """The Python type of an MLIR type."""
   if _isa(t, ir.RankedTensorType):
     t = ir.RankedTensorType(t)
@@ -182,7 +190,7 @@ def _dense_from_text(text: str, ty: TensorType) -> np.ndarray:
   part = (np.dtype(np.float32) if ty.dtype == np.complex64 else
           np.dtype(np.float64) if ty.dtype == np.complex128 else ty.dtype)
 
-  def value(tok: str) -> Any:
+  def value(tok: str) -> np.ndarray | bool:
     if tok.startswith("0x"):
       bits = np.array(int(tok, 16), f"u{part.itemsize}")
       return bits.view(part)
@@ -202,7 +210,7 @@ def _dense_from_text(text: str, ty: TensorType) -> np.ndarray:
   return vals.reshape(ty.shape)
 
 
-def _dense(attr: Any, ty: TensorType) -> np.ndarray:
+def _dense(attr: ir.DenseElementsAttr, ty: TensorType) -> np.ndarray:
   try:
     arr = np.array(attr)
   except Exception:  # pylint: disable=broad-except
@@ -220,7 +228,7 @@ _HLO_ENUMS = ("ComparisonDirectionAttr", "ComparisonTypeAttr", "PrecisionAttr",
               "RngDistributionAttr")
 
 
-def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
+def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> AttrValue:
   """A Python value for an attribute (numpy arrays for dense elements)."""
   if _isa(a, ir.DenseElementsAttr):
     a = ir.DenseElementsAttr(a)
@@ -230,16 +238,10 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
               ir.DenseBoolArrayAttr):
     if _isa(a, cls):
       return tuple(cls(a))
-  if _isa(a, ir.BoolAttr):
-    return ir.BoolAttr(a).value
-  if _isa(a, ir.IntegerAttr):
-    return ir.IntegerAttr(a).value
-  if _isa(a, ir.FloatAttr):
-    return ir.FloatAttr(a).value
-  if _isa(a, ir.StringAttr):
-    return ir.StringAttr(a).value
-  if _isa(a, ir.FlatSymbolRefAttr):
-    return ir.FlatSymbolRefAttr(a).value
+  for cls in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr,
+              ir.FlatSymbolRefAttr):
+    if _isa(a, cls):
+      return cls(a).value
   if _isa(a, ir.ArrayAttr):
     return tuple(read_attr(x, table) for x in ir.ArrayAttr(a))
   if _isa(a, ir.DictAttr):
@@ -249,52 +251,73 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> Any:
     cls = getattr(hlo, name, None)
     if cls is not None and _isa(a, cls):
       return cls(a).value
-  if _isa(a, hlo.GatherDimensionNumbers):
-    g = hlo.GatherDimensionNumbers(a)
-    return dict(offset_dims=tuple(g.offset_dims),
-                collapsed_slice_dims=tuple(g.collapsed_slice_dims),
-                operand_batching_dims=tuple(g.operand_batching_dims),
-                start_indices_batching_dims=tuple(
-                    g.start_indices_batching_dims),
-                start_index_map=tuple(g.start_index_map),
-                index_vector_dim=g.index_vector_dim)
-  if _isa(a, hlo.ScatterDimensionNumbers):
-    s = hlo.ScatterDimensionNumbers(a)
-    return dict(update_window_dims=tuple(s.update_window_dims),
-                inserted_window_dims=tuple(s.inserted_window_dims),
-                input_batching_dims=tuple(s.input_batching_dims),
-                scatter_indices_batching_dims=tuple(
-                    s.scatter_indices_batching_dims),
-                scattered_dims_to_operand_dims=tuple(
-                    s.scattered_dims_to_operand_dims),
-                index_vector_dim=s.index_vector_dim)
-  if _isa(a, hlo.ConvDimensionNumbers):
-    c = hlo.ConvDimensionNumbers(a)
-    return dict(
-        input_batch_dimension=c.input_batch_dimension,
-        input_feature_dimension=c.input_feature_dimension,
-        input_spatial_dimensions=tuple(c.input_spatial_dimensions),
-        kernel_input_feature_dimension=c.kernel_input_feature_dimension,
-        kernel_output_feature_dimension=c.kernel_output_feature_dimension,
-        kernel_spatial_dimensions=tuple(c.kernel_spatial_dimensions),
-        output_batch_dimension=c.output_batch_dimension,
-        output_feature_dimension=c.output_feature_dimension,
-        output_spatial_dimensions=tuple(c.output_spatial_dimensions))
-  if _isa(a, hlo.DotDimensionNumbers):
-    d = hlo.DotDimensionNumbers(a)
-    return dict(lhs_batching_dimensions=tuple(d.lhs_batching_dimensions),
-                rhs_batching_dimensions=tuple(d.rhs_batching_dimensions),
-                lhs_contracting_dimensions=tuple(d.lhs_contracting_dimensions),
-                rhs_contracting_dimensions=tuple(d.rhs_contracting_dimensions))
+  for cls, read in _DIMENSION_NUMBERS:
+    if _isa(a, cls):
+      return read(cls(a))
   if _isa(a, ir.TypeAttr):
     return str(ir.TypeAttr(a).value)
   return str(a)  # kept as text: a rule that needs it says it is unsupported
 
 
+def _gather_dimension_numbers(g: hlo.GatherDimensionNumbers
+                              ) -> dict[str, AttrValue]:
+  return dict(offset_dims=tuple(g.offset_dims),
+              collapsed_slice_dims=tuple(g.collapsed_slice_dims),
+              operand_batching_dims=tuple(g.operand_batching_dims),
+              start_indices_batching_dims=tuple(
+                  g.start_indices_batching_dims),
+              start_index_map=tuple(g.start_index_map),
+              index_vector_dim=g.index_vector_dim)
+
+
+def _scatter_dimension_numbers(s: hlo.ScatterDimensionNumbers
+                               ) -> dict[str, AttrValue]:
+  return dict(update_window_dims=tuple(s.update_window_dims),
+              inserted_window_dims=tuple(s.inserted_window_dims),
+              input_batching_dims=tuple(s.input_batching_dims),
+              scatter_indices_batching_dims=tuple(
+                  s.scatter_indices_batching_dims),
+              scattered_dims_to_operand_dims=tuple(
+                  s.scattered_dims_to_operand_dims),
+              index_vector_dim=s.index_vector_dim)
+
+
+def _conv_dimension_numbers(c: hlo.ConvDimensionNumbers
+                            ) -> dict[str, AttrValue]:
+  return dict(
+      input_batch_dimension=c.input_batch_dimension,
+      input_feature_dimension=c.input_feature_dimension,
+      input_spatial_dimensions=tuple(c.input_spatial_dimensions),
+      kernel_input_feature_dimension=c.kernel_input_feature_dimension,
+      kernel_output_feature_dimension=c.kernel_output_feature_dimension,
+      kernel_spatial_dimensions=tuple(c.kernel_spatial_dimensions),
+      output_batch_dimension=c.output_batch_dimension,
+      output_feature_dimension=c.output_feature_dimension,
+      output_spatial_dimensions=tuple(c.output_spatial_dimensions))
+
+
+def _dot_dimension_numbers(d: hlo.DotDimensionNumbers
+                           ) -> dict[str, AttrValue]:
+  return dict(lhs_batching_dimensions=tuple(d.lhs_batching_dimensions),
+              rhs_batching_dimensions=tuple(d.rhs_batching_dimensions),
+              lhs_contracting_dimensions=tuple(d.lhs_contracting_dimensions),
+              rhs_contracting_dimensions=tuple(d.rhs_contracting_dimensions))
+
+
+# The dimension numbers attributes, each with its reader.
+_DIMENSION_NUMBERS: tuple[tuple[type[ir.Attribute],
+                                Callable[..., dict[str, AttrValue]]], ...] = (
+    (hlo.GatherDimensionNumbers, _gather_dimension_numbers),
+    (hlo.ScatterDimensionNumbers, _scatter_dimension_numbers),
+    (hlo.ConvDimensionNumbers, _conv_dimension_numbers),
+    (hlo.DotDimensionNumbers, _dot_dimension_numbers),
+)
+
+
 _LOCATION_NAME = re.compile(r'^loc\((?:fused\[)?"((?:[^"\\]|\\.)*)"')
 
 
-def location_name(location: Any) -> str:
+def location_name(location: ir.Location) -> str:
   """The name a location gives: ``"Relu"`` of ``loc(fused["Relu", ...])``.
 
   tf2xla names each op's location after the TF node it lowers (a name
@@ -309,7 +332,7 @@ class _Reader:
 
   def __init__(self, with_text: bool = True):
     self.table = _dtype_table()
-    self.ids: dict[Any, int] = {}
+    self.ids: dict[ir.Value, int] = {}
     self.with_text = with_text
 
   def value(self, v: ir.Value) -> int:
@@ -331,7 +354,7 @@ class _Reader:
       ops.append(self.op(op))
     return Block(args, arg_types, tuple(ops), returns)
 
-  def op(self, op: Any) -> Op:
+  def op(self, op: ir.OpView | ir.Operation) -> Op:
     operation = op.operation
     attrs = {}
     try:
@@ -359,7 +382,8 @@ class _Reader:
     return Op(operation.name, operands, operand_types, results, result_types,
               attrs, regions, text, location_name(operation.location))
 
-  def _attrs_from_text(self, operation: Any) -> dict[str, Any]:
+  def _attrs_from_text(self, operation: ir.Operation
+                       ) -> dict[str, AttrValue]:
     if operation.name != "stablehlo.constant":
       raise UnreadableModule(f"attributes of {operation.name}")
     ty = read_type(operation.results[0].type, self.table)
