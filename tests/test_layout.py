@@ -14,7 +14,8 @@
 """The overlay's import graph: the layers docs/design.md states, no cycles, no
 module reading another's privates; its vocabulary: each ``vmap_method``
 name spelled in one module. The build tool's (`build/forklib`): its
-subpackages in the order docs/maintainers.md states.
+subpackages in the order docs/maintainers.md states. Its shape: no function
+longer than 60 lines, and few ``Any`` annotations.
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -388,3 +389,79 @@ def test_the_forklib_layer_check_catches_an_upward_import(root, tmp_path):
   assert _forklib_upward_imports(tmp_path) == [
       "forklib.sources.fetch imports forklib.testing (testing is not below "
       "sources)"]
+
+
+# No overlay function (docstring included) is longer than this: the logic
+# lives in small named pieces, each tested alone.
+MAX_FUNCTION_LINES = 60
+# ``Any`` annotations of parameters, results and variables in the overlay: 297
+# before contracts were typed (235 by the grep of the issue that asked for
+# half); ``Any`` stays only where a value really is anything.
+MAX_ANY_ANNOTATIONS = 117
+
+
+def _long_functions(path: pathlib.Path, limit: int) -> list[str]:
+  tree = ast.parse(path.read_text(encoding="utf-8"))
+  return [f"{path.name}:{node.lineno} {node.name} "
+          f"({node.end_lineno - node.lineno + 1} lines)"
+          for node in ast.walk(tree)
+          if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+          and node.end_lineno - node.lineno + 1 > limit]
+
+
+def _is_any(annotation: ast.expr | None) -> bool:
+  return (isinstance(annotation, ast.Name) and annotation.id == "Any"
+          or isinstance(annotation, ast.Attribute) and annotation.attr == "Any"
+          or isinstance(annotation, ast.Constant) and annotation.value == "Any")
+
+
+def _any_annotations(text: str) -> int:
+  count = 0
+  for node in ast.walk(ast.parse(text)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+      a = node.args
+      params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+      count += sum(_is_any(p.annotation) for p in params if p is not None)
+      count += _is_any(node.returns)
+    elif isinstance(node, ast.AnnAssign):
+      count += _is_any(node.annotation)
+  return count
+
+
+def test_no_overlay_function_is_longer_than_sixty_lines(root):
+  long = [f for path in _modules(root).values()
+          for f in _long_functions(path, MAX_FUNCTION_LINES)]
+  assert not long, "split into named pieces: " + ", ".join(long)
+
+
+def test_the_length_check_catches_a_long_function(tmp_path):
+  body = "".join(f"  x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+  path = tmp_path / "m.py"
+  path.write_text(f"def short():\n  return 1\n\n\ndef long():\n{body}",
+                  encoding="utf-8")
+  assert _long_functions(path, MAX_FUNCTION_LINES) == [
+      f"m.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+def test_any_annotations_stay_at_most_half_of_what_they_were(root):
+  count = sum(_any_annotations(path.read_text(encoding="utf-8"))
+              for path in _modules(root).values())
+  assert count <= MAX_ANY_ANNOTATIONS, (
+      f"{count} Any annotations in the overlay (at most "
+      f"{MAX_ANY_ANNOTATIONS}): name the type")
+
+
+def test_the_any_count_sees_parameters_returns_and_variables():
+  text = """
+from typing import Any
+import typing
+
+def f(a: Any, *args: Any, b: int = 0, **kw: typing.Any) -> Any:
+  x: Any = a
+  y: list[Any] = []
+  return x, y
+
+def g(c: "Any") -> int:
+  return c
+"""
+  assert _any_annotations(text) == 6

@@ -301,3 +301,16 @@ def test_out_tangents_without_perturbed_arguments_are_zeros():
   np.testing.assert_array_equal(t_float, np.zeros(3, np.float32))
   assert t_float.dtype == np.float32
   assert t_int.dtype == dtypes.float0
+
+
+def test_the_caching_device_a_failed_trace_sets_is_restored():
+  scope = tf.compat.v1.get_variable_scope()
+  before = scope.caching_device
+  try:
+    with tf_jvp._caching_device_kept():
+      with tf.Graph().as_default():  # as tf.map_fn does, then fails
+        scope.set_caching_device(lambda op: op.device)
+      raise ValueError("the trace failed")
+  except ValueError:
+    pass
+  assert scope.caching_device is before

@@ -445,3 +445,34 @@ def test_composition_cycle_with_savedmodels_and_jax_export(tmp_path):
   exported = roundtrip(larger(jax2tf.call_tf(restored.f)),
                        jax.ShapeDtypeStruct((b, 4), np.float32))
   check_model(exported.call, larger(ref), tol=1e-3)
+
+
+def test_the_transposed_vjp_is_the_jvp_of_a_linear_map():
+  # (Module-level piece of transpose_of_vjp.) For f(x, n) = (A x, n) the VJP
+  # is ct -> (A^T ct, None); its transpose at a tangent t is A t.
+  from jax.experimental.jax2tf.call_tf_lib.export import rules  # pylint: disable=g-import-not-at-top
+  a = np.arange(6., dtype=np.float32).reshape(2, 3)
+  x = np.ones(3, np.float32)
+  n = np.int32(4)
+  vjp_fun = lambda args, cts: [jnp.asarray(a).T @ cts[0], None]
+  t = np.array([1., -2., 0.5], np.float32)
+  out, = rules._transposed_vjp(  # pylint: disable=protected-access
+      vjp_fun, (x, n), (t,), [jax.ShapeDtypeStruct((2,), np.float32)],
+      has_tangent=[True, False], float_args=[True, False],
+      transpose_error=RuntimeError)
+  np.testing.assert_allclose(out, a @ t)
+
+
+def test_the_transposed_vjp_names_jax_error_with_the_callers():
+  from jax.experimental.jax2tf.call_tf_lib.export import rules  # pylint: disable=g-import-not-at-top
+  # Not linear in the cotangent: JAX cannot transpose it.
+  vjp_fun = lambda args, cts: [jnp.sin(cts[0])]
+
+  class CannotTranspose(Exception):
+    pass
+
+  with pytest.raises(CannotTranspose):
+    rules._transposed_vjp(  # pylint: disable=protected-access
+        vjp_fun, (np.ones(2, np.float32),), (np.ones(2, np.float32),),
+        [jax.ShapeDtypeStruct((2,), np.float32)], has_tangent=[True],
+        float_args=[True], transpose_error=lambda e: CannotTranspose(str(e)))

@@ -22,7 +22,8 @@ an error, never a zero.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+import contextlib
 import dataclasses
 import re
 from typing import Any
@@ -102,25 +103,35 @@ def _accumulator_is_exact(callable_tf: Callable[..., Any],
         for o in outs if o.dtype.is_floating]
 
   specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat_args]
-  # A trace that fails in a tf.map_fn leaves the caching device map_fn sets
-  # on the variable scope, which graphs share with eager TF: every eager
-  # tf.compat.v1.variable_scope (TF Probability's ODE solvers) then failed
-  # ("Caching devices is not yet supported when eager execution is
-  # enabled").
-  scope = tf.compat.v1.get_variable_scope()
-  caching_device = scope.caching_device
   try:
-    concrete = tf.function(probe, autograph=False, jit_compile=True
-                           ).get_concrete_function(
-                               *specs, *[specs[i] for i in positions])
+    with _caching_device_kept():
+      concrete = tf.function(probe, autograph=False, jit_compile=True
+                             ).get_concrete_function(
+                                 *specs, *[specs[i] for i in positions])
   except Exception:  # pylint: disable=broad-except
     # The double VJP then differentiates it, or raises the function's error.
     return False
+  return not gradient_override_ops(concrete.graph)
+
+
+@contextlib.contextmanager
+def _caching_device_kept() -> Iterator[None]:
+  """Restores the variable scope's caching device on the way out.
+
+  A trace that fails in a ``tf.map_fn`` leaves the caching device
+  ``map_fn`` sets on the variable scope, which graphs share with eager TF:
+  every eager ``tf.compat.v1.variable_scope`` (TF Probability's ODE solvers)
+  then failed ("Caching devices is not yet supported when eager execution is
+  enabled").
+  """
+  scope = tf.compat.v1.get_variable_scope()
+  caching_device = scope.caching_device
+  try:
+    yield
   finally:
     if scope.caching_device is not caching_device:
       with tf.Graph().as_default():  # TF sets it only outside eager mode
         scope.set_caching_device(caching_device)
-  return not gradient_override_ops(concrete.graph)
 
 
 def tf_jvp_function(callable_tf: Callable[..., Any]) -> Callable[..., Any]:

@@ -248,21 +248,9 @@ def transpose_of_vjp(
 
   @jax.custom_jvp
   def tangents_of(*args_and_tangents):
-    primal_args = args_and_tangents[:nr_args]
-    float_tangents = args_and_tangents[nr_args:]
-
-    def vjp_of_cts(*float_cts):
-      it = iter(float_cts)
-      cts = [next(it) if h else None for h in has_tangent]
-      arg_cts = vjp_fun(primal_args, cts)
-      return [ct for ct, f in zip(arg_cts, float_args) if f]
-
-    try:
-      transpose = jax.linear_transpose(vjp_of_cts, *ct_structs)
-      return tuple(transpose(list(float_tangents)))
-    except Exception as e:  # pylint: disable=broad-except
-      # (JAX's error: an op of the module that it cannot transpose.)
-      raise transpose_error(e) from e
+    return _transposed_vjp(
+        vjp_fun, args_and_tangents[:nr_args], args_and_tangents[nr_args:],
+        ct_structs, has_tangent, float_args, transpose_error)
 
   def tangents_of_jvp(primals, primal_tangents):
     if any(not isinstance(t, jax.custom_derivatives.SymbolicZero) and f
@@ -277,3 +265,38 @@ def transpose_of_vjp(
   tangents_of.defjvp(tangents_of_jvp, symbolic_zeros=True)
   float_tangents = [t for t, f in zip(tangents, float_args) if f]
   return list(tangents_of(*args, *float_tangents))
+
+
+def _transposed_vjp(
+    vjp_fun: Callable[[Sequence[Any], Sequence[Any]], Sequence[Any]],
+    primal_args: Sequence[Any], float_tangents: Sequence[Any],
+    ct_structs: Sequence[jax.ShapeDtypeStruct], has_tangent: Sequence[bool],
+    float_args: Sequence[bool],
+    transpose_error: Callable[[Exception], Exception]) -> tuple[Any, ...]:
+  """The transpose of ``ct -> vjp_fun(primal_args, ct)`` at ``float_tangents``.
+
+  Args:
+    vjp_fun: as :func:`transpose_of_vjp`'s.
+    primal_args: the primal arguments.
+    float_tangents: the tangents of the arguments with a tangent space.
+    ct_structs: the cotangents' shapes and dtypes (results with a tangent
+      space).
+    has_tangent: for each result, whether it has a tangent space.
+    float_args: for each argument, whether it has a tangent space.
+    transpose_error: the error, given JAX's, if JAX cannot transpose it.
+
+  Returns:
+    The tangents of the results with a tangent space.
+  """
+  def vjp_of_cts(*float_cts):
+    it = iter(float_cts)
+    cts = [next(it) if h else None for h in has_tangent]
+    arg_cts = vjp_fun(primal_args, cts)
+    return [ct for ct, f in zip(arg_cts, float_args) if f]
+
+  try:
+    transpose = jax.linear_transpose(vjp_of_cts, *ct_structs)
+    return tuple(transpose(list(float_tangents)))
+  except Exception as e:  # pylint: disable=broad-except
+    # (JAX's error: an op of the module that it cannot transpose.)
+    raise transpose_error(e) from e

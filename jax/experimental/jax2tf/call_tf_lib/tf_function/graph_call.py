@@ -23,7 +23,7 @@ dynamic; :func:`custom_call` passes the result shapes as operands, which
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jax._src import core
 from jax._src.interpreters import mlir
@@ -33,11 +33,19 @@ from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
 
+if TYPE_CHECKING:
+  from tensorflow.core.framework import attr_value_pb2
+  from tensorflow.core.framework import function_pb2
+  from tensorflow.core.framework import graph_pb2
+  from tensorflow.core.framework import node_def_pb2
+
+ConcreteFunction = tf.types.experimental.ConcreteFunction
+
 
 def custom_call(ctx: mlir.LoweringRuleContext, result_types: Sequence[ir.Type],
                 operands: Sequence[ir.Value], has_side_effects: bool,
                 ordered: bool, result_avals: Sequence[core.AbstractValue]
-                ) -> Any:
+                ) -> ir.Operation:
   """Emits the ``tf.call_tf_function`` custom call.
 
   Args:
@@ -67,7 +75,7 @@ def custom_call(ctx: mlir.LoweringRuleContext, result_types: Sequence[ir.Type],
   )
 
 
-def runnable_by_tf(concrete_fn: Any) -> Any:
+def runnable_by_tf(concrete_fn: ConcreteFunction) -> ConcreteFunction:
   """``concrete_fn`` as TF runs it for the custom call, and saves it.
 
   TF runs a ``call_tf_graph`` function from the ``XlaCallModule``'s function
@@ -114,19 +122,42 @@ def runnable_by_tf(concrete_fn: Any) -> Any:
   if not has_variables and not _has_custom_gradients(
       concrete_fn.graph.as_graph_def()):
     return concrete_fn
+  frozen, graph_def = _frozen(concrete_fn, has_variables)
+  if not _has_custom_gradients(graph_def) and not _unloadable_attrs(graph_def):
+    return frozen
+  _drop_custom_gradients(graph_def)
+  return _function_from_graph_def(graph_def, frozen)
+
+
+def _frozen(concrete_fn: ConcreteFunction, has_variables: bool
+            ) -> tuple[ConcreteFunction, graph_pb2.GraphDef]:
+  """``concrete_fn`` with its variables frozen and its calls inlined.
+
+  Args:
+    concrete_fn: the concrete function of a ``call_tf_graph`` call.
+    has_variables: whether it captures variables (then control flow is
+      lowered, as freezing variables read in a loop needs).
+
+  Returns:
+    The frozen function and its ``GraphDef``.
+
+  Raises:
+    ValueError: the variables cannot be frozen (the function assigns them).
+  """
   from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-import-not-at-top
   try:
     with tf.init_scope():
-      frozen, graph_def = (
-          convert_to_constants.convert_variables_to_constants_v2_as_graph(
-              concrete_fn, lower_control_flow=has_variables))
+      return convert_to_constants.convert_variables_to_constants_v2_as_graph(
+          concrete_fn, lower_control_flow=has_variables)
   except Exception as e:  # pylint: disable=broad-except
     if not has_variables:
       raise
     raise errors.freeze_variables_error(e) from e
-  if not _has_custom_gradients(graph_def) and not _unloadable_attrs(graph_def):
-    return frozen
-  _drop_custom_gradients(graph_def)
+
+
+def _function_from_graph_def(graph_def: graph_pb2.GraphDef,
+                             frozen: ConcreteFunction) -> ConcreteFunction:
+  """The function of a rewritten ``graph_def``, with ``frozen``'s signature."""
   from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
   from tensorflow.python.eager import wrap_function  # pylint: disable=g-import-not-at-top
   with tf.init_scope():
@@ -148,14 +179,15 @@ def runnable_by_tf(concrete_fn: Any) -> Any:
 _RENAMED = "_call_tf_graph"
 
 
-def _has_custom_gradients(graph_def: Any) -> bool:
+def _has_custom_gradients(graph_def: graph_pb2.GraphDef) -> bool:
   """Whether any node of ``graph_def`` or its library has a custom gradient."""
   return any(graph_lib.GRADIENT_OVERRIDE_ATTR in n.attr for n in graph_def.node) or any(
       graph_lib.GRADIENT_OVERRIDE_ATTR in n.attr
       for f in graph_def.library.function for n in f.node_def)
 
 
-def _unloadable_attrs(function_def: Any) -> list[str]:
+def _unloadable_attrs(
+    function_def: function_pb2.FunctionDef | graph_pb2.GraphDef) -> list[str]:
   """The attributes of a ``FunctionDef`` that ``tf.saved_model.load`` refuses.
 
   Given a ``GraphDef``, those of all its library functions.
@@ -168,7 +200,8 @@ def _unloadable_attrs(function_def: Any) -> list[str]:
           if a not in attributes.MONOMORPHIC_FUNCTION_ALLOWLIST]
 
 
-def _function_refs(node: Any) -> list[Any]:
+def _function_refs(node: node_def_pb2.NodeDef
+                   ) -> list[attr_value_pb2.NameAttrList]:
   """The ``NameAttrList`` protos of the functions a ``NodeDef`` refers to."""
   refs = []
   for attr in node.attr.values():
@@ -179,7 +212,7 @@ def _function_refs(node: Any) -> list[Any]:
   return refs
 
 
-def _drop_custom_gradients(graph_def: Any) -> None:
+def _drop_custom_gradients(graph_def: graph_pb2.GraphDef) -> None:
   """Drops every custom gradient mark in ``graph_def``, in place.
 
   And the function attributes the loader refuses. A library function that

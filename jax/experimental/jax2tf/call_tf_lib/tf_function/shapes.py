@@ -154,21 +154,47 @@ def fit_symbolic_output_shapes(
     point[i] += 1
     steps.append(probe(point))
   checks = [[2 * b + 5 for b in base], [64 * b + 69 for b in base]]
-  out_checks = [probe(c) for c in checks]
+  return _affine_fit(dim_vars, var_exprs, (base, out_base), steps,
+                     [(c, probe(c)) for c in checks])
+
+
+def _affine_fit(dim_vars: Sequence[str], var_exprs: Sequence[core.DimSize],
+                base: tuple[list[int], Sequence[tuple[int, ...]]],
+                steps: Sequence[Sequence[tuple[int, ...]]],
+                checks: Sequence[tuple[list[int],
+                                       Sequence[tuple[int, ...]]]]
+                ) -> tuple[Shape, ...]:
+  """The affine output shapes that output shapes at probe points fit.
+
+  Args:
+    dim_vars: the dimension variables' names.
+    var_exprs: the dimension variables, as symbolic dimensions.
+    base: the base point (one size per variable) and the output shapes there.
+    steps: the output shapes one unit step along each variable from the base.
+    checks: more points, with their output shapes, that the fit must give.
+
+  Returns:
+    The output shapes; symbolic where they depend on the variables.
+
+  Raises:
+    ValueError: a dimension is not affine in the dimension variables.
+  """
+  point, out_base = base
   result = []
   for o, shape_base in enumerate(out_base):
     shape = []
     for d, dim_base in enumerate(shape_base):
       coeffs = [steps[i][o][d] - dim_base for i in range(len(dim_vars))]
-      const = dim_base - sum(c * b for c, b in zip(coeffs, base))
-      for check, out_check in zip(checks, out_checks):
+      const = dim_base - sum(c * b for c, b in zip(coeffs, point))
+      for check, out_check in checks:
         if const + sum(c * v for c, v in zip(coeffs, check)) != (
             out_check[o][d]):
           raise ValueError(
               f"dimension {d} of result {o} is not an affine function of the "
               f"dimension variables {', '.join(dim_vars)} (sizes tried: "
-              f"{base}, {checks}); pass output_shape_dtype to call_tf.")
-      expr: Any = const
+              f"{point}, {[c for c, _ in checks]}); pass output_shape_dtype "
+              "to call_tf.")
+      expr: core.DimSize = const
       for c, v in zip(coeffs, var_exprs):
         if c:
           expr = expr + c * v

@@ -1,0 +1,87 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The pieces of ``tf_function``, each alone: fitting symbolic output shapes
+(``shapes._affine_fit``), and making a ``call_tf_graph`` function runnable by
+TF (``graph_call._frozen``, ``graph_call._function_from_graph_def``).
+
+Their composition is tested through ``call_tf`` in
+test_vmap_function_kinds.py and test_call_tf_graph.py.
+"""
+
+from __future__ import annotations
+
+from jax import export
+from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph_call
+from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
+import numpy as np
+import pytest
+import tensorflow as tf
+
+# pylint: disable=protected-access
+
+
+def test_affine_fit_gives_symbolic_and_constant_dimensions():
+  b, = export.symbolic_shape("b")
+  # Output shapes (2*b + 1, 4) at b = 7, 8, 19 and 517.
+  out = lambda v: [(2 * v + 1, 4)]
+  fit = shapes._affine_fit(["b"], [b], ([7], out(7)), [out(8)],
+                           [([19], out(19)), ([517], out(517))])
+  assert fit == ((2 * b + 1, 4),)
+  assert isinstance(fit[0][1], int)
+
+
+def test_affine_fit_refuses_a_dimension_a_check_point_contradicts():
+  b, = export.symbolic_shape("b")
+  out = lambda v: [(v,)]
+  with pytest.raises(ValueError, match=r"dimension 0 of result 0 is not an "
+                     r"affine function of the dimension variables b \(sizes "
+                     r"tried: \[7\], \[\[19\], \[517\]\]\)"):
+    shapes._affine_fit(["b"], [b], ([7], out(7)), [out(8)],
+                       [([19], out(19)), ([517], [(1000,)])])
+
+
+def test_a_frozen_function_holds_its_variables_values():
+  v = tf.Variable(3.)
+  fn = tf.function(lambda x: x * v, autograph=False).get_concrete_function(
+      tf.TensorSpec((), tf.float32))
+  frozen, graph_def = graph_call._frozen(fn, has_variables=True)
+  assert not [t for t in frozen.captured_inputs if t.dtype == tf.resource]
+  assert graph_def.node
+  v.assign(5.)  # the frozen value stays
+  assert float(frozen(tf.constant(2.))[0]) == 6.
+
+
+def test_a_function_that_assigns_its_variables_is_not_frozen():
+  v = tf.Variable(3.)
+
+  def assigns(x):
+    v.assign_add(x)
+    return v.read_value()
+
+  fn = tf.function(assigns, autograph=False).get_concrete_function(
+      tf.TensorSpec((), tf.float32))
+  with pytest.raises(ValueError) as e:
+    graph_call._frozen(fn, has_variables=True)
+  assert str(e.value) == str(errors.freeze_variables_error(e.value.__cause__))
+
+
+def test_a_function_is_made_again_from_its_graph_def():
+  fn = tf.function(lambda x: tf.sin(x) * 2., autograph=False
+                   ).get_concrete_function(tf.TensorSpec((), tf.float32))
+  frozen, graph_def = graph_call._frozen(fn, has_variables=False)
+  again = graph_call._function_from_graph_def(graph_def, frozen)
+  assert again.inputs[0].shape == ()  # the import lost it; it is set again
+  np.testing.assert_allclose(again(tf.constant(0.5))[0], 2. * np.sin(0.5),
+                             rtol=1e-6)
