@@ -16,7 +16,6 @@
 import os
 import subprocess
 import sys
-import textwrap
 
 from absl.testing import absltest
 import jax
@@ -24,35 +23,6 @@ from jax._src import config
 from jax._src import test_util as jtu
 
 jax.config.parse_flags_with_absl()
-
-# Prints the option as a fresh process sees it.
-_READ_OPTION = textwrap.dedent("""
-    import jax
-    jax.config.parse_flags_with_absl()
-    print(jax.config.jax_call_tf_vectorizer)
-""")
-
-
-def _option_in_subprocess(env: dict[str, str], argv: list[str]) -> str:
-  """The option's value in a new Python process.
-
-  Args:
-    env: environment variables to set, beside the test's own (without the
-      option's variable).
-    argv: command-line arguments, as absl flags.
-
-  Returns:
-    What the process printed: the option's value.
-  """
-  env = {k: v for k, v in os.environ.items() if k != "JAX_CALL_TF_VECTORIZER"} | {
-      "JAX_PLATFORMS": "cpu"} | env
-  proc = subprocess.run(
-      [sys.executable, "-c", _READ_OPTION, *argv],
-      capture_output=True, text=True, timeout=300, env=env)
-  if proc.returncode:
-    raise AssertionError(proc.stderr[-2000:])
-  return proc.stdout.strip().splitlines()[-1]
-
 
 # It changes global configuration: not to be run in parallel threads (older
 # JAX runs no test in threads and has no such mark).
@@ -81,15 +51,21 @@ class CallTfVectorizerConfigTest(jtu.JaxTestCase):
       jax.config.update("jax_call_tf_vectorizer", "loop")
     self.assertEqual(jax.config.jax_call_tf_vectorizer, "stablehlo")
 
-  def test_environment_variable(self):
-    self.assertEqual(_option_in_subprocess(
-        {"JAX_CALL_TF_VECTORIZER": "pfor"}, []),
-        "pfor")
-
-  def test_absl_flag(self):
-    self.assertEqual(_option_in_subprocess(
-        {}, ["--jax_call_tf_vectorizer=pfor"]),
-        "pfor")
+  def test_environment_variable_and_absl_flag(self):
+    # A fresh process reads the option from either; the test's own
+    # environment variable, if any, is left out.
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("JAX_CALL_TF_VECTORIZER", None)
+    read = ("import jax; jax.config.parse_flags_with_absl(); "
+            "print(jax.config.jax_call_tf_vectorizer)")
+    for extra_env, argv in [({"JAX_CALL_TF_VECTORIZER": "pfor"}, []),
+                            ({}, ["--jax_call_tf_vectorizer=pfor"])]:
+      with self.subTest(env=extra_env, argv=argv):
+        proc = subprocess.run([sys.executable, "-c", read, *argv],
+                              env=env | extra_env, capture_output=True,
+                              text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        self.assertEqual(proc.stdout.split()[-1], "pfor")
 
   def test_option_is_in_the_jit_key(self):
     traced = []

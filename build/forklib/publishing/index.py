@@ -281,16 +281,11 @@ def _open_index(out: pathlib.Path) -> dict[str, Any]:
   ledger_path = out / LEDGER
   journal_path = out / JOURNAL
   if not ledger_path.exists() and not journal_path.exists():
-    foreign = sorted(e.name for e in out.iterdir()
-                     if not e.name.startswith(_TMP_PREFIX))
-    if foreign:
-      raise ForkError(
-          f"{out} is not empty and has no {LEDGER}, so it is not an index "
-          f"written by `index` (it holds {', '.join(foreign[:5])}"
-          f"{', ...' if len(foreign) > 5 else ''}). Nothing was changed. "
-          "Pass a new or empty directory to --out. (An index written before "
-          f"the tool kept a {LEDGER} counts as foreign too: publish into a "
-          "new directory and point the web server at it.)")
+    _refuse_foreign(
+        out, str(out),
+        ". Nothing was changed. Pass a new or empty directory to --out. (An "
+        f"index written before the tool kept a {LEDGER} counts as foreign "
+        "too: publish into a new directory and point the web server at it.)")
     return _empty_ledger()
   ledger = (_read_json(ledger_path) if ledger_path.exists()
             else _empty_ledger())  # the first publication was interrupted
@@ -500,14 +495,24 @@ def check_out(out: pathlib.Path) -> None:
   check_writable_dir(out, "--out")
   if out.is_dir() and not (out / LEDGER).exists() and not (
       out / JOURNAL).exists():
-    foreign = sorted(e.name for e in out.iterdir()
-                     if not e.name.startswith(_TMP_PREFIX))
-    if foreign:
-      raise ForkError(
-          f"--out {out} is not empty and has no {LEDGER}, so it is not an "
-          f"index written by `index` (it holds {', '.join(foreign[:5])}"
-          f"{', ...' if len(foreign) > 5 else ''}); pass a new or empty "
-          "directory")
+    _refuse_foreign(out, f"--out {out}", "; pass a new or empty directory")
+
+
+def _refuse_foreign(out: pathlib.Path, label: str, advice: str) -> None:
+  """Raises a ForkError if `out` (no ledger) holds files the tool did not write.
+
+  Args:
+    out: the directory.
+    label: how the message names it.
+    advice: what the message says after naming the files.
+  """
+  foreign = sorted(e.name for e in out.iterdir()
+                   if not e.name.startswith(_TMP_PREFIX))
+  if foreign:
+    raise ForkError(
+        f"{label} is not empty and has no {LEDGER}, so it is not an index "
+        f"written by `index` (it holds {', '.join(foreign[:5])}"
+        f"{', ...' if len(foreign) > 5 else ''}){advice}")
 
 
 def add_releases(out: pathlib.Path,

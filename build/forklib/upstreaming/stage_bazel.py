@@ -48,12 +48,11 @@ def add_to_library(build: pathlib.Path, src: str, anchor: str) -> bool:
     Whether `src` is listed now (False: no library lists `anchor`).
   """
   text = build.read_text(encoding="utf-8")
-  if f'"{src}"' in text:
-    return True
   m = re.search(r'srcs = \[(?P<body>[^\]]*"' + re.escape(anchor)
                 + r'"[^\]]*)\]', text)
-  if not m:
-    return False
+  listed = f'"{src}"' in text
+  if listed or not m:
+    return listed
   names = re.findall(r'"([^"]+)"', m.group("body"))
   line = text[:m.start()].rsplit("\n", 1)[-1]
   pad = line[:len(line) - len(line.lstrip())]
@@ -73,12 +72,11 @@ def add_test_rule(build: pathlib.Path, test: str, like: str) -> bool:
     Whether `test` has a rule now (False: no rule named `like`).
   """
   text = build.read_text(encoding="utf-8")
-  if f'"{test}"' in text:
-    return True
   m = re.search(r'(?m)^(\w+)\(\n\s+name = "' + re.escape(like)
                 + r'",\n(?s:.*?)\n\)\n', text)
-  if not m:
-    return False
+  listed = f'"{test}"' in text
+  if listed or not m:
+    return listed
   name = test.removesuffix(".py")
   rule = m.group(0).replace(f'"{like}"', f'"{name}"').replace(
       f'"{like}.py"', f'"{test}"')

@@ -259,58 +259,36 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> AttrValue:
   return str(a)  # kept as text: a rule that needs it says it is unsupported
 
 
-def _gather_dimension_numbers(g: hlo.GatherDimensionNumbers
-                              ) -> dict[str, AttrValue]:
-  return dict(offset_dims=tuple(g.offset_dims),
-              collapsed_slice_dims=tuple(g.collapsed_slice_dims),
-              operand_batching_dims=tuple(g.operand_batching_dims),
-              start_indices_batching_dims=tuple(
-                  g.start_indices_batching_dims),
-              start_index_map=tuple(g.start_index_map),
-              index_vector_dim=g.index_vector_dim)
+def _fields(*names: str) -> Callable[[ir.Attribute], dict[str, AttrValue]]:
+  """A reader of an attribute's fields ``names``: ints, or tuples of ints."""
+  def read(a: ir.Attribute) -> dict[str, AttrValue]:
+    values = {name: getattr(a, name) for name in names}
+    return {name: v if isinstance(v, int) else tuple(v)
+            for name, v in values.items()}
+  return read
 
 
-def _scatter_dimension_numbers(s: hlo.ScatterDimensionNumbers
-                               ) -> dict[str, AttrValue]:
-  return dict(update_window_dims=tuple(s.update_window_dims),
-              inserted_window_dims=tuple(s.inserted_window_dims),
-              input_batching_dims=tuple(s.input_batching_dims),
-              scatter_indices_batching_dims=tuple(
-                  s.scatter_indices_batching_dims),
-              scattered_dims_to_operand_dims=tuple(
-                  s.scattered_dims_to_operand_dims),
-              index_vector_dim=s.index_vector_dim)
-
-
-def _conv_dimension_numbers(c: hlo.ConvDimensionNumbers
-                            ) -> dict[str, AttrValue]:
-  return dict(
-      input_batch_dimension=c.input_batch_dimension,
-      input_feature_dimension=c.input_feature_dimension,
-      input_spatial_dimensions=tuple(c.input_spatial_dimensions),
-      kernel_input_feature_dimension=c.kernel_input_feature_dimension,
-      kernel_output_feature_dimension=c.kernel_output_feature_dimension,
-      kernel_spatial_dimensions=tuple(c.kernel_spatial_dimensions),
-      output_batch_dimension=c.output_batch_dimension,
-      output_feature_dimension=c.output_feature_dimension,
-      output_spatial_dimensions=tuple(c.output_spatial_dimensions))
-
-
-def _dot_dimension_numbers(d: hlo.DotDimensionNumbers
-                           ) -> dict[str, AttrValue]:
-  return dict(lhs_batching_dimensions=tuple(d.lhs_batching_dimensions),
-              rhs_batching_dimensions=tuple(d.rhs_batching_dimensions),
-              lhs_contracting_dimensions=tuple(d.lhs_contracting_dimensions),
-              rhs_contracting_dimensions=tuple(d.rhs_contracting_dimensions))
-
-
-# The dimension numbers attributes, each with its reader.
+# The dimension numbers attributes, each with the reader of its fields.
 _DIMENSION_NUMBERS: tuple[tuple[type[ir.Attribute],
-                                Callable[..., dict[str, AttrValue]]], ...] = (
-    (hlo.GatherDimensionNumbers, _gather_dimension_numbers),
-    (hlo.ScatterDimensionNumbers, _scatter_dimension_numbers),
-    (hlo.ConvDimensionNumbers, _conv_dimension_numbers),
-    (hlo.DotDimensionNumbers, _dot_dimension_numbers),
+                                Callable[[ir.Attribute],
+                                         dict[str, AttrValue]]], ...] = (
+    (hlo.GatherDimensionNumbers,
+     _fields("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+             "start_indices_batching_dims", "start_index_map",
+             "index_vector_dim")),
+    (hlo.ScatterDimensionNumbers,
+     _fields("update_window_dims", "inserted_window_dims",
+             "input_batching_dims", "scatter_indices_batching_dims",
+             "scattered_dims_to_operand_dims", "index_vector_dim")),
+    (hlo.ConvDimensionNumbers,
+     _fields("input_batch_dimension", "input_feature_dimension",
+             "input_spatial_dimensions", "kernel_input_feature_dimension",
+             "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+             "output_batch_dimension", "output_feature_dimension",
+             "output_spatial_dimensions")),
+    (hlo.DotDimensionNumbers,
+     _fields("lhs_batching_dimensions", "rhs_batching_dimensions",
+             "lhs_contracting_dimensions", "rhs_contracting_dimensions")),
 )
 
 
