@@ -41,16 +41,22 @@ def build_file(repo: pathlib.Path, path: str) -> pathlib.Path | None:
   return None
 
 
+def _read(build: pathlib.Path, name: str, pattern: str
+          ) -> tuple[str, re.Match[str] | None, bool]:
+  """The text of `build`, the first match of `pattern`, and whether the
+  file `name` is listed already."""
+  text = build.read_text(encoding="utf-8")
+  return text, re.search(pattern, text), f'"{name}"' in text
+
+
 def add_to_library(build: pathlib.Path, src: str, anchor: str) -> bool:
   """Adds `src` to the srcs of the py_library listing `anchor`.
 
   Returns:
     Whether `src` is listed now (False: no library lists `anchor`).
   """
-  text = build.read_text(encoding="utf-8")
-  m = re.search(r'srcs = \[(?P<body>[^\]]*"' + re.escape(anchor)
-                + r'"[^\]]*)\]', text)
-  listed = f'"{src}"' in text
+  text, m, listed = _read(build, src, r'srcs = \[(?P<body>[^\]]*"'
+                          + re.escape(anchor) + r'"[^\]]*)\]')
   if listed or not m:
     return listed
   names = re.findall(r'"([^"]+)"', m.group("body"))
@@ -71,10 +77,8 @@ def add_test_rule(build: pathlib.Path, test: str, like: str) -> bool:
   Returns:
     Whether `test` has a rule now (False: no rule named `like`).
   """
-  text = build.read_text(encoding="utf-8")
-  m = re.search(r'(?m)^(\w+)\(\n\s+name = "' + re.escape(like)
-                + r'",\n(?s:.*?)\n\)\n', text)
-  listed = f'"{test}"' in text
+  text, m, listed = _read(build, test, r'(?m)^(\w+)\(\n\s+name = "'
+                          + re.escape(like) + r'",\n(?s:.*?)\n\)\n')
   if listed or not m:
     return listed
   name = test.removesuffix(".py")
