@@ -382,9 +382,9 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
   Kept: the module docstring, `from __future__` imports, the definitions
   named in `used` and every module-level name they use (transitively),
   statements that bind nothing but use a kept name (a registration call),
-  and the imports kept code uses (of an import of several names, those). A comment block separated by a blank line
-  from the next statement heads a section: it is kept while anything up to
-  the next such block is.
+  and the imports kept code uses (of an import of several names, those). A
+  comment block separated by a blank line from the next statement heads a
+  section: it is kept while anything up to the next such block is.
 
   Args:
     text: the module's source (markers resolved).

@@ -14,7 +14,8 @@
 """Every JAX and TensorFlow internal ``call_tf_lib`` uses that moves.
 
 The rest of the package calls these functions instead of the internals, so
-that what differs between JAX releases and TensorFlow releases lives here, found by feature detection, never by version numbers.
+that what differs between JAX releases and TensorFlow releases lives here,
+found by feature detection, never by version numbers.
 :func:`check` verifies that each internal is still there, with the shape this
 module expects; the test suite runs it against every supported release, so a
 rename upstream fails a test instead of a user's program.
@@ -841,8 +842,7 @@ def _tf_compiler_ir_missing() -> list[str]:
         tf_context.context().get_compiler_ir).parameters,
          "tensorflow context.get_compiler_ir(platform_name=...)")
   except ImportError:
-    need.problems.append(
-        "tensorflow.python.eager.polymorphic_function.compiler_ir")
+    need(False, "tensorflow.python.eager.polymorphic_function.compiler_ir")
   return need.problems
 
 

@@ -508,7 +508,8 @@ def _importing_call(concrete_fn: tf.types.experimental.ConcreteFunction,
                     graph_def: tf.compat.v1.GraphDef,
                     nodes: Sequence[tf.compat.v1.NodeDef], used: set[str]
                     ) -> Callable[..., list[tf.Tensor]]:
-  """The function that imports ``graph_def`` (of ``nodes``) into the caller's."""
+  """The function that imports ``graph_def`` (of ``nodes``) into the caller's
+  graph."""
   graph = concrete_fn.graph
   inputs = [t.name for t in graph.inputs]
   outputs = [t.name for t in graph.outputs]

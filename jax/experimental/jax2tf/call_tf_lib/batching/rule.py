@@ -261,7 +261,6 @@ class _TfCallee:
       raise dispatch.Unvectorizable(e) from e.__cause__
   # stage: end
 
-
   def _batched(self, args: Sequence[Any], is_batched: tuple[bool, ...],
                batch_arg: int, vmap_method: vmap_methods.VmapMethod | None,
                out_avals: Sequence[core.ShapedArray]

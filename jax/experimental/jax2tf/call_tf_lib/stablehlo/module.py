@@ -227,9 +227,9 @@ def readable_by_tensorflow(module_bytes: bytes) -> bytes:
 
   ``jax.export`` serializes at the StableHLO version of four weeks ago, which
   can be newer than TensorFlow reads (StableHLO 1.18 against TensorFlow
-  2.21's 1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A module
-  TF cannot read is serialized again at TF's own version (or jax's, if
-  older); one it reads is returned unchanged.
+  2.21's 1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A
+  module TF cannot read is serialized again at TF's own version (or jax's,
+  if older); one it reads is returned unchanged.
 
   Args:
     module_bytes: a portable artifact, as ``Exported.mlir_module_serialized``.
