@@ -41,6 +41,7 @@ from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
+from jax._src.export.stablehlo_to_jax import _normalization
 from jax._src.export.stablehlo_to_jax import _rng
 from jax._src.export.stablehlo_to_jax import _sort
 from jax import lax
@@ -1021,7 +1022,7 @@ def _region_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
 def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   """Every op's rule, by the op's name: the families' tables merged."""
   return {**_elementwise_rules(), **_shape_rules(), **_linalg_rules(),
-          **_region_rules()}
+          **_normalization.RULES, **_region_rules()}
 
 
 RULES = _rules()
