@@ -281,9 +281,16 @@ def _parts(op: str) -> Callable[[str], list[Case]]:
 
 
 def convert(ty: str) -> list[Case]:
-  """To every element type (the values of `ty` and a constant of them)."""
+  """To every element type; of a constant too, to ``i1`` (NumPy's test of
+  a complex constant counts its imaginary part, the specification not)."""
   x = st.values(ty)
-  cases = []
+  t = tensor(x.shape, ty)
+  body = "\n".join([
+      f"    %c = stablehlo.constant dense<{_literal(x, ty, 'hex')}> : {t}",
+      _op("convert", ["%c"], [t], [tensor(x.shape, "i1")]),
+      _ret(["%r"], [tensor(x.shape, "i1")])])
+  cases = [Case("convert", ty, "constant to i1", (), (tensor(x.shape, "i1"),),
+                body, ())]
   for to in st.ALL:
     fn = (_convert_fn(to) if st.is_inexact(ty) and st.is_inexact(to)
           and ty in ("f32", "f64") + st.COMPLEX else None)
