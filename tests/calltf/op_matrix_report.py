@@ -70,7 +70,7 @@ import op_matrix_cases as cases  # noqa: E402
 
 _START = "@@op-matrix-start "
 _RESULT = "@@op-matrix-result "
-OUTCOMES = ("ok", "gap", "refused", "WRONG", "crash", "skip")
+OUTCOMES = ("ok", "gap", "refused", "error", "WRONG", "crash", "skip")
 # Finite differences: step and the tolerance of a reference made with them.
 _FD_STEP = 1e-2
 _FD_TOL = 3e-2
@@ -110,6 +110,42 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
   return line[:limit]
 
 
+# Results: one tensor, or a tuple of them (one level).
+
+
+def _leaves(tree: Any) -> list[Any]:
+  return list(tree) if isinstance(tree, (tuple, list)) else [tree]
+
+
+def _rebuild(like: Any, leaves: Sequence[Any]) -> Any:
+  return tuple(leaves) if isinstance(like, (tuple, list)) else leaves[0]
+
+
+def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
+  return _rebuild(trees[0], [fn(*xs) for xs in zip(*map(_leaves, trees))])
+
+
+def _tree_map_deep(fn: Callable[[Any], Any], tree: Any) -> Any:
+  """`fn` of every array of nested tuples and lists (made tuples)."""
+  if isinstance(tree, (tuple, list)):
+    return tuple(_tree_map_deep(fn, t) for t in tree)
+  return fn(tree)
+
+
+def _graph_result_shapes(fn: Callable[[Any], Any], x: Any
+                         ) -> list[tuple[int, ...]]:
+  """The shapes of `fn`'s results at `x` as TF's graph has them (traced as
+  `tf.function` traces, autograph on), each unknown size the eager call's."""
+  import tensorflow as tf
+  concrete = tf.function(fn).get_concrete_function(
+      tf.TensorSpec(x.shape, tf.float32))
+  eager = _leaves(fn(tf.constant(x)))
+  return [tuple(d if d is not None else e.shape[i]
+                for i, d in enumerate(t.shape.as_list()))
+          for t, e in zip(tf.nest.flatten(concrete.structured_outputs),
+                          eager)]
+
+
 class _Family:
   """A built family in a worker: its function, inputs and references."""
 
@@ -129,8 +165,13 @@ class _Family:
                 else self.x[None] + noise(cases.HESSIAN_BATCH))
     self.t = rng.standard_normal(self.x.shape).astype(np.float32)
     y = self.fn(tf.constant(self.x))
-    self.w = np.random.default_rng(2).standard_normal(
-        y.shape).astype(np.float32)
+    # One weight per result (a tuple of results: a tuple of weights). The
+    # shapes are those TF's graph gives: an eager kernel may return another
+    # shape for an empty result than its own shape function says.
+    shapes = self.shapes = _graph_result_shapes(self.fn, self.x)
+    w_rng = np.random.default_rng(2)
+    self.w = _rebuild(y, [w_rng.standard_normal(s).astype(np.float32)
+                          for s in shapes])
     self._refs: dict[Any, Any] = {}
     self._op_types: set[str] | None = None
 
@@ -139,18 +180,24 @@ class _Family:
   def _tf(self, name: str, xla: bool) -> Callable[[Any], Any]:
     import numpy as np
     import tensorflow as tf
-    fn, w = self.fn, tf.constant(self.w)
+    fn = self.fn
+    ws = [tf.constant(w) for w in _leaves(self.w)]
     zero = tf.UnconnectedGradients.ZERO
 
     def value(x):
       return fn(x)
 
+    def weighted(x):
+      return tf.add_n([tf.reduce_sum(y * w)
+                       for y, w in zip(_leaves(fn(x)), ws)])
+
     def grad(x):
       if self.family.forward_reference:
-        return tf.tensordot(w, forward_jac(x), len(w.shape))
+        return tf.add_n([tf.tensordot(w, j, len(w.shape))
+                         for w, j in zip(ws, _leaves(forward_jac(x)))])
       with tf.GradientTape() as tape:
         tape.watch(x)
-        s = tf.reduce_sum(fn(x) * w)
+        s = weighted(x)
       return tape.gradient(s, x, unconnected_gradients=zero)
 
     def jac(x):
@@ -159,8 +206,10 @@ class _Family:
       with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = fn(x)
-      return tape.jacobian(y, x, unconnected_gradients=zero,
-                           experimental_use_pfor=False)
+      return _rebuild(y, [
+          tape.jacobian(leaf, x, unconnected_gradients=zero,
+                        experimental_use_pfor=False)
+          for leaf in _leaves(y)])
 
     def forward_jac(x):
       # One ForwardAccumulator per input element: d fn / d x[i].
@@ -170,16 +219,19 @@ class _Family:
         with tf.autodiff.ForwardAccumulator(
             x, tf.reshape(tf.one_hot(i, n, dtype=x.dtype), x.shape)) as acc:
           y = fn(x)
-        columns.append(acc.jvp(y, unconnected_gradients=zero))
-      return tf.reshape(tf.stack(columns, -1),
-                        tf.concat([tf.shape(y), tf.shape(x)], 0))
+        columns.append([acc.jvp(leaf, unconnected_gradients=zero)
+                        for leaf in _leaves(y)])
+      return _rebuild(y, [
+          tf.reshape(tf.stack([c[k] for c in columns], -1),
+                     tf.concat([tf.shape(leaf), tf.shape(x)], 0))
+          for k, leaf in enumerate(_leaves(y))])
 
     def hess(x):
       with tf.GradientTape(persistent=True) as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
           inner.watch(x)
-          s = tf.reduce_sum(fn(x) * w)
+          s = weighted(x)
         g = inner.gradient(s, x, unconnected_gradients=zero)
       return outer.jacobian(g, x, unconnected_gradients=zero,
                             experimental_use_pfor=False)
@@ -187,9 +239,18 @@ class _Family:
     f = {"value": value, "grad": grad, "jac": jac, "hess": hess}[name]
     if xla:
       f = tf.function(f, jit_compile=True, autograph=False)
+    shapes = self.shapes
 
     def run(x):
-      return f(tf.constant(x)).numpy()
+      out = _tree_map(lambda t: t.numpy(), f(tf.constant(x)))
+      if name in ("value", "jac"):
+        # An empty result (and its Jacobian) as TF's graph shapes it: an
+        # eager kernel may give another shape to what holds no value
+        # (SelfAdjointEigV2's vectors without compute_v, a scalar).
+        tail = x.shape if name == "jac" else ()
+        out = _rebuild(out, [np.zeros(s + tail, a.dtype) if 0 in s else a
+                             for a, s in zip(_leaves(out), shapes)])
+      return out
     return run
 
   def _fd(self, f: Callable[[Any], Any], x: Any) -> Any:
@@ -200,10 +261,14 @@ class _Family:
     for i in range(flat.size):
       e = np.zeros_like(flat)
       e[i] = _FD_STEP
-      columns.append((np.asarray(f((flat + e).reshape(x.shape)), np.float64)
-                      - np.asarray(f((flat - e).reshape(x.shape)), np.float64))
-                     / (2 * _FD_STEP))
-    return np.stack(columns, -1).reshape(columns[0].shape + x.shape)
+      columns.append(_tree_map(
+          lambda a, b: (np.asarray(a, np.float64) - np.asarray(b, np.float64))
+          / (2 * _FD_STEP), f((flat + e).reshape(x.shape)),
+          f((flat - e).reshape(x.shape))))
+    like = f(x)
+    return _rebuild(like, [
+        np.stack([_leaves(c)[k] for c in columns], -1).reshape(
+            np.shape(leaf) + x.shape) for k, leaf in enumerate(_leaves(like))])
 
   def reference(self, name: str, x: Any, xla: bool) -> tuple[Any, str]:
     """TF's `name` ("value", "grad", "jac", "hess") at `x`, and its source.
@@ -221,8 +286,8 @@ class _Family:
         raise
       lower = {"grad": "value", "jac": "value", "hess": "grad"}[name]
       if name == "grad":
-        import numpy as np
-        f = lambda z: np.sum(self.reference("value", z, xla)[0] * self.w)
+        f = lambda z: sum(float((a * w).sum()) for a, w in zip(
+            _leaves(self.reference("value", z, xla)[0]), _leaves(self.w)))
       else:
         f = lambda z: self.reference(lower, z, xla)[0]
       result = self._fd(f, x)
@@ -236,8 +301,11 @@ class _Family:
 
     def stack(name, xs):
       pairs = [self.reference(name, xi, xla) for xi in xs]
-      return np.stack([p[0] for p in pairs]), pairs[0][1]
+      return _tree_map(lambda *a: np.stack(a), *[p[0] for p in pairs]), (
+          pairs[0][1])
 
+    if transform in ("value", "jit"):
+      return self.reference("value", self.x, xla)
     if transform in ("jit(vmap)", "vmap"):
       return stack("value", self.xs)
     if transform == "jit(vmap(grad))":
@@ -251,7 +319,8 @@ class _Family:
     if transform == "jvp":
       jac, source = self.reference("jac", self.x, xla)
       value, _ = self.reference("value", self.x, xla)
-      return (value, np.tensordot(jac, self.t, self.x.ndim)), source
+      return (value, _tree_map(lambda j: np.tensordot(j, self.t, self.x.ndim),
+                               jac)), source
     raise ValueError(f"unknown transformation {transform!r}")
 
   def run(self, transform: str, vmap_method: str | None) -> Any:
@@ -262,8 +331,11 @@ class _Family:
     import numpy as np
     g = jax2tf.call_tf(self.fn, vmap_method=vmap_method)
     w = self.w
-    s = lambda x: jnp.sum(g(x) * w)
+    s = lambda x: sum(jnp.sum(y * wi)
+                      for y, wi in zip(_leaves(g(x)), _leaves(w)))
     run = {
+        "value": lambda: g(self.x),
+        "jit": lambda: jax.jit(g)(self.x),
         "jit(vmap)": lambda: jax.jit(jax.vmap(g))(self.xs),
         "vmap": lambda: jax.vmap(g)(self.xs),
         "jit(vmap(grad))": lambda: jax.jit(jax.vmap(jax.grad(s)))(self.xs),
@@ -277,19 +349,39 @@ class _Family:
             jax.vmap(jax.hessian(s)))(self.xs2),
         "jvp": lambda: jax.jvp(g, (self.x,), (self.t,)),
     }[transform]
-    return jax.tree.map(np.asarray, run())
+    return _tree_map_deep(np.asarray, run())
 
   def op_types(self) -> set[str]:
     """The op types of the function's graph (calls followed)."""
     if self._op_types is None:
       import tensorflow as tf
-      concrete = tf.function(self.fn, autograph=False).get_concrete_function(
+      concrete = tf.function(self.fn).get_concrete_function(
           tf.TensorSpec(self.x.shape, tf.float32))
       gdef = concrete.graph.as_graph_def()
       types = {n.op for n in gdef.node} | {
           n.op for f in gdef.library.function for n in f.node_def}
       self._op_types = types - _PLUMBING_OPS
     return self._op_types
+
+
+def is_clear_refusal(e: BaseException, named_ops: Sequence[str]) -> bool:
+  """Whether an error is a clear refusal: it is call_tf's and names the op.
+
+  call_tf's own messages (`call_tf_lib.errors`, and upstream's "Error
+  compiling TensorFlow function" with TF's message naming the op) name
+  `call_tf`; a refusal names an op of the function, or is one of call_tf's
+  own errors about something that is not an op (a second derivative of an
+  embedded module). Any other exception (a `TypeError` from inside JAX or
+  TF, an `InvalidArgumentError` of TF's executor, a verifier error of a
+  lowering) is a Python error, not a refusal.
+  """
+  message = str(e)
+  if "call_tf" not in message:
+    return False
+  own = (type(e).__module__.endswith("call_tf_lib.errors")
+         or message.lstrip().startswith(("call_tf", "jax.vmap of call_tf",
+                                         "Forward-mode differentiation")))
+  return bool(named_ops) or own
 
 
 def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
@@ -339,7 +431,8 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
     named = sorted({t for t in fam.op_types() if t in message}
                    | set(re.findall(r"\bop '(\w+)'", message)))
     return {"outcome": "refused", "error_type": type(e).__name__,
-            "error": _first_line(e), "names_op": named}
+            "error": _first_line(e), "names_op": named,
+            "clear": is_clear_refusal(e, named)}
   refs = [fam.expected(transform, xla=False)]
   if family.xla_reference and transform.startswith("jit("):
     refs.append(fam.expected(transform, xla=True))
@@ -393,6 +486,7 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
     return record
   try:
     record.update(_attempt(fam, transform, None))
+    unclear = record["outcome"] == "refused" and not record["clear"]
     if record["outcome"] == "refused":
       seq = _attempt(fam, transform, "sequential")
       record["sequential"] = seq
@@ -402,6 +496,8 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
         record["outcome"] = "WRONG"
         record["mismatch"] = ("with vmap_method='sequential' (the defaults "
                               "refuse): " + seq["mismatch"])
+    if unclear and record["outcome"] != "WRONG":
+      record["outcome"] = "error"  # worse than a gap: no refusal at all
   except Exception as e:  # noqa: BLE001 (the reference itself failed)
     record.update(outcome="skip",
                   reason="no TF reference: " + "".join(
@@ -581,7 +677,8 @@ def counts(results: dict[str, dict]) -> dict[str, int]:
 def _cell(record: dict | None) -> str:
   if record is None:
     return ""
-  return {"ok": "ok", "gap": "gap", "refused": "refused", "WRONG": "**WRONG**",
+  return {"ok": "ok", "gap": "gap", "refused": "refused",
+          "error": "**error**", "WRONG": "**WRONG**",
           "crash": "**crash**", "skip": "skip"}[record["outcome"]]
 
 
@@ -660,7 +757,11 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "- **ok**: matches the reference;",
       "- **gap**: raises with the defaults, runs right with",
       "  `vmap_method=\"sequential\"` (every such case should run vectorized);",
-      "- **refused**: raises, with `sequential` too;",
+      "- **refused**: raises a clear refusal (call_tf's, naming the op), with",
+      "  `sequential` too;",
+      "- **error**: raises a Python error that is not a clear refusal (it",
+      "  does not name `call_tf` and the op: a `TypeError` from inside JAX",
+      "  or TF, an error of TF's executor, a verifier error);",
       "- **WRONG**: returns a number that differs from the reference;",
       "- **crash**: the process died or hung in the case;",
       "- **skip**: cannot run here (the reason is below).",
@@ -713,6 +814,9 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       line += " (known bug)"
     elif cid in gaps and r["outcome"] == "gap":
       line += " (known gap)"
+    elif r["outcome"] in ("refused", "gap") and r.get(
+        "clear") is False:
+      line += " (**not a clear refusal**)"
     elif r["outcome"] == "refused" and _known_refusal(refusals, cid):
       line += " (known refusal)"
     elif r["outcome"] == "gap":

@@ -25,7 +25,9 @@ The whole matrix runs once per session, for the cases selected.
   unless it is a known gap (`op_matrix_cases.KNOWN_GAPS`, each with the
   reason it stays), which is an xfail, and must stay a gap: a known gap that
   runs fails, so that its entry goes.
-- A wrong number (with the defaults or with `sequential`) and a crash fail.
+- A wrong number (with the defaults or with `sequential`) and a crash fail,
+  and so does a Python error that is not a clear refusal (`error`: it does
+  not name call_tf and the op, see `op_matrix_report.is_clear_refusal`).
 - Known bugs (`op_matrix_cases.KNOWN_BUGS`) are `xfail(strict=True)`: the
   case must be ok, and passes as soon as the bug is fixed, which the strict
   mark reports so that the fix removes the entry.
@@ -114,6 +116,10 @@ def test_case(matrix, case):
                 f"{record.get('stderr', '')}")
   if outcome == "WRONG":
     pytest.fail(f"{case} returns a wrong result: {record['mismatch']}")
+  if outcome == "error":
+    pytest.fail(f"{case} raises a Python error that is not a clear refusal "
+                f"(naming call_tf and the op): {record['error_type']}: "
+                f"{record['error']}")
   if case in cases.KNOWN_GAPS:
     assert outcome == "gap", (
         f"{case} is a known gap (op_matrix_cases.KNOWN_GAPS) but is "
