@@ -209,6 +209,26 @@ def _pooling_grads(x, w):
   return tape.gradient(y, [x, w])
 
 
+def _batch_norm(x, scale, y):
+  """FusedBatchNorm in inference (NCHW), training (with the running
+  statistics mixed in) and TF's gradient of training: the module's
+  batch_norm_inference, batch_norm_training and batch_norm_grad."""
+  mean, variance = scale * .5, scale * scale + .5
+  inference = tf.raw_ops.FusedBatchNorm(
+      x=tf.transpose(x, [0, 3, 1, 2]), scale=scale, offset=-scale, mean=mean,
+      variance=variance, is_training=False, data_format="NCHW")[0]
+  training = tf.raw_ops.FusedBatchNormV3(
+      x=x, scale=scale, offset=mean, mean=mean, variance=variance,
+      is_training=True, exponential_avg_factor=.3)[:3]
+  with tf.GradientTape() as tape:
+    tape.watch(y)
+    out = tf.raw_ops.FusedBatchNormV2(x=y, scale=scale, offset=mean,
+                                      mean=mean, variance=variance,
+                                      is_training=True, epsilon=1e-2)[0]
+    loss = tf.reduce_sum(out * out * y)
+  return (inference, *training, tape.gradient(loss, y))
+
+
 def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
   cases = {
       "float_elementwise": (_float_elementwise, [_f(3, 4), _f(3, 4)], (0, 1)),
@@ -268,6 +288,10 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
       "cumprod_logsumexp": (lambda x: (tf.math.cumprod(x, 1),
                                        tf.math.cumulative_logsumexp(x, 1)),
                             [_f(3, 5)], (0,)),
+      # (TF's gradient has no path through the batch statistics; the
+      # module's derivative does: call_tf keeps TF's, see exactness.)
+      "batch_norm": (_batch_norm, [_f(2, 3, 4, 3), _f(3, lo=.5),
+                                   _f(2, 2, 3, 3)], ()),
       "sort": (lambda x: (tf.sort(x), tf.sort(x, direction="DESCENDING"),
                           tf.argsort(x, 0), tf.math.top_k(x, 2).values,
                           tf.math.top_k(x, 3).indices),
@@ -921,6 +945,43 @@ def test_dynamic_slices_clamp_indices_like_xla():
   with config.enable_x64(True):
     for i, j in ((-3, 0), (1, -1), (4, 3), (9, 9), (2, 1)):
       _check_module(text, x, np.int32(i), np.int64(j), u)
+
+
+_BATCH_NORM = """
+  func.func @main(%x: tensor<2x2x2xf32>, %scale: tensor<2xf32>, %offset: tensor<2xf32>, %mean: tensor<2xf32>, %variance: tensor<2xf32>, %dy: tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) {
+    %i = "stablehlo.batch_norm_inference"(%x, %scale, %offset, %mean, %variance) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2x2xf32>
+    %o, %m, %v = "stablehlo.batch_norm_training"(%x, %scale, %offset) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %gx, %gs, %go = "stablehlo.batch_norm_grad"(%x, %scale, %mean, %variance, %dy) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    return %i, %o, %m, %v, %gx, %gs, %go : tensor<2x2x2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>
+  }"""
+
+
+def test_batch_norm_ops_as_the_spec_defines_them():
+  # The StableHLO spec's examples of the three ops, then other values, run
+  # by XLA and batched against a loop of XLA runs.
+  text = _module(_BATCH_NORM)
+  x = np.array([[[1., 2.], [3., 4.]], [[3., 4.], [1., 2.]]], np.float32)
+  ones = np.ones(2, np.float32)
+  args = (x, ones, ones, np.array([2., 3.], np.float32), ones,
+          np.full((2, 2, 2), .1, np.float32))
+  prog, got = _check_module(text, *args, tol=1e-6)
+  inference, output, mean, variance, gx, gscale, goffset = got
+  f32 = lambda v: np.array(v, np.float32)
+  assert_close(inference, f32([[[0., 0.], [2., 2.]], [[2., 2.], [0., 0.]]]),
+               1e-6)
+  assert_close(output, inference, 1e-6)
+  assert_close([mean, variance], [f32([2., 3.]), f32([1., 1.])], 1e-6)
+  assert_close([gx, gscale, goffset],
+               [f32(np.zeros((2, 2, 2))), f32([0., 0.]), f32([.4, .4])],
+               1e-6)
+  rng = np.random.default_rng(4)
+  batch = [rng.standard_normal((3, *np.shape(a))).astype(np.float32)
+           for a in args]
+  batch[4] = np.abs(batch[4]) + .5  # variances
+  run = xla_function(text, prog)
+  assert_close(jax.jit(jax.vmap(prog))(*batch),
+               [np.stack(r) for r in zip(*[run(*a) for a in zip(*batch)])],
+               1e-5)
 
 
 _GATHER = """
