@@ -44,6 +44,7 @@ from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _loops
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rng
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _sort
 from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
+from jax import Array
 from jax import lax
 import numpy as np
 
@@ -552,31 +553,31 @@ def _batch_norm_attrs(op: Op) -> tuple[float, int]:
   return float(op.attrs["epsilon"]), int(op.attrs["feature_index"])
 
 
-def _feature_bcast(v: Any, like: Any, feature_index: int) -> Any:
+def _feature_bcast(v: Array, like: Array, feature_index: int) -> Array:
   """``broadcast_in_dim(v, [feature_index], type(like))``."""
   return lax.broadcast_in_dim(v, like.shape, (feature_index,))
 
 
-def _feature_sum(x: Any, feature_index: int) -> Any:
+def _feature_sum(x: Array, feature_index: int) -> Array:
   """The spec's ``compute_sum``: a sum over every dimension but the feature's."""
   dims = tuple(d for d in range(x.ndim) if d != feature_index)
   return lax.reduce(x, np.array(0, x.dtype), lax.add, dims)
 
 
-def _per_feature(x: Any, feature_index: int) -> Any:
+def _per_feature(x: Array, feature_index: int) -> Array:
   """``constant(size(x) / dim(x, feature_index))`` in x's type."""
   count = x.size // x.shape[feature_index] if x.shape[feature_index] else 0
   return np.array(count, x.dtype)
 
 
-def _feature_mean(x: Any, feature_index: int) -> Any:
+def _feature_mean(x: Array, feature_index: int) -> Array:
   """The spec's ``compute_mean``."""
   total = _feature_sum(x, feature_index)
   return lax.div(total, lax.full_like(total, _per_feature(x, feature_index)))
 
 
-def _normalized(x: Any, mean: Any, variance: Any, epsilon: float,
-                feature_index: int) -> tuple[Any, Any, Any, Any]:
+def _normalized(x: Array, mean: Array, variance: Array, epsilon: float,
+                feature_index: int) -> tuple[Array, Array, Array, Array]:
   """``(normalized, centered, stddev, variance + epsilon)``, each of x's
   shape, as the spec computes them."""
   var_eps = lax.add(_feature_bcast(variance, x, feature_index),
