@@ -328,6 +328,23 @@ def tangent_unknown_error(index: int | None, op_types: Sequence[str]
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
 
 
+def no_tf_gradient_error(op_type: str, forward: bool
+                         ) -> CallTfDerivativeError:
+  """A derivative through an op type TF has no gradient for."""
+  mode = ("Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian)"
+          if forward else "Reverse-mode differentiation (jax.grad, jax.vjp, "
+          "jax.jacrev, jax.hessian)")
+  return CallTfDerivativeError(
+      f"{mode} of call_tf: TensorFlow has no gradient for op type "
+      f"{op_type!r}, which the function (or its gradient) uses, and "
+      "call_tf's derivatives are TensorFlow's gradients: no derivative of "
+      "the function exists in TensorFlow (tf.GradientTape raises "
+      "LookupError too). Differentiate a function without the op (for "
+      "InplaceAdd and InplaceUpdate: tf.tensor_scatter_nd_add and "
+      "tf.tensor_scatter_nd_update, which have gradients), or give it one "
+      "with tf.custom_gradient.")
+
+
 def tensorflow_version_error(version: str, minimum: tuple[int, int],
                              verified: str | None
                              ) -> CallTfTensorFlowVersionError:
