@@ -247,3 +247,13 @@ def test_vmap_method_pfor_gives_the_running_statistics_of_inference():
       [np.asarray(o) for o in f(x)] for x in xs])), 1e-5)
   assert_close(got[1], np.tile(np.array([.5, 1., .25], np.float32), (3, 1)),
                1e-6)
+
+
+@pytest.mark.parametrize("op", ["InplaceAdd", "InplaceSub", "InplaceUpdate"])
+@pytest.mark.parametrize("batched", [(True, True), (True, False),
+                                     (False, True)])
+def test_inplace_rows(op, batched):
+  # (XLA has no kernel for these: eager vmap runs pfor.)
+  raw = getattr(tf.raw_ops, op)
+  _check(lambda x, v: raw(x=x, i=[3, 0], v=v), [_randn(5, 2), _randn(2, 2)],
+         batched)

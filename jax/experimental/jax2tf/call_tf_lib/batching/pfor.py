@@ -21,7 +21,8 @@ outer graph, ``DepthwiseConv2dNative`` with a shared kernel,
 converters for ops pfor has none for (``Svd``, ``Qr``,
 ``MatrixDeterminant``, the resize ops and their gradients,
 ``CumulativeLogsumexp``, ``ScatterNd``, ``TensorScatterAdd`` and its kin,
-``FusedBatchNorm``, ``V2`` and their gradients). pfor's own wrappers are traced without
+``FusedBatchNorm``, ``V2`` and their gradients, ``InplaceAdd``,
+``InplaceSub``, ``InplaceUpdate``). pfor's own wrappers are traced without
 autograph, and TF's deprecation checks are off while it runs.
 :func:`pfor_failure` and :func:`xla_failure` read the op that pfor or tf2xla
 failed on out of their messages, which is all TensorFlow gives: pfor's errors
@@ -402,6 +403,27 @@ def _tensor_scatter(op: Callable[..., Any]) -> Callable[[Any], Any]:
   return convert
 
 
+def _swap_leading(t: tf.Tensor) -> tf.Tensor:
+  """``t`` with its first two axes swapped."""
+  rank = tf.rank(t)
+  return tf.transpose(t, tf.concat([[1, 0], tf.range(2, rank)], 0))
+
+
+def _inplace(op: Callable[..., Any]) -> Callable[[Any], Any]:
+  """``InplaceAdd``/``Sub``/``Update`` of rows ``i`` (loop invariant): the
+  op on the stacked tensors with pfor's axis second."""
+  def convert(pfor_input):
+    if pfor_input.input(1)[1]:
+      raise ValueError(f"No pfor vectorization defined for "
+                       f"{pfor_input.op_type} with per-element rows")
+    pfor_input.stack_inputs([0, 2])
+    out = op(x=_swap_leading(pfor_input.stacked_input(0)),
+             i=pfor_input.unstacked_input(1),
+             v=_swap_leading(pfor_input.stacked_input(2)))
+    return compat.pfor_wrap(_swap_leading(out), True)
+  return convert
+
+
 def _check_numerics_v2(pfor_input: Any) -> Any:
   """``CheckNumericsV2``: the (stacked or invariant) tensor, checked."""
   t, stacked, _ = pfor_input.input(0)
@@ -460,6 +482,9 @@ _NEW_CONVERTERS = {
     "TensorScatterSub": _tensor_scatter(tf.raw_ops.TensorScatterSub),
     "TensorScatterMax": _tensor_scatter(tf.raw_ops.TensorScatterMax),
     "TensorScatterMin": _tensor_scatter(tf.raw_ops.TensorScatterMin),
+    "InplaceAdd": _inplace(tf.raw_ops.InplaceAdd),
+    "InplaceSub": _inplace(tf.raw_ops.InplaceSub),
+    "InplaceUpdate": _inplace(tf.raw_ops.InplaceUpdate),
     **{op: _as_version_3("FusedBatchNormV3")
        for op in ("FusedBatchNorm", "FusedBatchNormV2")},
     **{op: _as_version_3("FusedBatchNormGradV3")
