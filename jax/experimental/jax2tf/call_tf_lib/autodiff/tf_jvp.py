@@ -416,6 +416,8 @@ def _dense_tangent(tape: tf.GradientTape,
   """
   if jvp is not None:
     return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
+  if out.shape.num_elements() == 0:
+    return tf.zeros(out.shape, out.dtype)  # (holds no value)
   sources = [a for a, _ in watched]
   grads = tape.gradient(out, sources,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
@@ -433,16 +435,29 @@ def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
                       ) -> tf.Tensor:
   """``J t`` of a real output, ``J`` TF's reverse-mode Jacobian.
 
-  One VJP per element of ``out`` (``tape.jacobian``, a loop, not pfor):
-  exact, as reverse mode is, and slower than TF's forward mode, so used
-  only where that has no tangent.
+  One VJP per element of ``out``, in a loop of a fixed trip count (which
+  XLA compiles, as it does not ``tape.jacobian``'s loop of a growing
+  list): exact, as reverse mode is, and slower than TF's forward mode, so
+  used only where that has no tangent.
   """
-  jacobians = tape.jacobian(
-      out, [a for a, _ in watched],
-      unconnected_gradients=tf.UnconnectedGradients.ZERO,
-      experimental_use_pfor=False)
-  return tf.add_n([tf.tensordot(j, t, axes=t.shape.rank)
-                   for j, (_, t) in zip(jacobians, watched)])
+  n = out.shape.num_elements()
+  if n == 0:
+    return tf.zeros(out.shape, out.dtype)
+  if n is None:
+    raise errors.tangent_unknown_error(None, [])
+  sources = [a for a, _ in watched]
+
+  def row(i, rows):
+    cotangent = tf.reshape(tf.one_hot(i, n, dtype=out.dtype), tf.shape(out))
+    grads = tape.gradient(out, sources, output_gradients=cotangent,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    value = tf.add_n([tf.reduce_sum(tf.convert_to_tensor(g) * t)
+                      for g, (_, t) in zip(grads, watched)])
+    return i + 1, rows.write(i, value)
+  _, rows = tf.while_loop(lambda i, _: i < n, row,
+                          (tf.constant(0), tf.TensorArray(out.dtype, size=n)),
+                          maximum_iterations=n)
+  return tf.reshape(rows.stack(), tf.shape(out))
 
 
 def _ops_without_gradient(graph: tf.Graph) -> list[str]:
