@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from jax import export
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import empty
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph_call
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
 import numpy as np
@@ -85,3 +86,34 @@ def test_a_function_is_made_again_from_its_graph_def():
   assert again.inputs[0].shape == ()  # the import lost it; it is set again
   np.testing.assert_allclose(again(tf.constant(0.5))[0], 2. * np.sin(0.5),
                              rtol=1e-6)
+
+
+def _eigenvalues(x):
+  return tf.raw_ops.SelfAdjointEigV2(input=x, compute_v=False)
+
+
+def test_empty_eager_results_take_the_graph_shape():
+  # TF's eager kernel gives the vectors it does not compute a scalar; its
+  # graph, shape (0,).
+  x = np.eye(3, dtype=np.float32)
+  e, v = (np.asarray(t) for t in _eigenvalues(x))
+  assert v.shape == ()
+  fn = tf.function(_eigenvalues, autograph=False)
+  sig = (tf.TensorSpec([3, 3], tf.float32),)
+  got = empty.eager_results([e, v], fn, sig, None)
+  assert got[0] is e and got[1].shape == (0,)
+  # Results of more than one element are not looked at; nor vectorized
+  # calls, whose loop body already shapes them.
+  assert empty.eager_results([e, e], fn, sig, None)[1] is e
+  assert empty.eager_results([e, v], fn, sig, object())[1] is v
+
+
+def test_empty_graph_results_are_constants_of_their_shape():
+  @tf.function(autograph=False)
+  def f(x):
+    got = empty.graph_results(list(_eigenvalues(x)) + [x[:0]])
+    assert [g.op.type for g in got[1:]] == ["Const", "Const"]
+    assert got[0].op.type != "Const"
+    return got
+  assert [t.shape for t in f(tf.eye(3))] == [(3,), (0,), (0, 3)]
+

@@ -331,7 +331,7 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   def fun(*flat):
     outs = interp(*flat)
-    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
+    return [stablehlo_path.fit_result(o, a) for o, a in zip(outs, out_avals)]
 
   return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
                         interp.transposable)
