@@ -155,7 +155,14 @@ class Plan:
 
   def repo_path(self, module: str) -> str:
     """A module's path in upstream's repository."""
-    return f"{self.module_root}/{module}"
+    return repo_path(self.module_root, module)
+
+
+def repo_path(module_root: str, module: str) -> str:
+  """A plan's module in upstream's repository: from `module_root`, or from
+  the repository's root for a module named from `jax/` (the StableHLO
+  interpreter, in `jax/_src/export/`)."""
+  return module if module.startswith("jax/") else f"{module_root}/{module}"
 
 
 def _fail(path: pathlib.Path, where: str, message: str) -> ForkError:
@@ -342,7 +349,7 @@ def load(root: pathlib.Path, series: list[str],
   owners = {}
   for pr in prs:
     for m in pr.modules:
-      owners.setdefault(f"{module_root}/{m}", []).append(pr.name)
+      owners.setdefault(repo_path(module_root, m), []).append(pr.name)
   _once(path, "modules", owners, overlay_files,
         "the overlay (jax/), as module_root/<module>")
   shaken = _strings(path, "shaken", raw.get("shaken", []))
