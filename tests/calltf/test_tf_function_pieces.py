@@ -117,3 +117,35 @@ def test_empty_graph_results_are_constants_of_their_shape():
     return got
   assert [t.shape for t in f(tf.eye(3))] == [(3,), (0,), (0, 3)]
 
+
+
+def _divided_by_len(x):
+  return x / len(x)
+
+
+def _python_condition(x):
+  if tf.reduce_sum(x) > 0:
+    return x * 2.
+  return x
+
+
+def _python_loop(x):
+  total = tf.zeros([])
+  for r in x:
+    total += r
+  return x * total
+
+
+@pytest.mark.parametrize("f", [_divided_by_len, _python_condition,
+                               _python_loop])
+def test_a_symbolic_tensor_used_as_a_python_value_is_refused_saying_why(f):
+  # call_tf traces without autograph (as upstream): TF's own TypeError
+  # named neither call_tf nor what to do.
+  import jax  # pylint: disable=g-import-not-at-top
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  x = np.arange(4, dtype=np.float32)
+  with pytest.raises(errors.CallTfTraceError,
+                     match="call_tf traces.*autograph off.*tf.function"):
+    jax.jit(jax2tf.call_tf(f))(x)
+  # Wrapped in tf.function, autograph converts it.
+  assert jax.jit(jax2tf.call_tf(tf.function(f)))(x).shape == (4,)

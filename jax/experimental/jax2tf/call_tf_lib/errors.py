@@ -73,6 +73,14 @@ class CallTfCompileError(ValueError):
   """A TF function that XLA would compile into one that computes otherwise."""
 
 
+class CallTfTraceError(TypeError):
+  """A TF function that fails where ``call_tf`` traces it into a graph.
+
+  A ``TypeError`` as TensorFlow's own error (``len`` of a symbolic tensor)
+  was.
+  """
+
+
 class CallTfDerivativeError(ValueError):
   """A derivative of ``call_tf`` that TensorFlow cannot compute.
 
@@ -326,6 +334,20 @@ def tangent_unknown_error(index: int | None, op_types: Sequence[str]
       "call_tf does not return zeros for it. Reverse mode works: use "
       "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
+
+
+def traced_without_autograph_error(e: Exception) -> CallTfTraceError:
+  """A function that uses a symbolic tensor as a Python value."""
+  return CallTfTraceError(
+      "call_tf traces the TensorFlow function into a graph (under "
+      "jax.jit, jax.vmap and JAX's differentiation, with autograph off, as "
+      "upstream's call_tf always has), where its arguments are symbolic "
+      "tensors, and the function uses one as a Python value: TensorFlow "
+      f"said {first_line(e)!r}. Pass call_tf the function wrapped in "
+      "tf.function (its autograph converts len(x), Python conditions and "
+      "loops on tensors), or write x.shape[0] or tf.shape(x)[0] for "
+      "len(x). (The eager call, without a transformation, runs it on "
+      "concrete tensors.)")
 
 
 def no_tf_gradient_error(op_type: str, forward: bool
