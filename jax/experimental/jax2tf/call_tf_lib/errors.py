@@ -336,6 +336,35 @@ def tangent_unknown_error(index: int | None, op_types: Sequence[str]
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
 
 
+def dynamic_result_error(output_shapes: object, op_type: str | None,
+                         node_name: str | None, xla: str,
+                         bounded: bool) -> ValueError:
+  """Results whose sizes depend on the values of the arguments.
+
+  Upstream's message first (its tests match it), then why, and where
+  ``output_shape_dtype`` helps: only eagerly, and only for a size that is
+  the same for every input.
+  """
+  made_by = (f", made by {describe_op(op_type, node_name)}" if op_type
+             else "")
+  if bounded:
+    why = (f"XLA compiles it to a result of a size bounded but unknown "
+           f"({xla}): under jax.jit call_tf needs static result shapes, "
+           "which output_shape_dtype cannot give it")
+  else:
+    why = (f"XLA cannot compile the function ({xla}): under jax.jit nothing "
+           "runs it, with output_shape_dtype or without")
+  return ValueError(
+      "call_tf cannot call functions whose output has dynamic shape. Found "
+      f"output shapes: {output_shapes}. The size of a result depends on the "
+      f"values of the arguments{made_by}, and {why}. Eagerly (without "
+      "jax.jit), output_shape_dtype helps if the size is the same for "
+      "every input: then the call and its derivatives run, and jax.vmap "
+      "with vmap_method='sequential'. Otherwise, compute a result of a "
+      "fixed size in TensorFlow (pad it to a bound with tf.pad, or mask it "
+      "with the three-argument tf.where) and return its size beside it.")
+
+
 def traced_without_autograph_error(e: Exception) -> CallTfTraceError:
   """A function that uses a symbolic tensor as a Python value."""
   return CallTfTraceError(
