@@ -174,6 +174,7 @@ class _Family:
                           for s in shapes])
     self._refs: dict[Any, Any] = {}
     self._op_types: set[str] | None = None
+    self._audit: dict[str, str | None] | None = None
 
   # TF-only references. `xla` runs them compiled by XLA.
 
@@ -257,6 +258,8 @@ class _Family:
     """Central differences of `f` at `x`: shape f(x).shape + x.shape."""
     import numpy as np
     flat = x.reshape(-1)
+    if not flat.size:  # no element to perturb: an empty Jacobian
+      return _tree_map(lambda a: np.zeros(np.shape(a) + x.shape), f(x))
     columns = []
     for i in range(flat.size):
       e = np.zeros_like(flat)
@@ -351,6 +354,15 @@ class _Family:
     }[transform]
     return _tree_map_deep(np.asarray, run())
 
+  def audit(self) -> dict[str, str | None]:
+    """Where call_tf's engine (the function's module, transformed by JAX)
+    is not used for this family, and why (call_tf's own reasons, as its
+    debug log gives them): `eager` and `jit` for vmap (None: the engine),
+    `derivatives` under jit (None: JAX's derivatives of the module)."""
+    if self._audit is None:
+      self._audit = _engine_audit(self.fn, self.x)
+    return self._audit
+
   def op_types(self) -> set[str]:
     """The op types of the function's graph (calls followed)."""
     if self._op_types is None:
@@ -434,7 +446,7 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
             "error": _first_line(e), "names_op": named,
             "clear": is_clear_refusal(e, named)}
   refs = [fam.expected(transform, xla=False)]
-  if family.xla_reference and transform.startswith("jit("):
+  if family.xla_reference and transform.startswith("jit"):
     refs.append(fam.expected(transform, xla=True))
   results = []
   for expected, source in refs:
@@ -450,6 +462,43 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
   if not ok:
     record["mismatch"] = "; ".join(f"{r[3]}: {r[1]}" for r in results)
   return record
+
+
+def _engine_audit(fn: Callable[[Any], Any], x: Any) -> dict[str, str | None]:
+  """call_tf's reasons for not using the engine on `fn` at `x` (see
+  `_Family.audit`), read from call_tf's own decisions."""
+  import logging
+  import tensorflow as tf
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
+  f = tf.function(fn, autograph=False, jit_compile=True)
+  sig = (tf.TensorSpec(x.shape, tf.float32),)
+  audit: dict[str, str | None] = {}
+  for key, staged in (("eager", False), ("jit", True)):
+    try:
+      audit[key] = path.why_not(f, sig, staged=staged)
+    except Exception as e:  # noqa: BLE001 (the trace itself failed)
+      audit[key] = f"{type(e).__name__}: {_first_line(e)}"
+  audit["derivatives"] = None
+  if audit["jit"] is None:
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+      def emit(self, record):
+        messages.append(record.getMessage())
+    logger = logging.getLogger("jax.experimental.jax2tf.call_tf_lib.stablehlo")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+      if exactness._module_to_differentiate(f, sig, staged=True) is None:  # noqa: SLF001
+        audit["derivatives"] = next(
+            (m.split("gradients: ", 1)[-1] for m in messages
+             if "TensorFlow's gradients" in m), "TF's gradients")
+    finally:
+      logger.removeHandler(handler)
+      logger.setLevel(level)
+  return audit
 
 
 def run_case(fams: dict[str, _Family], cid: str) -> dict:
@@ -502,6 +551,11 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
     record.update(outcome="skip",
                   reason="no TF reference: " + "".join(
                       traceback.format_exception_only(type(e), e)).strip()[:300])
+  if transform == cases.TRANSFORMS[0] and name in fams:
+    try:
+      record["engine"] = fams[name].audit()
+    except Exception as e:  # noqa: BLE001 (the audit is a report's extra)
+      record["engine"] = {"eager": f"audit failed: {_first_line(e)}"}
   record["seconds"] = round(time.perf_counter() - start, 2)
   return record
 
@@ -798,6 +852,9 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += ["", "## Families", "", "| family | group | function |", "|---|---|---|"]
   out += [f"| `{f.name}` | {f.group} | {_escape(f.description)} |"
           for f in cases.FAMILIES]
+  out += ["", "## Where the engine is not used", ""]
+  out += [line for line in audit_markdown(results).splitlines()
+          if not line.startswith("<!-- engine-audit")]
   out += ["", "## Known gaps and refusals", "",
           "Gaps that stay (they run with `vmap_method=\"sequential\"`):", ""]
   out += _by_reason(gaps)
@@ -845,6 +902,54 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   return "\n".join(out) + "\n"
 
 
+AUDIT_BEGIN = ("<!-- engine-audit:begin (generated from the op matrix by "
+               "`tests/calltf/op_matrix_report.py --vmap-audit`; do not "
+               "edit) -->")
+AUDIT_END = "<!-- engine-audit:end -->"
+
+
+def _short_reason(reason: str) -> str:
+  """call_tf's reason, as the audit's cell gives it."""
+  if reason.startswith("eagerly, TensorFlow's kernels run it: its "):
+    return ("TF's eager kernel, which XLA's differs from: "
+            + reason.split("its ", 1)[1])
+  if reason.startswith("XLA cannot compile it"):
+    return "XLA cannot compile it " + reason[len("XLA cannot compile it"):]
+  return reason
+
+
+def audit_markdown(results: dict[str, dict]) -> str:
+  """The engine audit: every family whose transformations call_tf does not
+  give the engine (eager vmap, jit(vmap), derivatives under jit), and why,
+  from the records' `engine` audits."""
+  rows = []
+  for family in cases.FAMILIES:
+    record = results.get(cases.case_id(family.name, cases.TRANSFORMS[0]))
+    audit = (record or {}).get("engine")
+    if not audit or not any(audit.values()):
+      continue
+    cells = [_escape(_short_reason(audit[k]))[:400] if audit.get(k)
+             else "the engine" for k in ("eager", "jit", "derivatives")]
+    rows.append(f"| `{family.name}` | " + " | ".join(cells) + " |")
+  audited = sum(1 for r in results.values() if r.get("engine"))
+  return "\n".join([
+      AUDIT_BEGIN, "",
+      f"Of the op matrix's {audited} families, these {len(rows)} do not "
+      "take the engine (the function's StableHLO module, batched and "
+      "differentiated by JAX) everywhere; every other one does, eagerly "
+      "and under `jit`. Each cell is call_tf's own reason (its debug log's).",
+      "",
+      "| family | eager `vmap` | `jit(vmap)` | derivatives under `jit` |",
+      "|---|---|---|---|", *rows, "", AUDIT_END])
+
+
+def write_audit(path: pathlib.Path, results: dict[str, dict]) -> None:
+  """Replaces the audit between its markers in `path` (docs/vmap.md)."""
+  text = path.read_text()
+  start, end = text.index(AUDIT_BEGIN), text.index(AUDIT_END) + len(AUDIT_END)
+  path.write_text(text[:start] + audit_markdown(results) + text[end:])
+
+
 def environment() -> dict[str, str]:
   """Versions of what the matrix ran on (imports them in this process)."""
   env = {}
@@ -864,6 +969,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
   parser.add_argument("--markdown", type=pathlib.Path,
                       help="write the report here (docs/op-matrix.md)")
+  parser.add_argument("--vmap-audit", type=pathlib.Path,
+                      help="rewrite the engine audit between its markers "
+                           "in this file (docs/vmap.md)")
   parser.add_argument("--json", type=pathlib.Path,
                       help="write every case's record here")
   parser.add_argument("--previous", type=pathlib.Path,
@@ -900,6 +1008,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.json:
     args.json.write_text(json.dumps({"seconds": seconds, "results": results},
                                     indent=1) + "\n")
+  if args.vmap_audit:
+    write_audit(args.vmap_audit, results)
   if args.markdown:
     args.markdown.write_text(markdown(results, environment(), seconds,
                                       cases.KNOWN_BUGS, cases.KNOWN_GAPS,

@@ -81,6 +81,10 @@ class CallTfTraceError(TypeError):
   """
 
 
+class CallTfDynamicShapeError(ValueError):
+  """A TF function's results have sizes that depend on the values."""
+
+
 class CallTfDerivativeError(ValueError):
   """A derivative of ``call_tf`` that TensorFlow cannot compute.
 
@@ -338,7 +342,7 @@ def tangent_unknown_error(index: int | None, op_types: Sequence[str]
 
 def dynamic_result_error(output_shapes: object, op_type: str | None,
                          node_name: str | None, xla: str,
-                         bounded: bool) -> ValueError:
+                         bounded: bool) -> CallTfDynamicShapeError:
   """Results whose sizes depend on the values of the arguments.
 
   Upstream's message first (its tests match it), then why, and where
@@ -354,7 +358,7 @@ def dynamic_result_error(output_shapes: object, op_type: str | None,
   else:
     why = (f"XLA cannot compile the function ({xla}): under jax.jit nothing "
            "runs it, with output_shape_dtype or without")
-  return ValueError(
+  return CallTfDynamicShapeError(
       "call_tf cannot call functions whose output has dynamic shape. Found "
       f"output shapes: {output_shapes}. The size of a result depends on the "
       f"values of the arguments{made_by}, and {why}. Eagerly (without "
