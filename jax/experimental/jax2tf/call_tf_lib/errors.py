@@ -364,7 +364,8 @@ def dynamic_result_error(output_shapes: object, op_type: str | None,
       f"values of the arguments{made_by}, and {why}. Eagerly (without "
       "jax.jit), output_shape_dtype helps if the size is the same for "
       "every input: then the call and its derivatives run, and jax.vmap "
-      "with vmap_method='sequential'. Otherwise, compute a result of a "
+      f"with vmap_method={vmap_methods.SEQUENTIAL!r}. Otherwise, compute a "
+      "result of a "
       "fixed size in TensorFlow (pad it to a bound with tf.pad, or mask it "
       "with the three-argument tf.where) and return its size beside it.")
 
