@@ -1188,6 +1188,18 @@ KNOWN_GAPS: dict[str, str] = {
         "the default never does silently: vmap_method='sequential' runs it "
         "eagerly (under jit nothing does: a refusal there)")
     for t in ("jacrev", "jacfwd", "hessian")}
+KNOWN_GAPS.update({
+    f"while_loop_random:{t}": (
+        "the function draws from a stateful random op (a side effect): "
+        "call_tf never vectorizes it, since pfor or the engine would draw "
+        "once for the whole batch; the refusal names the op and "
+        "vmap_method='sequential', which runs it once per element")
+    for t in ("jit(vmap)", "vmap", "jacrev", "jacfwd", "hessian")})
+KNOWN_GAPS["tensor_array_dynamic:jacrev"] = (
+    "TF's gradient of a TensorArray grown in a loop pushes onto TensorLists "
+    "in a loop: pfor cannot vectorize TensorListPushBack (named) and XLA "
+    "keeps a growing list at its initial size (refused), so only one call "
+    "per element (sequential) runs it")
 
 # Refusals: what fails with every vmap_method, family (or case) -> why. For
 # the report; test_op_matrix.py accepts a refusal, which names the op.
@@ -1197,18 +1209,47 @@ KNOWN_REFUSALS: dict[str, str] = {
         "call_tf cannot compile the function at all, batched or not; "
         "eagerly it runs (pfor's converter)"),
     "resize_bicubic": (
-        "XLA has no kernel for ResizeBicubic (tf2xla); forward mode also "
+        "XLA has no kernel for ResizeBicubic (tf2xla): under jit call_tf "
+        "cannot compile the function, batched or not; eagerly every "
+        "transformation runs but the Hessian, whose second derivative "
         "needs a gradient of ResizeBicubicGrad, which TF does not register "
-        "(the error names it and says that reverse mode works)"),
-    "resize_bilinear:jvp": (
-        "forward mode (eager: TF's tangents, see EAGER_AND_JIT_DIFFER) needs "
-        "a gradient of ResizeBilinearGrad, which TF has not; the error names "
-        "it and says that reverse mode works (under jit JAX differentiates "
-        "the lowering)"),
-    "resize_bilinear:jacfwd": (
-        "as resize_bilinear:jvp"),
-    "resize_bilinear:hessian": (
-        "as resize_bilinear:jvp"),
+        "(the refusal names it)"),
+    "fft_len_helper": (
+        "len() of a symbolic tensor: call_tf traces the function with "
+        "autograph off, as upstream; the refusal (CallTfTraceError) says "
+        "so and to wrap the function in tf.function or write x.shape[0]. "
+        "Eagerly the call, and jax.jvp by TF's eager tangents, run it on "
+        "concrete tensors"),
+    "segment_sum": (
+        "XLA has no kernel for the sorted SegmentSum, and TF does not know "
+        "the size of its result (it depends on the ids' values): under jit "
+        "nothing runs it, and vmap needs static result shapes (with every "
+        "method); the refusal names the op and says that output_shape_dtype "
+        "helps eagerly only. Eagerly the call and its reverse and forward "
+        "derivatives run"),
+    "tensor_array_dynamic": (
+        "a TensorArray grown in a loop: XLA keeps it at its initial size "
+        "(refused under jit) and TF does not know its size (vmap needs "
+        "static result shapes); the refusal names the op"),
+    "range_of_value": (
+        "tf.range to a value: XLA cannot compile it and the result's size "
+        "depends on the values; the refusal names Range and says that "
+        "output_shape_dtype helps eagerly only, for a size the same for "
+        "every input"),
+    "boolean_mask": (
+        "tf.boolean_mask: XLA compiles it to a bounded dynamic size, which "
+        "call_tf cannot return under jit, and the size depends on the "
+        "values; the refusal names Where and says that output_shape_dtype "
+        "helps eagerly only"),
+    "inplace_add": (
+        "XLA has no kernel for InplaceAdd (refused under jit, naming it) "
+        "and TF has no gradient for it (derivatives refused in both modes, "
+        "naming it); eager vmap runs (pfor)"),
+    "inplace_update": "as inplace_add, for InplaceUpdate",
+    "while_loop_random": (
+        "the stateful random op (a side effect) is never vectorized; under "
+        "jit, the loop of sequential calls that vmap's derivatives would "
+        "need is refused too (the refusal names the op)"),
     "tfp_ode": (
         "TF's gradient of the adaptive solve (TFP's adjoint: a while loop "
         "whose trip count depends on the data, with TensorLists without a "
@@ -1227,11 +1268,20 @@ KNOWN_REFUSALS: dict[str, str] = {
 EAGER_AND_JIT_DIFFER: dict[str, str] = {
     "det_slogdet": "XLA has no kernel for MatrixDeterminant",
     "resize_bicubic": "XLA has no kernel for ResizeBicubic",
-    "resize_bilinear": (
-        "XLA's bilinear resize without align_corners takes a neighbouring "
-        "pixel at some scales: eagerly TensorFlow's kernels run it, whose "
-        "forward mode needs a gradient of ResizeBilinearGrad, which TF has "
-        "not"),
+    "fft_len_helper": (
+        "the eager call runs the function on concrete tensors; every traced "
+        "path refuses len() of a symbolic tensor"),
+    "segment_sum": "XLA has no kernel for the sorted SegmentSum",
+    "inplace_add": "XLA has no kernel for InplaceAdd",
+    "inplace_update": "XLA has no kernel for InplaceUpdate",
+    "tensor_array_dynamic": "XLA keeps a growing TensorArray at its size",
+    "range_of_value": "XLA cannot compile tf.range to a value",
+    "boolean_mask": (
+        "XLA gives the result a bounded dynamic size, which call_tf cannot "
+        "return under jit"),
+    "while_loop_random": (
+        "a side effect: eagerly one call per element runs each "
+        "derivative's loop; under jit it is refused"),
     "tfp_ode": "XLA cannot compile the solver's gradient",
 }
 
