@@ -33,7 +33,6 @@ from typing import Any
 
 import jax
 from jax._src import core
-from jax._src.export import stablehlo_to_jax
 from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
