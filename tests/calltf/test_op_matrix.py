@@ -36,7 +36,8 @@ Every case runs, as in CI; `JAX_FORK_OP_MATRIX_QUICK=1` runs the
 first-order columns only, without the heavy cases (`Family.heavy`: minutes
 each), for a quicker local run. `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
 worker processes (default: up to 2).
-`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run;
+`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run,
+`JAX_FORK_OP_MATRIX_AUDIT=docs/vmap.md` its engine audit into the guide;
 `JAX_FORK_OP_MATRIX_RESULTS=run.json` judges a saved run
 (`op_matrix_report.py --json run.json`) instead of running the matrix.
 """
@@ -94,6 +95,9 @@ def matrix(request):
     pathlib.Path(path).write_text(report.markdown(
         results, report.environment(), seconds, cases.KNOWN_BUGS,
         cases.KNOWN_GAPS, cases.KNOWN_REFUSALS))
+  audit = os.environ.get("JAX_FORK_OP_MATRIX_AUDIT")
+  if audit:
+    report.write_audit(pathlib.Path(audit), results)
   return results
 
 

@@ -108,17 +108,6 @@ def test_empty_eager_results_take_the_graph_shape():
   assert empty.eager_results([e, v], fn, sig, object())[1] is v
 
 
-def test_empty_graph_results_are_constants_of_their_shape():
-  @tf.function(autograph=False)
-  def f(x):
-    got = empty.graph_results(list(_eigenvalues(x)) + [x[:0]])
-    assert [g.op.type for g in got[1:]] == ["Const", "Const"]
-    assert got[0].op.type != "Const"
-    return got
-  assert [t.shape for t in f(tf.eye(3))] == [(3,), (0,), (0, 3)]
-
-
-
 def _divided_by_len(x):
   return x / len(x)
 

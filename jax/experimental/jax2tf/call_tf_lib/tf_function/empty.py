@@ -23,8 +23,8 @@ tf2xla's lowering of ``SelfAdjointEigV2`` the whole matrix of vectors.
 Upstream's eager call returned the scalar, and under ``jax.jit`` its
 lowering failed ("Cannot lower jaxpr with verifier errors"). Here each such
 result is an empty array of the graph's shape: eager calls
-(:func:`eager_results`), pfor's loop body (:func:`graph_results`) and the
-lowering (:func:`lowered_results`).
+(:func:`eager_results`) and the lowering (:func:`lowered_results`); pfor's
+loop body makes it a constant (``batching.rule``).
 
 See https://github.com/jax-ml/jax/issues/11753.
 """
@@ -62,7 +62,7 @@ def eager_results(results: Sequence[jax.Array],
     args_flat_sig_tf: its argument specs.
     vectorized: the call's ``vectorized`` param: not None for a function
       that pfor vectorized, whose loop body already gives empty results
-      their graph's shapes (:func:`graph_results`).
+      their graph's shapes (``batching.rule``).
 
   Returns:
     ``results``, where TF's graph gives a result a shape with a size-0
@@ -81,20 +81,6 @@ def eager_results(results: Sequence[jax.Array],
           if s.rank is not None and _empty(s.as_list())
           and tuple(r.shape) != tuple(s.as_list()) else r
           for r, s in zip(results, shapes)]
-
-
-def graph_results(results: Sequence[tf.Tensor]) -> list[tf.Tensor]:
-  """Graph-mode results, each of a static empty shape a constant of it.
-
-  For pfor's loop body: a result that holds no value is then loop
-  invariant, whatever the kernel would return when run.
-  """
-  out = []
-  for r in results:
-    r = tf.convert_to_tensor(r)
-    empty = r.shape.rank is not None and _empty(r.shape.as_list())
-    out.append(tf.zeros(r.shape, r.dtype) if empty else r)
-  return out
 
 
 def lowered_results(ctx: mlir.LoweringRuleContext,
