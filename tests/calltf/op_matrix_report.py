@@ -789,9 +789,12 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "or run the test with `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
       "",
       "Each family is a small TensorFlow function of one float32 tensor",
-      "(`tests/calltf/op_matrix_cases.py`); each cell is one transformation",
-      "of `call_tf(f)` with the default `vmap_method`, compared with a",
-      "TensorFlow-only reference: a Python loop of TF calls for `vmap`,",
+      "(`tests/calltf/op_matrix_cases.py`), returning a tensor or a tuple",
+      "of them; each cell is one transformation of `call_tf(f)` with the",
+      "default `vmap_method` (`value` and `jit`: the call itself, eagerly",
+      "and under `jax.jit`), compared with a TensorFlow-only reference: the",
+      "eager TF call for values (a result of size 0 shaped as TF's graph",
+      "shapes it), a Python loop of TF calls for `vmap`,",
       "`tf.GradientTape` for `grad`, `tape.jacobian` (without pfor) for",
       "`jacrev`/`jacfwd`, nested tapes for `hessian`, the tape's Jacobian",
       "times the tangent for `jvp`; eagerly, or under `jax.jit` where the",
@@ -909,12 +912,37 @@ AUDIT_END = "<!-- engine-audit:end -->"
 
 
 def _short_reason(reason: str) -> str:
-  """call_tf's reason, as the audit's cell gives it."""
+  """call_tf's reason, as the audit's cell gives it: the op types and what
+  decided, without node names or TF's generated function names (which
+  change from run to run)."""
+  ops = lambda pattern: ", ".join(dict.fromkeys(re.findall(pattern, reason)))
   if reason.startswith("eagerly, TensorFlow's kernels run it: its "):
-    return ("TF's eager kernel, which XLA's differs from: "
-            + reason.split("its ", 1)[1])
+    why = reason.split(") ", 1)[-1]
+    return (f"TF's eager kernels: XLA's {ops(r"op '(\w+)'")} "
+            f"differs ({why})")
   if reason.startswith("XLA cannot compile it"):
-    return "XLA cannot compile it " + reason[len("XLA cannot compile it"):]
+    if "No registered" in reason:
+      return ("pfor and TF's kernels: XLA cannot compile it (no XLA kernel "
+              f"for {ops(r"No registered '(\w+)' OpKernel")})")
+    if "compile-time constant" in reason:
+      return ("pfor and TF's kernels: XLA cannot compile it (an input of "
+              f"{ops(r"with op (\w+) must be")} must be a compile-time "
+              "constant)")
+    return ("pfor and TF's kernels: XLA cannot compile it (call_tf refuses "
+            f"{ops(r"op '(\w+)'")})")
+  if reason.startswith("the TF gradient of "):
+    return (f"TF's gradients: TF's gradient of {ops(r"op '(\w+)'")} differs "
+            "from the derivative of its lowering")
+  if reason.startswith("an op of its module branches or kinks"):
+    return ("TF's gradients: the module branches or kinks where JAX's "
+            "derivative may not be TF's gradient")
+  if reason.startswith("its StableHLO module has ops without a JAX rule"):
+    return "pfor: " + reason
+  if reason.startswith("it has side effects"):
+    return "refused: " + reason + " (never vectorized)"
+  if reason.startswith("CallTfTraceError"):
+    return ("refused: call_tf's trace (autograph off) cannot run it (a "
+            "symbolic tensor used as a Python value)")
   return reason
 
 
@@ -928,8 +956,10 @@ def audit_markdown(results: dict[str, dict]) -> str:
     audit = (record or {}).get("engine")
     if not audit or not any(audit.values()):
       continue
-    cells = [_escape(_short_reason(audit[k]))[:400] if audit.get(k)
+    cells = [_escape(_short_reason(audit[k])) if audit.get(k)
              else "the engine" for k in ("eager", "jit", "derivatives")]
+    if audit.get("jit") and not audit.get("derivatives"):
+      cells[2] = "TF's derivatives (no module under `jit`)"
     rows.append(f"| `{family.name}` | " + " | ".join(cells) + " |")
   audited = sum(1 for r in results.values() if r.get("engine"))
   return "\n".join([
