@@ -911,28 +911,32 @@ AUDIT_BEGIN = ("<!-- engine-audit:begin (generated from the op matrix by "
 AUDIT_END = "<!-- engine-audit:end -->"
 
 
+_OP_RE = re.compile(r"op '(\w+)'")
+_NO_KERNEL_RE = re.compile(r"No registered '(\w+)' OpKernel")
+_CONSTANT_RE = re.compile(r"with op (\w+) must be")
+
+
 def _short_reason(reason: str) -> str:
   """call_tf's reason, as the audit's cell gives it: the op types and what
   decided, without node names or TF's generated function names (which
   change from run to run)."""
-  ops = lambda pattern: ", ".join(dict.fromkeys(re.findall(pattern, reason)))
+  def ops(pattern):
+    return ", ".join(dict.fromkeys(pattern.findall(reason)))
   if reason.startswith("eagerly, TensorFlow's kernels run it: its "):
     why = reason.split(") ", 1)[-1]
-    return (f"TF's eager kernels: XLA's {ops(r"op '(\w+)'")} "
-            f"differs ({why})")
+    return f"TF's eager kernels: XLA's {ops(_OP_RE)} differs ({why})"
   if reason.startswith("XLA cannot compile it"):
     if "No registered" in reason:
       return ("pfor and TF's kernels: XLA cannot compile it (no XLA kernel "
-              f"for {ops(r"No registered '(\w+)' OpKernel")})")
+              f"for {ops(_NO_KERNEL_RE)})")
     if "compile-time constant" in reason:
       return ("pfor and TF's kernels: XLA cannot compile it (an input of "
-              f"{ops(r"with op (\w+) must be")} must be a compile-time "
-              "constant)")
+              f"{ops(_CONSTANT_RE)} must be a compile-time constant)")
     return ("pfor and TF's kernels: XLA cannot compile it (call_tf refuses "
-            f"{ops(r"op '(\w+)'")})")
+            f"{ops(_OP_RE)})")
   if reason.startswith("the TF gradient of "):
-    return (f"TF's gradients: TF's gradient of {ops(r"op '(\w+)'")} differs "
-            "from the derivative of its lowering")
+    return (f"TF's gradients: TF's gradient of {ops(_OP_RE)} differs from "
+            "the derivative of its lowering")
   if reason.startswith("an op of its module branches or kinks"):
     return ("TF's gradients: the module branches or kinks where JAX's "
             "derivative may not be TF's gradient")
