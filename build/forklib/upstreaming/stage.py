@@ -782,7 +782,9 @@ def _commit_problems(repo: pathlib.Path, parent: str,
     if outside:
       problems.append(f"changes {', '.join(outside)}, outside what it may "
                       f"touch ({', '.join(pr.touches)})")
-  if result.sizes.get("code", 0) and not result.sizes.get("tests", 0):
+  if (result.sizes.get("code", 0) and not result.sizes.get("tests", 0)
+      and not any(patchq.is_test_path(item.split(" ")[0])
+                  for item in result.left_out)):
     problems.append(f"adds {result.sizes['code']} lines of code and no "
                     "test: a pull request brings the tests of what it adds")
   return problems

@@ -78,7 +78,7 @@ _COMPAT_CODE = (
 )
 _COMPAT_WORDS_RE = re.compile(
     r"(?i)\b(?:older|newer|earlier|previous|other)\s+(?:jax|jaxlib)"
-    r"(?:'s)?\b(?:\s+releases?)?")
+    r"(?:'s|s)?\b(?:\s+releases?)?")
 _DATACLASS_RE = re.compile(r"^\s*@(?:dataclasses\.)?dataclass\b(.*)$")
 _OPTION_KEY_RE = re.compile(
     r"\binclude_in_(?:jit_key|trace_context)\s*=\s*True\b")

@@ -422,7 +422,7 @@ def _check_pr(root: pathlib.Path, path: pathlib.Path, where: str,
     if not (root / f.source).is_file():
       raise _fail(path, where, f"files: {f.source} does not exist")
   if (not pr.source and not pr.patches and not pr.modules and not pr.files
-      and not pr.held):
+      and not pr.tests and not pr.held):
     raise _fail(path, where, "stages nothing: give it a source patch, "
                 "patches, modules or files")
 
