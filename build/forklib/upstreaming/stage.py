@@ -11,29 +11,35 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Staging the patch queue as a series of upstream pull requests.
+"""Staging what of the queue goes upstream, as pull requests.
 
-`stage` cuts the queue as the staging plan (`patches/stage.toml`,
-`stage_plan`) says: one commit per pull request, on branch `call-tf-vmap`
-(and a branch per pull request, `call-tf-vmap-NN-name`, for stacked pull
-requests), each commit whole: its patches (applied with `git am -3` in
-series order), the overlay modules it adds and the code they gain in it
-(`stage_source`: markers, shaken modules), its upstream-style tests where
-upstream keeps them, their BUILD rules (`stage_bazel`), its CHANGELOG entry
-and documentation edits (`stage_text`), the text of earlier patches it
-releases (`deferred`). The author and committer are the maintainer's (git
-config, or `--author`); the message is prose made of the patches' DEP-3
-headers.
+`stage` does what the staging plan (`patches/stage.toml`, `stage_plan`)
+says: one commit per pull request that is not held, each on the base
+alone or stacked `after` another, with a branch of its own
+(`call-tf-vmap-NN-name`). A commit is a patch written for upstream
+(`patches/stage/`, applied with `git am -3`, its message its own); or the
+queue's patches (in series order, over those of the pull requests it is
+stacked on) with the overlay modules the plan gives it and the code their
+`# stage:` markers give that commit (`stage_source`: markers, shaken
+modules), its upstream-style tests where upstream keeps them and their
+BUILD rules (`stage_bazel`), its message the DEP-3 descriptions as prose
+(`stage_text`); or files of this repository (a design proposal). Each
+gets its CHANGELOG entries and documentation edits. The author and
+committer are `--author`'s, required.
 
-Then it checks every commit (`stage_checks`): no fork-internal word in
-what it adds or says, upstream's ruff configuration clean, at most
-`max_added_lines` of non-test code, every overlay module it uses present;
-with `--verify` (`stage_verify`) it installs each commit's tree into a
-venv of its own and runs its tests. `report.md` and `report.json` say, per
-commit, what applies, its size, its author, its findings and its tests;
-`pull-requests/NN-name.md` are the descriptions. The series is written even
-when a check fails, so that it can be read; the command then exits 1 and
-lists every problem.
+Then it checks every commit (`stage_checks`, `stage_conventions`): no
+fork-internal word in what it adds or says, upstream's ruff configuration
+clean, its non-test code within its limit, every overlay module it uses
+present, only the files it may touch, tests with its code, and the
+conventions a reviewer checks (message, author, docstrings, compatibility
+branches, dataclasses, tests' places, options); with `--verify`
+(`stage_verify`) it installs each commit's tree into a venv of its own and
+runs the tests it changes. `report.md` and `report.json` say, per commit,
+what it is on, what applies, its size, its author, its findings and its
+tests, then the held pull requests and what stays in the distribution;
+`pull-requests/NN-name.md` are the descriptions. The series is written
+even when a check fails, so that it can be read; the command then exits 1
+and lists every problem.
 
 The base is a git repository of upstream's (`--onto`, at its HEAD or
 `--ref`: any branch, remote-tracking branch, tag or commit of it), or,
@@ -84,6 +90,7 @@ _AM_FAILED_RES = (
     re.compile(r"Merge conflict in (\S+)"),
     re.compile(r"error: (\S+): does not exist in index"),
     re.compile(r"error: (\S+): No such file or directory"),
+    re.compile(r"error: invalid object \S+ \S+ for '([^']+)'"),
 )
 
 
@@ -570,13 +577,7 @@ def stage(project: Project, release: Release, out: pathlib.Path,
     staged = pathlib.Path(tmp) / "stage"
     staged.mkdir()
     repo = staged / "repo"
-    if onto is None:
-      _sdist_base(release, sdist, repo)
-      base_text = f"upstream's sdist {release.sdist_name}"
-    else:
-      base_text = _checkout_base(onto.resolve(), ref, repo)
-    base = _git(repo, "rev-parse", "HEAD").stdout.strip()
-    _git(repo, "checkout", "-q", "--detach", base)
+    base_text, base = _base(release, onto, ref, sdist, repo)
     results = _commit_all(project, plan, queue, repo, base, staged, who)
     _check_all(project, plan, release, repo, base, results, ruff, staged)
     committed = [r for r in results if r.commit]
@@ -584,13 +585,8 @@ def stage(project: Project, release: Release, out: pathlib.Path,
       _verify(project, release, repo, base, committed, staged / "verify",
               verify_python, jaxlib or release.test_jaxlib,
               verify_requirements)
-    config = stage_checks.ruff_config(repo)
-    problems = _problems(plan, results, config, verify, who)
-    report = _report_json(release, base_text, base, plan, who, results,
-                          problems, config, verify)
-    (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
-                                        encoding="utf-8")
-    (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
+    problems = _write_reports(release, base_text, base, plan, who, results,
+                              verify, staged)
     os.rename(staged, out)
   held = len(results) - len(committed)
   log.step("stage", f"{out}/repo: {len(committed)} pull requests (branches "
@@ -598,6 +594,34 @@ def stage(project: Project, release: Release, out: pathlib.Path,
            f"{out}/report.md, report.json; descriptions in "
            f"{out}/pull-requests")
   return StageResult(out, base_text, results, problems, verify)
+
+
+def _base(release: Release, onto: pathlib.Path | None, ref: str | None,
+          sdist: pathlib.Path | None, repo: pathlib.Path) -> tuple[str, str]:
+  """The base at `repo`, checked out: its description and commit."""
+  if onto is None:
+    _sdist_base(release, sdist, repo)
+    base_text = f"upstream's sdist {release.sdist_name}"
+  else:
+    base_text = _checkout_base(onto.resolve(), ref, repo)
+  base = _git(repo, "rev-parse", "HEAD").stdout.strip()
+  _git(repo, "checkout", "-q", "--detach", base)
+  return base_text, base
+
+
+def _write_reports(release: Release, base_text: str, base: str,
+                   plan: stage_plan.Plan, who: Identity,
+                   results: list[CommitResult], verify: bool,
+                   staged: pathlib.Path) -> list[str]:
+  """report.json and report.md; returns the problems."""
+  config = stage_checks.ruff_config(staged / "repo")
+  problems = _problems(plan, results, config, verify, who)
+  report = _report_json(release, base_text, base, plan, who, results,
+                        problems, config, verify)
+  (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
+                                      encoding="utf-8")
+  (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
+  return problems
 
 
 def _commit_all(project: Project, plan: stage_plan.Plan,
@@ -847,8 +871,11 @@ def _problems(plan: stage_plan.Plan, results: list[CommitResult],
     where = f"commit {r.slug}"
     for p in r.patches:
       if p.status == REWORK:
+        how = ("refresh it on this base (docs/maintainers.md, \"Staging the "
+               "queue for upstream\")" if r.kind == "source" else
+               "`python3 build/fork.py rebase` refreshes it")
         problems.append(f"{where}: {p.name} does not apply ({p.detail}); "
-                        "`python3 build/fork.py rebase` refreshes it")
+                        f"{how}")
     problems += [f"{where}: {p}" for p in r.problems]
     if r.sizes.get("non_test", 0) > r.limit:
       problems.append(
