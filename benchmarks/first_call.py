@@ -41,7 +41,9 @@ subtracted), which costs microseconds:
 * TF's autodiff: ``GradientTape.gradient`` and ``ForwardAccumulator.jvp``
   (inside the traces of TF's VJP and tangent functions);
 * the overlay's side-effect scan of TF graphs;
-* the overlay's reading of a StableHLO module into JAX (``to_jax.parse``);
+* the overlay's reading of a StableHLO module into JAX
+  (``stablehlo_to_jax.parse``; ``call_tf_lib.stablehlo.to_jax.parse`` in
+  wheels before the interpreter moved);
 * what is left of JAX's trace (JAX and the overlay's own Python), JAX's
   lowering, XLA's compilation, the run.
 
@@ -141,7 +143,8 @@ TF_AUTOGRAPH = "TF autograph (pfor's tf.function wrappers)"
 TF_PFOR = "TF pfor conversion (PFor.convert)"
 TF_HLO = "TF to HLO (experimental_get_compiler_ir)"
 OVERLAY_EFFECTS = "overlay: side-effect scan of TF graphs"
-OVERLAY_READ = "overlay: StableHLO module read into JAX (to_jax.parse)"
+OVERLAY_READ = ("overlay: StableHLO module read into JAX "
+                "(stablehlo_to_jax.parse)")
 TF_TAPE = "TF autodiff: GradientTape.gradient"
 TF_ACCUMULATOR = "TF autodiff: ForwardAccumulator.jvp"
 JAX_TRACE = "JAX trace: JAX and overlay Python"
@@ -179,13 +182,15 @@ def instrument(phases: Phases) -> None:
       TF_ACCUMULATOR, tf.autodiff.ForwardAccumulator.jvp)
   # The overlay's modules, where this version of it has them (a run against
   # an older wheel, for a before/after comparison, times what it can).
-  for module, attr, name in (("tf_function.compile", "_compile_eager", TF_HLO),
-                             ("tf_function.effects", "side_effect_ops",
-                              OVERLAY_EFFECTS),
-                             ("stablehlo.to_jax", "parse", OVERLAY_READ)):
+  call_tf_lib = "jax.experimental.jax2tf.call_tf_lib"
+  for module, attr, name in (
+      (f"{call_tf_lib}.tf_function.compile", "_compile_eager", TF_HLO),
+      (f"{call_tf_lib}.tf_function.effects", "side_effect_ops",
+       OVERLAY_EFFECTS),
+      ("jax._src.export.stablehlo_to_jax", "parse", OVERLAY_READ),
+      (f"{call_tf_lib}.stablehlo.to_jax", "parse", OVERLAY_READ)):
     try:
-      mod = importlib.import_module(
-          f"jax.experimental.jax2tf.call_tf_lib.{module}")
+      mod = importlib.import_module(module)
       setattr(mod, attr, phases.wrap(name, getattr(mod, attr)))
     except (ImportError, AttributeError):
       pass

@@ -12,10 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 """The overlay's import graph: the layers docs/design.md states, no cycles, no
-module reading another's privates; its vocabulary: each ``vmap_method``
-name spelled in one module. The build tool's (`build/forklib`): its
-subpackages in the order docs/maintainers.md states. Its shape: no function
-longer than 60 lines, and few ``Any`` annotations.
+module reading another's privates; the StableHLO interpreter and the
+transformations of ``Exported.call`` importing neither TensorFlow nor
+``jax.experimental``; its vocabulary: each ``vmap_method`` name spelled in
+one module. The build tool's (`build/forklib`): its subpackages in the
+order docs/maintainers.md states. Its shape: no function longer than 60
+lines, and few ``Any`` annotations.
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -29,16 +31,31 @@ import re
 import shutil
 
 PACKAGE = "jax.experimental.jax2tf.call_tf_lib"
+# The StableHLO interpreter and its other client, in jax.export: the
+# interpreter first (the transformations import it, never the reverse).
+ENGINE_PACKAGES = ("jax._src.export.stablehlo_to_jax",
+                   "jax._src.export.transforms")
 
 
-def _modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
-  base = root / pathlib.Path(*PACKAGE.split("."))
+def _modules(root: pathlib.Path, package: str = PACKAGE
+             ) -> dict[str, pathlib.Path]:
+  base = root / pathlib.Path(*package.split("."))
   modules = {}
   for path in sorted(base.rglob("*.py")):
     parts = [p for p in path.relative_to(base).with_suffix("").parts
              if p != "__init__"]
-    modules[".".join([PACKAGE, *parts])] = path
+    modules[".".join([package, *parts])] = path
   return modules
+
+
+def _engine_modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
+  return {name: path for package in ENGINE_PACKAGES
+          for name, path in _modules(root, package).items()}
+
+
+def _all_modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
+  """Every module of the overlay: call_tf_lib and the engine's packages."""
+  return {**_modules(root), **_engine_modules(root)}
 
 
 def _imports(path: pathlib.Path, modules: dict[str, pathlib.Path]
@@ -163,6 +180,74 @@ def test_the_layer_check_catches_an_upward_import(root, tmp_path):
     assert "tf_function.graph imports" in str(e)
   else:
     raise AssertionError("an upward import was not found")
+
+
+# The StableHLO interpreter is a JAX facility: jax.export's users call it
+# with no TensorFlow installed. Its modules (and those of the
+# transformations of Exported.call) import neither TensorFlow nor
+# jax.experimental (jax2tf, call_tf_lib), at module level or in a function;
+# and the interpreter does not import the transformations.
+_FORBIDDEN_IN_ENGINE = ("tensorflow", "jax.experimental")
+
+
+def _imported_names(path: pathlib.Path) -> list[tuple[str, int]]:
+  """Every module `path` imports (``from a import b``: ``a`` and ``a.b``)."""
+  found = []
+  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    if isinstance(node, ast.Import):
+      found += [(alias.name, node.lineno) for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+      found.append((node.module, node.lineno))
+      found += [(f"{node.module}.{alias.name}", node.lineno)
+                for alias in node.names]
+  return found
+
+
+def _engine_import_problems(root: pathlib.Path) -> list[str]:
+  problems = []
+  interpreter, transforms = ENGINE_PACKAGES
+  for name, path in _engine_modules(root).items():
+    for target, line in _imported_names(path):
+      if any(target == f or target.startswith(f + ".")
+             for f in _FORBIDDEN_IN_ENGINE):
+        problems.append(f"{name}:{line} imports {target}")
+      elif name.startswith(interpreter) and target.startswith(transforms):
+        problems.append(f"{name}:{line} imports {target} (the interpreter "
+                        "does not import its clients)")
+  return problems
+
+
+def test_the_engine_imports_neither_tensorflow_nor_jax2tf(root):
+  modules = _engine_modules(root)
+  assert len(modules) >= 10, sorted(modules)  # the engine was found
+  problems = _engine_import_problems(root)
+  assert not problems, problems
+
+
+def test_the_engine_import_check_catches_tensorflow(root, tmp_path):
+  """The check above can fail: a copy of the engine importing TF in a
+  function, jax2tf at module level, and the interpreter its client."""
+  for package in ENGINE_PACKAGES:
+    base = pathlib.Path(*package.split("."))
+    shutil.copytree(root / base, tmp_path / base,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+  interpreter = tmp_path / pathlib.Path(*ENGINE_PACKAGES[0].split("."))
+  rules = interpreter / "_rules.py"
+  rules.write_text(rules.read_text(encoding="utf-8") + (
+      "\n\ndef f():\n  import tensorflow as tf  # noqa\n  return tf\n"),
+                   encoding="utf-8")
+  ir_ = interpreter / "_ir.py"
+  ir_.write_text(ir_.read_text(encoding="utf-8") + (
+      "\nfrom jax.experimental import jax2tf  # noqa\n"
+      "from jax._src.export.transforms import rules  # noqa\n"),
+                 encoding="utf-8")
+  problems = _engine_import_problems(tmp_path)
+  assert {p.split(":")[0] for p in problems} == {
+      f"{ENGINE_PACKAGES[0]}._ir", f"{ENGINE_PACKAGES[0]}._rules"}, problems
+  assert any("imports tensorflow" in p for p in problems), problems
+  assert any("imports jax.experimental.jax2tf" in p for p in problems), (
+      problems)
+  assert any("does not import its clients" in p for p in problems), problems
 
 
 # The vocabulary: every vmap_method name (and every value of the option
@@ -429,7 +514,7 @@ def _any_annotations(text: str) -> int:
 
 
 def test_no_overlay_function_is_longer_than_sixty_lines(root):
-  long = [f for path in _modules(root).values()
+  long = [f for path in _all_modules(root).values()
           for f in _long_functions(path, MAX_FUNCTION_LINES)]
   assert not long, "split into named pieces: " + ", ".join(long)
 
@@ -445,7 +530,7 @@ def test_the_length_check_catches_a_long_function(tmp_path):
 
 def test_any_annotations_stay_at_most_half_of_what_they_were(root):
   count = sum(_any_annotations(path.read_text(encoding="utf-8"))
-              for path in _modules(root).values())
+              for path in _all_modules(root).values())
   assert count <= MAX_ANY_ANNOTATIONS, (
       f"{count} Any annotations in the overlay (at most "
       f"{MAX_ANY_ANNOTATIONS}): name the type")

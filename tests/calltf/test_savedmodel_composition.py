@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from ..export import cycle as export_cycle
 from .util import assert_close
 from .util import check_eager_and_jit
 
@@ -361,3 +362,25 @@ def test_embedded_model_second_derivative_is_refused_not_wrong(tmp_path):
   check_eager_and_jit(jax.jacrev(f), jax.jacrev(model), x, tol=TOL)
   with pytest.raises(NotImplementedError, match="lax.stop_gradient"):
     jax.hessian(scalar(f))(x)
+
+
+def test_composition_cycle_with_savedmodels_and_jax_export(tmp_path):
+  """jax2tf SavedModels embedded by call_tf, with no vmap_method, composed
+  into a larger model, saved again with a polymorphic batch; then the same
+  larger model through jax.export."""
+  ref = lambda x: export_cycle.mlp(export_cycle.P0, x)  # noqa: E731
+  restored = save(jax2tf.convert(ref, polymorphic_shapes=["(b, 4)"]),
+                  tmp_path / "level0")
+  for level in (1, 2):
+    inner = jax2tf.call_tf(restored.f)
+    g, g_ref = export_cycle.larger(inner), export_cycle.larger(ref)
+    export_cycle.check_model(g, g_ref)
+    restored = save(jax2tf.convert(g, polymorphic_shapes=["(b, 4)"]),
+                    tmp_path / f"level{level}")
+    ref = g_ref
+  # The last SavedModel, embedded, inside a jax.export artifact.
+  b, = export.symbolic_shape("b")
+  exported = export_cycle.roundtrip(
+      export_cycle.larger(jax2tf.call_tf(restored.f)),
+      jax.ShapeDtypeStruct((b, 4), np.float32))
+  export_cycle.check_model(exported.call, export_cycle.larger(ref), tol=1e-3)

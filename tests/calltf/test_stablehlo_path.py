@@ -644,7 +644,7 @@ def test_captured_64_bit_values_keep_their_bits(dtype, value, op):
 
 def test_a_module_result_takes_the_dtype_of_its_aval():
   """One conversion for every caller of a module (to_jax.with_dtype)."""
-  from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax  # pylint: disable=g-import-not-at-top
+  from jax._src.export import stablehlo_to_jax as to_jax  # pylint: disable=g-import-not-at-top
   x = np.arange(3, dtype=np.int64)
   y = to_jax.with_dtype(x, np.dtype(np.int32))
   assert y.dtype == np.int32 and np.array_equal(y, [0, 1, 2])

@@ -27,8 +27,8 @@ from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _rules
 import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf

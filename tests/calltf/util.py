@@ -26,34 +26,14 @@ import logging  # noqa: E402
 from typing import Any, Callable, Iterator  # noqa: E402
 
 import jax  # noqa: E402
-import numpy as np  # noqa: E402
+
+# (Shared with the tests that need no TensorFlow.)
+from ..export.util import assert_close  # noqa: E402,F401
+from ..export.util import randn  # noqa: E402,F401
 
 METHODS = (None, "vectorized", "sequential")
 ALL_METHODS = (None, "vectorized", "sequential", "expand_dims",
                "broadcast_all", "batch_polymorphic")
-
-rng = np.random.default_rng(0)
-
-
-def randn(*shape: int, dtype: Any = np.float32) -> np.ndarray:
-  return rng.standard_normal(shape).astype(dtype)
-
-
-def assert_close(actual: Any, expected: Any, tol: float = 1e-5) -> None:
-  """Same pytree, shapes, dtypes and values (to `tol`)."""
-  a_leaves, a_tree = jax.tree.flatten(actual)
-  e_leaves, e_tree = jax.tree.flatten(expected)
-  assert a_tree == e_tree, (a_tree, e_tree)
-  for a, e in zip(a_leaves, e_leaves):
-    a, e = np.asarray(a), np.asarray(e)
-    assert a.shape == e.shape, (a.shape, e.shape)
-    assert a.dtype == e.dtype, (a.dtype, e.dtype)
-    if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer):
-      np.testing.assert_array_equal(a, e)
-    else:
-      wide = np.complex128 if np.iscomplexobj(a) else np.float64
-      np.testing.assert_allclose(a.astype(wide), e.astype(wide),
-                                 rtol=tol, atol=tol)
 
 
 def check_eager_and_jit(f: Callable, f_ref: Callable, *args: Any,

@@ -36,17 +36,31 @@ MANIFEST = manifest_lib.load(
 
 def test_plan_default_in_full_the_others_smoke():
   plan = testrun.plan(MANIFEST, [], full=False)
-  first = [(r, m) for r, m in plan if m != testrun.SMOKE_FORK]
+  first = [(r, m) for r, m in plan
+           if m not in (testrun.SMOKE_FORK, testrun.NO_TF)]
   assert [r.version for r, _ in first] == [r.version for r in
                                            MANIFEST.newest()]
   assert plan[0] == (MANIFEST.default(), testrun.FULL)
   assert {mode for _, mode in first[1:]} == {testrun.SMOKE}
 
 
+def test_plan_runs_jax_export_without_tensorflow_on_the_default():
+  for full in (False, True):
+    plan = testrun.plan(MANIFEST, [], full=full)
+    assert [(r.version, r.test_python) for r, m in plan
+            if m == testrun.NO_TF] == [
+                (MANIFEST.default().version,
+                 MANIFEST.default().test_python)]
+  release = MANIFEST.default()
+  assert (testrun.log_dir_of(release, testrun.NO_TF)
+          != testrun.log_dir_of(release, testrun.FULL))
+
+
 def test_plan_tests_every_python_of_every_release():
   """Each further Python of a release (3.13) gets the fork's smoke suite."""
   plan = testrun.plan(MANIFEST, [], full=False)
-  assert [(r.version, r.test_python) for r, _ in plan] == [
+  assert [(r.version, r.test_python) for r, m in plan
+          if m != testrun.NO_TF] == [
       (r.version, p) for r in MANIFEST.newest() for p in r.python]
   assert [(r.version, r.test_python) for r, m in plan
           if m == testrun.SMOKE_FORK] == [
@@ -71,7 +85,7 @@ def test_plan_on_a_chosen_python():
 
 def test_plan_full_and_chosen_releases():
   assert {m for _, m in testrun.plan(MANIFEST, [], full=True)} == {
-      testrun.FULL, testrun.SMOKE_FORK}
+      testrun.FULL, testrun.SMOKE_FORK, testrun.NO_TF}
   assert [(r.version, m) for r, m in testrun.plan(
       MANIFEST, ["0.4.38", "0.10.2"], full=False)] == [
           ("0.4.38", testrun.FULL), ("0.10.2", testrun.FULL)]

@@ -38,6 +38,7 @@ import re
 from forklib import ForkError
 
 DEP3_REQUIRED = ("Description", "Author", "Bug", "Forwarded", "Last-Update")
+# The bug call_tf's patches cite (the others cite the bug they fix).
 BUG_URL = "https://github.com/jax-ml/jax/issues/11753"
 
 _HUNK_RE = re.compile(

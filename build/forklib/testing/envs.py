@@ -196,11 +196,12 @@ def make_venv(venv: pathlib.Path, release: Release, key: str,
   log.step("env", f"creating {venv} with {python}")
   subprocess.run([python, "-m", "venv", str(venv)], check=True)
   creating.write_text("")
+  large = any(r.startswith("tensorflow") for r in requirements)
   log.step("env", "installing " + ", ".join([*requirements,
                                               *(pathlib.Path(e).name
                                                 for e in extra)])
-           + " (tensorflow-cpu is large: this takes a minute or more the "
-           "first time)")
+           + (" (tensorflow-cpu is large: this takes a minute or more the "
+              "first time)" if large else ""))
   pip(venv, "install", "--quiet", *extra, *requirements)
   if no_deps:
     log.step("env", "installing " + ", ".join(no_deps)
@@ -248,9 +249,16 @@ def test_requirements(project: Project) -> list[str]:
   return _requirements(project.root / "tests" / "requirements.txt")
 
 
+def no_tensorflow_requirements(project: Project,
+                               release: Release) -> list[str]:
+  """The venv of a jax.export user: jaxlib, flatbuffers, pytest; no TF."""
+  return [f"jaxlib=={release.test_jaxlib}",
+          *_requirements(project.root / "tests" / "requirements-no-tf.txt")]
+
+
 @contextlib.contextmanager
-def test_env(project: Project, release: Release,
-             wheel: pathlib.Path) -> Iterator[pathlib.Path]:
+def test_env(project: Project, release: Release, wheel: pathlib.Path, *,
+             tensorflow: bool = True) -> Iterator[pathlib.Path]:
   """The cached test environment of `release`, with the jax wheel `wheel`.
 
   The environment is keyed by its exact pins (Python, jaxlib,
@@ -258,22 +266,29 @@ def test_env(project: Project, release: Release,
   the wheel is reinstalled every time, so the same environment serves the
   fork's wheel and, for `baseline`, upstream's own (`stock_wheel`). It is
   held (`in_use`) until the `with` block ends, so that no other run removes
-  it to make room (`make_room`).
+  it to make room (`make_room`). With `tensorflow` False, the environment
+  of a jax.export user instead (`no_tensorflow_requirements`: no
+  TensorFlow, and nothing that brings it).
 
   Raises:
     ForkError: the environment cannot be made (a failed install, too little
       free disk).
   """
-  requirements = base_requirements(release) + test_requirements(project)
-  key = env_key(release, requirements + list(release.test_packages))
+  if tensorflow:
+    requirements = base_requirements(release) + test_requirements(project)
+    no_deps = release.test_packages
+  else:
+    requirements, no_deps = no_tensorflow_requirements(project, release), ()
+  key = env_key(release, requirements + list(no_deps))
   digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-  venv = cache_root() / "venvs" / f"{_TEST_ENV_PREFIX}{release.version}-{digest}"
+  kind = "" if tensorflow else "-no-tf"
+  venv = (cache_root() / "venvs"
+          / f"{_TEST_ENV_PREFIX}{release.version}{kind}-{digest}")
   venv.parent.mkdir(parents=True, exist_ok=True)
   with in_use(venv):
     if not (venv / _MARKER).is_file() or (venv / _MARKER).read_text() != key:
       make_room(venv.parent, TEST_ENV_SPACE, MIN_FREE_SPACE)
-    yield _ensure(venv, release, key, requirements, wheel,
-                  no_deps=release.test_packages)
+    yield _ensure(venv, release, key, requirements, wheel, no_deps=no_deps)
 
 
 def _lock_path(venv: pathlib.Path) -> pathlib.Path:

@@ -35,6 +35,10 @@ where TF 2.21 has cp313 wheels) get the fork's smoke suite in `test` and
 `matrix` (SMOKE_FORK: upstream's suites run on the first Python only), each
 in a venv of its own, with the wheel built once per release.
 
+The default release also runs NO_TF_PATHS in a venv without TensorFlow
+(NO_TF: the wheel, jaxlib and flatbuffers, as a jax.export user has them),
+where jax.export's transformations must work as they do with TensorFlow.
+
 Runs go JOBS at a time (`--jobs N`), longest first, at most one in full
 mode; each one's output is printed whole when it ends (`run_all`).
 """
@@ -63,6 +67,12 @@ from forklib.testing import upstream_tests
 FULL = "full"
 SMOKE = "smoke"
 SMOKE_FORK = "smoke, fork suite"
+NO_TF = "jax.export, no TensorFlow"
+# What NO_TF runs: the StableHLO interpreter's and jax.export's tests, which
+# need no TensorFlow (some check that TensorFlow is not imported), and the
+# upstream-style test of the pull request that brings them.
+NO_TF_PATHS = ("tests/export", "tests/stablehlo",
+               "tests/upstream/export_call_transforms_test.py")
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",
@@ -122,7 +132,7 @@ def _run_fork_suite(project: Project, release: Release,
   """Runs the fork's own suite; returns pytest's exit code and counts."""
   report = log_dir / "fork-suite.jsonl"
   report.unlink(missing_ok=True)
-  paths = list(SMOKE_PATHS) if mode == SMOKE else []
+  paths = {SMOKE: list(SMOKE_PATHS), NO_TF: list(NO_TF_PATHS)}.get(mode, [])
   rc = envs.run_pytest(project, release, venv, wheel, [
       "-p", "forklib.testing.pytest_plugin", "--jax-fork-report", str(report),
       "--jax-fork-expect-version", release.label, *paths, *pytest_args],
@@ -161,10 +171,15 @@ class Wheels:
     return built
 
 
-def log_dir_of(release: Release) -> pathlib.Path:
-  """Where a run of `release` on its `test_python` keeps its logs."""
+def log_dir_of(release: Release, mode: str = FULL) -> pathlib.Path:
+  """Where a run of `release` on its `test_python` keeps its logs.
+
+  NO_TF runs beside the release's other run on the same Python, so it
+  keeps its own.
+  """
+  kind = "-no-tf" if mode == NO_TF else ""
   return (cache_root() / "logs"
-          / f"test-{release.version}-py{release.test_python}")
+          / f"test-{release.version}-py{release.test_python}{kind}")
 
 
 def run_release(project: Project, release: Release, mode: str, *,
@@ -176,7 +191,8 @@ def run_release(project: Project, release: Release, mode: str, *,
   Args:
     project: the repository.
     release: the release, its `test_python` the Python to test on.
-    mode: FULL, SMOKE or SMOKE_FORK (no upstream suites).
+    mode: FULL, SMOKE, SMOKE_FORK (no upstream suites) or NO_TF (no
+      upstream suites, no TensorFlow).
     pytest_args: more arguments for the fork suite's pytest.
     tests_dir: upstream's tests by tag, or None.
     wheels: the run's wheels (default: build the release's).
@@ -184,11 +200,12 @@ def run_release(project: Project, release: Release, mode: str, *,
   """
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
-  log_dir = log_dir_of(release)
+  log_dir = log_dir_of(release, mode)
   log_dir.mkdir(parents=True, exist_ok=True)
-  if mode == SMOKE_FORK:
+  if mode in (SMOKE_FORK, NO_TF):
     tests_dir = None
-    row.upstream_note = "on the release's first Python only"
+    row.upstream_note = ("on the release's first Python only"
+                         if mode == SMOKE_FORK else "they need TensorFlow")
   try:
     wheel = (wheels or Wheels(project)).get(release)
   except ForkError as e:
@@ -198,7 +215,8 @@ def run_release(project: Project, release: Release, mode: str, *,
     row.seconds = time.monotonic() - start
     return row
   try:
-    with envs.test_env(project, release, wheel) as venv:
+    with envs.test_env(project, release, wheel,
+                       tensorflow=mode != NO_TF) as venv:
       python = envs.venv_python(venv)
       row.python = upstream_tests.versions_in(python)["python"]
       rc, row.fork = _run_fork_suite(project, release, venv, wheel,
@@ -297,6 +315,8 @@ def plan(manifest: Manifest, versions: list[str], full: bool,
                      else SMOKE))
       continue
     runs.append((r, FULL if full or r is default else SMOKE))
+    if r is default:
+      runs.append((r, NO_TF))
     runs += [(on_python(r, p), SMOKE_FORK) for p in r.python[1:]]
   return runs
 
@@ -366,7 +386,7 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
   print_lock = threading.Lock()
 
   def one(release: Release, mode: str) -> Row:
-    path = log_dir_of(release) / "output.log"
+    path = log_dir_of(release, mode) / "output.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     log.step("test", f"jax {release.label} on Python {release.test_python} "
              f"({mode}): started; its output goes to {path}")
@@ -384,7 +404,7 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
   return _schedule(runs, one, jobs)
 
 
-_START_ORDER = (FULL, SMOKE, SMOKE_FORK)
+_START_ORDER = (FULL, SMOKE, NO_TF, SMOKE_FORK)
 
 
 def _schedule(runs: list[tuple[Release, str]],
@@ -455,7 +475,8 @@ def table(rows: list[Row]) -> list[list[str]]:
       if r.upstream_note:
         upstream += f" [{r.upstream_note}]"
     out.append([r.release.version, r.mode, r.python,
-                r.release.test_tensorflow, fork, upstream,
+                "-" if r.mode == NO_TF else r.release.test_tensorflow,
+                fork, upstream,
                 f"{r.seconds / 60:.1f} min", r.status])
   return out
 

@@ -226,7 +226,7 @@ class Plan:
 
   def repo_path(self, module: str) -> str:
     """A module's path in upstream's repository."""
-    return f"{self.module_root}/{module}"
+    return repo_path(self.module_root, module)
 
   def chain(self, pr: PullRequest) -> list[PullRequest]:
     """`pr` and the pull requests it is stacked on, the base's first."""
@@ -245,6 +245,12 @@ class Plan:
     """The issue `pr`'s message cites ("" for none)."""
     return self.bug if pr.bug is None else pr.bug
 
+
+def repo_path(module_root: str, module: str) -> str:
+  """A plan's module in upstream's repository: from `module_root`, or from
+  the repository's root for a module named from `jax/` (the StableHLO
+  interpreter, in `jax/_src/export/`)."""
+  return module if module.startswith("jax/") else f"{module_root}/{module}"
 
 def _fail(path: pathlib.Path, where: str, message: str) -> ForkError:
   return ForkError(f"{path}: {where}: {message}")
@@ -519,10 +525,11 @@ def _check_modules_and_tests(root: pathlib.Path, path: pathlib.Path,
   owners: dict[str, list[str]] = {}
   for pr in prs:
     for m in pr.modules:
-      owners.setdefault(f"{module_root}/{m}", []).append(pr.name)
+      owners.setdefault(repo_path(module_root, m), []).append(pr.name)
   for s in stays:
     for m in s.modules:
-      owners.setdefault(f"{module_root}/{m}", []).append(f"stays {s.name}")
+      owners.setdefault(repo_path(module_root, m), []).append(
+          f"stays {s.name}")
   _once(path, "modules", owners, overlay_files,
         "the overlay (jax/), as module_root/<module>")
   owners = {}

@@ -20,8 +20,10 @@ per concern, each readable in one sitting:
   (``dispatch``), the ``call_tf_p`` batching rule (``rule``) and TF's
   vectorizer (``pfor``).
 * :mod:`.stablehlo`: the StableHLO path: a TF function's XLA lowering
-  expressed as JAX primitives (``to_jax``), when ``call_tf`` uses it
-  (``path``), and when JAX may differentiate it (``exactness``).
+  expressed as JAX primitives by JAX's StableHLO interpreter
+  (``jax._src.export.stablehlo_to_jax``), when ``call_tf`` uses it
+  (``path``), with TF's gradients at ties (``tf_derivatives``), and when
+  JAX may differentiate it (``exactness``).
 * :mod:`.autodiff`: derivatives: the VJP's call (``vjp``), forward mode
   (``jvp``), TF's tangent functions (``tf_jvp``) and the linear primitive
   (``linear``).

@@ -33,18 +33,28 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from jax._src import core
-from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src import util
+# The JAX internals that the StableHLO interpreter uses too live with it
+# (it imports neither TensorFlow nor jax2tf); call_tf_lib uses them from here.
+from jax._src.export.stablehlo_to_jax.compat import aval_to_ir_type as aval_to_ir_type
+from jax._src.export.stablehlo_to_jax.compat import call_exported_primitive as call_exported_primitive
+from jax._src.export.stablehlo_to_jax.compat import check as _jax_interpreter_missing
+from jax._src.export.stablehlo_to_jax.compat import deserialize_module as deserialize_module
+from jax._src.export.stablehlo_to_jax.compat import export_pieces_missing as export_pieces_missing
+from jax._src.export.stablehlo_to_jax.compat import exported_platform_check_disabled as exported_platform_check_disabled
+from jax._src.export.stablehlo_to_jax.compat import InternalsChangedError as InternalsChangedError
+from jax._src.export.stablehlo_to_jax.compat import mlir_extension as mlir_extension
+from jax._src.export.stablehlo_to_jax.compat import refine_polymorphic_shapes as refine_polymorphic_shapes
+from jax._src.export.stablehlo_to_jax.compat import register_batching_rule as register_batching_rule
+from jax._src.export.stablehlo_to_jax.compat import register_cache as register_cache
+from jax._src.export.stablehlo_to_jax.compat import shape_tensor as shape_tensor
+from jax._src.export.stablehlo_to_jax.compat import typeof as typeof
 from jax import tree_util
 
 if TYPE_CHECKING:
   import tensorflow as tf
-
-
-class InternalsChangedError(RuntimeError):
-  """A JAX or TensorFlow internal that call_tf relies on has changed."""
 
 
 def internals_changed(what: str, consequence: str
@@ -69,82 +79,6 @@ def internals_changed(what: str, consequence: str
 # ---------------------------------------------------------------------------
 # JAX internals.
 # ---------------------------------------------------------------------------
-
-def typeof(x: Any) -> core.AbstractValue:
-  """The abstract value of ``x`` (``core.typeof``)."""
-  # stage: drop
-  fn = getattr(core, "typeof", None) or core.get_aval
-  return fn(x)
-  # stage: end
-  # stage: add
-  # return core.typeof(x)
-  # stage: end
-
-
-def register_cache(cache: Any, name: str) -> None:
-  """Registers a ``functools.lru_cache`` so that ``jax.clear_caches()`` clears it.
-
-  With ``util.register_cache`` where the release has it; else ``clear_caches``
-  calls every function in ``util.cache_clearing_funs`` (a weak set).
-  """
-  # stage: drop
-  register = getattr(util, "register_cache", None)
-  if register is not None:
-    register(cache, name)
-    return
-  # stage: end
-  # stage: add
-  # util.register_cache(cache, name)
-  # stage: end
-  # stage: drop
-  funs = getattr(util, "cache_clearing_funs", None)
-  if funs is None:
-    raise internals_changed(
-        "jax._src.util.register_cache (or cache_clearing_funs)",
-        "its caches could not be cleared by jax.clear_caches()")
-  _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
-  funs.add(_CLEARERS[-1])
-  # stage: end
-
-
-# stage: drop
-_CLEARERS: list[Callable[[], None]] = []
-# stage: end
-
-
-def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
-                           ) -> None:
-  """Registers ``rule(axis_data, args, dims, **params)`` for ``prim``."""
-  batching.fancy_primitive_batchers[prim] = rule
-
-
-def mlir_extension() -> Any:
-  """jaxlib's MLIR extension (``deserialize_portable_artifact`` and more)."""
-  from jax._src import lib  # pylint: disable=g-import-not-at-top
-  # stage: drop
-  jax_ext = getattr(lib, "_jax", None)
-  if jax_ext is not None and hasattr(jax_ext, "mlir"):
-    return jax_ext.mlir
-  return lib.xla_client._xla.mlir  # pylint: disable=protected-access
-  # stage: end
-  # stage: add
-  # return lib._jax.mlir  # pylint: disable=protected-access
-  # stage: end
-
-
-def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
-  """A serialized (portable artifact) StableHLO module, in ``context``.
-
-  Older jaxlibs return the module's text, newer ones the module.
-  """
-  with context:
-    module = mlir_extension().deserialize_portable_artifact(data)
-  # stage: drop
-  if isinstance(module, (str, bytes)):
-    return ir.Module.parse(module, context=context)
-  # stage: end
-  return module
-
 
 def serialize_module(module: ir.Module, target: str) -> bytes:
   """``module`` as a portable artifact (VHLO) at StableHLO version ``target``.
@@ -306,42 +240,6 @@ def is_stateful(op: Any) -> bool:
         "call_tf cannot tell which TF ops have side effects") from None
 
 
-def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
-  """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
-  return mlir.refine_polymorphic_shapes(module)
-
-
-# stage: drop
-def _takes_module_context(fn: Callable[..., Any]) -> bool:
-  params = list(inspect.signature(fn).parameters)
-  return bool(params) and params[0] == "ctx"
-# stage: end
-
-
-def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
-  """``mlir.aval_to_ir_type``, with the module context where it takes one."""
-  # stage: drop
-  if _takes_module_context(mlir.aval_to_ir_type):
-    return mlir.aval_to_ir_type(module_context, aval)
-  return mlir.aval_to_ir_type(aval)
-  # stage: end
-  # stage: add
-  # return mlir.aval_to_ir_type(module_context, aval)
-  # stage: end
-
-
-def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
-  """``mlir.shape_tensor``, with the module context where it takes one."""
-  # stage: drop
-  if _takes_module_context(mlir.shape_tensor):
-    return mlir.shape_tensor(module_context, sizes)
-  return mlir.shape_tensor(sizes)
-  # stage: end
-  # stage: add
-  # return mlir.shape_tensor(module_context, sizes)
-  # stage: end
-
-
 def flat_args_tree(nr_args: int) -> tree_util.PyTreeDef:
   """The ``in_tree`` of an ``Exported`` taking ``nr_args`` positional arrays.
 
@@ -391,45 +289,6 @@ def disabled_safety_check(name: str) -> Any:
   """``jax.export.DisabledSafetyCheck`` from its serialized name."""
   from jax._src.export import _export  # pylint: disable=g-import-not-at-top
   return _export.DisabledSafetyCheck(name)
-
-
-def call_exported_primitive() -> core.Primitive:
-  """``jax.export``'s call primitive (``_export.call_exported_p``)."""
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  return _export.call_exported_p
-
-
-def exported_platform_check_disabled(exported: Any) -> bool:
-  """Whether ``exported`` was exported without its platform check."""
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  return (_export.DisabledSafetyCheck.platform()
-          in exported.disabled_safety_checks)
-
-
-def export_pieces_missing() -> list[str]:
-  """What :mod:`.export` needs of ``jax.export`` and this release lacks.
-
-  ``jax.vmap`` and forward mode of ``Exported.call`` (:mod:`.export.rules`)
-  interpret the serialized module: they need its call primitive, its
-  serialized VJPs, the arguments its module keeps, and its platforms.
-  """
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  missing = []
-  if not isinstance(getattr(_export, "call_exported_p", None), core.Primitive):
-    missing.append("jax._src.export._export.call_exported_p")
-  for name in ("has_vjp", "vjp", "call"):
-    if not callable(getattr(_export.Exported, name, None)):
-      missing.append(f"jax.export.Exported.{name}")
-  fields = {f.name for f in dataclasses.fields(_export.Exported)}
-  for name in ("module_kept_var_idx", "platforms", "nr_devices",
-               "ordered_effects", "unordered_effects",
-               "disabled_safety_checks", "mlir_module_serialized"):
-    if name not in fields:
-      missing.append(f"jax.export.Exported.{name}")
-  if not callable(getattr(getattr(_export, "DisabledSafetyCheck", None),
-                          "platform", None)):
-    missing.append("jax.export.DisabledSafetyCheck.platform")
-  return missing
 
 
 # ---------------------------------------------------------------------------
@@ -708,28 +567,17 @@ class _Missing:
 
 
 def _jax_core_missing() -> list[str]:
-  """What is missing of jax._src.core, util, batching and mlir, and jaxlib."""
+  """What is missing of jax._src.mlir and jaxlib, beyond the interpreter's.
+
+  (:func:`_jax_interpreter_missing`, the interpreter's own check, covers
+  the internals both use.)
+  """
   need = _Missing()
-  need(hasattr(core, "typeof") or hasattr(core, "get_aval"),
-       "jax._src.core.typeof or get_aval")
-  need(hasattr(util, "register_cache")
-       or hasattr(util, "cache_clearing_funs"),
-       "jax._src.util.register_cache or cache_clearing_funs")
-  need(isinstance(getattr(batching, "fancy_primitive_batchers", None), dict),
-       "jax._src.interpreters.batching.fancy_primitive_batchers")
-  axis_data = getattr(batching, "AxisData", None)
-  need(axis_data is not None and "size" in getattr(
-      axis_data, "__dataclass_fields__", getattr(axis_data, "_fields", ())),
-       "jax._src.interpreters.batching.AxisData.size")
-  for name in ("aval_to_ir_type", "shape_tensor", "custom_call",
-               "refine_polymorphic_shapes", "eval_dynamic_shape_as_tensor",
-               "make_ir_context", "module_to_bytecode", "ir_constant"):
+  for name in ("custom_call", "eval_dynamic_shape_as_tensor"):
     need(hasattr(mlir, name), f"jax._src.interpreters.mlir.{name}")
   if hasattr(mlir, "custom_call"):
     need("result_shapes" in inspect.signature(mlir.custom_call).parameters,
          "mlir.custom_call(result_shapes=...)")
-  need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
-       "jaxlib's mlir.deserialize_portable_artifact")
   need(hasattr(mlir_extension(), "hlo_to_stablehlo")
        or hasattr(mlir, "xla_computation_to_mlir_module"),
        "jaxlib's mlir.hlo_to_stablehlo (or mlir.xla_computation_to_mlir_module)")
@@ -747,7 +595,7 @@ def _jax_export_missing() -> list[str]:
                "mlir_module_serialized", "calling_convention_version",
                "module_kept_var_idx", "uses_global_constants", "_get_vjp"):
     need(name in fields, f"jax.export.Exported.{name}")
-  return need.problems + export_pieces_missing()
+  return need.problems
 
 
 def _jax_transforms_missing() -> list[str]:
@@ -848,8 +696,8 @@ def _tf_compiler_ir_missing() -> list[str]:
 
 # The groups `check` runs, in order.
 _CHECKS: tuple[Callable[[], list[str]], ...] = (
-    _jax_core_missing, _jax_export_missing, _jax_transforms_missing,
-    _tf_pfor_missing, _tf_graph_missing, _tf_compiler_ir_missing)
+    _jax_interpreter_missing, _jax_core_missing, _jax_export_missing,
+    _jax_transforms_missing, _tf_pfor_missing, _tf_graph_missing, _tf_compiler_ir_missing)
 
 
 def check() -> list[str]:

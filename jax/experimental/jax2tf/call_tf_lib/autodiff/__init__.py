@@ -16,8 +16,9 @@
 * :mod:`.vjp`: the VJP's ``call_tf`` (reverse mode).
 * :mod:`.jvp`: the JVP rule (forward mode), TF's or JAX's.
 * :mod:`.tf_jvp`: TensorFlow functions of the output tangents.
-* :mod:`.linear`: ``call_tf_linear``, the primitive of a linear map with its
-  transpose.
+
+The tangents are a linear call whose transpose is the VJP
+(``jax._src.export.transforms.linear``, which ``Exported.call`` uses too).
 """
 
 from jax.experimental.jax2tf import call_tf_lib

@@ -18,7 +18,7 @@ Under ``jax.jit``, where JAX's rules differentiate the function's StableHLO
 module exactly as TensorFlow's gradients would (:mod:`..stablehlo.exactness`),
 the rule is JAX's ``jvp`` of that module. Otherwise the primal is the call
 itself and the tangents TensorFlow's (:mod:`.tf_jvp`), as a *linear call*
-(:mod:`.linear`) whose transpose is ``call_tf``'s VJP (``tf.GradientTape``).
+(``jax._src.export.transforms.linear``) whose transpose is ``call_tf``'s VJP (``tf.GradientTape``).
 So both modes use TF's own gradients:
 
 * ``jax.jvp``/``jax.jacfwd`` evaluate the linear call.
@@ -45,29 +45,14 @@ from typing import Any
 
 import jax
 from jax._src import core
-from jax._src import dtypes
-from jax.experimental.jax2tf.call_tf_lib.autodiff import linear
+from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
-from jax import numpy as jnp
 from jax import tree_util
-from jax.typing import ArrayLike, DTypeLike
-import numpy as np
-
-
-def _is_symbolic_zero(
-    t: ArrayLike | jax.custom_derivatives.SymbolicZero) -> bool:
-  return isinstance(t, jax.custom_derivatives.SymbolicZero)
-
-
-def has_tangent_space(x: ArrayLike | DTypeLike | None) -> bool:
-  """Whether ``x`` (a value or dtype) has tangents: floating or complex."""
-  return x is not None and dtypes.issubdtype(
-      dtypes.result_type(x), np.inexact)
 
 
 def define_jvp(make_call: jax.custom_jvp,
@@ -113,7 +98,7 @@ def define_jvp(make_call: jax.custom_jvp,
         may_use_stablehlo=stablehlo_path.may_use(vmap_method, call_tf_graph),
         probe=functools.partial(_probe, one_call,
                                 core.unsafe_am_i_under_a_jit()))
-    return linear_jvp(lambda *args: call_once(rule_traces.current, *args),
+    return linear.linear_jvp(lambda *args: call_once(rule_traces.current, *args),
                       tangent_call, vjp_bwd,
                       differentiable=rule_traces.differentiable)(
                           primals, tangents)
@@ -158,13 +143,13 @@ class _TangentCall:
 # probe(traces, flat_primals, primals_tree): the call reading ``traces``, as a
 # function JAX may differentiate, or None (see exactness.differentiable).
 _Probe = Callable[[traces.CallTraces, Sequence[Any], Any],
-                  exactness.Differentiable | None]
+                  linear.Differentiable | None]
 
 
 def _probe(one_call: Callable[..., Any], staged: bool,
            traced_by: traces.CallTraces, flat_primals: Sequence[Any],
            primals_tree: tree_util.PyTreeDef
-           ) -> exactness.Differentiable | None:
+           ) -> linear.Differentiable | None:
   """:func:`.exactness.differentiable` of ``one_call`` reading ``traced_by``.
 
   Args:
@@ -212,7 +197,7 @@ class _RuleTraces:
 
   def differentiable(self, flat_primals: Sequence[jax.Array],
                      primals_tree: tree_util.PyTreeDef
-                     ) -> exactness.Differentiable | None:
+                     ) -> linear.Differentiable | None:
     """The call as a function JAX differentiates, or None (TF's rules).
 
     Eagerly as under jit, JAX's rules differentiate the function's StableHLO
@@ -234,227 +219,3 @@ class _RuleTraces:
       if d is not None:
         d = self.probe(self.current, flat_primals, primals_tree)
     return d
-
-
-def _zero_tangent(primal: ArrayLike) -> jax.Array | np.ndarray:
-  """A zero tangent of ``primal`` (float0 if it has no tangent space)."""
-  if has_tangent_space(primal):
-    return jnp.zeros(np.shape(primal), dtypes.result_type(primal))
-  return np.zeros(np.shape(primal), dtypes.float0)
-
-
-def _instantiate(primal: ArrayLike,
-                 tangent: ArrayLike | jax.custom_derivatives.SymbolicZero
-                 ) -> ArrayLike:
-  """``tangent``, a zero array of the tangent dtype if it is symbolic."""
-  return _zero_tangent(primal) if _is_symbolic_zero(tangent) else tangent
-
-
-def define_linear_jvp(
-    f: jax.custom_jvp, tangent_call: Callable[[Any, Any], Sequence[Any]],
-    vjp_bwd: Callable[[Any, Any], Any], *,
-    differentiable: Callable[[Sequence[Any], Any],
-                             exactness.Differentiable | None] | None = None,
-) -> None:
-  """Defines the JVP of the ``custom_jvp`` function ``f`` as a linear call.
-
-  Args:
-    f: a ``jax.custom_jvp`` function of array pytrees.
-    tangent_call: see :func:`linear_jvp`.
-    vjp_bwd: see :func:`linear_jvp`.
-    differentiable: see :func:`linear_jvp`.
-  """
-  f.defjvp(linear_jvp(f, tangent_call, vjp_bwd,
-                      differentiable=differentiable), symbolic_zeros=True)
-
-
-def linear_jvp(
-    f: Callable[..., Any], tangent_call: Callable[[Any, Any], Sequence[Any]],
-    vjp_bwd: Callable[[Any, Any], Any], *,
-    differentiable: Callable[[Sequence[Any], Any],
-                             exactness.Differentiable | None] | None = None,
-) -> Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, Any]]:
-  """The JVP rule of ``f``, its tangents a linear call (symbolic zeros).
-
-  Args:
-    f: the differentiated function of array pytrees (it computes the
-      primal where ``differentiable`` gives nothing).
-    tangent_call: ``tangent_call(args, tangents)``: the tangents of ``f``'s
-      outputs that have a tangent space (floating or complex), flat; the
-      ``tangents`` pytree has None for arguments without a tangent.
-    vjp_bwd: ``vjp_bwd(args, output_cotangents)``: the cotangents of all
-      arguments (float0 for those without a tangent space); the transpose.
-    differentiable: ``differentiable(flat_args, args_tree)``: ``f`` on these
-      arguments as a function JAX may differentiate itself
-      (:class:`.exactness.Differentiable`), or None where ``tangent_call``
-      and ``vjp_bwd`` must. Its derivative is then JAX's ``jvp`` of it, and
-      reverse mode JAX's transpose of that; where JAX cannot transpose it (a
-      loop), the transpose stays ``vjp_bwd``.
-
-  Returns:
-    ``jvp(primals, tangents) -> (outputs, output_tangents)``, for
-    ``custom_jvp.defjvp(..., symbolic_zeros=True)``.
-  """
-  def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]
-          ) -> tuple[Any, Any]:
-    return _linear_jvp_rule(f, tangent_call, vjp_bwd, differentiable,
-                            primals, tangents)
-
-  return jvp
-
-
-def _linear_jvp_rule(
-    f: Callable[..., Any], tangent_call: Callable[[Any, Any], Sequence[Any]],
-    vjp_bwd: Callable[[Any, Any], Any],
-    differentiable: Callable[[Sequence[Any], Any],
-                             exactness.Differentiable | None] | None,
-    primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
-  """:func:`linear_jvp`'s rule on ``primals`` and ``tangents``.
-
-  Args:
-    f: see :func:`linear_jvp`.
-    tangent_call: see :func:`linear_jvp`.
-    vjp_bwd: see :func:`linear_jvp`.
-    differentiable: see :func:`linear_jvp`.
-    primals: the arguments.
-    tangents: their tangents (symbolic zeros where they have none).
-
-  Returns:
-    ``(outputs, output_tangents)``.
-  """
-  flat_primals, primals_tree = tree_util.tree_flatten(primals)
-  flat_tangents = primals_tree.flatten_up_to(tangents)
-  perturbed = [not _is_symbolic_zero(t) and has_tangent_space(p)
-               for p, t in zip(flat_primals, flat_tangents)]
-  d = differentiable(flat_primals, primals_tree) if differentiable else None
-  if d is not None and d.reverse:
-    flat_outs, flat_out_tangents = jax.jvp(
-        d.fun, list(flat_primals),
-        [_instantiate(p, t) for p, t in zip(flat_primals, flat_tangents)])
-    return (d.out_tree.unflatten(flat_outs),
-            d.out_tree.unflatten(flat_out_tangents))
-  if d is not None:
-    outs = d.out_tree.unflatten(d.fun(*flat_primals))
-    # Its transpose stays TF's (vjp_bwd).
-    map_tangents = functools.partial(_interpreted_tangent_call, d.fun,
-                                     primals_tree)
-  else:
-    outs = f(*primals)
-    map_tangents = tangent_call
-  flat_outs, outs_tree = tree_util.tree_flatten(outs)
-  linear_map = _LinearMap(map_tangents, vjp_bwd, primals_tree, perturbed,
-                          flat_outs, outs_tree)
-  return outs, _out_tangents(linear_map, flat_primals, flat_tangents)
-
-
-def _interpreted_tangent_call(fun: Callable[..., list[jax.Array]],
-                              primals_tree: tree_util.PyTreeDef, args: Any,
-                              tangents_tree: Any) -> list[jax.Array]:
-  """The tangents of the outputs with a tangent space, from JAX's ``jvp``.
-
-  Args:
-    fun: the call on flat arguments (:attr:`.exactness.Differentiable.fun`).
-    primals_tree: the pytree structure of the call's arguments.
-    args: the arguments.
-    tangents_tree: their tangents, None where an argument has none.
-
-  Returns:
-    The tangents of ``fun``'s outputs with a tangent space, flat.
-  """
-  flat_args = primals_tree.flatten_up_to(args)
-  flat_t = tree_util.tree_leaves(tangents_tree, is_leaf=lambda t: t is None)
-  full_t = [_zero_tangent(a) if t is None else t
-            for a, t in zip(flat_args, flat_t)]
-  res, res_t = jax.jvp(fun, list(flat_args), full_t)
-  return [t for r, t in zip(res, res_t) if has_tangent_space(r)]
-
-
-@dataclasses.dataclass(eq=False)  # its methods are primitive parameters
-class _LinearMap:
-  """The tangent map of one call as a linear call, and its transpose.
-
-  Attributes:
-    tangent_call: see :func:`linear_jvp`.
-    vjp_bwd: see :func:`linear_jvp`.
-    primals_tree: the pytree structure of the arguments.
-    perturbed: per flat argument, whether it has a (nonzero) tangent.
-    flat_outs: the flat outputs.
-    outs_tree: their pytree structure.
-    has_tangent: per flat output, whether it has a tangent space.
-  """
-  tangent_call: Callable[[Any, Any], Sequence[Any]]
-  vjp_bwd: Callable[[Any, Any], Any]
-  primals_tree: tree_util.PyTreeDef
-  perturbed: Sequence[bool]
-  flat_outs: Sequence[Any]
-  outs_tree: tree_util.PyTreeDef
-
-  has_tangent: list[bool] = dataclasses.field(init=False)
-
-  def __post_init__(self) -> None:
-    self.has_tangent = [has_tangent_space(o) for o in self.flat_outs]
-
-  def tangent_fun(self, *args: jax.Array) -> list[jax.Array]:
-    """The tangents of the outputs with a tangent space, flat.
-
-    Args:
-      *args: the flat arguments, then the tangents of the perturbed ones.
-
-    Returns:
-      ``tangent_call``'s tangents.
-    """
-    nr = len(self.perturbed)
-    residuals, lin = args[:nr], iter(args[nr:])
-    tangents_tree = self.primals_tree.unflatten(
-        [next(lin) if p else None for p in self.perturbed])
-    return list(self.tangent_call(
-        self.primals_tree.unflatten(list(residuals)), tangents_tree))
-
-  def transpose_fun(self, *args: jax.Array) -> list[ArrayLike]:
-    """The transpose of :meth:`tangent_fun`, by ``vjp_bwd``.
-
-    Args:
-      *args: the flat arguments, then the cotangents of the outputs with a
-        tangent space.
-
-    Returns:
-      The cotangents of the perturbed arguments.
-    """
-    nr = len(self.perturbed)
-    residuals, cts = args[:nr], iter(args[nr:])
-    full_cts = [next(cts) if h else np.zeros(np.shape(o), dtypes.float0)
-                for o, h in zip(self.flat_outs, self.has_tangent)]
-    ct_args = self.vjp_bwd(self.primals_tree.unflatten(list(residuals)),
-                           self.outs_tree.unflatten(full_cts))
-    flat_ct_args = self.primals_tree.flatten_up_to(ct_args)
-    return [ct for ct, p in zip(flat_ct_args, self.perturbed) if p]
-
-
-def _out_tangents(linear_map: _LinearMap, flat_primals: Sequence[Any],
-                  flat_tangents: Sequence[Any]) -> Any:
-  """The output tangents: ``linear_map``'s linear call, zeros elsewhere.
-
-  Args:
-    linear_map: the call's tangent map.
-    flat_primals: the flat arguments.
-    flat_tangents: their tangents (symbolic zeros where they have none).
-
-  Returns:
-    The output tangents, a pytree like the outputs (float0 zeros for the
-    outputs without a tangent space).
-  """
-  flat_outs, has_tangent = linear_map.flat_outs, linear_map.has_tangent
-  perturbed = linear_map.perturbed
-  out_avals = [core.ShapedArray(np.shape(o), dtypes.result_type(o))
-               for o, h in zip(flat_outs, has_tangent) if h]
-  has_linear = out_avals and any(perturbed)
-  out_tangents = iter(linear.linear_call(
-      linear_map.tangent_fun, linear_map.transpose_fun, flat_primals,
-      [t for t, p in zip(flat_tangents, perturbed) if p], out_avals)
-      if has_linear else ())
-  flat_out_tangents = [
-      next(out_tangents) if h and has_linear
-      else np.zeros(np.shape(o), dtypes.result_type(o) if h
-                    else dtypes.float0)
-      for o, h in zip(flat_outs, has_tangent)]
-  return linear_map.outs_tree.unflatten(flat_out_tangents)

@@ -39,11 +39,11 @@ from typing import Any, TypeVar
 
 import jax
 from jax._src import core
-from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as jvp_lib  # stage: drop until export-transforms
+from jax._src.export.transforms import linear  # stage: drop until export-transforms
+from jax._src.export.transforms import rules as export_rules  # stage: drop until export-transforms
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
 from jax.experimental.jax2tf.call_tf_lib import compat  # stage: drop until stablehlo-path
 from jax.experimental.jax2tf.call_tf_lib.embed import restored
-from jax.experimental.jax2tf.call_tf_lib.export import rules as export_rules  # stage: drop until export-transforms
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path  # stage: drop until stablehlo-path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
@@ -321,7 +321,7 @@ class _EmbeddedCall:
     self.vjp.defjvp(self.vjp_jvp, symbolic_zeros=True)
     # stage: drop until export-transforms
     self.call = jax.custom_jvp(self._call)
-    jvp_lib.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
+    linear.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
     # stage: end
     # stage: add until export-transforms
     # self.call = jax.custom_vjp(self._call)
@@ -398,7 +398,7 @@ class _EmbeddedCall:
         + [compat.typeof(w) for w in self.weights])
     if fun is None:
       raise errors.embedded_forward_mode_error(self.exported.fun_name)
-    float_outs = [jvp_lib.has_tangent_space(np.zeros((), a.dtype))
+    float_outs = [linear.has_tangent_space(np.zeros((), a.dtype))
                   for a in ct_avals]
 
     def vjp_fun(args, cts):

@@ -13,11 +13,15 @@
 # limitations under the License.
 """The StableHLO path: a TF function's XLA lowering as JAX primitives.
 
-* :mod:`.to_jax`: a StableHLO module interpreted as ``lax`` operations.
+The interpreter itself, a StableHLO module as ``lax`` operations, is
+JAX's: ``jax._src.export.stablehlo_to_jax``. Here:
+
 * :mod:`.path`: when ``call_tf`` takes the path, and the module of a TF
   function (or of a jax2tf ``Exported``) as a JAX function.
+* :mod:`.tf_derivatives`: TF's gradients where tf2xla's lowerings branch
+  or kink (the interpreter's ``DerivativeRules``).
 * :mod:`.exactness`: when JAX may differentiate that function itself.
-* :mod:`.module`: reading and refining StableHLO modules; the version
+* :mod:`.module`: reading jax2tf's StableHLO modules; the version
   TensorFlow reads.
 """
 

@@ -33,9 +33,11 @@ from typing import Any
 
 import jax
 from jax._src import core
+from jax._src.export import stablehlo_to_jax
+from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import numpy as np
 import tensorflow as tf
@@ -140,21 +142,6 @@ compat.register_cache(_function_mismatches,
                       "call_tf: ops whose gradient differs from the lowering")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Differentiable:
-  """A call of ``call_tf`` that JAX's rules differentiate, as TF would.
-
-  Attributes:
-    fun: the call on flat JAX arguments, returning its flat results.
-    out_tree: the pytree of its results.
-    reverse: whether JAX can also transpose its derivative (no loop in the
-      module: JAX cannot differentiate a ``while`` loop in reverse mode).
-  """
-  fun: Callable[..., list[Any]]
-  out_tree: Any
-  reverse: bool
-
-
 def _one_call_tf(make_call: Callable[..., Any], flat_primals: Sequence[Any],
                  primals_tree: Any
                  ) -> tuple[core.JaxprEqn, Any] | None:
@@ -204,7 +191,7 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
                                  staged=staged)
   if interp is None:
     return None
-  if not interp.program.takes_tf_derivatives:
+  if not interp.takes_tf_derivatives:
     logger.debug("call_tf: differentiation of %s uses TensorFlow's "
                  "gradients: an op of its module branches or kinks where "
                  "JAX's derivative of it may not be TF's gradient",
@@ -214,8 +201,8 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
   # unless the module takes TF's derivative for them (ties of Relu,
   # Maximum, Minimum, Abs, Selu, Elu).
   mismatch = [m for m in _function_mismatches(fn, tuple(sig))
-              if not (m.op_type in to_jax.TF_DERIVATIVE_OPS
-                      and interp.program.takes_tf_derivatives)]
+              if not (m.op_type in tf_derivatives.LOWERED_TO
+                      and interp.takes_tf_derivatives)]
   if mismatch:
     logger.debug("call_tf: differentiation of %s uses TensorFlow's "
                  "gradients: the TF gradient of %s differs from the "
@@ -235,7 +222,7 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
 
 def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
                    primals_tree: Any, *, staged: bool
-                   ) -> Differentiable | None:
+                   ) -> linear.Differentiable | None:
   """The call ``make_call`` makes on these arguments, if JAX may differentiate it.
 
   Traces ``make_call`` (its TF traces are cached by the ``call_tf``) to find
@@ -269,7 +256,8 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   def fun(*flat):
     outs = interp(*flat)
-    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
+    return [stablehlo_to_jax.with_dtype(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
 
-  return Differentiable(fun, jax.tree_util.tree_structure(out_shape),
-                        interp.transposable)
+  return linear.Differentiable(
+      fun, jax.tree_util.tree_structure(out_shape), interp.transposable)

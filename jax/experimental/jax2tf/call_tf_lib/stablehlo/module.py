@@ -15,7 +15,8 @@
 
 :func:`input_shape_specs` names the module's dynamic argument dimensions
 after its dimension variables, :func:`refined_result_shapes` computes its
-result shapes for static argument shapes (by shape refinement), and
+result shapes for static argument shapes (by shape refinement, with
+``jax._src.export.stablehlo_to_jax.module``), and
 :func:`uses_shape_polymorphism` reads its flag.
 """
 
@@ -23,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import func as func_dialect
-from jax._src.lib.mlir.dialects import hlo
 from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
@@ -148,37 +149,6 @@ def _shape_specs(main: func_dialect.FuncOp, names: dict[_Dimension, str],
   return specs
 
 
-def _refined(module_bytes: bytes, nr_platform_args: int,
-             in_shapes: Sequence[tuple[int, ...]]) -> ir.Module:
-  """The module with a main for static argument shapes, shapes refined.
-
-  In the current context. The new main takes the platform arguments, then
-  the arguments with the static shapes.
-  """
-  module = compat.deserialize_module(module_bytes, ir.Context.current)
-  symtab = ir.SymbolTable(module.operation)
-  original = symtab["main"]
-  ir.SymbolTable.set_symbol_name(original, "_call_tf_original_main")
-  ir.SymbolTable.set_visibility(original, "private")
-  original_type = original.type
-  inputs = list(original_type.inputs[:nr_platform_args])
-  for t, s in zip(original_type.inputs[nr_platform_args:], in_shapes):
-    inputs.append(ir.RankedTensorType.get(
-        s, ir.RankedTensorType(t).element_type))
-  with ir.InsertionPoint.at_block_begin(module.body):
-    main = func_dialect.FuncOp("main", (inputs, original_type.results))
-  main.attributes["sym_visibility"] = ir.StringAttr.get("public")
-  entry = main.add_entry_block()
-  with ir.InsertionPoint(entry):
-    args = [a if a.type == t else hlo.convert(t, a)
-            for a, t in zip(entry.arguments, original_type.inputs)]
-    call = func_dialect.CallOp(
-        original_type.results,
-        ir.FlatSymbolRefAttr.get("_call_tf_original_main"), args)
-    func_dialect.ReturnOp(call.results)
-  return compat.refine_polymorphic_shapes(module)
-
-
 def refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
                           in_shapes: Sequence[tuple[int, ...]]
                           ) -> list[tuple[int, ...]]:
@@ -188,24 +158,11 @@ def refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
     ValueError: shape refinement fails, or leaves a result shape dynamic.
   """
   with mlir.make_ir_context() as context, ir.Location.unknown(context):
-    refined = _refined(module_bytes, nr_platform_args, in_shapes)
+    refined = refined_module.refined_module(module_bytes, nr_platform_args,
+                                            in_shapes)
   with refined.context:
     return list(shapes.static_result_shapes(
         ir.SymbolTable(refined.operation)["main"]))
-
-
-def refined_module_text(module_bytes: bytes, nr_platform_args: int,
-                        in_shapes: Sequence[tuple[int, ...]]) -> str:
-  """The module, for static argument shapes, as StableHLO text.
-
-  Its main takes the platform index (if ``nr_platform_args``), then the
-  arguments with ``in_shapes``; its shapes are refined (static).
-
-  Raises:
-    ValueError: shape refinement fails.
-  """
-  with mlir.make_ir_context() as context, ir.Location.unknown(context):
-    return str(_refined(module_bytes, nr_platform_args, in_shapes))
 
 
 def module_uses_shape_polymorphism(module: ir.Module) -> bool:

@@ -16,7 +16,8 @@
 Under ``jax.jit``, ``call_tf`` lowers a TF function with TensorFlow's own XLA
 lowering (tf2xla) into a StableHLO module. :func:`lookup` gives that module
 expressed as JAX primitives, one ``lax`` operation per StableHLO op
-(:mod:`.to_jax`), so that JAX's own rules transform it:
+(``jax._src.export.stablehlo_to_jax``, with TF's derivatives at ties,
+:mod:`.tf_derivatives`), so that JAX's own rules transform it:
 
 * ``jax.vmap`` batches it (:mod:`..batching.rule`), nested ``vmap``
   included, instead of TensorFlow's vectorizer (pfor). Batching the module
@@ -55,9 +56,10 @@ import jax
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
+from jax._src.export import stablehlo_to_jax
+from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
@@ -121,14 +123,19 @@ class Interpreted:
   """A TF function's StableHLO module, as JAX primitives.
 
   Attributes:
-    program: the interpreted module (:class:`.to_jax.Program`);
-      its parameters are the function's arguments, then its captured inputs.
+    program: the interpreted module
+      (:class:`jax._src.export.stablehlo_to_jax.Program`); its parameters
+      are the function's arguments, then its captured inputs.
     captured: the captured variables and tensors, read on every call.
     name: the TF function's name, for messages.
+    takes_tf_derivatives: whether JAX's derivative of the program is TF's
+      gradient of every op that branches or kinks in it
+      (:meth:`.tf_derivatives.TfDerivatives.takes_tf_derivatives`).
   """
-  program: to_jax.Program
+  program: stablehlo_to_jax.Program
   captured: tuple[tf.Variable | tf.Tensor, ...]
   name: str
+  takes_tf_derivatives: bool = False
 
   @functools.cached_property
   def transposable(self) -> bool:
@@ -142,7 +149,7 @@ class Interpreted:
     in_avals = self.program.in_avals
     nr_args = len(in_avals) - len(self.captured)
     # The captured values as the calls pass them (64-bit ones as words).
-    narrowed = [to_jax.narrow_64_bit(np.zeros(a.shape, a.dtype))
+    narrowed = [stablehlo_to_jax.narrow_64_bit(np.zeros(a.shape, a.dtype))
                 for a in in_avals[nr_args:]]
     wide = tuple(w for _, w in narrowed)
     avals = ([jax.ShapeDtypeStruct(a.shape, a.dtype)
@@ -185,7 +192,7 @@ class Interpreted:
     whose compilation JAX caches by argument types. One per pattern of
     batched arguments (``jax.vmap`` of the program over them; None:
     unbatched) and of captured values narrowed to 32-bit words (``wide``,
-    see :func:`.to_jax.narrow_64_bit`).
+    see :func:`jax._src.export.stablehlo_to_jax.narrow_64_bit`).
     """
     key = (is_batched, wide)
     fun = self._functions.get(key)
@@ -205,7 +212,8 @@ class Interpreted:
   def _captured(self) -> tuple[list[np.ndarray],
                                tuple[np.dtype | None, ...]]:
     """The captured values, 64-bit ones as 32-bit words, and their dtypes."""
-    pairs = [to_jax.narrow_64_bit(v) for v in self.captured_values()]
+    pairs = [stablehlo_to_jax.narrow_64_bit(v)
+             for v in self.captured_values()]
     return [v for v, _ in pairs], tuple(w for _, w in pairs)
 
   def __call__(self, *args: jax.Array) -> list[jax.Array]:
@@ -229,15 +237,17 @@ class Interpreted:
     captured, wide = self._captured()
     fun = self._function(tuple(is_batched), wide)
     outs = fun(*args, *captured)
-    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
+    return [stablehlo_to_jax.with_dtype(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
 
 
-def _parse(module: str | bytes, op_types: dict[str, str] | None = None
-           ) -> to_jax.Program | Refusal:
+def _parse(module: str | bytes,
+           derivatives: tf_derivatives.TfDerivatives | None = None
+           ) -> stablehlo_to_jax.Program | Refusal:
   """The interpreted module, or why there is none (for the debug log)."""
   try:
-    program = to_jax.parse(module, op_types=op_types)
-  except to_jax.UnsupportedOps as e:
+    program = stablehlo_to_jax.parse(module, derivatives=derivatives)
+  except stablehlo_to_jax.UnsupportedOps as e:
     return Refusal(
         f"its StableHLO module has ops without a JAX rule: {list(e.ops)}")
   except Exception as e:  # pylint: disable=broad-except
@@ -267,8 +277,9 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
         f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
   module = compat.hlo_to_stablehlo(hlo)
   # tf2xla's metadata: the TF op type of each location (TF's derivatives
-  # at ties, see .to_jax).
-  found = _parse(module, compat.hlo_op_types(hlo))
+  # at ties, see .tf_derivatives).
+  derivatives = tf_derivatives.TfDerivatives(compat.hlo_op_types(hlo))
+  found = _parse(module, derivatives)
   if isinstance(found, Refusal):
     return found
   program = found
@@ -277,8 +288,9 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
     return Refusal(
         f"its module takes {len(program.in_avals)} parameters, not "
         f"{len(sig)} arguments and {len(captured)} captured inputs")
-  return Interpreted(program, captured,
-                     getattr(function_flat_tf, "__name__", "function"))
+  return Interpreted(
+      program, captured, getattr(function_flat_tf, "__name__", "function"),
+      derivatives.takes_tf_derivatives(program.derivative_record))
 
 
 compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")
@@ -340,11 +352,11 @@ def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
 @functools.lru_cache(maxsize=64)
 def _module_program(module_bytes: bytes, nr_platform_args: int,
                     in_shapes: tuple[tuple[int, ...], ...]
-                    ) -> to_jax.Program | Refusal:
+                    ) -> stablehlo_to_jax.Program | Refusal:
   """The interpreted module for static shapes, or why there is none."""
   try:
-    text = stablehlo_module.refined_module_text(module_bytes, nr_platform_args,
-                                         in_shapes)
+    text = refined_module.refined_module_text(module_bytes,
+                                              nr_platform_args, in_shapes)
   except Exception as e:  # pylint: disable=broad-except
     return Refusal(f"its shapes cannot be refined ({type(e).__name__}: {e})")
   return _parse(text)
@@ -355,7 +367,7 @@ compat.register_cache(_module_program,
 
 
 @functools.lru_cache(maxsize=64)
-def _jitted_program(program: to_jax.Program
+def _jitted_program(program: stablehlo_to_jax.Program
                     ) -> Callable[..., tuple[jax.Array, ...]]:
   """``program`` as one ``jax.jit`` function (see :attr:`Interpreted._jitted`)."""
   return jax.jit(lambda *a: tuple(program(*a)), inline=True)
@@ -385,7 +397,7 @@ def exported_program(exported: jax_export.Exported,
   platforms = tuple(exported.platforms)
   nr_platform_args = 1 if len(platforms) > 1 else 0
   if not all(core.is_constant_shape(s) for s in shapes):
-    found: to_jax.Program | Refusal = Refusal(
+    found: stablehlo_to_jax.Program | Refusal = Refusal(
         "its argument shapes are not static")
   else:
     found = _module_program(exported.mlir_module_serialized,
@@ -408,7 +420,8 @@ def exported_program(exported: jax_export.Exported,
 
   def fun(*operands):
     outs = jitted(*prefix, *operands)
-    return [to_jax.with_dtype(o, a.dtype) for o, a in zip(outs, out_avals)]
+    return [stablehlo_to_jax.with_dtype(o, a.dtype)
+            for o, a in zip(outs, out_avals)]
   return fun
 
 

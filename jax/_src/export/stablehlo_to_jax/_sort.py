@@ -57,8 +57,8 @@ from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
-from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import compat
+from jax._src.export.stablehlo_to_jax import _interpret
 from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -95,7 +95,7 @@ def sort(operands: Sequence[ArrayLike], *, comparator: Comparator,
                      is_stable=is_stable)
 
 
-sort_p = core.Primitive("call_tf_stablehlo_sort")
+sort_p = core.Primitive("stablehlo_sort")
 sort_p.multiple_results = True
 
 

@@ -13,19 +13,20 @@
 # limitations under the License.
 """``jax.export``'s ``Exported.call`` under ``jax.vmap`` and forward mode.
 
-Upstream's call primitive (``call_exported_p``) has no batching rule, and
-``Exported.call`` is a ``jax.custom_vjp``, which forward mode cannot
-differentiate. ``jax._src.export._export`` hooks these modules in:
+``call_exported_p`` had no batching rule, and ``Exported.call`` was a
+``jax.custom_vjp``, which forward mode cannot differentiate.
+``jax._src.export._export`` hooks these modules in:
 
 * :mod:`.interpret`: an exported module, refined for static shapes, as a
-  function of JAX operations (:mod:`..stablehlo.to_jax`).
+  function of JAX operations (the StableHLO interpreter,
+  :mod:`jax._src.export.stablehlo_to_jax`).
 * :mod:`.rules`: the batching rule (JAX's ``vmap`` of that function) and the
-  JVP rule (forward mode from the serialized VJPs; reverse mode upstream's).
+  JVP rule (forward mode from the serialized VJPs; reverse mode is the
+  serialized VJP, as before).
+* :mod:`.linear`: the linear call whose transpose is a VJP, of which the
+  JVP rule's tangents are made.
+* :mod:`.errors`: the messages.
 
-See https://github.com/jax-ml/jax/issues/28327 and
-https://github.com/jax-ml/jax/issues/11753.
+Nothing here imports TensorFlow or ``jax.experimental``; see
+https://github.com/jax-ml/jax/issues/28327.
 """
-
-from jax.experimental.jax2tf import call_tf_lib
-
-__getattr__ = call_tf_lib.lazy_submodules(__name__)

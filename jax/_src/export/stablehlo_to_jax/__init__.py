@@ -13,25 +13,30 @@
 # limitations under the License.
 """StableHLO modules as JAX functions: one ``lax`` operation per op.
 
-``call_tf`` under ``jax.jit`` embeds the StableHLO module that TensorFlow's
-XLA lowering (tf2xla) makes of the called function. :func:`parse` reads such
-a module into a :class:`Program`, a JAX function that computes the module
-with ``lax`` operations, so that JAX's own rules batch it (``jax.vmap``,
-nested) and differentiate it. (:func:`..path.stablehlo_of_tf` obtains the
-module of a TF function the way ``call_tf``'s lowering does.)
+:func:`parse` reads a StableHLO module (text or bytecode; a deserialized
+``jax.export`` artifact's, the module TensorFlow's XLA lowering makes of a
+function for ``jax2tf.call_tf``, any other) into a :class:`Program`, a JAX
+function that computes the module with ``lax`` operations, so that JAX's
+own rules batch it (``jax.vmap``, nested, symbolic batch sizes) and
+differentiate it. Nothing here imports TensorFlow or ``jax.experimental``.
 
-Each rule is exact or absent: where a ``lax`` operation does not reproduce
-an op's semantics in every corner (NaN ordering, clamping of indices,
-implementation-defined results), the op is listed in
-:attr:`Program.unsupported` and calling the program raises
+Each rule is exact or absent, following the StableHLO specification op by
+op and dtype by dtype (and XLA's CPU runtime where the two differ): where a
+``lax`` operation does not reproduce an op's semantics in every corner (NaN
+ordering, clamping of indices, implementation-defined results), the op is
+listed in :attr:`Program.unsupported` and calling the program raises
 :class:`UnsupportedOps`, naming it.
 
-See https://github.com/jax-ml/jax/issues/11753.
+A caller whose modules are lowerings of another framework's ops can give
+some ops that framework's derivatives: :class:`DerivativeRules`, and the
+program's :attr:`Program.derivative_record` (see :mod:`._derivatives`).
+
+See https://github.com/jax-ml/jax/issues/28327.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 import contextlib
 from typing import Any
 
@@ -39,20 +44,25 @@ import jax
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rules
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
+from jax._src.export.stablehlo_to_jax import _derivatives
+from jax._src.export.stablehlo_to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _rules
 from jax import lax
 from jax.typing import ArrayLike
 import numpy as np
 
-__all__ = ["Program", "TF_DERIVATIVE_OPS", "UnsupportedOps", "parse",
-           "with_dtype"]
+__all__ = ["Compiler", "DerivativeRecord", "DerivativeRules", "Op",
+           "Program", "Step", "TensorType", "UnsupportedOps", "narrow_64_bit",
+           "parse", "with_dtype"]
 
-# The TF op types whose lowering can take TF's derivative at ties (see
-# parse's op_types).
-TF_DERIVATIVE_OPS = frozenset(_tf_gradients.LOWERED_TO)
+# What a caller's DerivativeRules see.
+Compiler = _interpret.Compiler
+DerivativeRecord = _derivatives.DerivativeRecord
+DerivativeRules = _derivatives.DerivativeRules
+Op = _ir.Op
+Step = _derivatives.Step
+TensorType = _ir.TensorType
 
 
 class UnsupportedOps(Exception):
@@ -135,24 +145,19 @@ class Program:
     no_derivative: the names of ops whose rule JAX cannot differentiate
       (``jax.jvp`` of the program raises); the program computes values and
       batches all the same.
-    takes_tf_derivatives: whether JAX's derivative of the program is TF's
-      gradient of every op that branches or kinks in it
-      (:mod:`._tf_gradients`): each such op of the function bodies is of a
-      TF op whose branches JAX differentiates as TF does
-      (``_tf_gradients.SAFE_BRANCHES``), those of :data:`TF_DERIVATIVE_OPS`
-      with TF's gradient at ties, and none lacks a TF op type (see
-      :func:`parse`'s ``op_types``). A module without ``op_types`` (not
-      tf2xla's) has it only if nothing in it branches.
+    derivative_record: where JAX's derivative of the program may follow a
+      convention (ops that branch or kink), and where the caller's
+      :class:`DerivativeRules` gave an op its derivative.
   """
 
   __slots__ = ("_main", "_in_types", "_out_types", "in_avals", "out_avals",
                "unsupported", "reasons", "no_derivative", "uses_64_bits",
-               "takes_tf_derivatives", "_frozen", "__weakref__")
+               "derivative_record", "_frozen", "__weakref__")
 
   def __init__(self, main: _interpret.CompiledBlock,
                out_types: Sequence[Any], unsupported: dict[str, str],
                uses_64_bits: bool, no_derivative: Sequence[str] = (),
-               takes_tf_derivatives: bool = False):
+               derivative_record: DerivativeRecord = DerivativeRecord()):
     self._main = main
     self._in_types = tuple(main.arg_types)
     self._out_types = tuple(out_types)
@@ -162,7 +167,7 @@ class Program:
     self.reasons = dict(sorted(unsupported.items()))
     self.no_derivative = tuple(sorted(no_derivative))
     self.uses_64_bits = uses_64_bits
-    self.takes_tf_derivatives = takes_tf_derivatives
+    self.derivative_record = derivative_record
     self._frozen = True
 
   def __setattr__(self, name, value):
@@ -291,16 +296,14 @@ def _widened(words: jax.Array, dtype: np.dtype) -> jax.Array:
 
 
 def parse(module: str | bytes, *,
-          op_types: Mapping[str, str] | None = None) -> Program:
+          derivatives: DerivativeRules | None = None) -> Program:
   """Reads a StableHLO module (text or bytecode) into a :class:`Program`.
 
   Args:
     module: the module, whose entry function is ``main``; private functions
       it calls are interpreted too. Shapes must be static.
-    op_types: for a module tf2xla made, the TF op type of each location
-      name (from tf2xla's metadata, ``compat.hlo_op_types``); ops of the TF
-      ops :mod:`._tf_gradients` names then take TensorFlow's derivatives at
-      ties.
+    derivatives: a caller's derivatives for some of its ops (see
+      :mod:`._derivatives`); None for JAX's derivatives of every op.
 
   Returns:
     The program. Ops without an exact rule do not make this fail: they are
@@ -316,7 +319,8 @@ def parse(module: str | bytes, *,
     except _ir.UnreadableModule as e:
       raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
     funcs = _ir.without_identity_converts(funcs)
-    compiler = _interpret.Compiler(funcs, _rules.RULES, op_types=op_types)
+    compiler = _interpret.Compiler(funcs, _rules.RULES,
+                                   derivatives=derivatives)
     return funcs, main, compiler, compiler.func(main)
 
   funcs, main, compiler, body = compile_module(with_text=False)
@@ -325,23 +329,4 @@ def parse(module: str | bytes, *,
     funcs, main, compiler, body = compile_module(with_text=True)
   return Program(body, funcs[main].result_types, compiler.unsupported,
                  _uses_64_bits(funcs), compiler.no_derivative,
-                 _takes_tf_derivatives(compiler))
-
-
-def _takes_tf_derivatives(compiler: _interpret.Compiler) -> bool:
-  """See :attr:`Program.takes_tf_derivatives`."""
-  for location, name in compiler.branching:
-    op_type = compiler.op_types.get(location)
-    if name not in _tf_gradients.SAFE_BRANCHES.get(op_type, ()):
-      return False  # a branch or kink of another TF op (or of none known)
-    if op_type in _tf_gradients.LOWERED_TO and (
-        location not in compiler.tf_derivatives):
-      return False
-  for location, ops in compiler.located.items():
-    op_type = compiler.op_types[location]
-    lowered = _tf_gradients.LOWERED_TO[op_type]
-    # (Its constants and broadcasts may be located apart from its op.)
-    if (not ops <= _tf_gradients.ALLOWED[op_type]
-        or (lowered in ops and location not in compiler.tf_derivatives)):
-      return False
-  return True
+                 compiler.derivative_record())

@@ -13,6 +13,11 @@
 # limitations under the License.
 """TensorFlow's gradients where tf2xla's lowerings branch or kink.
 
+call_tf's derivative rules for the StableHLO interpreter
+(:class:`TfDerivatives`, a ``stablehlo_to_jax.DerivativeRules``), and the
+decision whether JAX's derivative of a tf2xla module is TF's gradient
+(:meth:`TfDerivatives.takes_tf_derivatives`).
+
 JAX's derivative of a smooth lowering is TF's gradient of the op. Where a
 lowering branches (``select``) or has a kink (``abs``, ``maximum``...), it
 need not be:
@@ -33,12 +38,12 @@ need not be:
 
 tf2xla records the type and name of the TF op each instruction lowers in
 its metadata, and the module's locations carry the name. Given the TF op
-type of each location name, :func:`function` gives the ops of ``Relu``,
-``Maximum``, ``Minimum``, ``Abs``, ``Selu`` and ``Elu`` as
+type of each location name, :meth:`TfDerivatives.rule` gives the ops of
+``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu`` and ``Elu`` as
 ``jax.custom_jvp``\\ s of the same ``lax`` operations with TF's gradients
-(the values are the module's), and :func:`is_branching` marks the other
-branches and kinks, which the compiler records: a module whose branches and
-kinks are all of TF ops whose gradient JAX's derivative is
+(the values are the module's), and the interpreter records the other
+branches and kinks (``DerivativeRecord.branching``): a module whose
+branches and kinks are all of TF ops whose gradient JAX's derivative is
 (:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
 graph; any other keeps TF's gradients. The derivatives are linear in the
 tangents, which JAX transposes.
@@ -46,12 +51,12 @@ tangents, which JAX transposes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 from jax._src import dtypes
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax._src.export import stablehlo_to_jax
 from jax import lax
 import numpy as np
 
@@ -76,12 +81,6 @@ ALLOWED = {
     | (_BRANCHES if op_type in ("Selu", "Elu") else frozenset())
     for op_type, lowered in LOWERED_TO.items()}
 
-# StableHLO ops that branch or kink: where a lowering holds one (on
-# floating values, outside a reduction's region), JAX's derivative may not
-# be TF's gradient.
-BRANCHING = frozenset(f"stablehlo.{n}" for n in (
-    "select", "abs", "sign", "maximum", "minimum", "clamp", "floor", "ceil",
-    "round_nearest_afz", "round_nearest_even", "remainder"))
 # The TF ops whose branches and kinks JAX differentiates as TF does, each
 # with the ops of its lowering that do: besides those of LOWERED_TO (with
 # the rules below), tf.where's select (TF's gradient selects the
@@ -96,15 +95,6 @@ SAFE_BRANCHES = {
     "LeakyRelu": frozenset({"stablehlo.select"}),
     "Sign": frozenset({"stablehlo.sign"}),
 }
-
-
-def is_branching(op: _ir.Op) -> bool:
-  """Whether ``op`` branches or kinks on floating values."""
-  if op.name not in BRANCHING or not op.result_types:
-    return False
-  t = op.result_types[0]
-  return isinstance(t, _ir.TensorType) and dtypes.issubdtype(t.dtype,
-                                                             np.inexact)
 
 
 @jax.custom_jvp
@@ -239,3 +229,85 @@ def select_of_x(tf_op_type: str | None, dtype: np.dtype
   if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
     return None
   return _SELECTS_OF_X.get(tf_op_type)
+
+
+def _input_compared_with_zero(pred: int, c: stablehlo_to_jax.Compiler
+                              ) -> int | None:
+  """``x`` of a predicate ``compare GT, x, 0`` (a broadcast 0), or None."""
+  compare = c.defining.get(pred)
+  if (compare is None or compare.name != "stablehlo.compare"
+      or compare.attrs.get("comparison_direction") != "GT"):
+    return None
+  zero = c.defining.get(compare.operands[1])
+  while zero is not None and zero.name == "stablehlo.broadcast_in_dim":
+    zero = c.defining.get(zero.operands[0])
+  if (zero is None or zero.name != "stablehlo.constant"
+      or np.any(np.asarray(zero.attrs["value"]) != 0)):
+    return None
+  return compare.operands[0]
+
+
+def _result_dtype(op: stablehlo_to_jax.Op) -> np.dtype | None:
+  t = op.result_types[0] if op.result_types else None
+  return t.dtype if isinstance(t, stablehlo_to_jax.TensorType) else None
+
+
+class TfDerivatives:
+  """TF's gradients for the ops of a tf2xla module, at ties and branches.
+
+  A ``stablehlo_to_jax.DerivativeRules``: the interpreter asks
+  :meth:`rule` for each op it computes.
+
+  Attributes:
+    op_types: the TF op type of each location name of the module (tf2xla's
+      metadata, ``compat.hlo_op_types``).
+  """
+
+  def __init__(self, op_types: Mapping[str, str]):
+    self.op_types = dict(op_types)
+
+  def rule(self, op: stablehlo_to_jax.Op, compiler: stablehlo_to_jax.Compiler
+           ) -> stablehlo_to_jax.Step | None:
+    """``op``'s step with TF's gradient, where its TF op needs one."""
+    op_type = self.op_types.get(op.location)
+    dtype = _result_dtype(op)
+    if op_type is None or dtype is None:
+      return None
+    if op.name == "stablehlo.select":
+      special = select_of_x(op_type, dtype)
+      x = _input_compared_with_zero(op.operands[0], compiler)
+      if special is None or x is None:
+        return None
+      # Selu's and Elu's: TF's gradient, from their input x.
+      return lambda env, p, a, b: [special(env[x], p, a, b)]
+    fn = function(op_type, op.name, dtype)
+    if fn is None:
+      return None
+    return lambda env, *xs: [fn(*xs)]
+
+  def takes_tf_derivatives(self, record: stablehlo_to_jax.DerivativeRecord
+                           ) -> bool:
+    """Whether JAX's derivative of the program is TF's gradient.
+
+    True if every op that branches or kinks in the module's function
+    bodies is of a TF op whose branches JAX differentiates as TF does
+    (:data:`SAFE_BRANCHES`), those of :data:`LOWERED_TO` with TF's gradient
+    at ties (:meth:`rule` gave their ops a step), and none lacks a TF op
+    type. A module without op types (not tf2xla's) takes them only if
+    nothing in it branches.
+    """
+    for location, name in record.branching:
+      op_type = self.op_types.get(location)
+      if name not in SAFE_BRANCHES.get(op_type, ()):
+        return False  # a branch or kink of another TF op (or of none known)
+      if op_type in LOWERED_TO and location not in record.replaced:
+        return False
+    for location, ops in record.located.items():
+      op_type = self.op_types.get(location)
+      if op_type not in LOWERED_TO:
+        continue
+      # (Its constants and broadcasts may be located apart from its op.)
+      if (not ops <= ALLOWED[op_type]
+          or (LOWERED_TO[op_type] in ops and location not in record.replaced)):
+        return False
+    return True

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _ir
 import numpy as np
 
 # Iterations simulated at most; a longer loop stays a while_loop.

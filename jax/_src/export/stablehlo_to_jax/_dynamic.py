@@ -36,8 +36,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax._ir import NoRule
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax._ir import NoRule
 import jax
 from jax._src import dtypes
 from jax import lax

@@ -14,8 +14,9 @@
 """A ``jax.export.Exported``'s module as JAX operations, for static shapes.
 
 The module is refined for the static shapes of the arguments it keeps
-(:func:`..stablehlo.module.refined_module_text`) and read by the StableHLO
-interpreter (:mod:`..stablehlo.to_jax`), one ``lax`` operation per op, so
+(:func:`..stablehlo_to_jax.module.refined_module_text`) and read by the
+StableHLO interpreter (:mod:`..stablehlo_to_jax`), one ``lax`` operation
+per op, so
 that JAX's own rules transform it. Each rule of the interpreter is exact or
 absent: a module with an op it has no rule for is refused, naming the op.
 The module runs as one ``jax.jit`` function, inlined into an enclosing
@@ -33,10 +34,10 @@ import logging
 
 import jax
 from jax._src import core
-from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import to_jax
+from jax._src.export import stablehlo_to_jax
+from jax._src.export.stablehlo_to_jax import compat
+from jax._src.export.stablehlo_to_jax import module as refined_module
+from jax._src.export.transforms import errors
 import numpy as np
 
 logger = logging.getLogger(__name__)
@@ -68,16 +69,17 @@ def _first_line(e: BaseException) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _program(module_bytes: bytes, nr_platform_args: int,
-             shapes: tuple[tuple[int, ...], ...]) -> to_jax.Program | str:
+             shapes: tuple[tuple[int, ...], ...]
+             ) -> stablehlo_to_jax.Program | str:
   """The module refined for ``shapes`` and interpreted, or why not."""
   try:
-    text = stablehlo_module.refined_module_text(module_bytes,
-                                                nr_platform_args, shapes)
+    text = refined_module.refined_module_text(module_bytes,
+                                              nr_platform_args, shapes)
   except Exception as e:  # pylint: disable=broad-except
     return (f"its shapes cannot be refined for arguments of shapes "
             f"{list(shapes)} ({_first_line(e)})")
   try:
-    program = to_jax.parse(text)
+    program = stablehlo_to_jax.parse(text)
   except Exception as e:  # pylint: disable=broad-except
     return f"the interpreter cannot read its module ({_first_line(e)})"
   if program.unsupported:
@@ -91,7 +93,8 @@ compat.register_cache(_program, "jax.export: interpreted modules")
 
 
 @functools.lru_cache(maxsize=64)
-def _jitted(program: to_jax.Program) -> Callable[..., tuple[jax.Array, ...]]:
+def _jitted(program: stablehlo_to_jax.Program
+            ) -> Callable[..., tuple[jax.Array, ...]]:
   return jax.jit(lambda *a: tuple(program(*a)), inline=True)
 
 
@@ -102,8 +105,9 @@ def _platform_index(exported: jax.export.Exported) -> int:
   """The index of the platform the module runs on in ``exported.platforms``.
 
   Raises:
-    ValueError: upstream's error, if it was exported for other platforms
-      (unless its platform check is disabled; then the first, as upstream).
+    ValueError: ``Exported.call``'s error, if it was exported for other
+      platforms (unless its platform check is disabled; then the first, as
+      ``Exported.call`` does).
   """
   platforms = tuple(exported.platforms)
   platform = jax.export.default_export_platform()
@@ -153,10 +157,10 @@ def module_function(exported: jax.export.Exported,
     shapes, effects, several devices, an op without an exact rule.
 
   Raises:
-    ValueError: the module was exported for other platforms (upstream's
-      error).
+    ValueError: the module was exported for other platforms
+      (``Exported.call``'s error).
   """
-  found: to_jax.Program | str | None = _refusal(exported, avals)
+  found: stablehlo_to_jax.Program | str | None = _refusal(exported, avals)
   if found is None:
     index = _platform_index(exported)
     nr_platform_args = 1 if len(exported.platforms) > 1 else 0
@@ -177,7 +181,7 @@ def module_function(exported: jax.export.Exported,
 
   def fun(*args: jax.Array) -> list[jax.Array | None]:
     outs = jitted(*prefix, *(args[i] for i in kept))
-    return [None if f0 else to_jax.with_dtype(o, a.dtype)
+    return [None if f0 else stablehlo_to_jax.with_dtype(o, a.dtype)
             for o, a, f0 in zip(outs, out_avals, float0_outs)]
   return ModuleFunction(fun, float0_outs,
                         tuple(tuple(a.shape) for a in found.out_avals))

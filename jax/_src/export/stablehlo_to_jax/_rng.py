@@ -38,7 +38,7 @@ from jax._src.interpreters import ad
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import hlo
-from jax.experimental.jax2tf.call_tf_lib import compat
+from jax._src.export.stablehlo_to_jax import compat
 from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike, DTypeLike
@@ -60,7 +60,7 @@ def rng_bit_generator(key: ArrayLike, *, shape: tuple[int, ...],
                                   dtype=np.dtype(dtype), algorithm=algorithm)
 
 
-rng_bit_generator_p = core.Primitive("call_tf_stablehlo_rng_bit_generator")
+rng_bit_generator_p = core.Primitive("stablehlo_rng_bit_generator")
 rng_bit_generator_p.multiple_results = True
 
 

@@ -29,8 +29,8 @@ the module computes ``sin(x) * x``). An artifact serialized with
 ``vjp_order=k`` holds its VJP modules ``V1 ... Vk`` (``Vi+1`` the VJP of
 ``Vi``):
 
-* reverse mode of the function (or of ``Vi``) is the next VJP, as upstream;
-  none is an error (upstream's ``No VJP is available``, explained);
+* reverse mode of the function (or of ``Vi``) is the next VJP, as before;
+  none is an error (``No VJP is available``, explained);
 * forward mode is computed from the next VJP too: ``J t`` is the transpose
   of ``ct -> J^T ct``, linear in ``ct``. Where the VJP after it exists
   (``V2`` for forward mode of the function), ``J t`` is its cotangent of the
@@ -55,10 +55,10 @@ from typing import Any
 import jax
 from jax._src import core
 from jax._src import dtypes
-from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as jvp_lib
-from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib.export import interpret
+from jax._src.export.stablehlo_to_jax import compat
+from jax._src.export.transforms import errors
+from jax._src.export.transforms import interpret
+from jax._src.export.transforms import linear
 from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
@@ -128,14 +128,15 @@ def jvp(call: Callable[..., Any], exported: Any,
         ) -> tuple[Any, Any]:
   """The JVP rule of ``Exported.call`` (a ``custom_jvp``, symbolic zeros).
 
-  The primal is the call; the tangents a linear call (:mod:`..autodiff.linear`)
-  whose value is :func:`forward_mode` and whose transpose is upstream's VJP
-  rule, so that reverse mode is upstream's: the serialized VJP.
+  The primal is the call; the tangents a linear call (:mod:`.linear`)
+  whose value is :func:`forward_mode` and whose transpose is the
+  ``custom_vjp``'s VJP rule, so that reverse mode stays the serialized VJP.
 
   Args:
     call: ``Exported.call`` on flat arguments (the ``custom_jvp``).
     exported: the ``jax.export.Exported``.
-    vjp_bwd: upstream's VJP rule, ``vjp_bwd(args, output_cotangents)``.
+    vjp_bwd: ``Exported.call``'s VJP rule,
+      ``vjp_bwd(args, output_cotangents)``.
     primals: the flat arguments.
     tangents: their tangents (``SymbolicZero`` where zero).
 
@@ -151,12 +152,12 @@ def jvp(call: Callable[..., Any], exported: Any,
       raise errors.exported_no_vjp_error(exported.fun_name)
     return tuple(vjp_bwd(tuple(args), list(cts)))
 
-  return jvp_lib.linear_jvp(call, tangent_call, bwd)(primals, tangents)
+  return linear.linear_jvp(call, tangent_call, bwd)(primals, tangents)
 
 
 def _zeros(aval: Any) -> Any:
   """A zero tangent (or cotangent) for a value of ``aval``."""
-  if jvp_lib.has_tangent_space(aval.dtype):
+  if linear.has_tangent_space(aval.dtype):
     return jnp.zeros(aval.shape, aval.dtype)
   return np.zeros(aval.shape, dtypes.float0)
 
@@ -183,9 +184,9 @@ def forward_mode(call: Callable[..., Any], exported: Any,
     raise errors.exported_forward_mode_error(exported.fun_name)
   out_avals = [compat.typeof(o) for o in jax.eval_shape(call, *args)]
   arg_avals = [compat.typeof(a) for a in args]
-  full_t = [_zeros(a) if t is None or not jvp_lib.has_tangent_space(a.dtype)
+  full_t = [_zeros(a) if t is None or not linear.has_tangent_space(a.dtype)
             else t for a, t in zip(arg_avals, tangents)]
-  has_t = [jvp_lib.has_tangent_space(a.dtype) for a in out_avals]
+  has_t = [linear.has_tangent_space(a.dtype) for a in out_avals]
   vjp = exported.vjp()
   if vjp.has_vjp():
     # J t = d/dct <J^T ct, t>: the second VJP's cotangent of the first's
@@ -241,7 +242,7 @@ def transpose_of_vjp(
   Returns:
     The tangents of the results with a tangent space.
   """
-  float_args = [jvp_lib.has_tangent_space(compat.typeof(a).dtype)
+  float_args = [linear.has_tangent_space(compat.typeof(a).dtype)
                 for a in args]
   nr_args = len(args)
   ct_structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ct_avals]

@@ -38,9 +38,9 @@ import functools
 from typing import Any
 
 from jax._src import config
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _dynamic
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
+from jax._src.export.stablehlo_to_jax import _derivatives
+from jax._src.export.stablehlo_to_jax import _dynamic
+from jax._src.export.stablehlo_to_jax import _ir
 from jax.typing import ArrayLike
 
 
@@ -50,7 +50,7 @@ NoRule = _ir.NoRule
 Value = ArrayLike | tuple["Value", ...]
 
 
-Step = Callable[..., Sequence[Any]]
+Step = _derivatives.Step
 
 
 class CompiledBlock:
@@ -86,19 +86,18 @@ class Compiler:
 
   def __init__(self, funcs: Mapping[str, _ir.Func],
                rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]],
-               entry: str = "main", op_types: Mapping[str, str] | None = None):
+               entry: str = "main",
+               derivatives: _derivatives.DerivativeRules | None = None):
     self.funcs = funcs
     self.rules = rules
-    # The TF op type of each location name (tf2xla's metadata; see
-    # ._tf_gradients). For the live ops: the op names found at each
-    # location whose type ._tf_gradients handles, the locations whose op a
-    # rule gave TF's derivative.
-    self.op_types: Mapping[str, str] = op_types or {}
+    # The caller's derivatives (see ._derivatives), and what the record of
+    # the compiled ops says: for the live ops, the op names found at each
+    # location, the locations whose op took the caller's rule, and the ops
+    # of the function bodies (not of a reduction's or a sort's region) that
+    # branch or kink, as (location, op name).
+    self.derivatives = derivatives
     self.located: dict[str, set[str]] = collections.defaultdict(set)
-    self.tf_derivatives: set[str] = set()
-    # The ops of the function bodies (not of a reduction's or a sort's
-    # region) whose derivative may differ from TF's gradient of the TF op
-    # they lower (a branch or a kink), as (location, op name).
+    self.replaced: set[str] = set()
     self.branching: set[tuple[str, str]] = set()
     self._in_region = 0
     self.compiled: dict[str, CompiledBlock] = {}
@@ -203,16 +202,19 @@ class Compiler:
       walk(f.body)
     return found
 
-  def tf_op_type(self, op: _ir.Op) -> str | None:
-    """The type of the TF op that `op` is located at, if known."""
-    return self.op_types.get(op.location)
+  def derivative_record(self) -> _derivatives.DerivativeRecord:
+    """What the compiled ops say of JAX's derivative of the program."""
+    return _derivatives.DerivativeRecord(
+        branching=frozenset(self.branching),
+        located={k: frozenset(v) for k, v in self.located.items()},
+        replaced=frozenset(self.replaced))
 
   def op(self, op: _ir.Op) -> Step:
     rule = self.rules.get(op.name)
     key = op.name
-    if self.op_types.get(op.location) in _tf_gradients.LOWERED_TO:
+    if op.location:
       self.located[op.location].add(op.name)
-    if (not self._in_region and _tf_gradients.is_branching(op)
+    if (not self._in_region and _derivatives.is_branching(op)
         and not all(v in self.maybe_constant for v in op.operands)):
       # (One of constants, an index computation, carries no tangent.)
       self.branching.add((op.location, op.name))
@@ -221,12 +223,22 @@ class Compiler:
         return _dynamic.rule(op, self)
       if rule is None:
         raise NoRule("no rule for this op")
-      return rule(op, self)
+      step = rule(op, self)
+      return self._callers_step(op) or step
     except NoRule as e:
       if op.name == "stablehlo.custom_call":
         key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
+
+  def _callers_step(self, op: _ir.Op) -> Step | None:
+    """The caller's step for `op`, with its derivative (``derivatives``)."""
+    if self.derivatives is None:
+      return None
+    step = self.derivatives.rule(op, self)
+    if step is not None:
+      self.replaced.add(op.location)
+    return step
 
 
 def maybe_constant_values(funcs: Mapping[str, _ir.Func], entry: str

@@ -38,12 +38,11 @@ from jax._src import dtypes
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _interpret
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _ir
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _loops
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _rng
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _sort
-from jax.experimental.jax2tf.call_tf_lib.stablehlo.to_jax import _tf_gradients
+from jax._src.export.stablehlo_to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _loops
+from jax._src.export.stablehlo_to_jax import _rng
+from jax._src.export.stablehlo_to_jax import _sort
 from jax import lax
 import numpy as np
 
@@ -93,26 +92,6 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
     del c
     _check_accuracy(op)
     return lambda env, x, y: [fn(x, y)]
-  return rule
-
-
-def _with_tf_derivative(fn: Callable[..., Any]
-                        ) -> Callable[[Op, Compiler], Any]:
-  """An elementwise op's rule; TF's derivative where a TF op lowers to it.
-
-  See :mod:`._tf_gradients`: ``maximum`` of a ``Relu`` or ``Maximum``,
-  ``minimum`` of a ``Minimum``, ``abs`` of an ``Abs`` take TensorFlow's
-  derivative at ties, with the same values.
-  """
-  def rule(op: Op, c: Compiler):
-    _check_accuracy(op)
-    op_type = c.tf_op_type(op)
-    dtype = _dtype(op)
-    special = _tf_gradients.function(op_type, op.name, dtype)
-    if special is not None:
-      c.tf_derivatives.add(op.location)
-    f = fn if special is None else special
-    return lambda env, *xs: [f(*xs)]
   return rule
 
 
@@ -186,33 +165,6 @@ def _compare_rule(op: Op, c: Compiler):
 
 
 def _select_rule(op: Op, c: Compiler):
-  op_type = c.tf_op_type(op)
-  special = _tf_gradients.select_of_x(op_type, _dtype(op))
-  x = _input_compared_with_zero(op.operands[0], c)
-  if special is not None and x is not None:
-    # Selu's and Elu's: TF's gradient, from their input x (see
-    # ._tf_gradients).
-    c.tf_derivatives.add(op.location)
-    return lambda env, p, a, b: [special(env[x], p, a, b)]
-  return _plain_select_rule(op, c)
-
-
-def _input_compared_with_zero(pred: int, c: Compiler) -> int | None:
-  """``x`` of a predicate ``compare GT, x, 0`` (a broadcast 0), or None."""
-  compare = c.defining.get(pred)
-  if (compare is None or compare.name != "stablehlo.compare"
-      or compare.attrs.get("comparison_direction") != "GT"):
-    return None
-  zero = c.defining.get(compare.operands[1])
-  while zero is not None and zero.name == "stablehlo.broadcast_in_dim":
-    zero = c.defining.get(zero.operands[0])
-  if (zero is None or zero.name != "stablehlo.constant"
-      or np.any(np.asarray(zero.attrs["value"]) != 0)):
-    return None
-  return compare.operands[0]
-
-
-def _plain_select_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, p, x, y: [lax.select(p, x, y)]
 
@@ -963,7 +915,7 @@ def _case_rule(op: Op, c: Compiler):
 
 
 def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The elementwise ops' rules: lax's functions, some with TF's derivative."""
+  """The elementwise ops' rules: lax's functions."""
   unary = {
       "abs": lax.abs, "negate": lax.neg, "sign": lax.sign,
       "exponential": lax.exp, "exponential_minus_one": lax.expm1,
@@ -993,9 +945,9 @@ def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
   rules.update({
       "stablehlo.power": _power_rule,
-      "stablehlo.maximum": _with_tf_derivative(lax.max),
-      "stablehlo.minimum": _with_tf_derivative(lax.min),
-      "stablehlo.abs": _with_tf_derivative(lax.abs),
+      "stablehlo.maximum": _binary(lax.max),
+      "stablehlo.minimum": _binary(lax.min),
+      "stablehlo.abs": _unary(lax.abs),
       "stablehlo.real": _real_rule,
       "stablehlo.imag": _imag_rule,
       "stablehlo.round_nearest_afz": _round_rule(

@@ -1,0 +1,104 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The extension point for a caller's derivatives of a module's ops.
+
+The interpreter expresses each op with ``lax`` operations, so JAX's
+derivative of a program is JAX's derivative of those operations. That is
+the op's derivative wherever the op is differentiable; where it branches or
+kinks (``select``, ``maximum`` at a tie, ``abs`` at 0) JAX follows its own
+conventions. A module lowered from another framework's program may need
+that framework's conventions instead (``call_tf``: TensorFlow's gradients
+of the TF ops tf2xla lowered). The interpreter knows nothing of any
+framework; a caller passes :class:`DerivativeRules` to ``parse``:
+
+* :meth:`DerivativeRules.rule` may give an op a step with the same values
+  and the caller's derivative;
+* after reading, the program's :class:`DerivativeRecord` says which ops
+  branch or kink, which ops each location holds, and which took the
+  caller's rule, so that the caller can decide whether JAX's derivative of
+  the program is the one it wants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jax._src import dtypes
+from jax._src.export.stablehlo_to_jax import _ir
+import numpy as np
+
+if TYPE_CHECKING:
+  from jax._src.export.stablehlo_to_jax import _interpret
+
+# StableHLO ops that branch or kink: where a module holds one on floating
+# values, JAX's derivative of it is one convention among several at the
+# branch point.
+BRANCHING = frozenset(f"stablehlo.{n}" for n in (
+    "select", "abs", "sign", "maximum", "minimum", "clamp", "floor", "ceil",
+    "round_nearest_afz", "round_nearest_even", "remainder"))
+
+
+def is_branching(op: _ir.Op) -> bool:
+  """Whether ``op`` branches or kinks on floating values."""
+  if op.name not in BRANCHING or not op.result_types:
+    return False
+  t = op.result_types[0]
+  return isinstance(t, _ir.TensorType) and dtypes.issubdtype(t.dtype,
+                                                             np.inexact)
+
+
+# A compiled op: ``step(env, *operands) -> results``, ``env`` mapping the
+# module's value ids to the values computed so far.
+Step = Callable[..., Sequence[Any]]
+
+
+class DerivativeRules(Protocol):
+  """A caller's derivatives for some ops of the modules it reads."""
+
+  def rule(self, op: _ir.Op, compiler: _interpret.Compiler) -> Step | None:
+    """A step for ``op`` with the caller's derivative, or None.
+
+    Called for each live op that the interpreter can compute (after its own
+    rule accepted the op). The step must compute the same values as the
+    interpreter's rule; only its derivative may differ.
+
+    Args:
+      op: the op.
+      compiler: the compiler reading the module (``compiler.defining``: the
+        op that defines each value, to recognize patterns).
+
+    Returns:
+      The step, or None to keep the interpreter's.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivativeRecord:
+  """Where JAX's derivative of a program may follow a convention.
+
+  Attributes:
+    branching: ``(location, op name)`` of each live op of the function
+      bodies that branches or kinks on floating values (:data:`BRANCHING`;
+      outside reductions' and sorts' regions, whose ops' rules say how they
+      are differentiated), unless all its operands are constants.
+    located: for each location name of the module (tf2xla names locations
+      after the TF node an op lowers), the names of the live ops there.
+    replaced: the locations where :meth:`DerivativeRules.rule` gave a step.
+  """
+  branching: frozenset[tuple[str, str]] = frozenset()
+  located: Mapping[str, frozenset[str]] = dataclasses.field(
+      default_factory=dict)
+  replaced: frozenset[str] = frozenset()

@@ -1,0 +1,233 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Every JAX internal the StableHLO interpreter uses that moves.
+
+The interpreter (:mod:`jax._src.export.stablehlo_to_jax`) and the
+transformations of ``Exported.call`` (:mod:`jax._src.export.transforms`)
+call these functions instead of the internals, so that what differs between
+JAX releases lives here, found by feature detection, never by version
+numbers. :func:`check` verifies that each internal is still there, with the
+shape this module expects; the test suite runs it against every supported
+release, so that a rename fails a test instead of a user's program.
+
+Nothing here imports TensorFlow or ``jax.experimental``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import inspect
+from typing import Any
+
+from jax._src import core
+from jax._src.interpreters import batching
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src import util
+
+
+class InternalsChangedError(RuntimeError):
+  """A JAX internal that the interpreter relies on has changed."""
+
+
+def internals_changed(what: str, consequence: str) -> InternalsChangedError:
+  """The error for an internal, `what`, that moved: `consequence` fails."""
+  import jax  # pylint: disable=g-import-not-at-top
+  return InternalsChangedError(
+      f"The StableHLO interpreter of jax.export relies on {what}, which this "
+      f"installation (jax {jax.__version__}) does not have in the form it "
+      f"expects; {consequence}. Install the jaxlib release this jax was "
+      "verified with, and report this at "
+      "https://github.com/jax-ml/jax/issues/28327.")
+
+
+def typeof(x: Any) -> core.AbstractValue:
+  """The abstract value of ``x`` (``core.typeof``)."""
+  # stage: drop
+  fn = getattr(core, "typeof", None) or core.get_aval
+  return fn(x)
+  # stage: end
+  # stage: add
+  # return core.typeof(x)
+  # stage: end
+
+
+def register_cache(cache: Any, name: str) -> None:
+  """Registers a ``functools.lru_cache`` so that ``jax.clear_caches()`` clears it.
+
+  With ``util.register_cache`` where the release has it; else ``clear_caches``
+  calls every function in ``util.cache_clearing_funs`` (a weak set).
+  """
+  # stage: drop
+  register = getattr(util, "register_cache", None)
+  if register is not None:
+    register(cache, name)
+    return
+  # stage: end
+  # stage: add
+  # util.register_cache(cache, name)
+  # stage: end
+  # stage: drop
+  funs = getattr(util, "cache_clearing_funs", None)
+  if funs is None:
+    raise internals_changed(
+        "jax._src.util.register_cache (or cache_clearing_funs)",
+        "its caches could not be cleared by jax.clear_caches()")
+  _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
+  funs.add(_CLEARERS[-1])
+  # stage: end
+
+
+# stage: drop
+_CLEARERS: list[Callable[[], None]] = []
+# stage: end
+
+
+def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
+                           ) -> None:
+  """Registers ``rule(axis_data, args, dims, **params)`` for ``prim``."""
+  batching.fancy_primitive_batchers[prim] = rule
+
+
+def mlir_extension() -> Any:
+  """jaxlib's MLIR extension (``deserialize_portable_artifact`` and more)."""
+  from jax._src import lib  # pylint: disable=g-import-not-at-top
+  # stage: drop
+  jax_ext = getattr(lib, "_jax", None)
+  if jax_ext is not None and hasattr(jax_ext, "mlir"):
+    return jax_ext.mlir
+  return lib.xla_client._xla.mlir  # pylint: disable=protected-access
+  # stage: end
+  # stage: add
+  # return lib._jax.mlir  # pylint: disable=protected-access
+  # stage: end
+
+
+def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
+  """A serialized (portable artifact) StableHLO module, in ``context``.
+
+  Some jaxlibs return the module's text, others the module.
+  """
+  with context:
+    module = mlir_extension().deserialize_portable_artifact(data)
+  # stage: drop
+  if isinstance(module, (str, bytes)):
+    return ir.Module.parse(module, context=context)
+  # stage: end
+  return module
+
+
+def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
+  """``mlir.refine_polymorphic_shapes``: static shapes for static inputs."""
+  return mlir.refine_polymorphic_shapes(module)
+
+
+# stage: drop
+def _takes_module_context(fn: Callable[..., Any]) -> bool:
+  params = list(inspect.signature(fn).parameters)
+  return bool(params) and params[0] == "ctx"
+# stage: end
+
+
+def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
+  """``mlir.aval_to_ir_type``, with the module context where it takes one."""
+  # stage: drop
+  if _takes_module_context(mlir.aval_to_ir_type):
+    return mlir.aval_to_ir_type(module_context, aval)
+  return mlir.aval_to_ir_type(aval)
+  # stage: end
+  # stage: add
+  # return mlir.aval_to_ir_type(module_context, aval)
+  # stage: end
+
+
+def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
+  """``mlir.shape_tensor``, with the module context where it takes one."""
+  # stage: drop
+  if _takes_module_context(mlir.shape_tensor):
+    return mlir.shape_tensor(module_context, sizes)
+  return mlir.shape_tensor(sizes)
+  # stage: end
+  # stage: add
+  # return mlir.shape_tensor(module_context, sizes)
+  # stage: end
+
+
+def call_exported_primitive() -> core.Primitive:
+  """``jax.export``'s call primitive (``_export.call_exported_p``)."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  return _export.call_exported_p
+
+
+def exported_platform_check_disabled(exported: Any) -> bool:
+  """Whether ``exported`` was exported without its platform check."""
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  return (_export.DisabledSafetyCheck.platform()
+          in exported.disabled_safety_checks)
+
+
+def export_pieces_missing() -> list[str]:
+  """What the transformations of ``Exported.call`` need and this JAX lacks.
+
+  ``jax.vmap`` and forward mode of ``Exported.call``
+  (:mod:`jax._src.export.transforms`) interpret the serialized module: they
+  need its call primitive, its serialized VJPs, the arguments its module
+  keeps, and its platforms.
+  """
+  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
+  missing = []
+  if not isinstance(getattr(_export, "call_exported_p", None), core.Primitive):
+    missing.append("jax._src.export._export.call_exported_p")
+  for name in ("has_vjp", "vjp", "call"):
+    if not callable(getattr(_export.Exported, name, None)):
+      missing.append(f"jax.export.Exported.{name}")
+  fields = {f.name for f in dataclasses.fields(_export.Exported)}
+  for name in ("module_kept_var_idx", "platforms", "nr_devices",
+               "ordered_effects", "unordered_effects",
+               "disabled_safety_checks", "mlir_module_serialized"):
+    if name not in fields:
+      missing.append(f"jax.export.Exported.{name}")
+  if not callable(getattr(getattr(_export, "DisabledSafetyCheck", None),
+                          "platform", None)):
+    missing.append("jax.export.DisabledSafetyCheck.platform")
+  return missing
+
+
+def check() -> list[str]:
+  """What this module relies on and cannot find; empty if all is there."""
+  missing = []
+
+  def need(ok: bool, what: str) -> None:
+    if not ok:
+      missing.append(what)
+
+  need(hasattr(core, "typeof") or hasattr(core, "get_aval"),
+       "jax._src.core.typeof or get_aval")
+  need(hasattr(util, "register_cache")
+       or hasattr(util, "cache_clearing_funs"),
+       "jax._src.util.register_cache or cache_clearing_funs")
+  need(isinstance(getattr(batching, "fancy_primitive_batchers", None), dict),
+       "jax._src.interpreters.batching.fancy_primitive_batchers")
+  axis_data = getattr(batching, "AxisData", None)
+  need(axis_data is not None and "size" in getattr(
+      axis_data, "__dataclass_fields__", getattr(axis_data, "_fields", ())),
+       "jax._src.interpreters.batching.AxisData.size")
+  for name in ("aval_to_ir_type", "shape_tensor", "refine_polymorphic_shapes",
+               "make_ir_context", "module_to_bytecode", "ir_constant",
+               "lower_fun", "register_lowering"):
+    need(hasattr(mlir, name), f"jax._src.interpreters.mlir.{name}")
+  need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
+       "jaxlib's mlir.deserialize_portable_artifact")
+  return missing + export_pieces_missing()

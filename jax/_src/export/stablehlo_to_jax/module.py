@@ -1,0 +1,87 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A serialized shape-polymorphic module, refined for static argument shapes.
+
+``jax.export`` serializes a module whose argument shapes may be symbolic
+(``b, 4``). The interpreter reads modules with static shapes:
+:func:`refined_module` gives the module a new ``main`` that takes the
+arguments with static shapes and calls the original, and refines every
+shape in it (``mlir.refine_polymorphic_shapes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jax._src.export.stablehlo_to_jax import compat
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir.dialects import func as func_dialect
+from jax._src.lib.mlir.dialects import hlo
+from jax._src.lib.mlir import ir
+
+# The name the original main takes in a refined module.
+ORIGINAL_MAIN = "_original_main"
+
+
+def refined_module(module_bytes: bytes, nr_platform_args: int,
+                   in_shapes: Sequence[tuple[int, ...]]) -> ir.Module:
+  """The module with a main for static argument shapes, shapes refined.
+
+  In the current MLIR context.
+
+  Args:
+    module_bytes: a serialized module (``Exported.mlir_module_serialized``).
+    nr_platform_args: how many platform-index arguments its main takes
+      first (1 for a module exported for several platforms, else 0).
+    in_shapes: the static shapes of the other arguments.
+
+  Returns:
+    The module, whose new main takes the platform arguments, then the
+    arguments with ``in_shapes``.
+
+  Raises:
+    ValueError: shape refinement fails.
+  """
+  module = compat.deserialize_module(module_bytes, ir.Context.current)
+  symtab = ir.SymbolTable(module.operation)
+  original = symtab["main"]
+  ir.SymbolTable.set_symbol_name(original, ORIGINAL_MAIN)
+  ir.SymbolTable.set_visibility(original, "private")
+  original_type = original.type
+  inputs = list(original_type.inputs[:nr_platform_args])
+  for t, s in zip(original_type.inputs[nr_platform_args:], in_shapes):
+    inputs.append(ir.RankedTensorType.get(
+        s, ir.RankedTensorType(t).element_type))
+  with ir.InsertionPoint.at_block_begin(module.body):
+    main = func_dialect.FuncOp("main", (inputs, original_type.results))
+  main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+  entry = main.add_entry_block()
+  with ir.InsertionPoint(entry):
+    args = [a if a.type == t else hlo.convert(t, a)
+            for a, t in zip(entry.arguments, original_type.inputs)]
+    call = func_dialect.CallOp(
+        original_type.results, ir.FlatSymbolRefAttr.get(ORIGINAL_MAIN), args)
+    func_dialect.ReturnOp(call.results)
+  return compat.refine_polymorphic_shapes(module)
+
+
+def refined_module_text(module_bytes: bytes, nr_platform_args: int,
+                        in_shapes: Sequence[tuple[int, ...]]) -> str:
+  """:func:`refined_module`, as StableHLO text.
+
+  Raises:
+    ValueError: shape refinement fails.
+  """
+  with mlir.make_ir_context() as context, ir.Location.unknown(context):
+    return str(refined_module(module_bytes, nr_platform_args, in_shapes))

@@ -1,0 +1,716 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The StableHLO interpreter on hand-written modules: corners of op semantics.
+
+Each module is run by XLA directly (tests/stablehlo/xla.py) and by the
+interpreter (``Program.__call__``: lax operations), eagerly and under jit,
+and the results compared; for some, ``jax.vmap`` too. No TensorFlow.
+"""
+
+from __future__ import annotations
+
+
+import jax
+from jax._src import config
+from jax._src import core
+from jax._src.export import stablehlo_to_jax as s2j
+from jax._src.export.stablehlo_to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import _ir
+import numpy as np
+import pytest
+
+from ..export.util import assert_close
+from .xla import xla_function
+
+_rng = np.random.default_rng(0)
+
+
+def _f(*shape, dtype=np.float32):
+  """A maker of random arrays of `shape`."""
+  return lambda: np.asarray(_rng.standard_normal(shape), dtype)
+
+
+# Hand-written modules: corners of op semantics that TF rarely emits.
+
+def _module(body: str) -> str:
+  return "module {\n" + body + "\n}\n"
+
+
+def _check_module(text: str, *args, tol: float = 0.):
+  prog = s2j.parse(text)
+  assert not prog.unsupported, prog.reasons
+  expected = xla_function(text, prog)(*args)
+  assert_close(jax.jit(prog)(*args), expected, tol)
+  assert_close(prog(*args), expected, tol)
+  return prog, expected
+
+
+_SPECIAL = np.array([-0., 0., np.nan, -np.nan, 1., -np.inf, np.inf, -1., 0.,
+                     -0.], np.float32)
+
+
+def test_total_order_compares():
+  ops = "\n".join(
+      f"    %{d.lower()} = stablehlo.compare {d}, %x, %y, TOTALORDER : "
+      "(tensor<10xf32>, tensor<10xf32>) -> tensor<10xi1>"
+      for d in ("EQ", "NE", "LT", "LE", "GT", "GE"))
+  text = _module(f"""
+  func.func @main(%x: tensor<10xf32>, %y: tensor<10xf32>) -> (tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>) {{
+{ops}
+    return %eq, %ne, %lt, %le, %gt, %ge : tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>, tensor<10xi1>
+  }}""")
+  _check_module(text, _SPECIAL, _SPECIAL[::-1].copy())
+
+
+@pytest.mark.parametrize("direction,swapped", [("LT", False), ("GT", False),
+                                               ("LT", True), ("GT", True)])
+def test_sort_total_order_with_signed_zeros_and_nans(direction, swapped):
+  args = "%a0, %a1" if not swapped else "%a1, %a0"
+  text = _module(f"""
+  func.func @main(%x: tensor<10xf32>) -> (tensor<10xf32>, tensor<10xi32>) {{
+    %i = stablehlo.iota dim = 0 : tensor<10xi32>
+    %s:2 = "stablehlo.sort"(%x, %i) <{{dimension = 0 : i64, is_stable = true}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<i32>, %b1: tensor<i32>):
+      %c = stablehlo.compare {direction}, {args}, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<10xf32>, tensor<10xi32>) -> (tensor<10xf32>, tensor<10xi32>)
+    return %s#0, %s#1 : tensor<10xf32>, tensor<10xi32>
+  }}""")
+  prog, expected = _check_module(text, _SPECIAL)
+  # Bit for bit: -0 before +0, -NaN first, NaN last (ascending).
+  got = np.asarray(jax.jit(prog)(_SPECIAL)[0])
+  np.testing.assert_array_equal(got.view(np.int32),
+                                np.asarray(expected[0]).view(np.int32))
+
+
+def _unstable_sort_module(returns: str) -> str:
+  """An unstable sort of keys with two payloads; `returns` what main returns."""
+  return _module(f"""
+  func.func @main(%k: tensor<40xf32>, %y: tensor<40xf32>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>) {{
+    %i = stablehlo.iota dim = 0 : tensor<40xi32>
+    %s:3 = "stablehlo.sort"(%k, %y, %i) <{{dimension = 0 : i64, is_stable = false}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>, %c0: tensor<i32>, %c1: tensor<i32>):
+      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>) -> (tensor<40xf32>, tensor<40xf32>, tensor<40xi32>)
+    return {returns} : tensor<40xf32>, tensor<40xf32>, tensor<40xi32>
+  }}""")
+
+
+def _ties(n: int = 40) -> np.ndarray:
+  """Keys with many ties (and signed zeros): std::sort's order shows."""
+  k = np.arange(n) % 3
+  return np.where(k == 0, np.float32(-0.), k).astype(np.float32)
+
+
+def test_unstable_sort_whose_payloads_are_used_keeps_xlas_order_of_ties():
+  # The order of ties is XLA's own (XLA:CPU sorts with std::sort, which
+  # keeps no order of ties of more than 16 elements): the sort runs as
+  # itself, with its own comparator, and JAX's transformations keep that
+  # order: each batch element as the op alone, tangents along the primal's
+  # permutation.
+  text = _unstable_sort_module("%s#0, %s#1, %s#2")
+  keys, y = _ties(), np.arange(40, dtype=np.float32)
+  prog, expected = _check_module(text, keys, y)
+  perm = np.asarray(expected[2])
+  assert not (perm == np.argsort(-keys, kind="stable")).all()  # order shows
+  xla = xla_function(text, prog)
+  batch = np.stack([keys, keys[::-1], np.zeros(40, np.float32), -keys])
+  assert_close(jax.jit(jax.vmap(prog, in_axes=(0, None)))(batch, y),
+               [np.stack(o) for o in zip(*[xla(k, y) for k in batch])], 0.)
+  # Forward mode: the payload's tangent moves as the payload does.
+  t = np.linspace(-1., 1., 40).astype(np.float32)
+  _, tangents = jax.jit(lambda k, y, t: jax.jvp(prog, (k, y), (
+      jax.numpy.zeros_like(k), t)))(keys, y, t)
+  assert_close(tangents[1], xla(keys, t)[1], 0.)
+  # Reverse mode (JAX transposes the gather of the JVP), batched too.
+  w = np.cos(np.arange(40)).astype(np.float32)
+  grad = jax.jit(jax.vmap(jax.grad(lambda k, y: (prog(k, y)[1] * w).sum(),
+                                   argnums=(0, 1)), in_axes=(0, None)))
+  gk, gy = grad(batch, y)
+  assert_close(gk, np.zeros_like(batch), 0.)
+  for row, k in zip(np.asarray(gy), batch):
+    expected_gy = np.zeros(40, np.float32)
+    expected_gy[np.asarray(xla(k, y)[2])] = w
+    np.testing.assert_array_equal(row, expected_gy)
+
+
+@pytest.mark.parametrize("comparator", [
+    # A FLOAT comparison (NaN compares false: no strict order).
+    """%c = stablehlo.compare LT, %a0, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>""",
+    # Ascending by operand 1, ties broken by operand 0 descending.
+    """%lt = stablehlo.compare LT, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %eq = stablehlo.compare EQ, %b0, %b1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %gt = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %t = stablehlo.and %eq, %gt : tensor<i1>
+      %c = stablehlo.or %lt, %t : tensor<i1>
+      stablehlo.return %c : tensor<i1>""",
+])
+@pytest.mark.parametrize("stable", ["true", "false"])
+def test_sorts_with_any_comparator_run_as_the_op_itself(comparator, stable):
+  text = _module(f"""
+  func.func @main(%x: tensor<4x12xf32>, %y: tensor<4x12xf32>) -> (tensor<4x12xf32>, tensor<4x12xf32>) {{
+    %s:2 = "stablehlo.sort"(%x, %y) <{{dimension = 1 : i64, is_stable = {stable}}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<f32>, %b1: tensor<f32>):
+      {comparator}
+    }}) : (tensor<4x12xf32>, tensor<4x12xf32>) -> (tensor<4x12xf32>, tensor<4x12xf32>)
+    return %s#0, %s#1 : tensor<4x12xf32>, tensor<4x12xf32>
+  }}""")
+  x = np.resize(_SPECIAL, (4, 12))
+  y = np.resize(np.arange(5, dtype=np.float32) % 2, (4, 12))
+  prog, _ = _check_module(text, x, y)
+  xla = xla_function(text, prog)
+  batch = np.stack([x, x[::-1], y])
+  want = [np.stack(o) for o in zip(*[xla(b, y) for b in batch])]
+  for axis in (0, 2):  # the batch axis before and after the sorted one
+    got = jax.jit(jax.vmap(prog, in_axes=(axis, None)))(
+        np.moveaxis(batch, 0, axis), y)
+    for g, e in zip(got, want):  # NaN bit patterns too
+      np.testing.assert_array_equal(np.asarray(g).view(np.int32),
+                                    np.asarray(e).view(np.int32))
+
+
+def _argsort_then_slice(keys: str) -> str:
+  """An unstable sort of `keys` with an iota, both sliced: XLA's TopK form."""
+  return _module(f"""
+  func.func @main(%x: tensor<64xf32>) -> (tensor<8xf32>, tensor<8xi32>) {{
+    {keys}
+    %i = stablehlo.iota dim = 0 : tensor<64xi32>
+    %s:2 = "stablehlo.sort"(%k, %i) <{{dimension = 0 : i64, is_stable = false}}> ({{
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>, %b0: tensor<i32>, %b1: tensor<i32>):
+      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<64xf32>, tensor<64xi32>) -> (tensor<64xf32>, tensor<64xi32>)
+    %v = "stablehlo.slice"(%s#0) <{{start_indices = array<i64: 0>, limit_indices = array<i64: 8>, strides = array<i64: 1>}}> : (tensor<64xf32>) -> tensor<8xf32>
+    %j = "stablehlo.slice"(%s#1) <{{start_indices = array<i64: 0>, limit_indices = array<i64: 8>, strides = array<i64: 1>}}> : (tensor<64xi32>) -> tensor<8xi32>
+    return %v, %j : tensor<8xf32>, tensor<8xi32>
+  }}""")
+
+
+@pytest.mark.parametrize("keys,reason", [
+    # XLA rewrites it as TopK (ties by index), but not a JVP's sort, which
+    # has one more payload: the transformed program would order ties as
+    # std::sort does.
+    ("%k = stablehlo.add %x, %x : tensor<64xf32>", "TopK"),
+    # XLA constant-folds it, with another order of ties than at run time
+    # (as a program run op by op would sort it).
+    ("%k = stablehlo.constant dense<1.0> : tensor<64xf32>", "constants"),
+])
+def test_unstable_sorts_that_xla_sorts_otherwise_are_refused(keys, reason):
+  text = _argsort_then_slice(keys)
+  prog = s2j.parse(text)
+  assert prog.unsupported == ("stablehlo.sort",)
+  assert reason in prog.reasons["stablehlo.sort"], prog.reasons
+  if reason == "TopK":  # XLA's order, which a std::sort would not give
+    x = (np.arange(64) % 2).astype(np.float32)
+    np.testing.assert_array_equal(xla_function(text, prog)(x)[1],
+                                  np.arange(1, 16, 2))
+
+
+def test_values_that_may_not_depend_on_the_arguments():
+  # Through calls (a parameter is where one call's operand is) and regions
+  # (a region's arguments are where its whole op is).
+  funcs, _ = _ir.read_module(_module("""
+  func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+    %c = stablehlo.constant dense<2.0> : tensor<4xf32>
+    %a = call @f(%x, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %b = call @f(%c, %c) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %n = stablehlo.negate %x : tensor<4xf32>
+    return %a, %b, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  }
+  func.func private @f(%p: tensor<4xf32>, %q: tensor<4xf32>) -> tensor<4xf32> {
+    %s = stablehlo.add %p, %q : tensor<4xf32>
+    %t = stablehlo.multiply %q, %q : tensor<4xf32>
+    return %s : tensor<4xf32>
+  }"""))
+  names = {}
+  for f in funcs.values():
+    for v, name in zip(f.body.args, ("p", "q") if f.name == "f" else ("x",)):
+      names[name] = v
+    for op in f.body.ops:
+      if op.results and op.name != "func.call":
+        names[f"{f.name}.{op.name.split('.')[-1]}"] = op.results[0]
+  constant = _interpret.maybe_constant_values(funcs, "main")
+  assert {k for k, v in names.items() if v in constant} == {
+      "p", "q", "main.constant", "f.add", "f.multiply"}, names
+  # f.add is constant at the second call only: the first call's result is
+  # not, the second's is (call results are per call).
+  calls = [op for op in funcs["main"].body.ops if op.name == "func.call"]
+  assert [op.results[0] in constant for op in calls] == [False, True]
+
+
+def test_a_comparator_with_64_bit_types_keeps_them_without_x64():
+  # The comparator is traced when the sort is lowered, after the program
+  # ran: with the module's 64-bit types too (uint32 compared as int64).
+  text = _module("""
+  func.func @main(%x: tensor<6xui32>, %y: tensor<6xf32>) -> (tensor<6xui32>, tensor<6xf32>) {
+    %s:2 = "stablehlo.sort"(%x, %y) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a0: tensor<ui32>, %a1: tensor<ui32>, %b0: tensor<f32>, %b1: tensor<f32>):
+      %w0 = stablehlo.convert %a0 : (tensor<ui32>) -> tensor<i64>
+      %w1 = stablehlo.convert %a1 : (tensor<ui32>) -> tensor<i64>
+      %m = stablehlo.constant dense<3000000000> : tensor<i64>
+      %r0 = stablehlo.remainder %w0, %m : tensor<i64>
+      %r1 = stablehlo.remainder %w1, %m : tensor<i64>
+      %c = stablehlo.compare LT, %r0, %r1, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<6xui32>, tensor<6xf32>) -> (tensor<6xui32>, tensor<6xf32>)
+    return %s#0, %s#1 : tensor<6xui32>, tensor<6xf32>
+  }""")
+  x = np.array([3, 2**31 + 5, 1, 4000000000, 2, 0], np.uint32)
+  y = np.arange(6, dtype=np.float32)
+  prog, expected = _check_module(text, x, y)
+  # By x mod 3e9, as int64: 4e9 comes before 2^31 + 5.
+  np.testing.assert_array_equal(expected[0], [0, 1, 2, 3, 4000000000,
+                                              2**31 + 5])
+  assert_close(jax.jit(jax.vmap(prog, in_axes=(None, 0)))(x, np.stack([y, y])),
+               [np.stack([e, e]) for e in expected], 0.)
+
+
+def test_the_comparator_sort_exports_with_symbolic_batch_sizes():
+  keys, y = _ties(), np.arange(40, dtype=np.float32)
+  prog = s2j.parse(_unstable_sort_module("%s#0, %s#1, %s#2"))
+
+  def loss(k, y):
+    return (jax.vmap(prog)(k, y)[1] * y).sum()
+  args = [jax.ShapeDtypeStruct(jax.export.symbolic_shape("b, 40"),
+                               np.float32)] * 2
+  exported = jax.export.export(jax.jit(jax.grad(loss, argnums=1)))(*args)
+  batch = np.stack([keys, keys[::-1], -keys])
+  ys = np.stack([y, y * 2, y + 1])
+  assert_close(exported.call(batch, ys), jax.jit(jax.grad(loss, argnums=1))(
+      batch, ys), 0.)
+
+
+def test_a_comparator_that_reads_the_enclosing_function_is_named():
+  text = _module("""
+  func.func @main(%x: tensor<8xf32>, %p: tensor<f32>) -> tensor<8xf32> {
+    %s = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>):
+      %d = stablehlo.multiply %a0, %p : tensor<f32>
+      %c = stablehlo.compare LT, %d, %a1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<8xf32>) -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }""")
+  prog = s2j.parse(text)
+  assert prog.unsupported == ("stablehlo.sort",)
+  assert "reads 1 values of the enclosing function" in prog.reasons[
+      "stablehlo.sort"]
+
+
+def test_unstable_sort_whose_payloads_are_dead_needs_no_order_of_ties():
+  # tf.linalg.svd(compute_uv=False) sorts the singular vectors along with
+  # the values, and returns only the values: ties of the keys are bitwise
+  # equal, so the sorted keys are one answer, and lax.sort gives it.
+  keys = _ties()
+  prog, _ = _check_module(_unstable_sort_module("%s#0, %s#0, %i"), keys,
+                          np.ones(40, np.float32))
+  batch = np.stack([keys, keys[::-1] * 2])
+  assert_close(jax.jit(jax.vmap(prog, in_axes=(0, None)))(
+      batch, np.ones(40, np.float32))[0],
+               -np.sort(-batch, axis=1, kind="stable"))
+
+
+def test_dead_ops_need_no_rule():
+  # An op whose results reach no result of the module is not interpreted
+  # (no rule needed); one that may have side effects is kept.
+  body = """
+  func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {{
+    %r:2 = stablehlo.custom_call @Eigh(%x) {{backend_config = "1,1,4,0.000001"{effect}}} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
+    %n = stablehlo.negate %r#0 : tensor<2x2xf32>
+    %y = stablehlo.sine %x : tensor<2x2xf32>
+    return %{out} : tensor<2x2xf32>
+  }}"""
+  x = np.eye(2, dtype=np.float32)
+  prog, _ = _check_module(_module(body.format(effect="", out="y")), x,
+                          tol=1e-6)
+  for effect, out in ((", has_side_effect = true", "y"), ("", "n")):
+    prog = s2j.parse(_module(body.format(effect=effect, out=out)))
+    assert prog.unsupported == ("stablehlo.custom_call @Eigh",)
+
+
+def test_case_index_out_of_range_runs_the_last_branch():
+  text = _module("""
+  func.func @main(%i: tensor<i32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+    %r = "stablehlo.case"(%i) ({
+      stablehlo.return %x : tensor<3xf32>
+    }, {
+      %n = stablehlo.negate %x : tensor<3xf32>
+      stablehlo.return %n : tensor<3xf32>
+    }, {
+      %m = stablehlo.multiply %x, %x : tensor<3xf32>
+      stablehlo.return %m : tensor<3xf32>
+    }) : (tensor<i32>) -> tensor<3xf32>
+    return %r : tensor<3xf32>
+  }""")
+  x = np.array([1., -2., 3.], np.float32)
+  for i in (-1, 0, 1, 2, 3, 7):
+    _check_module(text, np.int32(i), x)
+  prog = s2j.parse(text)
+  idx = np.array([-2, 0, 1, 2, 5], np.int32)
+  assert_close(jax.vmap(prog, in_axes=(0, None))(idx, x),
+               [np.stack([xla_function(text, prog)(i, x)[0] for i in idx])])
+
+
+def test_dynamic_slices_clamp_indices_like_xla():
+  text = _module("""
+  func.func @main(%x: tensor<5x4xf32>, %i: tensor<i32>, %j: tensor<i64>, %u: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<5x4xf32>) {
+    %ii = stablehlo.convert %i : (tensor<i32>) -> tensor<i64>
+    %s = stablehlo.dynamic_slice %x, %ii, %j, sizes = [2, 3] : (tensor<5x4xf32>, tensor<i64>, tensor<i64>) -> tensor<2x3xf32>
+    %jj = stablehlo.convert %j : (tensor<i64>) -> tensor<i32>
+    %d = stablehlo.dynamic_update_slice %x, %u, %i, %jj : (tensor<5x4xf32>, tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<5x4xf32>
+    return %s, %d : tensor<2x3xf32>, tensor<5x4xf32>
+  }""")
+  x = np.arange(20, dtype=np.float32).reshape(5, 4)
+  u = -np.ones((2, 3), np.float32)
+  with config.enable_x64(True):
+    for i, j in ((-3, 0), (1, -1), (4, 3), (9, 9), (2, 1)):
+      _check_module(text, x, np.int32(i), np.int64(j), u)
+
+
+_GATHER = """
+  func.func @main(%x: tensor<5x3xf32>, %i: tensor<1x4xi32>) -> tensor<4x3xf32> {
+    %g = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 0>, indices_are_sorted = false, slice_sizes = array<i64: 1, 3>}> : (tensor<5x3xf32>, tensor<1x4xi32>) -> tensor<4x3xf32>
+    return %g : tensor<4x3xf32>
+  }"""
+
+
+def test_gather_index_vector_dim_first_and_out_of_bounds_clamped():
+  text = _module(_GATHER)
+  x = np.arange(15, dtype=np.float32).reshape(5, 3)
+  i = np.array([[0, 4, -2, 9]], np.int32)
+  prog, _ = _check_module(text, x, i)
+  # Out-of-bounds rows are clamped, in both directions of AD too.
+  g = jax.grad(lambda x: (prog(x, i)[0] * np.arange(1, 13, dtype=np.float32)
+                          .reshape(4, 3)).sum())(x)
+  expected = np.zeros((5, 3), np.float32)
+  for k, r in enumerate([0, 4, 0, 4]):
+    expected[r] += np.arange(1, 13, dtype=np.float32).reshape(4, 3)[k]
+  assert_close(g, expected)
+
+
+def test_scatter_drops_out_of_bounds_updates():
+  text = _module("""
+  func.func @main(%x: tensor<5xf32>, %i: tensor<4x1xi32>, %u: tensor<4xf32>) -> tensor<5xf32> {
+    %s = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<5xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<5xf32>
+    return %s : tensor<5xf32>
+  }""")
+  x = np.zeros(5, np.float32)
+  i = np.array([[1], [-1], [7], [1]], np.int32)
+  u = np.array([1., 2., 3., 4.], np.float32)
+  prog, expected = _check_module(text, x, i, u)
+  assert_close(expected, [np.array([0., 5., 0., 0., 0.], np.float32)])
+  # The dropped updates get no cotangent.
+  assert_close(jax.grad(lambda u: prog(x, i, u)[0].sum())(u),
+               np.array([1., 0., 0., 1.], np.float32))
+
+
+def test_convolution_window_reversal_and_dilations():
+  text = _module("""
+  func.func @main(%x: tensor<1x2x7xf32>, %w: tensor<3x2x3xf32>) -> tensor<1x3x6xf32> {
+    %c = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride = [2], pad = [[2, 1]], lhs_dilate = [2], rhs_dilate = [2], reverse = [true]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x2x7xf32>, tensor<3x2x3xf32>) -> tensor<1x3x6xf32>
+    return %c : tensor<1x3x6xf32>
+  }""")
+  _check_module(text, _f(1, 2, 7)(), _f(3, 2, 3)(), tol=1e-5)
+
+
+def test_constants_of_every_kind():
+  text = _module("""
+  func.func @main() -> (tensor<2xcomplex<f32>>, tensor<3xcomplex<f64>>, tensor<2xbf16>, tensor<2x2xf32>, tensor<3xi1>, tensor<0x3xf32>, tensor<2xf32>, tensor<3xui8>) {
+    %a = stablehlo.constant dense<[(1.0, 2.0), (3.0, -4.0)]> : tensor<2xcomplex<f32>>
+    %b = stablehlo.constant dense<(1.5, -2.5)> : tensor<3xcomplex<f64>>
+    %c = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xbf16>
+    %d = stablehlo.constant dense<7.0> : tensor<2x2xf32>
+    %e = stablehlo.constant dense<[true, false, true]> : tensor<3xi1>
+    %f = stablehlo.constant dense<> : tensor<0x3xf32>
+    %g = stablehlo.constant dense<[0x7FC00000, 0xFF800000]> : tensor<2xf32>
+    %h = stablehlo.constant dense<[1, 255, 3]> : tensor<3xui8>
+    return %a, %b, %c, %d, %e, %f, %g, %h : tensor<2xcomplex<f32>>, tensor<3xcomplex<f64>>, tensor<2xbf16>, tensor<2x2xf32>, tensor<3xi1>, tensor<0x3xf32>, tensor<2xf32>, tensor<3xui8>
+  }""")
+  with config.enable_x64(True):
+    _, expected = _check_module(text)
+  assert_close(expected[1], np.full(3, 1.5 - 2.5j))
+
+
+def test_tuples_calls_and_captured_values_in_regions():
+  text = _module("""
+  func.func private @square_pair(%a: tensor<3xf32>, %b: tensor<i32>) -> tuple<tensor<3xf32>, tensor<i32>> {
+    %m = stablehlo.multiply %a, %a : tensor<3xf32>
+    %t = stablehlo.tuple %m, %b : tuple<tensor<3xf32>, tensor<i32>>
+    return %t : tuple<tensor<3xf32>, tensor<i32>>
+  }
+  func.func @main(%x: tensor<3xf32>, %s: tensor<f32>) -> (tensor<3xf32>, tensor<i32>) {
+    %zero = stablehlo.constant dense<0> : tensor<i32>
+    %w:2 = stablehlo.while(%i = %zero, %y = %x) : tensor<i32>, tensor<3xf32>
+     cond {
+      %n = stablehlo.constant dense<3> : tensor<i32>
+      %c = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    } do {
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %i1 = stablehlo.add %i, %one : tensor<i32>
+      %sb = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<f32>) -> tensor<3xf32>
+      %y1 = stablehlo.add %y, %sb : tensor<3xf32>
+      stablehlo.return %i1, %y1 : tensor<i32>, tensor<3xf32>
+    }
+    %t = func.call @square_pair(%w#1, %w#0) : (tensor<3xf32>, tensor<i32>) -> tuple<tensor<3xf32>, tensor<i32>>
+    %e0 = stablehlo.get_tuple_element %t[0] : (tuple<tensor<3xf32>, tensor<i32>>) -> tensor<3xf32>
+    %e1 = stablehlo.get_tuple_element %t[1] : (tuple<tensor<3xf32>, tensor<i32>>) -> tensor<i32>
+    return %e0, %e1 : tensor<3xf32>, tensor<i32>
+  }""")
+  x, s = np.array([1., 2., 3.], np.float32), np.float32(.5)
+  prog, expected = _check_module(text, x, s, tol=1e-6)
+  assert_close(expected, [(x + 1.5) ** 2, np.int32(3)], 1e-6)
+  # Forward mode through the loop, w.r.t. the value the body captures.
+  _, t = jax.jvp(lambda s: prog(x, s)[0], (s,), (np.float32(1.),))
+  assert_close(t, 2 * 3 * (x + 1.5), 1e-5)
+
+
+def _counted_loop(cond: str, init: str = "0", step: str = "1",
+                  ity: str = "i32") -> str:
+  """A loop of `y = y * 1.5 + x` whose condition is `cond` of (%i, %n, %y).
+
+  %i starts at `init` and steps by `step`; %n is 5, passed on unchanged.
+  """
+  return _module(f"""
+  func.func private @cond(%i: tensor<{ity}>, %n: tensor<{ity}>, %y: tensor<3xf32>) -> tensor<i1> {{
+    {cond}
+  }}
+  func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<{ity}>) {{
+    %i0 = stablehlo.constant dense<{init}> : tensor<{ity}>
+    %n0 = stablehlo.constant dense<5> : tensor<{ity}>
+    %w:3 = stablehlo.while(%i = %i0, %n = %n0, %y = %x) : tensor<{ity}>, tensor<{ity}>, tensor<3xf32>
+     cond {{
+      %c = func.call @cond(%i, %n, %y) : (tensor<{ity}>, tensor<{ity}>, tensor<3xf32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }} do {{
+      %s = stablehlo.constant dense<{step}> : tensor<{ity}>
+      %i1 = stablehlo.add %i, %s : tensor<{ity}>
+      %i2 = stablehlo.reshape %i1 : (tensor<{ity}>) -> tensor<{ity}>
+      %k = stablehlo.constant dense<1.5> : tensor<3xf32>
+      %m = stablehlo.multiply %y, %k : tensor<3xf32>
+      %y1 = stablehlo.add %m, %x : tensor<3xf32>
+      stablehlo.return %i2, %n, %y1 : tensor<{ity}>, tensor<{ity}>, tensor<3xf32>
+    }}
+    return %w#2, %w#0 : tensor<3xf32>, tensor<{ity}>
+  }}""")
+
+
+def _compare(direction: str, lhs: str, rhs: str, ctype: str = "SIGNED",
+             ity: str = "i32") -> str:
+  return (f"%r = stablehlo.compare {direction}, {lhs}, {rhs}, {ctype} : "
+          f"(tensor<{ity}>, tensor<{ity}>) -> tensor<i1>\n    "
+          "return %r : tensor<i1>")
+
+
+_THREE = "%t = stablehlo.constant dense<3> : tensor<i32>\n    "
+
+
+@pytest.mark.parametrize("cond,init,step,ity,trips", [
+    (_THREE + _compare("LT", "%i", "%t"), "0", "1", "i32", 3),
+    (_compare("LT", "%i", "%n"), "0", "1", "i32", 5),  # a carried bound
+    (_compare("GT", "%n", "%i"), "-3", "2", "i32", 4),
+    (_compare("LE", "%i", "%n"), "7", "1", "i32", 0),
+    (_compare("NE", "%i", "%n", ity="i64"), "11", "-2", "i64", 3),
+    # Two counters (tf.map_fn's): both must hold.
+    ("%t = stablehlo.constant dense<2> : tensor<i32>\n    "
+     "%a = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>)"
+     " -> tensor<i1>\n    %b = stablehlo.compare LT, %t, %n, SIGNED : "
+     "(tensor<i32>, tensor<i32>) -> tensor<i1>\n    %r = stablehlo.and %a,"
+     " %b : tensor<i1>\n    return %r : tensor<i1>", "0", "1", "i32", 5),
+    # Wrapping around like XLA's integers: 126, 127, -128 (stops).
+    ("%z = stablehlo.constant dense<0> : tensor<i8>\n    "
+     + _compare("GT", "%i", "%z", ity="i8"), "126", "1", "i8", 2),
+])
+def test_loops_with_a_fixed_trip_count_run_as_scans(cond, init, step, ity,
+                                                    trips):
+  text = _counted_loop(cond, init, step, ity)
+  x = np.array([.5, -1., 2.], np.float32)
+  with config.enable_x64(True):
+    prog, expected = _check_module(text, x, tol=1e-6)
+    jaxpr = jax.make_jaxpr(prog)(x)
+    assert [e.primitive.name for e in jaxpr.jaxpr.eqns
+            if e.primitive.name in ("scan", "while")] == ["scan"]
+    assert next(e for e in jaxpr.jaxpr.eqns
+                if e.primitive.name == "scan").params["length"] == trips
+    y = x
+    for _ in range(trips):
+      y = y * np.float32(1.5) + x
+    assert_close(expected[0], y, 1e-6)
+    # Reverse mode: d/dx of sum(y) = sum of 1.5^k, k <= trips.
+    grad = jax.jit(jax.grad(lambda x: prog(x)[0].sum()))(x)
+    assert_close(grad, np.full(3, sum(1.5 ** k for k in range(trips + 1)),
+                               np.float32), 1e-6)
+
+
+@pytest.mark.parametrize("cond", [
+    # It reads the data.
+    "%r0 = stablehlo.constant dense<true> : tensor<i1>\n    "
+    "%s = stablehlo.reduce(%y init: %z) applies stablehlo.add across "
+    "dimensions = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<f32>\n    "
+    "%r = stablehlo.compare LT, %s, %z : (tensor<f32>, tensor<f32>) -> "
+    "tensor<i1>\n    return %r : tensor<i1>",
+    # An op the evaluator does not know.
+    "%one = stablehlo.constant dense<1> : tensor<i32>\n    "
+    "%s = stablehlo.shift_left %i, %one : tensor<i32>\n    "
+    + _compare("LT", "%s", "%n"),
+])
+def test_loops_whose_trip_count_may_depend_on_data_stay_while_loops(cond):
+  cond = "%z = stablehlo.constant dense<10.0> : tensor<f32>\n    " + cond
+  text = _counted_loop(cond)
+  x = np.array([.5, 1., 2.], np.float32)
+  prog, _ = _check_module(text, x, tol=1e-5)
+  assert "while" in [e.primitive.name
+                     for e in jax.make_jaxpr(prog)(x).jaxpr.eqns]
+
+
+def test_general_reduce_and_reduce_window_regions():
+  text = _module("""
+  func.func @main(%x: tensor<4x6xf32>) -> (tensor<4xf32>, tensor<4x3xf32>) {
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %r = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x6xf32>, tensor<f32>) -> tensor<4xf32>
+     reducer(%a: tensor<f32>, %b: tensor<f32>) {
+      %aa = stablehlo.abs %a : tensor<f32>
+      %bb = stablehlo.abs %b : tensor<f32>
+      %m = stablehlo.maximum %aa, %bb : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }
+    %one = stablehlo.constant dense<1.0> : tensor<f32>
+    %w = "stablehlo.reduce_window"(%x, %one) <{window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.multiply %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }) : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x3xf32>
+    return %r, %w : tensor<4xf32>, tensor<4x3xf32>
+  }""")
+  x = _f(4, 6)()
+  prog, expected = _check_module(text, x, tol=1e-6)
+  assert_close(jax.jit(jax.vmap(prog))(np.stack([x, 2 * x])),
+               [np.stack([e, 2 * e]) for e in [expected[0]]] +
+               [np.stack([expected[1], 4 * expected[1]])], 1e-5)
+
+
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_identity_converts_keep_a_sum_transposable(ty):
+  # tf2xla wraps every reduction's operand, initial value and result in a
+  # convert to the same type; a sum must stay a sum (reduce_sum), which JAX
+  # transposes, not a general reduce of a traced zero, which it cannot.
+  # Also of 64-bit types (with jax_enable_x64, the constant stays NumPy's).
+  text = _module("""
+  func.func @main(%x: tensor<4x6xTY>) -> (tensor<4xTY>, tensor<4x6xTY>) {
+    %c = stablehlo.convert %x : tensor<4x6xTY>
+    %z = stablehlo.constant dense<0.0> : tensor<TY>
+    %zc = stablehlo.convert %z : tensor<TY>
+    %r = stablehlo.reduce(%c init: %zc) applies stablehlo.add across dimensions = [1] : (tensor<4x6xTY>, tensor<TY>) -> tensor<4xTY>
+    %rc = stablehlo.convert %r : tensor<4xTY>
+    %s = stablehlo.convert %x : (tensor<4x6xTY>) -> tensor<4x6xf16>
+    %t = stablehlo.convert %s : (tensor<4x6xf16>) -> tensor<4x6xTY>
+    return %rc, %t : tensor<4xTY>, tensor<4x6xTY>
+  }""".replace("TY", ty))
+  dtype = {"f32": np.float32, "f64": np.float64}[ty]
+  with config.enable_x64(ty == "f64"):
+    x = _f(4, 6, dtype=dtype)()
+    prog, _ = _check_module(text, x, tol=1e-6)
+    jaxpr = jax.make_jaxpr(lambda a: prog(a)[0])(x)
+    names = {e.primitive.name for e in jaxpr.eqns}
+    assert "reduce_sum" in names and "reduce" not in names, jaxpr
+    w = np.arange(4, dtype=dtype)
+    assert_close(jax.grad(lambda a: (prog(a)[0] * w).sum())(x),
+                 np.broadcast_to(w[:, None], (4, 6)))
+    # Converts to another type stay: f32 -> f16 -> f32 rounds.
+    assert_close(prog(x)[1], x.astype(np.float16).astype(dtype))
+
+
+@pytest.mark.parametrize("body,name", [
+    ("""%r:2 = stablehlo.custom_call @Eigh(%x) {backend_config = "1,1,4,0.000001"} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>)
+    return %r#0 : tensor<2x2xf32>""", "stablehlo.custom_call @Eigh"),
+    ("""%z = stablehlo.constant dense<0.0> : tensor<f32>
+    %s = "stablehlo.select_and_scatter"(%x, %x, %z) <{window_dimensions = array<i64: 1, 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }, {
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %c : tensor<f32>
+    }) : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
+    return %s : tensor<2x2xf32>""", "stablehlo.select_and_scatter"),
+    ("""%y = stablehlo.cbrt %x {result_accuracy = #stablehlo.result_accuracy<atol = 1.0e-1, ulps = 0, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>} : tensor<2x2xf32>
+    return %y : tensor<2x2xf32>""", "stablehlo.cbrt"),
+])
+def test_ops_without_an_exact_rule_are_named(body, name):
+  text = _module(f"""
+  func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {{
+    {body}
+  }}""")
+  prog = s2j.parse(text)
+  assert prog.unsupported == (name,)
+  # The reason quotes the op's assembly (printed only for such modules).
+  assert name.split()[0] in prog.reasons[name].split("(in: ", 1)[1], (
+      prog.reasons)
+  with pytest.raises(s2j.UnsupportedOps, match=name) as e:
+    prog(np.eye(2, dtype=np.float32))
+  assert e.value.ops == (name,)
+  with pytest.raises(s2j.UnsupportedOps):
+    jax.jit(prog)(np.eye(2, dtype=np.float32))
+
+
+def test_program_api():
+  text = _module("""
+  func.func @main(%x: tensor<2x3xf32>, %i: tensor<i32>) -> (tensor<3x2xf32>, tensor<i32>) {
+    %t = stablehlo.transpose %x, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+    return %t, %i : tensor<3x2xf32>, tensor<i32>
+  }""")
+  prog = s2j.parse(text)
+  assert prog.in_avals == (core.ShapedArray((2, 3), np.float32),
+                           core.ShapedArray((), np.int32))
+  assert prog.out_avals == (core.ShapedArray((3, 2), np.float32),
+                            core.ShapedArray((), np.int32))
+  assert prog.unsupported == ()
+  # Hashable by identity (jax.jit caches on it).
+  assert prog != s2j.parse(text) and {prog: 1}[prog] == 1
+  with pytest.raises(AttributeError):
+    prog.unsupported = ("x",)
+  with pytest.raises(TypeError, match="takes 2 arguments"):
+    prog(np.zeros((2, 3), np.float32))
+  with pytest.raises(TypeError, match="shape"):
+    prog(np.zeros((3, 2), np.float32), np.int32(0))
+  with pytest.raises(ValueError, match="dynamic shape"):
+    s2j.parse(_module("""
+  func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+    return %x : tensor<?xf32>
+  }"""))
+
+
+@pytest.mark.parametrize("ty,dtype", [("bf16", "bfloat16"), ("f16", "float16")])
+def test_sort_total_order_of_narrow_floats(ty, dtype):
+  text = _module(f"""
+  func.func @main(%x: tensor<10x{ty}>) -> tensor<10x{ty}> {{
+    %s = "stablehlo.sort"(%x) <{{dimension = 0 : i64, is_stable = true}}> ({{
+    ^bb0(%a0: tensor<{ty}>, %a1: tensor<{ty}>):
+      %c = stablehlo.compare GT, %a0, %a1, TOTALORDER : (tensor<{ty}>, tensor<{ty}>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }}) : (tensor<10x{ty}>) -> tensor<10x{ty}>
+    return %s : tensor<10x{ty}>
+  }}""")
+  x = _SPECIAL.astype(jax.numpy.dtype(dtype))
+  prog, expected = _check_module(text, x)
+  np.testing.assert_array_equal(
+      np.asarray(jax.jit(prog)(x)[0]).view(np.int16),
+      np.asarray(expected[0]).view(np.int16))
