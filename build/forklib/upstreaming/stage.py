@@ -846,6 +846,10 @@ def _verify(project: Project, release: Release, repo: pathlib.Path,
     failing_at_base = set(run.failed) | set(run.errors)
   for result in results:
     files = series_tests[result.commit]
+    if not files and not result.sizes.get("code", 0):
+      log.step("stage", f"verify: {result.slug}: no code and no tests: "
+               "nothing to run")
+      continue
     log.step("stage", f"verify: {result.slug}: installing its tree, "
              f"running {len(files)} test files")
     run = stage_verify.verify_tree(repo, result.commit, base_venv, files,
@@ -943,8 +947,10 @@ def _report_json(release: Release, base_text: str, base: str,
   }
 
 
-def _tests_cell(c: dict[str, Any]) -> str:
+def _tests_cell(c: dict[str, Any], verified: bool) -> str:
   run = c["tests_run"]
+  if run is None and verified:
+    return "none (no code, no tests)"
   if run is None:
     return ", ".join(c["tests"]) or "not run (--verify runs them)"
   if run["problem"]:
@@ -954,7 +960,7 @@ def _tests_cell(c: dict[str, Any]) -> str:
              if run["failed_at_base"] else ""))
 
 
-def _commit_row(c: dict[str, Any]) -> str:
+def _commit_row(c: dict[str, Any], verified: bool) -> str:
   size = c["added_lines"].get("non_test", 0)
   notes = "; ".join(filter(None, [
       "BREAKING" if c["breaking"] else "",
@@ -967,7 +973,7 @@ def _commit_row(c: dict[str, Any]) -> str:
           f"{'' if c['within_size_limit'] else ' (OVER)'} of "
           f"{c['max_added_lines']} | {c['added_lines'].get('tests', 0)} | "
           f"{len(c['fork_words'])} | {len(c['conventions'])} | "
-          f"{len(c['ruff'])} | {_tests_cell(c)} | {notes or '-'} |")
+          f"{len(c['ruff'])} | {_tests_cell(c, verified)} | {notes or '-'} |")
 
 
 def _report_md(report: dict[str, Any]) -> str:
@@ -980,7 +986,7 @@ def _report_md(report: dict[str, Any]) -> str:
            "| # | pull request | on | applies | non-test lines | test lines "
            "| fork words | conventions | ruff | tests | notes |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-  lines += [_commit_row(c) for c in report["commits"]]
+  lines += [_commit_row(c, report["verified"]) for c in report["commits"]]
   if report["held"]:
     lines += ["", "## Held", "", "| # | pull request | why |", "|---|---|---|"]
     lines += [f"| {h['index']} | {h['name']}: {h['title']} | {h['why']} |"
