@@ -334,7 +334,7 @@ import tensorflow as tf
 
 def helper(x, vmap_method=None):
   """Calls ``check()``, then :func:`lax.no_such_thing`; ``tf.function``
-  and ``vmap_method`` are fine, as is ``None``."""
+  and ``vmap_method`` are fine, as are ``None``, ``V2`` and ``jax.lax``."""
   # As register_cache() did before (a removed fallback).
   return x
 '''

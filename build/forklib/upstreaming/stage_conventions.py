@@ -170,16 +170,27 @@ def _defined_in(text: str) -> set[str]:
 
 def tree_definitions(repo: pathlib.Path, commit: str) -> set[str]:
   """The names JAX's Python files define at `commit` (functions, classes,
-  module-level assignments, modules)."""
+  module-level assignments, modules and packages, and the names they give
+  as strings: options, ops)."""
   out = gitcmd.git(repo, "grep", "-h", "-o", "-E",
                    r"^\s*(def|class)\s+\w+|^[A-Za-z_]\w*\s*(:[^=]*)?=",
                    commit, "--", "jax/*.py", "jax/**/*.py", command="stage",
                    check=False).stdout
   names = {m.group(1) for m in re.finditer(
       r"^\s*(?:def|class)?\s*([A-Za-z_]\w*)", out, re.MULTILINE)}
+  # Names given as strings: options ('jax_enable_x64'), ops
+  # ('stablehlo.set_dimension_size').
+  strings = gitcmd.git(repo, "grep", "-h", "-o", "-E",
+                       r"[\"'][A-Za-z_][A-Za-z0-9_.]*[\"']", commit, "--",
+                       "jax/*.py", command="stage", check=False).stdout
+  names.update(part for s in strings.split() for part in
+               s.strip("\"'").split(".") if part)
   files = gitcmd.git(repo, "ls-tree", "-r", "--name-only", commit, "--",
                      "jax", command="stage", check=False).stdout.split()
-  names.update(pathlib.PurePosixPath(f).stem for f in files)
+  for f in files:
+    path = pathlib.PurePosixPath(f)
+    names.add(path.stem)
+    names.update(path.parent.parts)  # packages
   return names
 
 
@@ -201,17 +212,22 @@ def undefined_references(line: str, local: set[str], aliases: set[str],
                          tree: set[str]) -> list[str]:
   """The names a docstring or comment line refers to that nothing defines.
 
-  A bare name must be bound in its file (`local`) or defined in the tree;
-  a dotted one is checked only if it starts with a JAX module of the file
-  (`aliases`), and its last part must be defined in the tree. Builtins,
-  keywords and other libraries' names (``tf.function``) are not checked.
+  A bare name is checked where it looks like code (``a_name``, `name()`,
+  :func:`name`, not ``V2`` of a formula) and must be bound in its file
+  (`local`) or defined in the tree; a dotted one is checked only if it
+  starts with a JAX module of the file (`aliases`), and its last part must
+  be defined in the tree. Builtins, keywords and other libraries' names
+  (``tf.function``) are not checked.
   """
   missing = []
-  for regex in _REFERENCE_RES:
+  for k, regex in enumerate(_REFERENCE_RES):
     for m in regex.finditer(line):
       parts = m.group(1).strip(".").split(".")
       name = parts[-1]
-      if (not name or keyword.iskeyword(name) or hasattr(builtins, name)
+      code_like = (k != 1 or len(parts) > 1 or "_" in name
+                   or m.group(0).endswith("()``"))
+      if (not name or not code_like or keyword.iskeyword(name)
+          or hasattr(builtins, name)
           or (len(parts) > 1 and parts[0] not in aliases)):
         continue
       known = tree if len(parts) > 1 else tree | local
