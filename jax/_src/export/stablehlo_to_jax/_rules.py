@@ -43,6 +43,7 @@ from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
 from jax._src.export.stablehlo_to_jax import _rng
 from jax._src.export.stablehlo_to_jax import _sort
+from jax import Array
 from jax import lax
 import numpy as np
 
@@ -488,6 +489,101 @@ def _fft_rule(op: Op, c: Compiler):
              op.attrs["fft_type"]]
   lengths = op.attrs["fft_length"]
   return lambda env, x: [lax.fft(x, typ, lengths)]
+
+
+# Batch normalization: the spec's decompositions (StableHLO spec,
+# batch_norm_inference, batch_norm_training, batch_norm_grad), op by op.
+# (XLA's expander computes the same functions; its training variance is
+# E[x^2] - E[x]^2, which differs from the spec's E[(x - E[x])^2] in
+# rounding only.)
+
+def _batch_norm_attrs(op: Op) -> tuple[float, int]:
+  """The op's epsilon and feature index; real floating operands only."""
+  if not all(_is_float(t.dtype) and not _is_complex(t)
+             for t in op.operand_types):
+    raise NoRule("batch normalization of other than real floating tensors")
+  return float(op.attrs["epsilon"]), int(op.attrs["feature_index"])
+
+
+def _feature_bcast(v: Array, like: Array, feature_index: int) -> Array:
+  """``broadcast_in_dim(v, [feature_index], type(like))``."""
+  return lax.broadcast_in_dim(v, like.shape, (feature_index,))
+
+
+def _feature_sum(x: Array, feature_index: int) -> Array:
+  """The spec's ``compute_sum``: a sum over every dimension but the feature's."""
+  dims = tuple(d for d in range(x.ndim) if d != feature_index)
+  return lax.reduce(x, np.array(0, x.dtype), lax.add, dims)
+
+
+def _per_feature(x: Array, feature_index: int) -> Array:
+  """``constant(size(x) / dim(x, feature_index))`` in x's type."""
+  count = x.size // x.shape[feature_index] if x.shape[feature_index] else 0
+  return np.array(count, x.dtype)
+
+
+def _feature_mean(x: Array, feature_index: int) -> Array:
+  """The spec's ``compute_mean``."""
+  total = _feature_sum(x, feature_index)
+  return lax.div(total, lax.full_like(total, _per_feature(x, feature_index)))
+
+
+def _normalized(x: Array, mean: Array, variance: Array, epsilon: float,
+                feature_index: int) -> tuple[Array, Array, Array, Array]:
+  """``(normalized, centered, stddev, variance + epsilon)``, each of x's
+  shape, as the spec computes them."""
+  var_eps = lax.add(_feature_bcast(variance, x, feature_index),
+                    lax.full_like(x, epsilon))
+  centered = lax.sub(x, _feature_bcast(mean, x, feature_index))
+  stddev = lax.sqrt(var_eps)
+  return lax.div(centered, stddev), centered, stddev, var_eps
+
+
+def _batch_norm_inference_rule(op: Op, c: Compiler):
+  del c
+  epsilon, fi = _batch_norm_attrs(op)
+
+  def step(env, x, scale, offset, mean, variance):
+    normalized = _normalized(x, mean, variance, epsilon, fi)[0]
+    return [lax.add(lax.mul(_feature_bcast(scale, x, fi), normalized),
+                    _feature_bcast(offset, x, fi))]
+  return step
+
+
+def _batch_norm_training_rule(op: Op, c: Compiler):
+  del c
+  epsilon, fi = _batch_norm_attrs(op)
+
+  def step(env, x, scale, offset):
+    mean = _feature_mean(x, fi)
+    centered = lax.sub(x, _feature_bcast(mean, x, fi))
+    variance = _feature_mean(lax.mul(centered, centered), fi)
+    normalized = _normalized(x, mean, variance, epsilon, fi)[0]
+    output = lax.add(lax.mul(_feature_bcast(scale, x, fi), normalized),
+                     _feature_bcast(offset, x, fi))
+    return [output, mean, variance]
+  return step
+
+
+def _batch_norm_grad_rule(op: Op, c: Compiler):
+  del c
+  epsilon, fi = _batch_norm_attrs(op)
+
+  def step(env, x, scale, mean, variance, grad_output):
+    normalized, centered, stddev, var_eps = _normalized(
+        x, mean, variance, epsilon, fi)
+    count = lax.full_like(x, _per_feature(grad_output, fi))
+    i1 = lax.mul(grad_output, count)
+    i2 = _feature_bcast(_feature_sum(grad_output, fi), x, fi)
+    i3 = _feature_bcast(_feature_sum(lax.mul(grad_output, centered), fi), x,
+                        fi)
+    i5 = lax.div(lax.mul(i3, centered), var_eps)
+    i6 = lax.sub(lax.sub(i1, i2), i5)
+    grad_operand = lax.mul(
+        lax.div(lax.div(_feature_bcast(scale, x, fi), stddev), count), i6)
+    return [grad_operand, _feature_sum(lax.mul(grad_output, normalized), fi),
+            _feature_sum(grad_output, fi)]
+  return step
 
 
 def _custom_call_rule(op: Op, c: Compiler):
@@ -989,7 +1085,8 @@ def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
 
 
 def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the products, convolutions, factorizations and FFTs."""
+  """The rules of the products, convolutions, factorizations, FFTs and batch
+  normalization."""
   return {
       "stablehlo.dot_general": _dot_general_rule,
       "stablehlo.dot": _dot_rule,
@@ -997,6 +1094,9 @@ def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.cholesky": _cholesky_rule,
       "stablehlo.triangular_solve": _triangular_solve_rule,
       "stablehlo.fft": _fft_rule,
+      "stablehlo.batch_norm_inference": _batch_norm_inference_rule,
+      "stablehlo.batch_norm_training": _batch_norm_training_rule,
+      "stablehlo.batch_norm_grad": _batch_norm_grad_rule,
   }
 
 
