@@ -14,7 +14,9 @@
 """The op families of the op matrix: TF functions as users write them.
 
 Each family is one small TensorFlow function of one float32 array, with a
-realistic shape, returning one float32 tensor. Its `build` imports TensorFlow
+realistic shape, returning one float32 tensor or a tuple of them (an op's
+several results: batch normalization's statistics, a decomposition's
+empty vectors). Its `build` imports TensorFlow
 (and Keras or TF Probability) only when called, so that pytest can collect
 the matrix without importing TensorFlow; `op_matrix_report.py` runs the
 families, `test_op_matrix.py` judges them.
@@ -33,9 +35,12 @@ from typing import Any, Callable
 import numpy as np
 
 # The transformations of the matrix, in the order of the table. Each is
-# applied to `g = call_tf(family_function)`; `s(x) = sum(w * g(x))` is the
-# scalar that `grad` and `hessian` differentiate.
+# applied to `g = call_tf(family_function)`; `s(x) = sum(w * g(x))` (summed
+# over the results) is the scalar that `grad` and `hessian` differentiate.
+# `value` and `jit` are the call itself, eagerly and under `jax.jit`.
 TRANSFORMS = (
+    "value",
+    "jit",
     "jit(vmap)",
     "vmap",
     "jit(vmap(grad))",
@@ -52,13 +57,13 @@ TRANSFORMS = (
 SECOND_ORDER = frozenset({"jit(hessian)", "hessian", "jit(vmap(hessian))"})
 # Each eager column and its jit column: where XLA compiles the function,
 # both must have the same outcome (test_op_matrix.py).
-EAGER_AND_JIT = (("vmap", "jit(vmap)"), ("jacrev", "jit(jacrev)"),
+EAGER_AND_JIT = (("value", "jit"), ("vmap", "jit(vmap)"), ("jacrev", "jit(jacrev)"),
                  ("jacfwd", "jit(jacfwd)"), ("hessian", "jit(hessian)"))
 # What a quick run (JAX_FORK_OP_MATRIX_QUICK=1) runs: one column per path
 # (StableHLO batching, its reverse and forward derivatives, TF's eager
 # tangents). The test suite, and so CI, runs every column.
-DEFAULT_TRANSFORMS = frozenset({"jit(vmap)", "jit(jacrev)", "jit(jacfwd)",
-                                "jvp"})
+DEFAULT_TRANSFORMS = frozenset({"jit", "jit(vmap)", "jit(jacrev)",
+                                "jit(jacfwd)", "jvp"})
 BATCH = 3          # the batch of vmap and vmap(grad)
 HESSIAN_BATCH = 2  # the batch of vmap(hessian)
 
@@ -719,6 +724,254 @@ def _tfp_ode():
   return Built(f, np.array([.7, 1.3], np.float32))
 
 
+# --------------------------------------------------------- normalization
+
+
+def _bn_params(name: str) -> tuple[np.ndarray, ...]:
+  """Scale, offset, running mean and (positive) running variance, 3 channels."""
+  return (1. + _const(name + ":scale", 3, scale=.3),
+          _const(name + ":offset", 3, scale=.3),
+          _const(name + ":mean", 3, scale=.5),
+          .5 + np.abs(_const(name + ":variance", 3)))
+
+
+def _fused_batch_norm(version: int, training: bool, data_format: str,
+                      factor: float = 1.):
+  """`FusedBatchNorm{,V2,V3}` of one batch: (y, batch mean, batch variance).
+
+  In inference the statistics results are the running ones passed in
+  (constants of the function); in training the batch's (the variance with
+  Bessel's correction), mixed with the running ones by `factor`.
+  """
+  name = f"fused_batch_norm_v{version}_{training}_{data_format}_{factor}"
+
+  def build():
+    import tensorflow as tf
+    op = {1: tf.raw_ops.FusedBatchNorm, 2: tf.raw_ops.FusedBatchNormV2,
+          3: tf.raw_ops.FusedBatchNormV3}[version]
+    scale, offset, mean, variance = _bn_params(name)
+    extra = {} if version == 1 else {"exponential_avg_factor": factor}
+
+    def f(x):
+      y, batch_mean, batch_variance = op(
+          x=x, scale=scale, offset=offset, mean=mean, variance=variance,
+          epsilon=1e-3, is_training=training, data_format=data_format,
+          **extra)[:3]
+      return y, batch_mean, batch_variance
+    shape = (2, 2, 3, 3) if data_format == "NHWC" else (2, 3, 2, 3)
+    return Built(f, _randn(name, *shape))
+  return build
+
+
+def _batch_norm_stats_of_x():
+  """Inference-mode `FusedBatchNormV3` given statistics computed from x.
+
+  TF's gradient of the op leaves out its mean and variance inputs.
+  """
+  import tensorflow as tf
+  scale, offset, _, _ = _bn_params("batch_norm_stats_of_x")
+
+  def f(x):
+    mean, variance = tf.nn.moments(x, [0, 1, 2])
+    return tf.raw_ops.FusedBatchNormV3(
+        x=x, scale=scale, offset=offset, mean=mean, variance=variance + .5,
+        is_training=False)[0]
+  return Built(f, _randn("batch_norm_stats_of_x", 2, 2, 2, 3))
+
+
+def _keras2_batchnorm():
+  """tf_keras' BatchNormalization (Keras 2: the fused op), inference."""
+  import tensorflow as tf
+  import tf_keras
+  layer = tf_keras.layers.BatchNormalization(fused=True)
+  layer.build((None, 2, 3, 3))
+  scale, offset, mean, variance = _bn_params("keras2_batchnorm")
+  for v, value in ((layer.gamma, scale), (layer.beta, offset),
+                   (layer.moving_mean, mean),
+                   (layer.moving_variance, variance)):
+    v.assign(value)
+  _KEEP_ALIVE.append(layer)
+  return Built(lambda x: tf.squeeze(layer(tf.expand_dims(x, 0),
+                                          training=False), 0),
+               _randn("keras2_batchnorm", 2, 3, 3))
+
+
+def _local_response_normalization():
+  import tensorflow as tf
+  def f(x):
+    y = tf.nn.local_response_normalization(tf.expand_dims(x, 0), 1, 1., .5)
+    return tf.squeeze(y, 0)
+  return Built(f, _randn("local_response_normalization", 2, 2, 4))
+
+
+# ------------------------------------- decompositions without vectors
+
+
+def _eigh_values_only():
+  import tensorflow as tf
+  return Built(lambda x: tuple(tf.raw_ops.SelfAdjointEigV2(
+      input=x + tf.transpose(x), compute_v=False)),
+               _randn("eigh_values_only", 3, 3))
+
+
+def _svd_values_only():
+  import tensorflow as tf
+  return Built(lambda x: tuple(tf.raw_ops.Svd(input=x, compute_uv=False)),
+               _randn("svd_values_only", 4, 3))
+
+
+# ----------------------------------------------------- size-0 dimensions
+
+
+def _empty_argument():
+  import tensorflow as tf
+  return Built(lambda x: (tf.reduce_sum(x, 0) + 1., x * 2.),
+               np.zeros((0, 3), np.float32))
+
+
+def _empty_intermediate():
+  import tensorflow as tf
+  def f(x):
+    none = x[2:2]  # size 0
+    zeros = tf.matmul(tf.reshape(x, [4, 1])[:, :0], tf.zeros([0, 4]))
+    return tf.sin(x) * 2. + tf.reduce_sum(zeros, 0) + tf.reduce_sum(none)
+  return Built(f, _randn("empty_intermediate", 4))
+
+
+# ------------------------------------------------------------ more FFT
+
+
+def _fft_len_helper():
+  """A helper as users write it: `len(x)` of its argument."""
+  import tensorflow as tf
+  def power_spectrum(x):
+    c = tf.signal.rfft(x)
+    return (tf.math.real(c) ** 2 + tf.math.imag(c) ** 2) / len(x)
+  return Built(power_spectrum, _randn("fft_len_helper", 8))
+
+
+def _ifft_fftshift():
+  import tensorflow as tf
+  def f(x):
+    c = tf.signal.ifft(tf.signal.fftshift(tf.complex(x, x * x)))
+    return tf.math.real(c) - tf.math.imag(c)
+  return Built(f, _randn("ifft_fftshift", 8))
+
+
+# ------------------------------------------------------- more sorting
+
+
+def _top_k_rows():
+  import tensorflow as tf
+  return Built(lambda x: tf.math.top_k(x * x, 2).values * 3.,
+               _randn("top_k_rows", 3, 5))
+
+
+def _sort_rows_descending():
+  import tensorflow as tf
+  return Built(lambda x: tf.sort(x, axis=0, direction="DESCENDING") * x,
+               _randn("sort_rows_descending", 4, 3))
+
+
+# ------------------------------------------------------ more resizing
+
+
+def _resize_bilinear_align_corners():
+  import tensorflow as tf
+  def f(x):
+    y = tf.compat.v1.image.resize_bilinear(tf.expand_dims(x, 0), [6, 5],
+                                           align_corners=True)
+    return tf.squeeze(y, 0)
+  return Built(f, _randn("resize_bilinear_align_corners", 4, 4, 2))
+
+
+# -------------------------------------------- more segments and scatters
+
+
+def _segment_sum():
+  import tensorflow as tf
+  return Built(lambda x: tf.math.segment_sum(tf.sin(x) * x, [0, 0, 1, 2, 2]),
+               _randn("segment_sum", 5, 2))
+
+
+def _unsorted_segment_max():
+  import tensorflow as tf
+  return Built(
+      lambda x: tf.math.unsorted_segment_max(x * x, [0, 2, 0, 1, 2], 3),
+      _randn("unsorted_segment_max", 5, 2))
+
+
+def _tensor_scatter_nd_update():
+  import tensorflow as tf
+  return Built(lambda x: tf.tensor_scatter_nd_update(
+      tf.sin(x), [[1], [3]], tf.tanh(x[:2]) * 2.),
+               _randn("tensor_scatter_nd_update", 5, 2))
+
+
+def _inplace(op_name: str):
+  def build():
+    import tensorflow as tf
+    op = getattr(tf.raw_ops, op_name)
+    return Built(lambda x: op(x=tf.sin(x), i=[1, 3], v=x[:2] * x[:2]),
+                 _randn(op_name, 5, 2))
+  return build
+
+
+# ------------------------------------- control flow with stateful ops
+
+
+def _while_loop_random():
+  """A loop whose body draws from a stateful random op (a side effect) that
+  does not change the result."""
+  import tensorflow as tf
+  def f(x):
+    def body(i, y):
+      noise = tf.random.uniform(tf.shape(x))
+      return i + 1, tf.sin(y) * 1.5 + x + 0. * noise
+    _, y = tf.while_loop(lambda i, y: i < 3, body, [tf.constant(0), x])
+    return y
+  return Built(f, _randn("while_loop_random", 4))
+
+
+# ---------------------------------------------------------- tensor lists
+
+
+def _tensor_array(dynamic_size: bool):
+  def build():
+    import tensorflow as tf
+    def f(x):
+      ta = tf.TensorArray(tf.float32, size=0 if dynamic_size else 4,
+                          dynamic_size=dynamic_size)
+      def body(i, ta):
+        return i + 1, ta.write(i, tf.sin(x[i]) * x[i])
+      _, ta = tf.while_loop(lambda i, ta: i < 4, body, [tf.constant(0), ta])
+      return ta.stack()
+    return Built(f, _randn(f"tensor_array_{dynamic_size}", 4, 2))
+  return build
+
+
+# ------------------------------------------------- value-dependent sizes
+
+
+def _range_of_value():
+  """`tf.range` to a value of x: the result's size depends on the values
+  (the same for every input of the matrix, whose signs do not change)."""
+  import tensorflow as tf
+  def f(x):
+    n = tf.reduce_sum(tf.cast(x > 0., tf.int32)) + 1
+    return tf.cast(tf.range(n), tf.float32) * x[0]
+  x = np.array([.9, -1.2, .7, 1.5, -.8], np.float32)
+  return Built(f, x)
+
+
+def _boolean_mask():
+  """`tf.boolean_mask` (a `Where` of the condition): a size that depends on
+  the values (the same for every input of the matrix)."""
+  import tensorflow as tf
+  return Built(lambda x: tf.boolean_mask(x * x, x > 0.),
+               np.array([.9, -1.2, .7, 1.5, -.8], np.float32))
+
+
 FAMILIES: tuple[Family, ...] = (
     Family("matmul", "linalg", _matmul, "tf.matmul(tf.matmul(x, x^T), w)"),
     Family("cholesky", "linalg", _cholesky, "cholesky(x x^T + 3I)"),
@@ -801,6 +1054,68 @@ FAMILIES: tuple[Family, ...] = (
     Family("stateless_random", "random", _stateless_random,
            "x * stateless_normal + x^2 * stateless_uniform",
            xla_reference=True),
+    Family("fused_batch_norm_v3_inference", "normalization",
+           _fused_batch_norm(3, False, "NHWC"),
+           "FusedBatchNormV3, inference, NHWC: (y, mean, variance) (the "
+           "running statistics passed through)"),
+    Family("fused_batch_norm_v1_inference_nchw", "normalization",
+           _fused_batch_norm(1, False, "NCHW"),
+           "FusedBatchNorm, inference, NCHW: (y, mean, variance)"),
+    Family("fused_batch_norm_v2_training", "normalization",
+           _fused_batch_norm(2, True, "NHWC"),
+           "FusedBatchNormV2, training, NHWC: (y, batch mean, batch "
+           "variance)"),
+    Family("fused_batch_norm_v3_training_nchw", "normalization",
+           _fused_batch_norm(3, True, "NCHW", .3),
+           "FusedBatchNormV3, training, NCHW, exponential_avg_factor .3: "
+           "(y, mean, variance)"),
+    Family("batch_norm_stats_of_x", "normalization", _batch_norm_stats_of_x,
+           "FusedBatchNormV3, inference, given x's own moments (TF's "
+           "gradient leaves them out)"),
+    Family("keras2_batchnorm", "normalization", _keras2_batchnorm,
+           "tf_keras BatchNormalization (fused), inference, one image",
+           requires="tf_keras"),
+    Family("local_response_normalization", "normalization",
+           _local_response_normalization,
+           "local_response_normalization(x, radius 1)"),
+    Family("eigh_values_only", "linalg", _eigh_values_only,
+           "SelfAdjointEigV2(compute_v=False): (values, empty vectors)"),
+    Family("svd_values_only", "linalg", _svd_values_only,
+           "Svd(compute_uv=False): (values, empty u, empty v)"),
+    Family("empty_argument", "size 0", _empty_argument,
+           "x of shape (0, 3): (reduce_sum(x, 0) + 1, 2x)"),
+    Family("empty_intermediate", "size 0", _empty_intermediate,
+           "2 sin(x) plus sums of size-0 slices and products"),
+    Family("fft_len_helper", "fft", _fft_len_helper,
+           "|rfft(x)|^2 / len(x): a helper calling len() of its argument"),
+    Family("ifft_fftshift", "fft", _ifft_fftshift,
+           "ifft(fftshift(x + i x^2)): re - im"),
+    Family("top_k_rows", "sort", _top_k_rows, "top_k(x^2, 2) of each row"),
+    Family("sort_rows_descending", "sort", _sort_rows_descending,
+           "sort(x, axis 0, descending) * x"),
+    Family("resize_bilinear_align_corners", "image",
+           _resize_bilinear_align_corners,
+           "resize_bilinear(x, [6, 5], align_corners=True)"),
+    Family("segment_sum", "gather", _segment_sum,
+           "segment_sum(sin(x) x, sorted ids)"),
+    Family("unsorted_segment_max", "gather", _unsorted_segment_max,
+           "unsorted_segment_max(x^2, 5 rows to 3)"),
+    Family("tensor_scatter_nd_update", "gather", _tensor_scatter_nd_update,
+           "tensor_scatter_nd_update(sin(x), 2 rows, 2 tanh(x[:2]))"),
+    Family("inplace_add", "gather", _inplace("InplaceAdd"),
+           "InplaceAdd(sin(x), rows 1 and 3, x[:2]^2)"),
+    Family("inplace_update", "gather", _inplace("InplaceUpdate"),
+           "InplaceUpdate(sin(x), rows 1 and 3, x[:2]^2)"),
+    Family("while_loop_random", "control flow", _while_loop_random,
+           "tf.while_loop whose body draws tf.random.uniform (unused)"),
+    Family("tensor_array", "tensor list", _tensor_array(False),
+           "TensorArray of 4 rows written in a while loop, stacked"),
+    Family("tensor_array_dynamic", "tensor list", _tensor_array(True),
+           "TensorArray(dynamic_size=True) grown in a while loop, stacked"),
+    Family("range_of_value", "dynamic size", _range_of_value,
+           "tf.range(1 + number of x > 0) * x[0]"),
+    Family("boolean_mask", "dynamic size", _boolean_mask,
+           "boolean_mask(x^2, x > 0)"),
     Family("keras_dense", "keras", _keras_layer(
         "keras_dense",
         lambda tf: tf.keras.layers.Dense(3, activation="tanh"), (2, 4),
@@ -873,6 +1188,18 @@ KNOWN_GAPS: dict[str, str] = {
         "the default never does silently: vmap_method='sequential' runs it "
         "eagerly (under jit nothing does: a refusal there)")
     for t in ("jacrev", "jacfwd", "hessian")}
+KNOWN_GAPS.update({
+    f"while_loop_random:{t}": (
+        "the function draws from a stateful random op (a side effect): "
+        "call_tf never vectorizes it, since pfor or the engine would draw "
+        "once for the whole batch; the refusal names the op and "
+        "vmap_method='sequential', which runs it once per element")
+    for t in ("jit(vmap)", "vmap", "jacrev", "jacfwd", "hessian")})
+KNOWN_GAPS["tensor_array_dynamic:jacrev"] = (
+    "TF's gradient of a TensorArray grown in a loop pushes onto TensorLists "
+    "in a loop: pfor cannot vectorize TensorListPushBack (named) and XLA "
+    "keeps a growing list at its initial size (refused), so only one call "
+    "per element (sequential) runs it")
 
 # Refusals: what fails with every vmap_method, family (or case) -> why. For
 # the report; test_op_matrix.py accepts a refusal, which names the op.
@@ -882,18 +1209,47 @@ KNOWN_REFUSALS: dict[str, str] = {
         "call_tf cannot compile the function at all, batched or not; "
         "eagerly it runs (pfor's converter)"),
     "resize_bicubic": (
-        "XLA has no kernel for ResizeBicubic (tf2xla); forward mode also "
+        "XLA has no kernel for ResizeBicubic (tf2xla): under jit call_tf "
+        "cannot compile the function, batched or not; eagerly every "
+        "transformation runs but the Hessian, whose second derivative "
         "needs a gradient of ResizeBicubicGrad, which TF does not register "
-        "(the error names it and says that reverse mode works)"),
-    "resize_bilinear:jvp": (
-        "forward mode (eager: TF's tangents, see EAGER_AND_JIT_DIFFER) needs "
-        "a gradient of ResizeBilinearGrad, which TF has not; the error names "
-        "it and says that reverse mode works (under jit JAX differentiates "
-        "the lowering)"),
-    "resize_bilinear:jacfwd": (
-        "as resize_bilinear:jvp"),
-    "resize_bilinear:hessian": (
-        "as resize_bilinear:jvp"),
+        "(the refusal names it)"),
+    "fft_len_helper": (
+        "len() of a symbolic tensor: call_tf traces the function with "
+        "autograph off, as upstream; the refusal (CallTfTraceError) says "
+        "so and to wrap the function in tf.function or write x.shape[0]. "
+        "Eagerly the call, and jax.jvp by TF's eager tangents, run it on "
+        "concrete tensors"),
+    "segment_sum": (
+        "XLA has no kernel for the sorted SegmentSum, and TF does not know "
+        "the size of its result (it depends on the ids' values): under jit "
+        "nothing runs it, and vmap needs static result shapes (with every "
+        "method); the refusal names the op and says that output_shape_dtype "
+        "helps eagerly only. Eagerly the call and its reverse and forward "
+        "derivatives run"),
+    "tensor_array_dynamic": (
+        "a TensorArray grown in a loop: XLA keeps it at its initial size "
+        "(refused under jit) and TF does not know its size (vmap needs "
+        "static result shapes); the refusal names the op"),
+    "range_of_value": (
+        "tf.range to a value: XLA cannot compile it and the result's size "
+        "depends on the values; the refusal names Range and says that "
+        "output_shape_dtype helps eagerly only, for a size the same for "
+        "every input"),
+    "boolean_mask": (
+        "tf.boolean_mask: XLA compiles it to a bounded dynamic size, which "
+        "call_tf cannot return under jit, and the size depends on the "
+        "values; the refusal names Where and says that output_shape_dtype "
+        "helps eagerly only"),
+    "inplace_add": (
+        "XLA has no kernel for InplaceAdd (refused under jit, naming it) "
+        "and TF has no gradient for it (derivatives refused in both modes, "
+        "naming it); eager vmap runs (pfor)"),
+    "inplace_update": "as inplace_add, for InplaceUpdate",
+    "while_loop_random": (
+        "the stateful random op (a side effect) is never vectorized; under "
+        "jit, the loop of sequential calls that vmap's derivatives would "
+        "need is refused too (the refusal names the op)"),
     "tfp_ode": (
         "TF's gradient of the adaptive solve (TFP's adjoint: a while loop "
         "whose trip count depends on the data, with TensorLists without a "
@@ -912,11 +1268,20 @@ KNOWN_REFUSALS: dict[str, str] = {
 EAGER_AND_JIT_DIFFER: dict[str, str] = {
     "det_slogdet": "XLA has no kernel for MatrixDeterminant",
     "resize_bicubic": "XLA has no kernel for ResizeBicubic",
-    "resize_bilinear": (
-        "XLA's bilinear resize without align_corners takes a neighbouring "
-        "pixel at some scales: eagerly TensorFlow's kernels run it, whose "
-        "forward mode needs a gradient of ResizeBilinearGrad, which TF has "
-        "not"),
+    "fft_len_helper": (
+        "the eager call runs the function on concrete tensors; every traced "
+        "path refuses len() of a symbolic tensor"),
+    "segment_sum": "XLA has no kernel for the sorted SegmentSum",
+    "inplace_add": "XLA has no kernel for InplaceAdd",
+    "inplace_update": "XLA has no kernel for InplaceUpdate",
+    "tensor_array_dynamic": "XLA keeps a growing TensorArray at its size",
+    "range_of_value": "XLA cannot compile tf.range to a value",
+    "boolean_mask": (
+        "XLA gives the result a bounded dynamic size, which call_tf cannot "
+        "return under jit"),
+    "while_loop_random": (
+        "a side effect: eagerly one call per element runs each "
+        "derivative's loop; under jit it is refused"),
     "tfp_ode": "XLA cannot compile the solver's gradient",
 }
 

@@ -70,7 +70,7 @@ import op_matrix_cases as cases  # noqa: E402
 
 _START = "@@op-matrix-start "
 _RESULT = "@@op-matrix-result "
-OUTCOMES = ("ok", "gap", "refused", "WRONG", "crash", "skip")
+OUTCOMES = ("ok", "gap", "refused", "error", "WRONG", "crash", "skip")
 # Finite differences: step and the tolerance of a reference made with them.
 _FD_STEP = 1e-2
 _FD_TOL = 3e-2
@@ -110,6 +110,42 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
   return line[:limit]
 
 
+# Results: one tensor, or a tuple of them (one level).
+
+
+def _leaves(tree: Any) -> list[Any]:
+  return list(tree) if isinstance(tree, (tuple, list)) else [tree]
+
+
+def _rebuild(like: Any, leaves: Sequence[Any]) -> Any:
+  return tuple(leaves) if isinstance(like, (tuple, list)) else leaves[0]
+
+
+def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
+  return _rebuild(trees[0], [fn(*xs) for xs in zip(*map(_leaves, trees))])
+
+
+def _tree_map_deep(fn: Callable[[Any], Any], tree: Any) -> Any:
+  """`fn` of every array of nested tuples and lists (made tuples)."""
+  if isinstance(tree, (tuple, list)):
+    return tuple(_tree_map_deep(fn, t) for t in tree)
+  return fn(tree)
+
+
+def _graph_result_shapes(fn: Callable[[Any], Any], x: Any
+                         ) -> list[tuple[int, ...]]:
+  """The shapes of `fn`'s results at `x` as TF's graph has them (traced as
+  `tf.function` traces, autograph on), each unknown size the eager call's."""
+  import tensorflow as tf
+  concrete = tf.function(fn).get_concrete_function(
+      tf.TensorSpec(x.shape, tf.float32))
+  eager = _leaves(fn(tf.constant(x)))
+  return [tuple(d if d is not None else e.shape[i]
+                for i, d in enumerate(t.shape.as_list()))
+          for t, e in zip(tf.nest.flatten(concrete.structured_outputs),
+                          eager)]
+
+
 class _Family:
   """A built family in a worker: its function, inputs and references."""
 
@@ -129,28 +165,40 @@ class _Family:
                 else self.x[None] + noise(cases.HESSIAN_BATCH))
     self.t = rng.standard_normal(self.x.shape).astype(np.float32)
     y = self.fn(tf.constant(self.x))
-    self.w = np.random.default_rng(2).standard_normal(
-        y.shape).astype(np.float32)
+    # One weight per result (a tuple of results: a tuple of weights). The
+    # shapes are those TF's graph gives: an eager kernel may return another
+    # shape for an empty result than its own shape function says.
+    shapes = self.shapes = _graph_result_shapes(self.fn, self.x)
+    w_rng = np.random.default_rng(2)
+    self.w = _rebuild(y, [w_rng.standard_normal(s).astype(np.float32)
+                          for s in shapes])
     self._refs: dict[Any, Any] = {}
     self._op_types: set[str] | None = None
+    self._audit: dict[str, str | None] | None = None
 
   # TF-only references. `xla` runs them compiled by XLA.
 
   def _tf(self, name: str, xla: bool) -> Callable[[Any], Any]:
     import numpy as np
     import tensorflow as tf
-    fn, w = self.fn, tf.constant(self.w)
+    fn = self.fn
+    ws = [tf.constant(w) for w in _leaves(self.w)]
     zero = tf.UnconnectedGradients.ZERO
 
     def value(x):
       return fn(x)
 
+    def weighted(x):
+      return tf.add_n([tf.reduce_sum(y * w)
+                       for y, w in zip(_leaves(fn(x)), ws)])
+
     def grad(x):
       if self.family.forward_reference:
-        return tf.tensordot(w, forward_jac(x), len(w.shape))
+        return tf.add_n([tf.tensordot(w, j, len(w.shape))
+                         for w, j in zip(ws, _leaves(forward_jac(x)))])
       with tf.GradientTape() as tape:
         tape.watch(x)
-        s = tf.reduce_sum(fn(x) * w)
+        s = weighted(x)
       return tape.gradient(s, x, unconnected_gradients=zero)
 
     def jac(x):
@@ -159,8 +207,10 @@ class _Family:
       with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = fn(x)
-      return tape.jacobian(y, x, unconnected_gradients=zero,
-                           experimental_use_pfor=False)
+      return _rebuild(y, [
+          tape.jacobian(leaf, x, unconnected_gradients=zero,
+                        experimental_use_pfor=False)
+          for leaf in _leaves(y)])
 
     def forward_jac(x):
       # One ForwardAccumulator per input element: d fn / d x[i].
@@ -170,16 +220,19 @@ class _Family:
         with tf.autodiff.ForwardAccumulator(
             x, tf.reshape(tf.one_hot(i, n, dtype=x.dtype), x.shape)) as acc:
           y = fn(x)
-        columns.append(acc.jvp(y, unconnected_gradients=zero))
-      return tf.reshape(tf.stack(columns, -1),
-                        tf.concat([tf.shape(y), tf.shape(x)], 0))
+        columns.append([acc.jvp(leaf, unconnected_gradients=zero)
+                        for leaf in _leaves(y)])
+      return _rebuild(y, [
+          tf.reshape(tf.stack([c[k] for c in columns], -1),
+                     tf.concat([tf.shape(leaf), tf.shape(x)], 0))
+          for k, leaf in enumerate(_leaves(y))])
 
     def hess(x):
       with tf.GradientTape(persistent=True) as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
           inner.watch(x)
-          s = tf.reduce_sum(fn(x) * w)
+          s = weighted(x)
         g = inner.gradient(s, x, unconnected_gradients=zero)
       return outer.jacobian(g, x, unconnected_gradients=zero,
                             experimental_use_pfor=False)
@@ -187,23 +240,38 @@ class _Family:
     f = {"value": value, "grad": grad, "jac": jac, "hess": hess}[name]
     if xla:
       f = tf.function(f, jit_compile=True, autograph=False)
+    shapes = self.shapes
 
     def run(x):
-      return f(tf.constant(x)).numpy()
+      out = _tree_map(lambda t: t.numpy(), f(tf.constant(x)))
+      if name in ("value", "jac"):
+        # An empty result (and its Jacobian) as TF's graph shapes it: an
+        # eager kernel may give another shape to what holds no value
+        # (SelfAdjointEigV2's vectors without compute_v, a scalar).
+        tail = x.shape if name == "jac" else ()
+        out = _rebuild(out, [np.zeros(s + tail, a.dtype) if 0 in s else a
+                             for a, s in zip(_leaves(out), shapes)])
+      return out
     return run
 
   def _fd(self, f: Callable[[Any], Any], x: Any) -> Any:
     """Central differences of `f` at `x`: shape f(x).shape + x.shape."""
     import numpy as np
     flat = x.reshape(-1)
+    if not flat.size:  # no element to perturb: an empty Jacobian
+      return _tree_map(lambda a: np.zeros(np.shape(a) + x.shape), f(x))
     columns = []
     for i in range(flat.size):
       e = np.zeros_like(flat)
       e[i] = _FD_STEP
-      columns.append((np.asarray(f((flat + e).reshape(x.shape)), np.float64)
-                      - np.asarray(f((flat - e).reshape(x.shape)), np.float64))
-                     / (2 * _FD_STEP))
-    return np.stack(columns, -1).reshape(columns[0].shape + x.shape)
+      columns.append(_tree_map(
+          lambda a, b: (np.asarray(a, np.float64) - np.asarray(b, np.float64))
+          / (2 * _FD_STEP), f((flat + e).reshape(x.shape)),
+          f((flat - e).reshape(x.shape))))
+    like = f(x)
+    return _rebuild(like, [
+        np.stack([_leaves(c)[k] for c in columns], -1).reshape(
+            np.shape(leaf) + x.shape) for k, leaf in enumerate(_leaves(like))])
 
   def reference(self, name: str, x: Any, xla: bool) -> tuple[Any, str]:
     """TF's `name` ("value", "grad", "jac", "hess") at `x`, and its source.
@@ -221,8 +289,8 @@ class _Family:
         raise
       lower = {"grad": "value", "jac": "value", "hess": "grad"}[name]
       if name == "grad":
-        import numpy as np
-        f = lambda z: np.sum(self.reference("value", z, xla)[0] * self.w)
+        f = lambda z: sum(float((a * w).sum()) for a, w in zip(
+            _leaves(self.reference("value", z, xla)[0]), _leaves(self.w)))
       else:
         f = lambda z: self.reference(lower, z, xla)[0]
       result = self._fd(f, x)
@@ -236,8 +304,11 @@ class _Family:
 
     def stack(name, xs):
       pairs = [self.reference(name, xi, xla) for xi in xs]
-      return np.stack([p[0] for p in pairs]), pairs[0][1]
+      return _tree_map(lambda *a: np.stack(a), *[p[0] for p in pairs]), (
+          pairs[0][1])
 
+    if transform in ("value", "jit"):
+      return self.reference("value", self.x, xla)
     if transform in ("jit(vmap)", "vmap"):
       return stack("value", self.xs)
     if transform == "jit(vmap(grad))":
@@ -251,7 +322,8 @@ class _Family:
     if transform == "jvp":
       jac, source = self.reference("jac", self.x, xla)
       value, _ = self.reference("value", self.x, xla)
-      return (value, np.tensordot(jac, self.t, self.x.ndim)), source
+      return (value, _tree_map(lambda j: np.tensordot(j, self.t, self.x.ndim),
+                               jac)), source
     raise ValueError(f"unknown transformation {transform!r}")
 
   def run(self, transform: str, vmap_method: str | None) -> Any:
@@ -262,8 +334,11 @@ class _Family:
     import numpy as np
     g = jax2tf.call_tf(self.fn, vmap_method=vmap_method)
     w = self.w
-    s = lambda x: jnp.sum(g(x) * w)
+    s = lambda x: sum(jnp.sum(y * wi)
+                      for y, wi in zip(_leaves(g(x)), _leaves(w)))
     run = {
+        "value": lambda: g(self.x),
+        "jit": lambda: jax.jit(g)(self.x),
         "jit(vmap)": lambda: jax.jit(jax.vmap(g))(self.xs),
         "vmap": lambda: jax.vmap(g)(self.xs),
         "jit(vmap(grad))": lambda: jax.jit(jax.vmap(jax.grad(s)))(self.xs),
@@ -277,19 +352,48 @@ class _Family:
             jax.vmap(jax.hessian(s)))(self.xs2),
         "jvp": lambda: jax.jvp(g, (self.x,), (self.t,)),
     }[transform]
-    return jax.tree.map(np.asarray, run())
+    return _tree_map_deep(np.asarray, run())
+
+  def audit(self) -> dict[str, str | None]:
+    """Where call_tf's engine (the function's module, transformed by JAX)
+    is not used for this family, and why (call_tf's own reasons, as its
+    debug log gives them): `eager` and `jit` for vmap (None: the engine),
+    `derivatives` under jit (None: JAX's derivatives of the module)."""
+    if self._audit is None:
+      self._audit = _engine_audit(self.fn, self.x)
+    return self._audit
 
   def op_types(self) -> set[str]:
     """The op types of the function's graph (calls followed)."""
     if self._op_types is None:
       import tensorflow as tf
-      concrete = tf.function(self.fn, autograph=False).get_concrete_function(
+      concrete = tf.function(self.fn).get_concrete_function(
           tf.TensorSpec(self.x.shape, tf.float32))
       gdef = concrete.graph.as_graph_def()
       types = {n.op for n in gdef.node} | {
           n.op for f in gdef.library.function for n in f.node_def}
       self._op_types = types - _PLUMBING_OPS
     return self._op_types
+
+
+def is_clear_refusal(e: BaseException, named_ops: Sequence[str]) -> bool:
+  """Whether an error is a clear refusal: it is call_tf's and names the op.
+
+  call_tf's own messages (`call_tf_lib.errors`, and upstream's "Error
+  compiling TensorFlow function" with TF's message naming the op) name
+  `call_tf`; a refusal names an op of the function, or is one of call_tf's
+  own errors about something that is not an op (a second derivative of an
+  embedded module). Any other exception (a `TypeError` from inside JAX or
+  TF, an `InvalidArgumentError` of TF's executor, a verifier error of a
+  lowering) is a Python error, not a refusal.
+  """
+  message = str(e)
+  if "call_tf" not in message:
+    return False
+  own = (type(e).__module__.endswith("call_tf_lib.errors")
+         or message.lstrip().startswith(("call_tf", "jax.vmap of call_tf",
+                                         "Forward-mode differentiation")))
+  return bool(named_ops) or own
 
 
 def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
@@ -339,9 +443,10 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
     named = sorted({t for t in fam.op_types() if t in message}
                    | set(re.findall(r"\bop '(\w+)'", message)))
     return {"outcome": "refused", "error_type": type(e).__name__,
-            "error": _first_line(e), "names_op": named}
+            "error": _first_line(e), "names_op": named,
+            "clear": is_clear_refusal(e, named)}
   refs = [fam.expected(transform, xla=False)]
-  if family.xla_reference and transform.startswith("jit("):
+  if family.xla_reference and transform.startswith("jit"):
     refs.append(fam.expected(transform, xla=True))
   results = []
   for expected, source in refs:
@@ -357,6 +462,43 @@ def _attempt(fam: _Family, transform: str, method: str | None) -> dict:
   if not ok:
     record["mismatch"] = "; ".join(f"{r[3]}: {r[1]}" for r in results)
   return record
+
+
+def _engine_audit(fn: Callable[[Any], Any], x: Any) -> dict[str, str | None]:
+  """call_tf's reasons for not using the engine on `fn` at `x` (see
+  `_Family.audit`), read from call_tf's own decisions."""
+  import logging
+  import tensorflow as tf
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
+  f = tf.function(fn, autograph=False, jit_compile=True)
+  sig = (tf.TensorSpec(x.shape, tf.float32),)
+  audit: dict[str, str | None] = {}
+  for key, staged in (("eager", False), ("jit", True)):
+    try:
+      audit[key] = path.why_not(f, sig, staged=staged)
+    except Exception as e:  # noqa: BLE001 (the trace itself failed)
+      audit[key] = f"{type(e).__name__}: {_first_line(e)}"
+  audit["derivatives"] = None
+  if audit["jit"] is None:
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+      def emit(self, record):
+        messages.append(record.getMessage())
+    logger = logging.getLogger("jax.experimental.jax2tf.call_tf_lib.stablehlo")
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+      if exactness._module_to_differentiate(f, sig, staged=True) is None:  # noqa: SLF001
+        audit["derivatives"] = next(
+            (m.split("gradients: ", 1)[-1] for m in messages
+             if "TensorFlow's gradients" in m), "TF's gradients")
+    finally:
+      logger.removeHandler(handler)
+      logger.setLevel(level)
+  return audit
 
 
 def run_case(fams: dict[str, _Family], cid: str) -> dict:
@@ -393,6 +535,7 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
     return record
   try:
     record.update(_attempt(fam, transform, None))
+    unclear = record["outcome"] == "refused" and not record["clear"]
     if record["outcome"] == "refused":
       seq = _attempt(fam, transform, "sequential")
       record["sequential"] = seq
@@ -402,10 +545,17 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
         record["outcome"] = "WRONG"
         record["mismatch"] = ("with vmap_method='sequential' (the defaults "
                               "refuse): " + seq["mismatch"])
+    if unclear and record["outcome"] != "WRONG":
+      record["outcome"] = "error"  # worse than a gap: no refusal at all
   except Exception as e:  # noqa: BLE001 (the reference itself failed)
     record.update(outcome="skip",
                   reason="no TF reference: " + "".join(
                       traceback.format_exception_only(type(e), e)).strip()[:300])
+  if transform == cases.TRANSFORMS[0] and name in fams:
+    try:
+      record["engine"] = fams[name].audit()
+    except Exception as e:  # noqa: BLE001 (the audit is a report's extra)
+      record["engine"] = {"eager": f"audit failed: {_first_line(e)}"}
   record["seconds"] = round(time.perf_counter() - start, 2)
   return record
 
@@ -581,7 +731,8 @@ def counts(results: dict[str, dict]) -> dict[str, int]:
 def _cell(record: dict | None) -> str:
   if record is None:
     return ""
-  return {"ok": "ok", "gap": "gap", "refused": "refused", "WRONG": "**WRONG**",
+  return {"ok": "ok", "gap": "gap", "refused": "refused",
+          "error": "**error**", "WRONG": "**WRONG**",
           "crash": "**crash**", "skip": "skip"}[record["outcome"]]
 
 
@@ -638,9 +789,12 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "or run the test with `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
       "",
       "Each family is a small TensorFlow function of one float32 tensor",
-      "(`tests/calltf/op_matrix_cases.py`); each cell is one transformation",
-      "of `call_tf(f)` with the default `vmap_method`, compared with a",
-      "TensorFlow-only reference: a Python loop of TF calls for `vmap`,",
+      "(`tests/calltf/op_matrix_cases.py`), returning a tensor or a tuple",
+      "of them; each cell is one transformation of `call_tf(f)` with the",
+      "default `vmap_method` (`value` and `jit`: the call itself, eagerly",
+      "and under `jax.jit`), compared with a TensorFlow-only reference: the",
+      "eager TF call for values (a result of size 0 shaped as TF's graph",
+      "shapes it), a Python loop of TF calls for `vmap`,",
       "`tf.GradientTape` for `grad`, `tape.jacobian` (without pfor) for",
       "`jacrev`/`jacfwd`, nested tapes for `hessian`, the tape's Jacobian",
       "times the tangent for `jvp`; eagerly, or under `jax.jit` where the",
@@ -660,7 +814,11 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "- **ok**: matches the reference;",
       "- **gap**: raises with the defaults, runs right with",
       "  `vmap_method=\"sequential\"` (every such case should run vectorized);",
-      "- **refused**: raises, with `sequential` too;",
+      "- **refused**: raises a clear refusal (call_tf's, naming the op), with",
+      "  `sequential` too;",
+      "- **error**: raises a Python error that is not a clear refusal (it",
+      "  does not name `call_tf` and the op: a `TypeError` from inside JAX",
+      "  or TF, an error of TF's executor, a verifier error);",
       "- **WRONG**: returns a number that differs from the reference;",
       "- **crash**: the process died or hung in the case;",
       "- **skip**: cannot run here (the reason is below).",
@@ -697,6 +855,9 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += ["", "## Families", "", "| family | group | function |", "|---|---|---|"]
   out += [f"| `{f.name}` | {f.group} | {_escape(f.description)} |"
           for f in cases.FAMILIES]
+  out += ["", "## Where the engine is not used", ""]
+  out += [line for line in audit_markdown(results).splitlines()
+          if not line.startswith("<!-- engine-audit")]
   out += ["", "## Known gaps and refusals", "",
           "Gaps that stay (they run with `vmap_method=\"sequential\"`):", ""]
   out += _by_reason(gaps)
@@ -713,6 +874,9 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       line += " (known bug)"
     elif cid in gaps and r["outcome"] == "gap":
       line += " (known gap)"
+    elif r["outcome"] in ("refused", "gap") and r.get(
+        "clear") is False:
+      line += " (**not a clear refusal**)"
     elif r["outcome"] == "refused" and _known_refusal(refusals, cid):
       line += " (known refusal)"
     elif r["outcome"] == "gap":
@@ -741,6 +905,85 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   return "\n".join(out) + "\n"
 
 
+AUDIT_BEGIN = ("<!-- engine-audit:begin (generated from the op matrix by "
+               "`tests/calltf/op_matrix_report.py --vmap-audit`; do not "
+               "edit) -->")
+AUDIT_END = "<!-- engine-audit:end -->"
+
+
+_OP_RE = re.compile(r"op '(\w+)'")
+_NO_KERNEL_RE = re.compile(r"No registered '(\w+)' OpKernel")
+_CONSTANT_RE = re.compile(r"with op (\w+) must be")
+
+
+def _short_reason(reason: str) -> str:
+  """call_tf's reason, as the audit's cell gives it: the op types and what
+  decided, without node names or TF's generated function names (which
+  change from run to run)."""
+  def ops(pattern):
+    return ", ".join(dict.fromkeys(pattern.findall(reason)))
+  if reason.startswith("eagerly, TensorFlow's kernels run it: its "):
+    why = reason.split(") ", 1)[-1]
+    return f"TF's eager kernels: XLA's {ops(_OP_RE)} differs ({why})"
+  if reason.startswith("XLA cannot compile it"):
+    if "No registered" in reason:
+      return ("pfor and TF's kernels: XLA cannot compile it (no XLA kernel "
+              f"for {ops(_NO_KERNEL_RE)})")
+    if "compile-time constant" in reason:
+      return ("pfor and TF's kernels: XLA cannot compile it (an input of "
+              f"{ops(_CONSTANT_RE)} must be a compile-time constant)")
+    return ("pfor and TF's kernels: XLA cannot compile it (call_tf refuses "
+            f"{ops(_OP_RE)})")
+  if reason.startswith("the TF gradient of "):
+    return (f"TF's gradients: TF's gradient of {ops(_OP_RE)} differs from "
+            "the derivative of its lowering")
+  if reason.startswith("an op of its module branches or kinks"):
+    return ("TF's gradients: the module branches or kinks where JAX's "
+            "derivative may not be TF's gradient")
+  if reason.startswith("its StableHLO module has ops without a JAX rule"):
+    return "pfor: " + reason
+  if reason.startswith("it has side effects"):
+    return "refused: " + reason + " (never vectorized)"
+  if reason.startswith("CallTfTraceError"):
+    return ("refused: call_tf's trace (autograph off) cannot run it (a "
+            "symbolic tensor used as a Python value)")
+  return reason
+
+
+def audit_markdown(results: dict[str, dict]) -> str:
+  """The engine audit: every family whose transformations call_tf does not
+  give the engine (eager vmap, jit(vmap), derivatives under jit), and why,
+  from the records' `engine` audits."""
+  rows = []
+  for family in cases.FAMILIES:
+    record = results.get(cases.case_id(family.name, cases.TRANSFORMS[0]))
+    audit = (record or {}).get("engine")
+    if not audit or not any(audit.values()):
+      continue
+    cells = [_escape(_short_reason(audit[k])) if audit.get(k)
+             else "the engine" for k in ("eager", "jit", "derivatives")]
+    if audit.get("jit") and not audit.get("derivatives"):
+      cells[2] = "TF's derivatives (no module under `jit`)"
+    rows.append(f"| `{family.name}` | " + " | ".join(cells) + " |")
+  audited = sum(1 for r in results.values() if r.get("engine"))
+  return "\n".join([
+      AUDIT_BEGIN, "",
+      f"Of the op matrix's {audited} families, these {len(rows)} do not "
+      "take the engine (the function's StableHLO module, batched and "
+      "differentiated by JAX) everywhere; every other one does, eagerly "
+      "and under `jit`. Each cell is call_tf's own reason (its debug log's).",
+      "",
+      "| family | eager `vmap` | `jit(vmap)` | derivatives under `jit` |",
+      "|---|---|---|---|", *rows, "", AUDIT_END])
+
+
+def write_audit(path: pathlib.Path, results: dict[str, dict]) -> None:
+  """Replaces the audit between its markers in `path` (docs/vmap.md)."""
+  text = path.read_text()
+  start, end = text.index(AUDIT_BEGIN), text.index(AUDIT_END) + len(AUDIT_END)
+  path.write_text(text[:start] + audit_markdown(results) + text[end:])
+
+
 def environment() -> dict[str, str]:
   """Versions of what the matrix ran on (imports them in this process)."""
   env = {}
@@ -760,6 +1003,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
   parser.add_argument("--markdown", type=pathlib.Path,
                       help="write the report here (docs/op-matrix.md)")
+  parser.add_argument("--vmap-audit", type=pathlib.Path,
+                      help="rewrite the engine audit between its markers "
+                           "in this file (docs/vmap.md)")
   parser.add_argument("--json", type=pathlib.Path,
                       help="write every case's record here")
   parser.add_argument("--previous", type=pathlib.Path,
@@ -796,6 +1042,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.json:
     args.json.write_text(json.dumps({"seconds": seconds, "results": results},
                                     indent=1) + "\n")
+  if args.vmap_audit:
+    write_audit(args.vmap_audit, results)
   if args.markdown:
     args.markdown.write_text(markdown(results, environment(), seconds,
                                       cases.KNOWN_BUGS, cases.KNOWN_GAPS,

@@ -160,3 +160,16 @@ def test_inlining_keeps_only_the_nodes_the_outputs_need():
   call = tf.function(pfor.inlined(concrete), autograph=False)
   np.testing.assert_allclose(call(tf.constant([0., 1.]))[0],
                              np.sin([0., 1.]), rtol=1e-6)
+
+
+def test_empty_results_are_constants_of_their_graph_shape():
+  # TF's eager kernel gives the vectors SelfAdjointEigV2 does not compute a
+  # scalar, its graph (0,): in pfor's loop body they are a constant.
+  @tf.function(autograph=False)
+  def f(x):
+    results = list(tf.raw_ops.SelfAdjointEigV2(input=x, compute_v=False))
+    got = rule._empty_results_constant(results + [x[:0]])  # pylint: disable=protected-access
+    assert [g.op.type for g in got[1:]] == ["Const", "Const"]
+    assert got[0].op.type != "Const"
+    return got
+  assert [t.shape for t in f(tf.eye(3))] == [(3,), (0,), (0, 3)]

@@ -25,7 +25,9 @@ The whole matrix runs once per session, for the cases selected.
   unless it is a known gap (`op_matrix_cases.KNOWN_GAPS`, each with the
   reason it stays), which is an xfail, and must stay a gap: a known gap that
   runs fails, so that its entry goes.
-- A wrong number (with the defaults or with `sequential`) and a crash fail.
+- A wrong number (with the defaults or with `sequential`) and a crash fail,
+  and so does a Python error that is not a clear refusal (`error`: it does
+  not name call_tf and the op, see `op_matrix_report.is_clear_refusal`).
 - Known bugs (`op_matrix_cases.KNOWN_BUGS`) are `xfail(strict=True)`: the
   case must be ok, and passes as soon as the bug is fixed, which the strict
   mark reports so that the fix removes the entry.
@@ -34,7 +36,8 @@ Every case runs, as in CI; `JAX_FORK_OP_MATRIX_QUICK=1` runs the
 first-order columns only, without the heavy cases (`Family.heavy`: minutes
 each), for a quicker local run. `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
 worker processes (default: up to 2).
-`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run;
+`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run,
+`JAX_FORK_OP_MATRIX_AUDIT=docs/vmap.md` its engine audit into the guide;
 `JAX_FORK_OP_MATRIX_RESULTS=run.json` judges a saved run
 (`op_matrix_report.py --json run.json`) instead of running the matrix.
 """
@@ -92,6 +95,9 @@ def matrix(request):
     pathlib.Path(path).write_text(report.markdown(
         results, report.environment(), seconds, cases.KNOWN_BUGS,
         cases.KNOWN_GAPS, cases.KNOWN_REFUSALS))
+  audit = os.environ.get("JAX_FORK_OP_MATRIX_AUDIT")
+  if audit:
+    report.write_audit(pathlib.Path(audit), results)
   return results
 
 
@@ -114,6 +120,10 @@ def test_case(matrix, case):
                 f"{record.get('stderr', '')}")
   if outcome == "WRONG":
     pytest.fail(f"{case} returns a wrong result: {record['mismatch']}")
+  if outcome == "error":
+    pytest.fail(f"{case} raises a Python error that is not a clear refusal "
+                f"(naming call_tf and the op): {record['error_type']}: "
+                f"{record['error']}")
   if case in cases.KNOWN_GAPS:
     assert outcome == "gap", (
         f"{case} is a known gap (op_matrix_cases.KNOWN_GAPS) but is "

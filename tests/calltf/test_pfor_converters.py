@@ -192,3 +192,68 @@ def test_eager_vmap_of_call_tf(name, fn, shape):
   xs = _rng.standard_normal((3, *shape)).astype(np.float32)
   assert_close(jax.vmap(f)(xs), np.stack([np.asarray(f(x)) for x in xs]),
                1e-4)
+
+
+# Fused batch normalization: every version, both modes (pfor has a converter
+# for V3 only, and gave zeros for the statistics in inference).
+
+_BN = {1: tf.raw_ops.FusedBatchNorm, 2: tf.raw_ops.FusedBatchNormV2,
+       3: tf.raw_ops.FusedBatchNormV3}
+
+
+def _bn(version: int, training: bool, data_format: str
+        ) -> Callable[..., Any]:
+  def fn(x, scale):
+    mean, variance = scale * .5, scale * scale + .5
+    out = _BN[version](x=x, scale=scale, offset=-scale, mean=mean,
+                       variance=variance, is_training=training,
+                       data_format=data_format)
+    return out[:3]  # (the reserve spaces are undefined in inference)
+  return fn
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_fused_batch_norm(version, training, data_format):
+  shape = (2, 3, 2, 2) if data_format == "NCHW" else (2, 2, 2, 3)
+  # The statistics stacked only in training: pfor's converter merges the
+  # batch into the channels there (in inference it refuses them).
+  batched = (True, training)
+  _check(_bn(version, training, data_format),
+         [_randn(*shape), np.abs(_randn(3)) + .5], batched, tol=1e-4)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("training", [False, True])
+def test_fused_batch_norm_gradient(version, training):
+  def fn(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = _bn(version, training, "NHWC")(x, tf.constant([1., 2., .5]))[0]
+      loss = tf.reduce_sum(y * y * x)
+    return tape.gradient(loss, x)
+  _check(fn, [_randn(2, 2, 2, 3)], [True], tol=1e-4)
+
+
+def test_vmap_method_pfor_gives_the_running_statistics_of_inference():
+  # The op matrix's zeros: jax.vmap gave the batch mean and variance of
+  # inference-mode batch normalization as zeros (pfor's converter).
+  f = jax2tf.call_tf(lambda x: _bn(3, False, "NHWC")(
+      x, tf.constant([1., 2., .5])), vmap_method="pfor")
+  xs = _randn(3, 2, 2, 2, 3)
+  got = jax.vmap(f)(xs)
+  assert_close(got, tuple(np.stack(r) for r in zip(*[
+      [np.asarray(o) for o in f(x)] for x in xs])), 1e-5)
+  assert_close(got[1], np.tile(np.array([.5, 1., .25], np.float32), (3, 1)),
+               1e-6)
+
+
+@pytest.mark.parametrize("op", ["InplaceAdd", "InplaceSub", "InplaceUpdate"])
+@pytest.mark.parametrize("batched", [(True, True), (True, False),
+                                     (False, True)])
+def test_inplace_rows(op, batched):
+  # (XLA has no kernel for these: eager vmap runs pfor.)
+  raw = getattr(tf.raw_ops, op)
+  _check(lambda x, v: raw(x=x, i=[3, 0], v=v), [_randn(5, 2), _randn(2, 2)],
+         batched)

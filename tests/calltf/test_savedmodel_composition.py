@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -111,16 +112,22 @@ def test_jit_of_a_restored_function_needs_no_output_shape_dtype(tmp_path):
         export.symbolic_shape("b, 4"), np.float32))
 
 
-def test_data_dependent_shapes_still_ask_for_output_shape_dtype(caplog):
-  f = call_tf(lambda x: tf.boolean_mask(x, x > 0))
+@pytest.mark.parametrize("f,op,why", [
+    (lambda x: tf.boolean_mask(x, x > 0), "Where",
+     "bounded but unknown.*output_shape_dtype cannot"),
+    (lambda x: tf.range(tf.reduce_sum(tf.cast(x > 0, tf.int32))), "Range",
+     "XLA cannot compile the function.*compile-time constant")])
+def test_data_dependent_shapes_say_where_output_shape_dtype_helps(f, op, why):
   with pytest.raises(ValueError) as e:
-    jax.jit(f)(np.array([1., -1., 2.], np.float32))
-  # Upstream's message, unchanged; why inference failed is logged.
-  assert str(e.value).startswith(
+    jax.jit(call_tf(f))(np.array([1., -1., 2.], np.float32))
+  # Upstream's message first; then the op, why, and that output_shape_dtype
+  # helps only eagerly, for a size the same for every input.
+  message = str(e.value)
+  assert message.startswith(
       "call_tf cannot call functions whose output has dynamic shape.")
-  assert "output_shape_dtype" in str(e.value)
-  assert any("did not give static shapes" in r.getMessage()
-             for r in caplog.records)
+  assert f"op '{op}'" in message
+  assert re.search(why, message), message
+  assert "Eagerly (without jax.jit), output_shape_dtype helps" in message
 
 
 def test_restored_jax2tf_function_is_embedded(level0):

@@ -528,6 +528,38 @@ def test_gradient_mismatch_ops_names_them():
       graph(prevent, spec))] == ["PreventGradient"]
 
 
+def test_fused_batch_norm_differs_where_tf_has_no_gradient_path():
+  """TF's gradient of FusedBatchNorm* takes y's cotangent only and gives the
+  mean and variance inputs none: JAX's derivative of the lowering is TF's
+  where the batch statistics are unused (training) and the mean and
+  variance do not depend on the arguments (inference)."""
+  def graph(f):
+    return tf.function(f).get_concrete_function(
+        tf.TensorSpec([2, 2, 2, 3], tf.float32)).graph
+  c = tf.constant([1., 2., 3.])
+  v = tf.Variable([.5, 1., 2.])
+
+  def bn(x, mean, training, outputs=1):
+    out = tf.raw_ops.FusedBatchNormV3(x=x, scale=c, offset=c, mean=mean,
+                                      variance=v, is_training=training)
+    return out[:outputs]
+
+  def differs(f):
+    return [t for t, _ in exactness.gradient_mismatch_ops(graph(f))]
+  assert differs(lambda x: bn(x, c, False, 3)) == []  # running statistics
+  assert differs(lambda x: bn(x, c, True)) == []  # y only
+  assert differs(lambda x: bn(x, c, True, 2)) == ["FusedBatchNormV3"]
+  assert differs(lambda x: bn(x, tf.reduce_mean(x, [0, 1, 2]), False)) == [
+      "FusedBatchNormV3"]
+
+  def vjp(x):  # the gradient op reads the statistics: no mismatch
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y, = bn(x, c, True)
+    return tape.gradient(y, x)
+  assert differs(vjp) == []
+
+
 def test_pfor_choice_keeps_tf_derivatives(counts):
   x = lattice(1)[0]
   got = jax.jit(jax.jacfwd(call_tf(lj_tf, vmap_method="pfor")))(x)

@@ -171,6 +171,26 @@ def _pooling_grads(x, w):
   return tape.gradient(y, [x, w])
 
 
+def _batch_norm(x, scale, y):
+  """FusedBatchNorm in inference (NCHW), training (with the running
+  statistics mixed in) and TF's gradient of training: the module's
+  batch_norm_inference, batch_norm_training and batch_norm_grad."""
+  mean, variance = scale * .5, scale * scale + .5
+  inference = tf.raw_ops.FusedBatchNorm(
+      x=tf.transpose(x, [0, 3, 1, 2]), scale=scale, offset=-scale, mean=mean,
+      variance=variance, is_training=False, data_format="NCHW")[0]
+  training = tf.raw_ops.FusedBatchNormV3(
+      x=x, scale=scale, offset=mean, mean=mean, variance=variance,
+      is_training=True, exponential_avg_factor=.3)[:3]
+  with tf.GradientTape() as tape:
+    tape.watch(y)
+    out = tf.raw_ops.FusedBatchNormV2(x=y, scale=scale, offset=mean,
+                                      mean=mean, variance=variance,
+                                      is_training=True, epsilon=1e-2)[0]
+    loss = tf.reduce_sum(out * out * y)
+  return (inference, *training, tape.gradient(loss, y))
+
+
 def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
   cases = {
       "float_elementwise": (_float_elementwise, [_f(3, 4), _f(3, 4)], (0, 1)),
@@ -230,6 +250,10 @@ def _cases() -> dict[str, tuple[Callable, list, tuple[int, ...]]]:
       "cumprod_logsumexp": (lambda x: (tf.math.cumprod(x, 1),
                                        tf.math.cumulative_logsumexp(x, 1)),
                             [_f(3, 5)], (0,)),
+      # (TF's gradient has no path through the batch statistics; the
+      # module's derivative does: call_tf keeps TF's, see exactness.)
+      "batch_norm": (_batch_norm, [_f(2, 3, 4, 3), _f(3, lo=.5),
+                                   _f(2, 2, 3, 3)], ()),
       "sort": (lambda x: (tf.sort(x), tf.sort(x, direction="DESCENDING"),
                           tf.argsort(x, 0), tf.math.top_k(x, 2).values,
                           tf.math.top_k(x, 3).indices),

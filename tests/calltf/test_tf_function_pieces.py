@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from jax import export
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import empty
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph_call
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
 import numpy as np
@@ -85,3 +86,55 @@ def test_a_function_is_made_again_from_its_graph_def():
   assert again.inputs[0].shape == ()  # the import lost it; it is set again
   np.testing.assert_allclose(again(tf.constant(0.5))[0], 2. * np.sin(0.5),
                              rtol=1e-6)
+
+
+def _eigenvalues(x):
+  return tf.raw_ops.SelfAdjointEigV2(input=x, compute_v=False)
+
+
+def test_empty_eager_results_take_the_graph_shape():
+  # TF's eager kernel gives the vectors it does not compute a scalar; its
+  # graph, shape (0,).
+  x = np.eye(3, dtype=np.float32)
+  e, v = (np.asarray(t) for t in _eigenvalues(x))
+  assert v.shape == ()
+  fn = tf.function(_eigenvalues, autograph=False)
+  sig = (tf.TensorSpec([3, 3], tf.float32),)
+  got = empty.eager_results([e, v], fn, sig, None)
+  assert got[0] is e and got[1].shape == (0,)
+  # Results of more than one element are not looked at; nor vectorized
+  # calls, whose loop body already shapes them.
+  assert empty.eager_results([e, e], fn, sig, None)[1] is e
+  assert empty.eager_results([e, v], fn, sig, object())[1] is v
+
+
+def _divided_by_len(x):
+  return x / len(x)
+
+
+def _python_condition(x):
+  if tf.reduce_sum(x) > 0:
+    return x * 2.
+  return x
+
+
+def _python_loop(x):
+  total = tf.zeros([])
+  for r in x:
+    total += r
+  return x * total
+
+
+@pytest.mark.parametrize("f", [_divided_by_len, _python_condition,
+                               _python_loop])
+def test_a_symbolic_tensor_used_as_a_python_value_is_refused_saying_why(f):
+  # call_tf traces without autograph (as upstream): TF's own TypeError
+  # named neither call_tf nor what to do.
+  import jax  # pylint: disable=g-import-not-at-top
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  x = np.arange(4, dtype=np.float32)
+  with pytest.raises(errors.CallTfTraceError,
+                     match="call_tf traces.*autograph off.*tf.function"):
+    jax.jit(jax2tf.call_tf(f))(x)
+  # Wrapped in tf.function, autograph converts it.
+  assert jax.jit(jax2tf.call_tf(tf.function(f)))(x).shape == (4,)

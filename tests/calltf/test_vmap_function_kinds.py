@@ -270,3 +270,33 @@ def test_affine_shape_fit_refuses_a_threshold():
   fitted = call_tf_shapes.fit_symbolic_output_shapes(
       [aval], lambda shapes: [(2 * shapes[0][0] + 1, 4)])
   assert str(fitted[0][0]) == "2*b + 1"
+
+
+# Results that do not depend on the batched arguments, or that pass
+# captured values through: issue 42's zeros (inference-mode batch
+# normalization's statistics under jax.vmap) came from pfor's converter of
+# FusedBatchNormV3, not from how such results are batched; each kind is
+# checked on both vectorizers, eagerly and under jit, against a loop of TF.
+
+_RUNNING_MEAN = tf.constant([.5, -.2, .1])
+_RUNNING_VARIANCE = tf.Variable([2., .5, 1.])
+
+
+def _passed_through(x):
+  y, mean, variance = tf.raw_ops.FusedBatchNormV3(
+      x=x, scale=tf.ones([3]), offset=tf.zeros([3]), mean=_RUNNING_MEAN,
+      variance=_RUNNING_VARIANCE, is_training=False)[:3]
+  return (y, mean, variance, _RUNNING_MEAN, _RUNNING_VARIANCE.read_value(),
+          tf.ones([2]) * 3., tf.identity(_RUNNING_MEAN) * 2.)
+
+
+@pytest.mark.parametrize("vmap_method", [None, "pfor"])
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "jit"])
+def test_results_independent_of_the_batch_or_passed_through(vmap_method,
+                                                           staged):
+  xs = randn(3, 2, 2, 2, 3)
+  f = jax.vmap(jax2tf.call_tf(_passed_through, vmap_method=vmap_method))
+  got = (jax.jit(f) if staged else f)(xs)
+  rows = [[np.asarray(r) for r in _passed_through(tf.constant(x))]
+          for x in xs]
+  assert_close(list(got), [np.stack(r) for r in zip(*rows)], 1e-5)

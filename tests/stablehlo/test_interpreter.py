@@ -380,6 +380,43 @@ def test_dynamic_slices_clamp_indices_like_xla():
       _check_module(text, x, np.int32(i), np.int64(j), u)
 
 
+_BATCH_NORM = """
+  func.func @main(%x: tensor<2x2x2xf32>, %scale: tensor<2xf32>, %offset: tensor<2xf32>, %mean: tensor<2xf32>, %variance: tensor<2xf32>, %dy: tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) {
+    %i = "stablehlo.batch_norm_inference"(%x, %scale, %offset, %mean, %variance) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<2x2x2xf32>
+    %o, %m, %v = "stablehlo.batch_norm_training"(%x, %scale, %offset) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    %gx, %gs, %go = "stablehlo.batch_norm_grad"(%x, %scale, %mean, %variance, %dy) <{epsilon = 0.0 : f32, feature_index = 2 : i64}> : (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>)
+    return %i, %o, %m, %v, %gx, %gs, %go : tensor<2x2x2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2x2xf32>, tensor<2xf32>, tensor<2xf32>
+  }"""
+
+
+def test_batch_norm_ops_as_the_spec_defines_them():
+  # The StableHLO spec's examples of the three ops, then other values, run
+  # by XLA and batched against a loop of XLA runs.
+  text = _module(_BATCH_NORM)
+  x = np.array([[[1., 2.], [3., 4.]], [[3., 4.], [1., 2.]]], np.float32)
+  ones = np.ones(2, np.float32)
+  args = (x, ones, ones, np.array([2., 3.], np.float32), ones,
+          np.full((2, 2, 2), .1, np.float32))
+  prog, got = _check_module(text, *args, tol=1e-6)
+  inference, output, mean, variance, gx, gscale, goffset = got
+  f32 = lambda v: np.array(v, np.float32)
+  assert_close(inference, f32([[[0., 0.], [2., 2.]], [[2., 2.], [0., 0.]]]),
+               1e-6)
+  assert_close(output, inference, 1e-6)
+  assert_close([mean, variance], [f32([2., 3.]), f32([1., 1.])], 1e-6)
+  assert_close([gx, gscale, goffset],
+               [f32(np.zeros((2, 2, 2))), f32([0., 0.]), f32([.4, .4])],
+               1e-6)
+  rng = np.random.default_rng(4)
+  batch = [rng.standard_normal((3, *np.shape(a))).astype(np.float32)
+           for a in args]
+  batch[4] = np.abs(batch[4]) + .5  # variances
+  run = xla_function(text, prog)
+  assert_close(jax.jit(jax.vmap(prog))(*batch),
+               [np.stack(r) for r in zip(*[run(*a) for a in zip(*batch)])],
+               1e-5)
+
+
 _GATHER = """
   func.func @main(%x: tensor<5x3xf32>, %i: tensor<1x4xi32>) -> tensor<4x3xf32> {
     %g = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 0>, indices_are_sorted = false, slice_sizes = array<i64: 1, 3>}> : (tensor<5x3xf32>, tensor<1x4xi32>) -> tensor<4x3xf32>

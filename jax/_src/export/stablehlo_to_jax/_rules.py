@@ -169,7 +169,7 @@ def _is_signed(dtype: np.dtype) -> bool:
   return int(ml_dtypes.iinfo(dtype).min) < 0
 
 
-def _integer_power(x: Any, y: Any) -> Any:
+def _integer_power(x: jax.Array, y: jax.Array) -> jax.Array:
   """``x ** y`` of integers, as XLA computes it (XLA:CPU, measured bit for
   bit on every pair of values of the 8-bit and narrower types).
 
@@ -546,7 +546,7 @@ _CPU_DOT_PRESETS = ("F16_F16_F16", "F32_F32_F32", "F64_F64_F64",
                     "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6")
 
 
-def _dot_algorithm(op: Op) -> Any:
+def _dot_algorithm(op: Op) -> lax.DotAlgorithmPreset:
   """The lax preset whose lowering is the op's ``algorithm``."""
   text = str(op.attrs["algorithm"])
   lhs, rhs = (t.dtype for t in op.operand_types[:2])
@@ -1230,7 +1230,8 @@ def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
 
 
 def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the products, convolutions, factorizations and FFTs."""
+  """The rules of the products, convolutions, factorizations, FFTs and batch
+  normalization."""
   return {
       "stablehlo.dot_general": _dot_general_rule,
       "stablehlo.dot": _dot_rule,

@@ -73,6 +73,18 @@ class CallTfCompileError(ValueError):
   """A TF function that XLA would compile into one that computes otherwise."""
 
 
+class CallTfTraceError(TypeError):
+  """A TF function that fails where ``call_tf`` traces it into a graph.
+
+  A ``TypeError`` as TensorFlow's own error (``len`` of a symbolic tensor)
+  was.
+  """
+
+
+class CallTfDynamicShapeError(ValueError):
+  """A TF function's results have sizes that depend on the values."""
+
+
 class CallTfDerivativeError(ValueError):
   """A derivative of ``call_tf`` that TensorFlow cannot compute.
 
@@ -326,6 +338,67 @@ def tangent_unknown_error(index: int | None, op_types: Sequence[str]
       "call_tf does not return zeros for it. Reverse mode works: use "
       "jax.jacrev or jax.vjp instead of jax.jacfwd or jax.jvp, and "
       "jax.jacrev(jax.jacrev(f)) instead of jax.hessian(f).")
+
+
+def dynamic_result_error(output_shapes: object, op_type: str | None,
+                         node_name: str | None, xla: str,
+                         bounded: bool) -> CallTfDynamicShapeError:
+  """Results whose sizes depend on the values of the arguments.
+
+  Upstream's message first (its tests match it), then why, and where
+  ``output_shape_dtype`` helps: only eagerly, and only for a size that is
+  the same for every input.
+  """
+  made_by = (f", made by {describe_op(op_type, node_name)}" if op_type
+             else "")
+  if bounded:
+    why = (f"XLA compiles it to a result of a size bounded but unknown "
+           f"({xla}): under jax.jit call_tf needs static result shapes, "
+           "which output_shape_dtype cannot give it")
+  else:
+    why = (f"XLA cannot compile the function ({xla}): under jax.jit nothing "
+           "runs it, with output_shape_dtype or without")
+  return CallTfDynamicShapeError(
+      "call_tf cannot call functions whose output has dynamic shape. Found "
+      f"output shapes: {output_shapes}. The size of a result depends on the "
+      f"values of the arguments{made_by}, and {why}. Eagerly (without "
+      "jax.jit), output_shape_dtype helps if the size is the same for "
+      "every input: then the call and its derivatives run, and jax.vmap "
+      f"with vmap_method={vmap_methods.SEQUENTIAL!r}. Otherwise, compute a "
+      "result of a "
+      "fixed size in TensorFlow (pad it to a bound with tf.pad, or mask it "
+      "with the three-argument tf.where) and return its size beside it.")
+
+
+def traced_without_autograph_error(e: Exception) -> CallTfTraceError:
+  """A function that uses a symbolic tensor as a Python value."""
+  return CallTfTraceError(
+      "call_tf traces the TensorFlow function into a graph (under "
+      "jax.jit, jax.vmap and JAX's differentiation, with autograph off, as "
+      "upstream's call_tf always has), where its arguments are symbolic "
+      "tensors, and the function uses one as a Python value: TensorFlow "
+      f"said {first_line(e)!r}. Pass call_tf the function wrapped in "
+      "tf.function (its autograph converts len(x), Python conditions and "
+      "loops on tensors), or write x.shape[0] or tf.shape(x)[0] for "
+      "len(x). (The eager call, without a transformation, runs it on "
+      "concrete tensors.)")
+
+
+def no_tf_gradient_error(op_type: str, forward: bool
+                         ) -> CallTfDerivativeError:
+  """A derivative through an op type TF has no gradient for."""
+  mode = ("Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian)"
+          if forward else "Reverse-mode differentiation (jax.grad, jax.vjp, "
+          "jax.jacrev, jax.hessian)")
+  return CallTfDerivativeError(
+      f"{mode} of call_tf: TensorFlow has no gradient for op type "
+      f"{op_type!r}, which the function (or its gradient) uses, and "
+      "call_tf's derivatives are TensorFlow's gradients: no derivative of "
+      "the function exists in TensorFlow (tf.GradientTape raises "
+      "LookupError too). Differentiate a function without the op (for "
+      "InplaceAdd and InplaceUpdate: tf.tensor_scatter_nd_add and "
+      "tf.tensor_scatter_nd_update, which have gradients), or give it one "
+      "with tf.custom_gradient.")
 
 
 def tensorflow_version_error(version: str, minimum: tuple[int, int],

@@ -48,6 +48,7 @@ from jax._src import core
 from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
@@ -160,10 +161,20 @@ def _probe(one_call: Callable[..., Any], staged: bool,
     primals_tree: their pytree structure.
 
   Returns:
-    See :func:`.exactness.differentiable`.
+    See :func:`.exactness.differentiable`; None (TF's derivatives) also
+    where the call cannot be traced (a symbolic tensor used as a Python
+    value, a result whose size depends on values): eagerly TF's derivatives
+    run the function on concrete tensors; under jit they refuse it, saying
+    why, as the primal does.
   """
-  return exactness.differentiable(functools.partial(one_call, traced_by),
-                                  flat_primals, primals_tree, staged=staged)
+  try:
+    return exactness.differentiable(functools.partial(one_call, traced_by),
+                                    flat_primals, primals_tree,
+                                    staged=staged)
+  except (errors.CallTfTraceError, errors.CallTfDynamicShapeError):
+    if staged:
+      raise
+    return None
 
 
 @dataclasses.dataclass

@@ -287,22 +287,40 @@ def _tangents(callable_tf: Callable[..., Any], choices: _AccumulatorChoices,
         return _tangents_by_choice(callable_tf, choices, args_tf, tangents_tf)
     except LookupError as e:
       # The accumulator or the double VJP differentiates an op's gradient
-      # that has no gradient of its own (ResizeBicubicGrad).
-      found = _NO_GRADIENT_RE.search(str(e))
-      if found is None:
+      # that has no gradient of its own (ResizeBicubicGrad): J t from TF's
+      # reverse-mode Jacobian, which needs first-order gradients only.
+      if _NO_GRADIENT_RE.search(str(e)) is None:
         raise
-      raise errors.tangent_unknown_error(None, [found.group(1)]) from e
+      return _tangents_from_jacobians(callable_tf, args_tf, tangents_tf)
+
+
+def _tangents_from_jacobians(callable_tf: Callable[..., Any], args_tf: Any,
+                             tangents_tf: Any) -> list[tf.Tensor]:
+  """The output tangents as TF's reverse-mode Jacobians times the tangents.
+
+  Raises:
+    errors.CallTfDerivativeError: an op on the way has no gradient at all
+      (``InplaceAdd``), or a result is complex.
+  """
+  try:
+    return _tangents_by_choice(callable_tf, None, args_tf, tangents_tf)
+  except LookupError as e:
+    found = _NO_GRADIENT_RE.search(str(e))
+    if found is None:
+      raise
+    raise errors.no_tf_gradient_error(found.group(1), forward=True) from e
 
 
 def _tangents_by_choice(callable_tf: Callable[..., Any],
-                        choices: _AccumulatorChoices, args_tf: Any,
+                        choices: _AccumulatorChoices | None, args_tf: Any,
                         tangents_tf: Any) -> list[tf.Tensor]:
   """The output tangents, by the accumulator or the double VJP.
 
   Args:
     callable_tf: the TF function.
     choices: where the choice of the arguments' signature is kept (made
-      here if it is not).
+      here if it is not); None: neither way, every tangent from TF's
+      reverse-mode Jacobian (see :func:`_dense_tangent`).
     args_tf: the arguments, a pytree of TF tensors.
     tangents_tf: their tangents (None where an argument has none).
 
@@ -313,7 +331,7 @@ def _tangents_by_choice(callable_tf: Callable[..., Any],
   watched = [(a, t) for a, t in zip(flat_args, _flat_tangents(tangents_tf))
              if t is not None]
   sources = [a for a, _ in watched]
-  exact = choices.choose(
+  exact = choices is not None and choices.choose(
       _signature_key(args_tf, tangents_tf),
       lambda: _accumulator_is_exact(callable_tf, flat_args, args_tree,
                                     watched))
@@ -332,14 +350,14 @@ def _tangents_by_choice(callable_tf: Callable[..., Any],
   outs = [r for r in outs if r.dtype.is_floating or r.dtype.is_complex]
   if not outs:
     return []
-  if exact:
+  if choices is None:
+    jvps = [None] * len(outs)
+  elif exact:
     jvps = [acc.jvp(r, unconnected_gradients=tf.UnconnectedGradients.NONE)
             for r in outs]
   else:
     jvps = _double_vjp(tape, outs, watched)
-  return [_dense_tangent(tape, j, r, sources, i,
-                         lambda: _ops_without_gradient_of_vjp(callable_tf,
-                                                              args_tf))
+  return [_dense_tangent(tape, j, r, watched, i)
           for i, (j, r) in enumerate(zip(jvps, outs))]
 
 
@@ -379,56 +397,67 @@ _NO_GRADIENT_RE = re.compile(r"gradient registry has no entry for: (\w+)")
 
 def _dense_tangent(tape: tf.GradientTape,
                    jvp: tf.Tensor | tf.IndexedSlices | None, out: tf.Tensor,
-                   sources: Sequence[tf.Tensor], index: int,
-                   eager_ops: Callable[[], list[str]]) -> tf.Tensor:
+                   watched: Sequence[tuple[tf.Tensor, tf.Tensor]],
+                   index: int) -> tf.Tensor:
   """The tangent of ``out`` as a dense tensor; zero only if it is zero.
 
   TF gives no tangent (None) both for an output that does not depend on the
-  perturbed arguments, whose tangent is zero, and for one whose tangent it
-  cannot compute: an op on the way has a gradient but no gradient of that
-  gradient (``ResizeBilinear``, whose gradient ``ResizeBilinearGrad`` has
-  none), which forward mode needs. Reverse mode tells them apart: an output
-  it finds connected to the arguments has a tangent TF did not compute.
+  perturbed arguments, whose tangent is zero, and for one whose tangent its
+  forward mode cannot compute: an op on the way has a gradient but no
+  gradient of that gradient (``ResizeBilinear``, whose gradient
+  ``ResizeBilinearGrad`` has none), or a gradient that leaves that output
+  out (``FusedBatchNorm``'s takes y's cotangent only: its batch statistics
+  have none). Reverse mode tells them apart: an output it finds connected
+  to the arguments gets the tangent reverse mode gives it, ``J t`` with
+  ``J`` TF's Jacobian (:func:`_jacobian_tangent`).
 
   Raises:
-    errors.CallTfDerivativeError: the tangent is unknown; it names the op
-      types without a gradient of their gradient (eagerly, those of a
-      traced VJP: ``eager_ops``).
+    errors.CallTfDerivativeError: the tangent of a complex output is unknown.
   """
   if jvp is not None:
     return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
-  grads = tape.gradient(out, list(sources),
+  if out.shape.num_elements() == 0:
+    return tf.zeros(out.shape, out.dtype)  # (holds no value)
+  sources = [a for a, _ in watched]
+  grads = tape.gradient(out, sources,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
-  if any(g is not None for g in grads):
+  if all(g is None for g in grads):
+    return tf.zeros_like(out)
+  if out.dtype.is_complex or any(a.dtype.is_complex for a in sources):
     raise errors.tangent_unknown_error(
-        index, eager_ops() if tf.executing_eagerly()
+        index, [] if tf.executing_eagerly()
         else _ops_without_gradient(out.graph))
-  return tf.zeros_like(out)
+  return _jacobian_tangent(tape, out, watched)
 
 
-def _ops_without_gradient_of_vjp(callable_tf: Callable[..., Any],
-                                 args_tf: Any) -> list[str]:
-  """:func:`_ops_without_gradient` of a graph of the function's VJP.
+def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
+                      watched: Sequence[tuple[tf.Tensor, tf.Tensor]]
+                      ) -> tf.Tensor:
+  """``J t`` of a real output, ``J`` TF's reverse-mode Jacobian.
 
-  For the message of an eager call, which has no graph: the VJP is traced
-  for the arguments' specs (never run).
+  One VJP per element of ``out``, in a loop of a fixed trip count (which
+  XLA compiles, as it does not ``tape.jacobian``'s loop of a growing
+  list): exact, as reverse mode is, and slower than TF's forward mode, so
+  used only where that has no tangent.
   """
-  flat, tree = tree_util.tree_flatten(args_tf)
-  specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat]
+  n = out.shape.num_elements()
+  if n == 0:
+    return tf.zeros(out.shape, out.dtype)
+  if n is None:
+    raise errors.tangent_unknown_error(None, [])
+  sources = [a for a, _ in watched]
 
-  def vjp(*flat_args):
-    sources = [a for a in flat_args if a.dtype.is_floating]
-    with tf.GradientTape() as tape:
-      tape.watch(sources)
-      outs = [tf.convert_to_tensor(o) for o in tf.nest.flatten(
-          callable_tf(*tree.unflatten(list(flat_args))))]
-    return tape.gradient([o for o in outs if o.dtype.is_floating], sources,
-                         unconnected_gradients=tf.UnconnectedGradients.ZERO)
-  try:
-    concrete = tf.function(vjp, autograph=False).get_concrete_function(*specs)
-  except Exception:  # pylint: disable=broad-except
-    return []  # (the message then names none)
-  return _ops_without_gradient(concrete.graph)
+  def row(i, rows):
+    cotangent = tf.reshape(tf.one_hot(i, n, dtype=out.dtype), tf.shape(out))
+    grads = tape.gradient(out, sources, output_gradients=cotangent,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    value = tf.add_n([tf.reduce_sum(tf.convert_to_tensor(g) * t)
+                      for g, (_, t) in zip(grads, watched)])
+    return i + 1, rows.write(i, value)
+  _, rows = tf.while_loop(lambda i, _: i < n, row,
+                          (tf.constant(0), tf.TensorArray(out.dtype, size=n)),
+                          maximum_iterations=n)
+  return tf.reshape(rows.stack(), tf.shape(out))
 
 
 def _ops_without_gradient(graph: tf.Graph) -> list[str]:

@@ -30,14 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 import functools
+import re
 from typing import Any
 
 import jax
 from jax import dtypes
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax import tree_util
 from jax.typing import ArrayLike
 import numpy as np
+
+# TF's message for an op type without a registered gradient.
+_NO_GRADIENT_RE = re.compile(r"gradient registry has no entry for: (\w+)")
 
 
 def _cotangent_shape_dtype(arg_jax: ArrayLike | None) -> jax.ShapeDtypeStruct:
@@ -107,13 +112,23 @@ def tf_vjp_function(tf_vjp_fun: Callable[..., Any]) -> Callable[..., Any]:
     tf_vjp_fun: ``call_tf``'s VJP, ``(args, cotangents) -> cotangents``.
 
   Returns:
-    The same function of the same arguments.
+    The same function of the same arguments; an op without a TF gradient
+    is a :class:`~..errors.CallTfDerivativeError` naming it, not TF's
+    ``LookupError``.
   """
   @functools.wraps(tf_vjp_fun)
   def vjp_fun(*args: Any) -> Any:
     with (tf_overrides.slice_gradient_outside_xla(),
           tf_overrides.custom_gradients_recorded_as_eagerly()):
-      return tf_vjp_fun(*args)
+      try:
+        return tf_vjp_fun(*args)
+      except LookupError as e:
+        # TF's tape: "gradient registry has no entry for: InplaceAdd".
+        found = _NO_GRADIENT_RE.search(str(e))
+        if found is None:
+          raise
+        raise errors.no_tf_gradient_error(found.group(1),
+                                          forward=False) from e
   return vjp_fun
 
 

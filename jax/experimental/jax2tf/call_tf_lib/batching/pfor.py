@@ -16,10 +16,13 @@
 :func:`vectorized_map` runs pfor without its fallback to a while loop (a slow
 path must never be silent), with converters of our own wrapping pfor's: a
 better one for ``MatMul``, function calls that find their function in an
-outer graph, ``DepthwiseConv2dNative`` with a shared kernel; and converters
-for ops pfor has none for (``Svd``, ``Qr``, ``MatrixDeterminant``, the
-resize ops and their gradients, ``CumulativeLogsumexp``, ``ScatterNd``,
-``TensorScatterAdd`` and its kin). pfor's own wrappers are traced without
+outer graph, ``DepthwiseConv2dNative`` with a shared kernel,
+``FusedBatchNormV3`` with TF's batch statistics in inference; and
+converters for ops pfor has none for (``Svd``, ``Qr``,
+``MatrixDeterminant``, the resize ops and their gradients,
+``CumulativeLogsumexp``, ``ScatterNd``, ``TensorScatterAdd`` and its kin,
+``FusedBatchNorm``, ``V2`` and their gradients, ``InplaceAdd``,
+``InplaceSub``, ``InplaceUpdate``). pfor's own wrappers are traced without
 autograph, and TF's deprecation checks are off while it runs.
 :func:`pfor_failure` and :func:`xla_failure` read the op that pfor or tf2xla
 failed on out of their messages, which is all TensorFlow gives: pfor's errors
@@ -238,6 +241,29 @@ def _check_of_invariant_tensor(original: Callable[[Any], Any]
   return convert
 
 
+def _fused_batch_norm_statistics(original: Callable[[Any], Any]
+                                 ) -> Callable[[Any], Any]:
+  """pfor's converter for ``FusedBatchNormV3``, with TF's kernel's batch
+  statistics in inference.
+
+  In inference (``is_training`` False) pfor's converter returns zeros for
+  the batch mean and variance results ("CPU outputs zero", its comment
+  says); TF's kernels (and XLA) return the mean and variance inputs, the
+  running statistics, which ``jax.vmap`` then gave as zeros. Here they are
+  those inputs again. (In training, and for the reserve spaces, which TF's
+  kernel leaves undefined in inference, pfor's converter is kept.)
+  """
+  def convert(pfor_input):
+    outputs = original(pfor_input)
+    n = len(pfor_input.outputs)
+    if pfor_input.get_attr("is_training"):
+      return outputs[:n]
+    return [outputs[0], compat.pfor_wrap(pfor_input.unstacked_input(3), False),
+            compat.pfor_wrap(pfor_input.unstacked_input(4), False),
+            *outputs[3:n]]
+  return convert
+
+
 # Our converters, each wrapping pfor's own for that op type.
 _CONVERTERS = {
     "MatMul": _matmul_of_stacked_column,
@@ -248,6 +274,7 @@ _CONVERTERS = {
         "Case", "StatelessCase", "While", "StatelessWhile")},
     "DepthwiseConv2dNative": _depthwise_conv_of_stacked_images,
     "CheckNumerics": _check_of_invariant_tensor,
+    "FusedBatchNormV3": _fused_batch_norm_statistics,
 }
 
 
@@ -376,6 +403,27 @@ def _tensor_scatter(op: Callable[..., Any]) -> Callable[[Any], Any]:
   return convert
 
 
+def _swap_leading(t: tf.Tensor) -> tf.Tensor:
+  """``t`` with its first two axes swapped."""
+  rank = tf.rank(t)
+  return tf.transpose(t, tf.concat([[1, 0], tf.range(2, rank)], 0))
+
+
+def _inplace(op: Callable[..., Any]) -> Callable[[Any], Any]:
+  """``InplaceAdd``/``Sub``/``Update`` of rows ``i`` (loop invariant): the
+  op on the stacked tensors with pfor's axis second."""
+  def convert(pfor_input):
+    if pfor_input.input(1)[1]:
+      raise ValueError(f"No pfor vectorization defined for "
+                       f"{pfor_input.op_type} with per-element rows")
+    pfor_input.stack_inputs([0, 2])
+    out = op(x=_swap_leading(pfor_input.stacked_input(0)),
+             i=pfor_input.unstacked_input(1),
+             v=_swap_leading(pfor_input.stacked_input(2)))
+    return compat.pfor_wrap(_swap_leading(out), True)
+  return convert
+
+
 def _check_numerics_v2(pfor_input: Any) -> Any:
   """``CheckNumericsV2``: the (stacked or invariant) tensor, checked."""
   t, stacked, _ = pfor_input.input(0)
@@ -395,6 +443,17 @@ def _draws_per_element(pfor_input: Any) -> Any:
   was refused. XLA batches such draws the same way (one per key).
   """
   return compat.pfor_fallback_converter()(pfor_input, warn=False)
+
+
+def _as_version_3(op_type: str) -> Callable[[Any], Any]:
+  """A converter for ``FusedBatchNorm``/``V2`` (and their gradients): the
+  ``V3`` op's converter, which creates the op of its input's own type."""
+  def convert(pfor_input):
+    registry = compat.pfor_converter_registry() or {}
+    if op_type not in registry:
+      raise ValueError(f"No pfor vectorization defined for {op_type}")
+    return registry[op_type](pfor_input)
+  return convert
 
 
 # The stateless random ops of TF 2.21 that take a seed, key or counter as
@@ -423,6 +482,13 @@ _NEW_CONVERTERS = {
     "TensorScatterSub": _tensor_scatter(tf.raw_ops.TensorScatterSub),
     "TensorScatterMax": _tensor_scatter(tf.raw_ops.TensorScatterMax),
     "TensorScatterMin": _tensor_scatter(tf.raw_ops.TensorScatterMin),
+    "InplaceAdd": _inplace(tf.raw_ops.InplaceAdd),
+    "InplaceSub": _inplace(tf.raw_ops.InplaceSub),
+    "InplaceUpdate": _inplace(tf.raw_ops.InplaceUpdate),
+    **{op: _as_version_3("FusedBatchNormV3")
+       for op in ("FusedBatchNorm", "FusedBatchNormV2")},
+    **{op: _as_version_3("FusedBatchNormGradV3")
+       for op in ("FusedBatchNormGrad", "FusedBatchNormGradV2")},
 }
 
 

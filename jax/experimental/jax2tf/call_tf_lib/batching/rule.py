@@ -684,11 +684,29 @@ def _loop_body(unbatched_fn: Callable[..., Any], is_batched: Sequence[bool],
   def body(elems: Sequence[Any]) -> tuple[Any, ...]:
     res = unbatched_fn(*util.merge_lists(list(is_batched), list(unbatched),
                                          list(elems)))
+    # A result that holds no value: a constant of its graph's shape (TF's
+    # kernel may give it another, see tf_function.empty).
+    res = _empty_results_constant(res)
     # pfor needs an output; a function without results is pure (one with
     # side effects is never vectorized), so nothing is lost.
     return tuple(res) if n_out else (tf.zeros((), tf.int32),)
 
   return body
+
+
+def _empty_results_constant(results: Sequence[Any]) -> list[tf.Tensor]:
+  """Graph-mode results, each of a static empty shape a constant of it.
+
+  In pfor's loop body a result that holds no value is then loop invariant,
+  whatever the kernel would return when run (``SelfAdjointEigV2`` without
+  ``compute_v`` returns a scalar for the vectors its graph shapes ``(0,)``).
+  """
+  out = []
+  for r in results:
+    r = tf.convert_to_tensor(r)
+    empty = r.shape.is_fully_defined() and r.shape.num_elements() == 0
+    out.append(tf.zeros(r.shape, r.dtype) if empty else r)
+  return out
 
 
 def _pfor_error(batched_call: _BatchedCall, error: Exception,

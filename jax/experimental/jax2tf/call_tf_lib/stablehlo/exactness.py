@@ -33,7 +33,6 @@ from typing import Any
 
 import jax
 from jax._src import core
-from jax._src.export import stablehlo_to_jax
 from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
@@ -69,8 +68,25 @@ _GRADIENT_DIFFERS = frozenset({
     "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
     "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4"})
-# Ops that carry no tangent although their types are floating.
-_NO_TANGENT = frozenset({"Const", "Placeholder", "_Arg", "_Retval", "NoOp"})
+# Ops that carry no tangent although their types are floating: ZerosLike
+# and OnesLike (not differentiable in TF; their lowering, a constant, has
+# no derivative either), which TF's tape makes for unused results.
+_NO_TANGENT = frozenset({"Const", "Placeholder", "_Arg", "_Retval", "NoOp",
+                         "ZerosLike", "OnesLike"})
+# Fused batch normalization: TF's gradient (nn_grad._BaseFusedBatchNormGrad)
+# takes the cotangent of y only (none flows through the batch mean, the
+# batch variance or the reserve spaces: their gradient is 0) and gives none
+# to the mean and variance inputs; the derivative of the lowering
+# (stablehlo.batch_norm_training, batch_norm_inference) has both. So JAX's
+# derivative is TF's only where neither path carries a tangent (see
+# _batch_norm_differs). The gradient ops' own gradient
+# (_FusedBatchNormGradGrad) is their lowering's derivative: it recomputes
+# the batch statistics from x, as the lowering's batch_norm_grad reads
+# them from batch_norm_training of the same x.
+_BATCH_NORM = frozenset({"FusedBatchNorm", "FusedBatchNormV2",
+                         "FusedBatchNormV3"})
+_BATCH_NORM_GRAD = frozenset({"FusedBatchNormGrad", "FusedBatchNormGradV2",
+                              "FusedBatchNormGradV3"})
 
 
 def _has_tangent_dtype(dtype: Any) -> bool:
@@ -91,7 +107,10 @@ def gradient_mismatch_ops(graph: Any) -> list[tuple[str, str]]:
     (``tf.no_gradient``, or none registered: ``ResizeBilinearGrad``);
   * ops whose TF gradient takes other values at ties, kinks or through a
     straight-through estimator (``Maximum``, ``Minimum``, ``Relu``, ``Abs``,
-    ``Selu``, ``ClipByValue``, fake quantization).
+    ``Selu``, ``ClipByValue``, fake quantization);
+  * fused batch normalization whose batch statistics are used (training),
+    or whose mean and variance inputs depend on the function's arguments
+    (inference): TF's gradient has no path through either.
 
   Args:
     graph: a ``tf.Graph`` (a concrete function's ``graph``).
@@ -122,12 +141,54 @@ def _mismatches(graph: Any) -> list[_Mismatch]:
       # Minimum).
       continue
     if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
-        or graph_lib.overrides_gradient(op)
+        or graph_lib.overrides_gradient(op) or _batch_norm_differs(op)
         or (op.type not in graph_lib.CALLS
             and not compat.has_registered_gradient(op.type))):
       # (TF differentiates a function call through its body, walked here.)
       found.append(_Mismatch(op.type, op.name))
   return found
+
+
+def _batch_norm_differs(op: tf.Operation) -> bool:
+  """Whether a fused batch normalization's TF gradient is not its lowering's
+  derivative here (see :data:`_BATCH_NORM`).
+
+  In training, where a result other than y (the batch statistics, mixed
+  with the running ones, or a reserve space) is used other than by the
+  op's gradient; in inference, where the mean or variance input depends on
+  an argument of the function (the running statistics, constants or
+  variables, do not).
+  """
+  if op.type not in _BATCH_NORM:
+    return False
+  if op.get_attr("is_training"):
+    return any(c.type not in _BATCH_NORM_GRAD and c.type not in _NO_TANGENT
+               for t in op.outputs[1:] for c in t.consumers())
+  return any(_depends_on_arguments(op.inputs[i]) for i in (3, 4))
+
+
+def _depends_on_arguments(tensor: tf.Tensor) -> bool:
+  """Whether ``tensor`` may depend on an argument of its graph's function.
+
+  Walks the ops it is computed from, back to placeholders: a placeholder of
+  a captured value (a variable, a tensor) is not an argument; any other is
+  (in a called function's graph, every placeholder, conservatively).
+  """
+  graph = tensor.graph
+  captured = {t.name for t in [*getattr(graph, "internal_captures", ()),
+                               *getattr(graph, "deferred_internal_captures",
+                                        ())]}
+  seen: set[int] = set()
+  todo = [tensor.op]
+  while todo:
+    op = todo.pop()
+    if id(op) in seen:
+      continue
+    seen.add(id(op))
+    if op.type == "Placeholder" and op.outputs[0].name not in captured:
+      return True
+    todo += [t.op for t in op.inputs]
+  return False
 
 
 @functools.lru_cache(maxsize=512)
@@ -256,8 +317,7 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
 
   def fun(*flat):
     outs = interp(*flat)
-    return [stablehlo_to_jax.with_dtype(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
+    return [stablehlo_path.fit_result(o, a) for o, a in zip(outs, out_avals)]
 
   return linear.Differentiable(
       fun, jax.tree_util.tree_structure(out_shape), interp.transposable)

@@ -237,8 +237,22 @@ class Interpreted:
     captured, wide = self._captured()
     fun = self._function(tuple(is_batched), wide)
     outs = fun(*args, *captured)
-    return [stablehlo_to_jax.with_dtype(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
+    return [fit_result(o, a) for o, a in zip(outs, out_avals)]
+
+
+def fit_result(result: jax.Array, aval: core.ShapedArray) -> jax.Array:
+  """A result of the module as the call's aval has it.
+
+  Converted to the aval's dtype (as the lowering canonicalizes it); and
+  where the aval holds no value (a size-0 dimension) but the module's
+  result has another shape, an empty array of the aval's shape: tf2xla's
+  ``SelfAdjointEigV2`` without ``compute_v`` returns all the vectors, TF's
+  graph none (see :mod:`..tf_function.empty`).
+  """
+  if (core.is_constant_shape(aval.shape) and 0 in aval.shape
+      and tuple(result.shape) != tuple(aval.shape)):
+    return jnp.zeros(aval.shape, aval.dtype)
+  return stablehlo_to_jax.with_dtype(result, aval.dtype)
 
 
 def _parse(module: str | bytes,

@@ -23,13 +23,21 @@ differ from their lowering's.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import re
 from typing import TYPE_CHECKING
 
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 
 if TYPE_CHECKING:
   import tensorflow as tf
+
+# TF's messages for a symbolic tensor used as a Python value: len(x), a
+# Python bool, iteration (tf.errors.OperatorNotAllowedInGraphError).
+_SYMBOLIC_AS_PYTHON_VALUE = re.compile(
+    r"len is not well defined for a symbolic Tensor|symbolic `?tf\.Tensor`? "
+    r"as a Python `?bool`?|Iterating over a symbolic `?tf\.Tensor`?")
 
 # Ops that call other functions: their bodies are inspected instead.
 CALLS = frozenset({
@@ -59,9 +67,18 @@ def concrete_function(function_flat_tf: tf.types.experimental.GenericFunction,
 
   Returns:
     The ``ConcreteFunction``, traced on first use.
+
+  Raises:
+    errors.CallTfTraceError: the function uses a symbolic tensor as a
+      Python value (``len(x)``), which its trace (autograph off) cannot.
   """
   with jax2tf_internal.inside_call_tf():
-    return function_flat_tf.get_concrete_function(*specs)
+    try:
+      return function_flat_tf.get_concrete_function(*specs)
+    except TypeError as e:  # (OperatorNotAllowedInGraphError is one)
+      if not _SYMBOLIC_AS_PYTHON_VALUE.search(str(e)):
+        raise
+      raise errors.traced_without_autograph_error(e) from e
 
 
 def called_graphs(op: tf.Operation) -> list[tf.Graph]:

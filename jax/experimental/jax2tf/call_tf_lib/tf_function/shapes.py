@@ -41,6 +41,7 @@ from jax._src.lib.mlir import ir
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -223,10 +224,13 @@ def infer_output_avals(function_flat_tf: Any,
 
   Returns:
     The output avals, or None if TensorFlow's own output shapes are static
-    (call_tf uses those), if the input shapes are symbolic without
-    ``call_tf_graph``, or if compiling does not give static shapes (they
-    depend on data): call_tf then asks for ``output_shape_dtype``, and the
-    reason is logged.
+    (call_tf uses those), or if the input shapes are symbolic without
+    ``call_tf_graph`` (call_tf then asks for ``output_shape_dtype``).
+
+  Raises:
+    ValueError: compiling does not give static shapes (they depend on
+      data): upstream's message, then why and what helps
+      (:func:`.errors.dynamic_result_error`).
   """
   if all(s.rank is not None and all(d is not None for d in s)
          for s in concrete_fn.output_shapes):
@@ -242,11 +246,33 @@ def infer_output_avals(function_flat_tf: Any,
           errors.CallTfStatefulFunctionError):
     raise
   except Exception as e:  # pylint: disable=broad-except
-    logger.warning(
-        "call_tf: TensorFlow reports output shapes %s, and compiling the "
-        "function for the argument shapes did not give static shapes "
-        "either: %s", concrete_fn.output_shapes, errors.first_line(e))
-    return None
+    if call_tf_graph:  # (TF runs it: upstream's error stays)
+      logger.warning(
+          "call_tf: TensorFlow reports output shapes %s, and compiling the "
+          "function for the argument shapes did not give static shapes "
+          "either: %s", concrete_fn.output_shapes, errors.first_line(e))
+      return None
+    op = size_making_op(concrete_fn.graph)
+    raise errors.dynamic_result_error(
+        concrete_fn.output_shapes, op.type if op else None,
+        op.name if op else None,
+        errors.first_line(e, ("XLA", "compile-time constant", "dynamic")),
+        bounded="returns the dynamic type" in str(e)) from e
+
+
+def size_making_op(graph: tf.Graph) -> tf.Operation | None:
+  """The first op of ``graph`` (or a function it calls) whose result has a
+  size it does not know though it knows its inputs' shapes: the op that
+  makes a size depend on values (``Where``, ``Range`` to a value,
+  ``SegmentSum``), or None."""
+  for op in graph_lib.graph_ops(graph):
+    if op.type in ("Placeholder", "_Arg") or op.type in graph_lib.CALLS:
+      continue
+    if not all(t.shape.is_fully_defined() for t in op.inputs):
+      continue
+    if any(not t.shape.is_fully_defined() for t in op.outputs):
+      return op
+  return None
 
 
 def _inferred_output_avals(function_flat_tf: Any,

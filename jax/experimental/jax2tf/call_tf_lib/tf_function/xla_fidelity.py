@@ -117,7 +117,7 @@ def eager_differences(graph: tf.Graph) -> list[Difference]:
   for op in graph_lib.graph_ops(graph):
     if _is_stateless_random(op.type):
       why = "draws other random numbers under XLA than TensorFlow's kernel"
-    elif op.type in _OTHERWISE:
+    elif op.type in _OTHERWISE and _computes_vectors(op):
       why = _OTHERWISE[op.type]
     elif _is_inexact(op):
       why = INEXACT_KERNELS[op.type]
@@ -163,6 +163,17 @@ def inexact_kernel_ops(graph: tf.Graph) -> list[Difference]:
   """
   return [Difference(op.type, op.name, INEXACT_KERNELS[op.type])
           for op in graph_lib.graph_ops(graph) if _is_inexact(op)]
+
+
+def _computes_vectors(op: tf.Operation) -> bool:
+  """False for a decomposition that returns no vectors (``Svd`` without
+  ``compute_uv``, ``SelfAdjointEigV2`` without ``compute_v``): its values
+  are XLA's and TF's alike."""
+  for name in ("compute_uv", "compute_v"):
+    value = _attr(op, name)
+    if value is not None:
+      return bool(value)
+  return True
 
 
 def _attr(op: tf.Operation, name: str) -> object:
