@@ -485,6 +485,57 @@ def test_constants_of_every_kind():
   assert_close(expected[1], np.full(3, 1.5 - 2.5j))
 
 
+def _bits_equal(got, want):
+  got, want = np.asarray(got), np.asarray(want)
+  assert got.dtype == want.dtype
+  np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_complex_to_boolean_by_the_real_part_of_constants_and_eagerly():
+  # NumPy's nonzero test counts the imaginary part; the specification (and
+  # XLA) convert the real part. A constant, and an eager NumPy operand,
+  # took NumPy's path.
+  text = _module("""
+  func.func @main(%x: tensor<4xcomplex<f32>>) -> (tensor<4xi1>, tensor<4xi1>) {
+    %c = stablehlo.constant dense<[(0.0, 1.0), (1.0, 0.0), (0.0, 0x7FC00000), (-0.0, 0x7F800000)]> : tensor<4xcomplex<f32>>
+    %a = stablehlo.convert %c : (tensor<4xcomplex<f32>>) -> tensor<4xi1>
+    %b = stablehlo.convert %x : (tensor<4xcomplex<f32>>) -> tensor<4xi1>
+    return %a, %b : tensor<4xi1>, tensor<4xi1>
+  }""")
+  x = np.array([0 + 1j, 1, 0 + 2j, -0. + 3j], np.complex64)
+  prog, expected = _check_module(text, x)
+  np.testing.assert_array_equal(expected[0], [False, True, False, False])
+  np.testing.assert_array_equal(prog(x)[1], [False, True, False, False])
+
+
+def test_complex_constants_keep_infinite_and_nan_parts():
+  # re + 1j * im made real((0, inf)) NaN.
+  text = _module("""
+  func.func @main() -> (tensor<3xcomplex<f64>>, tensor<3xf64>) {
+    %c = stablehlo.constant dense<[(0.0, 0x7FF0000000000000), (0x7FF8000000000000, -0.0), (1.5, 0xFFF0000000000000)]> : tensor<3xcomplex<f64>>
+    %r = stablehlo.real %c : (tensor<3xcomplex<f64>>) -> tensor<3xf64>
+    return %c, %r : tensor<3xcomplex<f64>>, tensor<3xf64>
+  }""")
+  with config.enable_x64(True):
+    prog, expected = _check_module(text)
+    for got, want in zip(prog(), expected):
+      _bits_equal(got, want)
+  np.testing.assert_array_equal(np.asarray(expected[1])[[0, 2]], [0., 1.5])
+
+
+def test_float8_constants_in_decimal():
+  text = _module("""
+  func.func @main() -> (tensor<4xf8E4M3FN>, tensor<3xf8E4M3FNUZ>, tensor<3xf4E2M1FN>) {
+    %a = stablehlo.constant dense<[1.5, -0.0, 448.0, 0x7F]> : tensor<4xf8E4M3FN>
+    %b = stablehlo.constant dense<[0.0078125, -240.0, 0x80]> : tensor<3xf8E4M3FNUZ>
+    %c = stablehlo.constant dense<[6.0, -0.5, 1.0]> : tensor<3xf4E2M1FN>
+    return %a, %b, %c : tensor<4xf8E4M3FN>, tensor<3xf8E4M3FNUZ>, tensor<3xf4E2M1FN>
+  }""")
+  prog, expected = _check_module(text)
+  for got, want in zip(prog(), expected):
+    _bits_equal(got, want)
+
+
 def test_tuples_calls_and_captured_values_in_regions():
   text = _module("""
   func.func private @square_pair(%a: tensor<3xf32>, %b: tensor<i32>) -> tuple<tensor<3xf32>, tensor<i32>> {

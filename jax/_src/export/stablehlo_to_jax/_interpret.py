@@ -143,6 +143,8 @@ class Compiler:
         self._mark_live(region)
       if op.name == "func.call":
         self._mark_func(op.attrs.get("callee"))
+      elif op.name == "stablehlo.composite":
+        self._mark_func(op.attrs.get("decomposition"))
 
   @functools.cached_property
   def maybe_constant(self) -> frozenset[int]:
@@ -219,6 +221,9 @@ class Compiler:
       # (One of constants, an index computation, carries no tangent.)
       self.branching.add((op.location, op.name))
     try:
+      uncomputable = _ir.uncomputable_type(op)
+      if uncomputable:
+        raise NoRule(uncomputable)
       if _dynamic.has_dynamic_shapes(op):
         return _dynamic.rule(op, self)
       if rule is None:

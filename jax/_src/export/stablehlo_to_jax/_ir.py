@@ -25,7 +25,7 @@ or :class:`TokenType`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 import dataclasses
 import re
 from typing import Union
@@ -116,13 +116,79 @@ class UnreadableModule(ValueError):
 
 _DTYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
            np.uint16, np.uint32, np.uint64, np.float16, ml_dtypes.bfloat16,
-           np.float32, np.float64, np.complex64, np.complex128,
-           ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2)
+           np.float32, np.float64, np.complex64, np.complex128)
+# ml_dtypes' narrow types, where this ml_dtypes has them (older ones lack
+# some).
+_NARROW_DTYPES = ("int2", "int4", "uint2", "uint4", "float4_e2m1fn",
+                  "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                  "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz",
+                  "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                  "float8_e8m0fnu")
+
+
+# Element types XLA:CPU cannot compute with: it aborts the process on most
+# ops of them (LLVM cannot load their 6 bits). An op of them has no rule.
+_UNCOMPUTABLE = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float6_e2m3fn", "float6_e3m2fn") if hasattr(ml_dtypes, n))
+
+
+_TWO_BIT = frozenset(np.dtype(getattr(ml_dtypes, n)) for n in (
+    "int2", "uint2") if hasattr(ml_dtypes, n))
+# Ops XLA:CPU fails to compile, or aborts the process on, with 2-bit
+# integers (measured): a concatenation, a sort, a product, a reduction of
+# several operands.
+_NOT_OF_TWO_BIT = ("stablehlo.concatenate", "stablehlo.sort",
+                   "stablehlo.dot_general", "stablehlo.dot",
+                   "stablehlo.reduce")
+
+
+def bit_width(dtype: np.dtype) -> int:
+  """The bits of an element of `dtype` (4 of int4, 6 of float6_e2m3fn)."""
+  for info in (ml_dtypes.iinfo, ml_dtypes.finfo):
+    try:
+      return int(info(dtype).bits)
+    except (ValueError, TypeError):
+      pass
+  return 8 * dtype.itemsize
+
+
+def _dtypes_of(t: Type) -> Iterator[np.dtype]:
+  if isinstance(t, TensorType):
+    yield t.dtype
+  elif isinstance(t, TupleType):
+    for e in t.elements:
+      yield from _dtypes_of(e)
+
+
+def uncomputable_type(op: Op) -> str | None:
+  """Why XLA cannot compute `op` of its types, or None."""
+  types = {d for t in (*op.operand_types, *op.result_types)
+           for d in _dtypes_of(t)}
+  if op.name == "func.call":
+    return None  # (its callee's ops are checked)
+  six = sorted(d.name for d in types & _UNCOMPUTABLE)
+  if six:
+    return (f"an operand or result of type {six[0]}, which XLA:CPU cannot "
+            "compute with (it aborts the process)")
+  two = sorted(d.name for d in types & _TWO_BIT)
+  if two and op.name in _NOT_OF_TWO_BIT and (
+      op.name != "stablehlo.reduce" or len(op.operands) > 2):
+    return (f"{op.name.removeprefix('stablehlo.')} of {two[0]}, which "
+            "XLA:CPU fails to compile or aborts the process on")
+  if op.name == "stablehlo.rng_bit_generator" and any(
+      bit_width(t.dtype) < 8 for t in op.result_types[1:]
+      if isinstance(t, TensorType)):
+    return ("random bits of fewer than 8 bits (XLA:CPU fails to run it, or "
+            "JAX to read them)")
+  return None
 
 
 def _dtype_table() -> dict[str, np.dtype]:
+  """Each element type's MLIR name, and its NumPy type."""
   table = {}
-  for d in _DTYPES:
+  narrow = [getattr(ml_dtypes, n) for n in _NARROW_DTYPES
+            if hasattr(ml_dtypes, n)]
+  for d in (*_DTYPES, *narrow):
     try:
       table[str(mlir.dtype_to_ir_type(np.dtype(d)))] = np.dtype(d)
     except Exception:  # pylint: disable=broad-except
@@ -164,12 +230,62 @@ def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Type:
                            for i in range(t.num_types)))
   if _isa(t, hlo.TokenType):
     return TokenType()
+  future = _FUTURE.fullmatch(str(t))
+  if future:  # an async op's values: a tuple of them
+    return TupleType(tuple(read_type(ir.Type.parse(e.strip()), table)
+                           for e in _split_types(future.group(1))))
   raise UnreadableModule(f"type {t}")
+
+
+_FUTURE = re.compile(r"!stablehlo\.future<(.*)>")
+
+
+def _split_types(text: str) -> list[str]:
+  """Comma-separated types, split where no bracket is open."""
+  parts, depth, start = [], 0, 0
+  for i, ch in enumerate(text):
+    if ch in "<([":
+      depth += 1
+    elif ch in ">)]":
+      depth -= 1
+    elif ch == "," and depth == 0:
+      parts.append(text[start:i])
+      start = i + 1
+  return parts + [text[start:]]
 
 
 _BOUNDS = re.compile(r"#stablehlo\.bounds<([^>]*)>")
 _NUMBER = re.compile(
     r"0x[0-9A-Fa-f]+|true|false|[-+]?inf|nan|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def _is_float(dtype: np.dtype) -> bool:
+  """Whether `dtype` is a real floating type (ml_dtypes' ones included)."""
+  if dtype.kind == "f":
+    return True
+  try:
+    ml_dtypes.finfo(dtype)
+  except ValueError:
+    return False
+  return dtype.kind != "c"
+
+
+def _scalar(tok: str, dtype: np.dtype) -> np.ndarray | bool:
+  """An element of a dense literal as MLIR prints it: a number, ``true`` or
+  ``false``, or the element's bits in hexadecimal.
+
+  MLIR prints a float in decimal only where the decimal reads back as the
+  same value of its type; that value, read as a float64, converts to the
+  type exactly.
+  """
+  if tok.startswith("0x"):
+    bits = np.array(int(tok, 16), f"u{dtype.itemsize}")
+    return bits.view(dtype)
+  if tok in ("true", "false"):
+    return tok == "true"
+  if _is_float(dtype):
+    return np.array(float(tok)).astype(dtype)
+  return np.array(int(tok)).astype(dtype)
 
 
 def _dense_from_text(text: str, ty: TensorType) -> np.ndarray:
@@ -190,19 +306,12 @@ def _dense_from_text(text: str, ty: TensorType) -> np.ndarray:
   part = (np.dtype(np.float32) if ty.dtype == np.complex64 else
           np.dtype(np.float64) if ty.dtype == np.complex128 else ty.dtype)
 
-  def value(tok: str) -> np.ndarray | bool:
-    if tok.startswith("0x"):
-      bits = np.array(int(tok, 16), f"u{part.itemsize}")
-      return bits.view(part)
-    if tok in ("true", "false"):
-      return tok == "true"
-    return np.array(float(tok) if part.kind in "fc" or
-                    part == ml_dtypes.bfloat16 else int(tok)).astype(part)
-
-  vals = np.array([value(t) for t in tokens], part)
+  vals = np.array([_scalar(t, part) for t in tokens], part)
   if is_complex:
-    vals = vals[0::2] + 1j * vals[1::2].astype(ty.dtype)
-    vals = vals.astype(ty.dtype)
+    # Part by part: re + 1j * im would make the real part of (0, inf) NaN.
+    pairs = vals.reshape(-1, 2)
+    vals = np.empty(len(pairs), ty.dtype)
+    vals.real, vals.imag = pairs[:, 0], pairs[:, 1]
   if vals.size == 1 and size != 1:
     return np.full(ty.shape, vals[0], ty.dtype)
   if vals.size != size:
@@ -368,6 +477,13 @@ class _Reader:
     return {"value": _dense_from_text(operation.get_asm(), ty)}
 
 
+def attribute_text(make: Callable[[], ir.Attribute]) -> str:
+  """The text of the attribute `make` builds (in an MLIR context of its
+  own), as :func:`read_attr` keeps attributes it has no reader for."""
+  with mlir.make_ir_context():
+    return str(make())
+
+
 def free_values(block: Block) -> frozenset[int]:
   """The values `block` (or a region in it) reads but does not define."""
   defined = set(block.args)
@@ -427,6 +543,30 @@ def without_identity_converts(funcs: dict[str, Func]) -> dict[str, Func]:
           for name, f in funcs.items()}
 
 
+_UNREGISTERED = re.compile(r'`!"(\w+)"<"(.*)">` type created with '
+                           "unregistered dialect")
+
+
+def _parsed(module: str | bytes) -> ir.Module:
+  """The module parsed by MLIR; what MLIR cannot read, an UnreadableModule.
+
+  JAX's MLIR context has no ``quant`` dialect: a module of quantized types
+  (``!quant.uniform<i8:f32, ...>``) is one JAX cannot read.
+  """
+  try:
+    return ir.Module.parse(module)
+  except getattr(ir, "MLIRError", ValueError) as e:
+    unregistered = _UNREGISTERED.search(str(e))
+    if unregistered:
+      dialect, body = unregistered.groups()
+      raise UnreadableModule(
+          f"element type !{dialect}.{body}: JAX has no dtype for it (no "
+          f"{dialect!r} dialect)") from e
+    lines = [ln.strip() for ln in str(e).splitlines() if "error" in ln]
+    raise UnreadableModule(
+        "MLIR cannot parse it: " + (lines[0] if lines else str(e))) from e
+
+
 def read_module(module: str | bytes, *, with_text: bool = True
                 ) -> tuple[dict[str, Func], str]:
   """Copies the functions of a StableHLO module (text or bytecode).
@@ -439,7 +579,7 @@ def read_module(module: str | bytes, *, with_text: bool = True
     The functions by name, and the name of the entry function ("main").
   """
   with mlir.make_ir_context():
-    m = ir.Module.parse(module)
+    m = _parsed(module)
     reader = _Reader(with_text)
     funcs = {}
     for f in m.body.operations:

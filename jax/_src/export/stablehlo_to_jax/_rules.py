@@ -38,13 +38,17 @@ from jax._src import dtypes
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
+from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
+from jax._src.export.stablehlo_to_jax import _normalization
 from jax._src.export.stablehlo_to_jax import _rng
+from jax._src.export.stablehlo_to_jax import _shape_operands
 from jax._src.export.stablehlo_to_jax import _sort
-from jax import Array
+import jax
 from jax import lax
+import ml_dtypes
 import numpy as np
 
 NoRule = _interpret.NoRule
@@ -96,13 +100,109 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
   return rule
 
 
+def _is_narrow_float(t: _ir.TensorType) -> bool:
+  """Whether `t` is a real float type narrower than 32 bits."""
+  return _is_float(t.dtype) and not _is_complex(t) and t.dtype.itemsize < 4
+
+
+def _as_op_where(name: str, fn: Callable[..., Any],
+                 where: Callable[[_ir.TensorType], bool]
+                 ) -> Callable[[Op, Compiler], Any]:
+  """`fn`, or, where its operand's type is one JAX lowers `fn` of to other
+  ops (`where`), the op itself (``_as_op``: XLA's values, `fn`'s
+  derivative)."""
+  def rule(op: Op, c: Compiler):
+    del c
+    _check_accuracy(op)
+    if where(op.operand_types[0]):
+      return lambda env, *xs: [_as_op.apply(name, *xs)]
+    return lambda env, *xs: [fn(*xs)]
+  return rule
+
+
+def _not_of_complex(rule: Callable[[Op, Compiler], Any], why: str
+                    ) -> Callable[[Op, Compiler], Any]:
+  """`rule`, but for complex operands, which have none (`why`)."""
+  def checked(op: Op, c: Compiler):
+    if _is_complex(op.operand_types[0]):
+      raise NoRule(f"{op.name.removeprefix('stablehlo.')} of complex numbers "
+                   f"({why})")
+    return rule(op, c)
+  return checked
+
+
+def _abs_rule(op: Op, c: Compiler):
+  """``abs``: of complex numbers, the op itself; of 2- and 4-bit integers
+  (which lax.abs does not take) in 8 bits, whose wrapping is the same."""
+  dtype = op.operand_types[0].dtype
+  if _is_complex(op.operand_types[0]):
+    return _as_op_where("abs", lax.abs, _is_complex)(op, c)
+  if dtype.kind == "V" and not _is_float(dtype):
+    wide = np.dtype(np.int8)
+    return lambda env, x: [lax.convert_element_type(
+        lax.abs(lax.convert_element_type(x, wide)), dtype)]
+  return _unary(lax.abs)(op, c)
+
+
+def _on_booleans(fn: Callable[[Any, Any], Any],
+                 boolean: Callable[[Any, Any], Any]
+                 ) -> Callable[[Op, Compiler], Any]:
+  """`fn`, and `boolean` where the operands are booleans."""
+  def rule(op: Op, c: Compiler):
+    del c
+    _check_accuracy(op)
+    f = boolean if _dtype(op) == np.bool_ else fn
+    return lambda env, x, y: [f(x, y)]
+  return rule
+
+
 def _power_rule(op: Op, c: Compiler):
   del c
   _check_accuracy(op)
   if not _is_float(_dtype(op)):
-    raise NoRule("an integer power (lax.pow takes floating and complex "
-                 "bases only)")
+    return lambda env, x, y: [_integer_power(x, y)]
   return lambda env, x, y: [lax.pow(x, y)]
+
+
+def _is_signed(dtype: np.dtype) -> bool:
+  """Whether an integer type is signed (ml_dtypes' int2 and int4 too)."""
+  return int(ml_dtypes.iinfo(dtype).min) < 0
+
+
+def _integer_power(x: jax.Array, y: jax.Array) -> jax.Array:
+  """``x ** y`` of integers, as XLA computes it (XLA:CPU, measured bit for
+  bit on every pair of values of the 8-bit and narrower types).
+
+  The specification says "integer exponentiation"; XLA squares and
+  multiplies by the 6 lowest bits of the exponent only (in the type's
+  wrapping arithmetic), gives 0 for an even base and an exponent of 64 or
+  more (which is the wrapped power), and for a negative exponent (of a
+  signed type) the quotient's integer part: 1 for a base of 1, 1 or -1 (by
+  the exponent's parity) for -1, 0 otherwise. So an odd base to a power of
+  64 or more is not the wrapped power: XLA's answer is followed.
+  """
+  dtype = np.dtype(x.dtype)
+  one, zero = lax.full_like(x, 1), lax.full_like(x, 0)
+  acc, base, e = one, x, y
+  for _ in range(6):
+    odd = lax.eq(lax.bitwise_and(e, one), one)
+    acc = lax.select(odd, lax.mul(acc, base), acc)
+    base = lax.mul(base, base)
+    e = lax.shift_right_logical(e, one)
+  signed = _is_signed(dtype)
+  if ml_dtypes.iinfo(dtype).bits >= 8:  # (narrower exponents are below 64)
+    big = lax.ge(y, lax.full_like(y, 64))
+    if signed:
+      big = lax.bitwise_or(big, lax.lt(y, zero))
+    even = lax.eq(lax.bitwise_and(x, one), zero)
+    acc = lax.select(lax.bitwise_and(big, even), zero, acc)
+  if not signed:
+    return acc
+  minus_one = lax.neg(one)
+  parity = lax.select(lax.eq(lax.bitwise_and(y, one), one), minus_one, one)
+  inverse = lax.select(lax.eq(x, one), one, lax.select(
+      lax.eq(x, minus_one), parity, zero))
+  return lax.select(lax.lt(y, zero), inverse, acc)
 
 
 def _real_rule(op: Op, c: Compiler):
@@ -138,11 +238,21 @@ def _total_order(direction: str) -> Callable[[Any, Any], Any]:
           "GE": lambda x, y: le_to(y, x)}[direction]
 
 
+def _integer_order(dtype: np.dtype) -> str:
+  """The comparison type of integers (or booleans) of `dtype`."""
+  return "SIGNED" if dtype != np.bool_ and _is_signed(dtype) else "UNSIGNED"
+
+
 def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
   """The lax comparison of a `stablehlo.compare`, exactly."""
   direction = op.attrs["comparison_direction"]
   ctype = op.attrs.get("compare_type", "NOTYPE")
   dtype = op.operand_types[0].dtype
+  if np.issubdtype(dtype, np.complexfloating) and direction not in ("EQ",
+                                                                    "NE"):
+    raise NoRule(f"an ordered ({direction}) comparison of complex numbers "
+                 "(the specification's lexicographic order; XLA fails to "
+                 "compile it)")
   if _is_float(dtype):
     # lax's float comparisons are FLOAT compares (IEEE: NaN unordered).
     if ctype in ("NOTYPE", "FLOAT"):
@@ -152,8 +262,7 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
     raise NoRule(f"compare_type {ctype} on {dtype}")
   # Integers and booleans: lax compares signed types as SIGNED, unsigned
   # and booleans as UNSIGNED.
-  expected = ("UNSIGNED" if dtype == np.bool_ or np.issubdtype(
-      dtype, np.unsignedinteger) else "SIGNED")
+  expected = _integer_order(dtype)
   if ctype not in ("NOTYPE", expected):
     raise NoRule(f"compare_type {ctype} on {dtype}")
   return _COMPARE[direction]
@@ -178,7 +287,16 @@ def _clamp_rule(op: Op, c: Compiler):
 def _convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
-  return lambda env, x: [lax.convert_element_type(x, dtype)]
+  src = op.operand_types[0]
+  real = ((lambda x: lax.real(x)) if _is_complex(src)
+          and not np.issubdtype(dtype, np.complexfloating) else lambda x: x)
+  # The imaginary part is ignored (NumPy's conversion of a constant to bool
+  # would count it).
+  if dtype == np.bool_ and _is_float(src.dtype):
+    # The op itself: lax's conversion of floats to booleans is a comparison
+    # with zero, which XLA:CPU computes otherwise at subnormal numbers.
+    return lambda env, x: [_as_op.to_bool(real(x))]
+  return lambda env, x: [lax.convert_element_type(real(x), dtype)]
 
 
 def _bitcast_convert_rule(op: Op, c: Compiler):
@@ -188,6 +306,10 @@ def _bitcast_convert_rule(op: Op, c: Compiler):
   if src.dtype.itemsize != dtype.itemsize and (
       dtype == np.bool_ or src.dtype == np.bool_):
     raise NoRule("bitcast of booleans to another width")
+  if _is_complex(src) and src.dtype != dtype:
+    raise NoRule(f"a bitcast of {src.dtype} to {dtype} (lax bitcasts no "
+                 "complex numbers to another type; XLA:CPU aborts the "
+                 "process on it)")
   return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
 
 
@@ -361,6 +483,41 @@ def _call_rule(op: Op, c: Compiler):
   return lambda env, *xs: callee(*xs)
 
 
+def _composite_rule(op: Op, c: Compiler):
+  """A composite is its decomposition, a function of the module."""
+  callee = c.func(op.attrs["decomposition"])
+  return lambda env, *xs: callee(*xs)
+
+
+def _map_rule(op: Op, c: Compiler):
+  """The computation of scalars, over every element: ``jax.vmap`` of it.
+
+  Batching its elementwise ops gives the same ops of the whole arrays.
+  """
+  region = c.block(op.regions[0])
+  shape = _shape(op)
+  size = int(np.prod(shape, dtype=np.int64))
+  if tuple(op.attrs.get("dimensions", ())) != tuple(range(len(shape))):
+    raise NoRule("map dimensions other than all of them")
+
+  def step(env, *xs):
+    flat = [lax.reshape(x, (size,)) for x in xs]
+    out, = jax.vmap(lambda *e: region(*e, outer=env))(*flat)
+    return [lax.reshape(out, shape)]
+  return step
+
+
+def _async_start_rule(op: Op, c: Compiler):
+  """The body, run now: its results are the future's."""
+  body = c.block(op.regions[0])
+  return lambda env, *xs: [tuple(body(*xs, outer=env))]
+
+
+def _async_done_rule(op: Op, c: Compiler):
+  del op, c
+  return lambda env, future: list(future)
+
+
 # Linear algebra and convolution.
 
 _PRECISION = {"DEFAULT": lax.Precision.DEFAULT, "HIGH": lax.Precision.HIGH,
@@ -383,14 +540,44 @@ def _preferred(op: Op) -> np.dtype | None:
   return None if out == op.operand_types[0].dtype else out
 
 
+# The dot algorithms whose lowering lax takes on every platform, CPU too
+# (where XLA computes them as the default dot of the operands' types).
+_CPU_DOT_PRESETS = ("F16_F16_F16", "F32_F32_F32", "F64_F64_F64",
+                    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6")
+
+
+def _dot_algorithm(op: Op) -> lax.DotAlgorithmPreset:
+  """The lax preset whose lowering is the op's ``algorithm``."""
+  text = str(op.attrs["algorithm"])
+  lhs, rhs = (t.dtype for t in op.operand_types[:2])
+  presets = getattr(lax, "DotAlgorithmPreset", None)
+  if presets is None or not hasattr(lax_internal,
+                                    "get_algorithm_compute_types"):
+    raise NoRule(f"a dot algorithm ({text}): this JAX has none")
+  for name in _CPU_DOT_PRESETS:
+    preset = getattr(presets, name, None)
+    if preset is None or text != _ir.attribute_text(
+        lambda p=preset: p._convert_to_hlo_attr(lhs, rhs)):  # pylint: disable=protected-access
+      continue
+    types = [np.dtype(t) for t in lax_internal.get_algorithm_compute_types(
+        preset, lhs, rhs, _dtype(op))]
+    if types != [lhs, rhs, _dtype(op)]:
+      raise NoRule(f"a dot algorithm ({text}) of other types than the "
+                   "operands' and the result's")
+    return preset
+  raise NoRule(f"a dot algorithm ({text}) that lax lowers on some platforms "
+               "only (its presets for every platform: "
+               f"{', '.join(_CPU_DOT_PRESETS)})")
+
+
 def _dot_general_rule(op: Op, c: Compiler):
   del c
-  if op.attrs.get("algorithm") is not None:
-    raise NoRule("a dot algorithm")
   d = op.attrs["dot_dimension_numbers"]
   dims = ((d["lhs_contracting_dimensions"], d["rhs_contracting_dimensions"]),
           (d["lhs_batching_dimensions"], d["rhs_batching_dimensions"]))
   precision, preferred = _precision(op), _preferred(op)
+  if op.attrs.get("algorithm") is not None:
+    precision = _dot_algorithm(op)
   return lambda env, x, y: [lax.dot_general(
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
@@ -440,8 +627,15 @@ def _convolution_rule(op: Op, c: Compiler):
   return step
 
 
+_LINALG_TYPES = frozenset(np.dtype(d) for d in (
+    np.float32, np.float64, np.complex64, np.complex128))
+
+
 def _cholesky_rule(op: Op, c: Compiler):
   del c
+  if op.operand_types[0].dtype not in _LINALG_TYPES:
+    raise NoRule(f"a Cholesky factorization of {op.operand_types[0].dtype} "
+                 "(lax's takes float32, float64, complex64 and complex128)")
   lower = op.attrs.get("lower", False)
   cplx = _is_complex(op.operand_types[0])
 
@@ -491,101 +685,6 @@ def _fft_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.fft(x, typ, lengths)]
 
 
-# Batch normalization: the spec's decompositions (StableHLO spec,
-# batch_norm_inference, batch_norm_training, batch_norm_grad), op by op.
-# (XLA's expander computes the same functions; its training variance is
-# E[x^2] - E[x]^2, which differs from the spec's E[(x - E[x])^2] in
-# rounding only.)
-
-def _batch_norm_attrs(op: Op) -> tuple[float, int]:
-  """The op's epsilon and feature index; real floating operands only."""
-  if not all(_is_float(t.dtype) and not _is_complex(t)
-             for t in op.operand_types):
-    raise NoRule("batch normalization of other than real floating tensors")
-  return float(op.attrs["epsilon"]), int(op.attrs["feature_index"])
-
-
-def _feature_bcast(v: Array, like: Array, feature_index: int) -> Array:
-  """``broadcast_in_dim(v, [feature_index], type(like))``."""
-  return lax.broadcast_in_dim(v, like.shape, (feature_index,))
-
-
-def _feature_sum(x: Array, feature_index: int) -> Array:
-  """The spec's ``compute_sum``: a sum over every dimension but the feature's."""
-  dims = tuple(d for d in range(x.ndim) if d != feature_index)
-  return lax.reduce(x, np.array(0, x.dtype), lax.add, dims)
-
-
-def _per_feature(x: Array, feature_index: int) -> Array:
-  """``constant(size(x) / dim(x, feature_index))`` in x's type."""
-  count = x.size // x.shape[feature_index] if x.shape[feature_index] else 0
-  return np.array(count, x.dtype)
-
-
-def _feature_mean(x: Array, feature_index: int) -> Array:
-  """The spec's ``compute_mean``."""
-  total = _feature_sum(x, feature_index)
-  return lax.div(total, lax.full_like(total, _per_feature(x, feature_index)))
-
-
-def _normalized(x: Array, mean: Array, variance: Array, epsilon: float,
-                feature_index: int) -> tuple[Array, Array, Array, Array]:
-  """``(normalized, centered, stddev, variance + epsilon)``, each of x's
-  shape, as the spec computes them."""
-  var_eps = lax.add(_feature_bcast(variance, x, feature_index),
-                    lax.full_like(x, epsilon))
-  centered = lax.sub(x, _feature_bcast(mean, x, feature_index))
-  stddev = lax.sqrt(var_eps)
-  return lax.div(centered, stddev), centered, stddev, var_eps
-
-
-def _batch_norm_inference_rule(op: Op, c: Compiler):
-  del c
-  epsilon, fi = _batch_norm_attrs(op)
-
-  def step(env, x, scale, offset, mean, variance):
-    normalized = _normalized(x, mean, variance, epsilon, fi)[0]
-    return [lax.add(lax.mul(_feature_bcast(scale, x, fi), normalized),
-                    _feature_bcast(offset, x, fi))]
-  return step
-
-
-def _batch_norm_training_rule(op: Op, c: Compiler):
-  del c
-  epsilon, fi = _batch_norm_attrs(op)
-
-  def step(env, x, scale, offset):
-    mean = _feature_mean(x, fi)
-    centered = lax.sub(x, _feature_bcast(mean, x, fi))
-    variance = _feature_mean(lax.mul(centered, centered), fi)
-    normalized = _normalized(x, mean, variance, epsilon, fi)[0]
-    output = lax.add(lax.mul(_feature_bcast(scale, x, fi), normalized),
-                     _feature_bcast(offset, x, fi))
-    return [output, mean, variance]
-  return step
-
-
-def _batch_norm_grad_rule(op: Op, c: Compiler):
-  del c
-  epsilon, fi = _batch_norm_attrs(op)
-
-  def step(env, x, scale, mean, variance, grad_output):
-    normalized, centered, stddev, var_eps = _normalized(
-        x, mean, variance, epsilon, fi)
-    count = lax.full_like(x, _per_feature(grad_output, fi))
-    i1 = lax.mul(grad_output, count)
-    i2 = _feature_bcast(_feature_sum(grad_output, fi), x, fi)
-    i3 = _feature_bcast(_feature_sum(lax.mul(grad_output, centered), fi), x,
-                        fi)
-    i5 = lax.div(lax.mul(i3, centered), var_eps)
-    i6 = lax.sub(lax.sub(i1, i2), i5)
-    grad_operand = lax.mul(
-        lax.div(lax.div(_feature_bcast(scale, x, fi), stddev), count), i6)
-    return [grad_operand, _feature_sum(lax.mul(grad_output, normalized), fi),
-            _feature_sum(grad_output, fi)]
-  return step
-
-
 def _custom_call_rule(op: Op, c: Compiler):
   target = op.attrs.get("call_target_name")
   if op.attrs.get("has_side_effect"):
@@ -603,20 +702,28 @@ def _custom_call_rule(op: Op, c: Compiler):
 
 
 def _rng_bit_generator_rule(op: Op, c: Compiler):
+  """The op itself (``_rng``), for every key and result type.
+
+  Not ``lax.rng_bit_generator``: its batching rule draws a batch of keys'
+  bits from the first key alone, where a loop draws from each.
+  """
   del c
-  alg = {"DEFAULT": lax.RandomAlgorithm.RNG_DEFAULT,
-         "THREE_FRY": lax.RandomAlgorithm.RNG_THREE_FRY,
-         "PHILOX": lax.RandomAlgorithm.RNG_PHILOX}[op.attrs["rng_algorithm"]]
   shape, dtype = _shape(op, 1), _dtype(op, 1)
-  key = op.operand_types[0]
-  if (key.shape, key.dtype) not in (((2,), np.dtype(np.uint64)),
-                                    ((4,), np.dtype(np.uint32))):
-    # (tf2xla's Philox key is uint64[3]: the op itself, see ._rng.)
-    algorithm = op.attrs["rng_algorithm"]
+  algorithm = op.attrs["rng_algorithm"]
+  if np.issubdtype(dtype, np.unsignedinteger):
     return lambda env, key: _rng.rng_bit_generator(
         key, shape=shape, dtype=dtype, algorithm=algorithm)
-  return lambda env, key: list(
-      lax.rng_bit_generator(key, shape, dtype, alg))
+  # XLA draws the bits of another type as those of the unsigned type of its
+  # width (measured bit for bit); drawn so, an XLA:CPU compilation never
+  # has bits of two types of one shape (its expansion of the second then
+  # fails).
+  bits = np.dtype(f"uint{8 * dtype.itemsize}")
+
+  def step(env, key):
+    new_key, out = _rng.rng_bit_generator(key, shape=shape, dtype=bits,
+                                          algorithm=algorithm)
+    return [new_key, lax.bitcast_convert_type(out, dtype)]
+  return step
 
 
 # Regions.
@@ -710,11 +817,16 @@ def _select_and_scatter_rule(op: Op, c: Compiler):
   if _binary_region(scatter) != "stablehlo.add":
     raise NoRule("a scatter region other than add")
   sel = select.ops[0] if len(select.ops) == 1 else None
+  dtype = op.operand_types[0].dtype
+  kinds = (("NOTYPE", "FLOAT") if _is_float(dtype) and dtype.kind != "c"
+           else ("NOTYPE", _integer_order(dtype)) if not _is_float(dtype)
+           and dtype != np.bool_ else ())
   if (sel is None or sel.name != "stablehlo.compare"
       or sel.operands != select.args or sel.results != select.returns
-      or sel.attrs.get("compare_type", "NOTYPE") not in ("NOTYPE", "FLOAT")
+      or sel.attrs.get("compare_type", "NOTYPE") not in kinds
       or sel.attrs["comparison_direction"] not in ("GE", "LE")):
-    raise NoRule("a select region other than a FLOAT GE or LE comparison")
+    raise NoRule("a select region other than a GE or LE comparison (FLOAT "
+                 "of floats, SIGNED or UNSIGNED of integers)")
   init = c.constants.get(op.operands[2])
   if init is None or np.any(np.asarray(init) != 0):
     raise NoRule("an initial value other than the constant 0")
@@ -807,6 +919,9 @@ def _scatter_rule(op: Op, c: Compiler):
     raise NoRule("a scatter of several operands")
   body, = op.regions
   kind = _binary_region(body)
+  if _dtype(op) == np.bool_:  # or is max, and is min
+    kind = {"stablehlo.or": "stablehlo.maximum",
+            "stablehlo.and": "stablehlo.minimum"}.get(kind)
   if kind in _SCATTERS:
     fn = _SCATTERS[kind]
   elif (len(body.args) == 2 and not body.ops
@@ -852,6 +967,15 @@ def _scatter_rule(op: Op, c: Compiler):
 def _sort_key(x: Any, descending: bool) -> Any:
   """An integer key whose signed order is XLA's total order of `x`."""
   dtype = np.dtype(x.dtype)
+  nan = None
+  if _is_float(dtype) and dtype.itemsize == 1:
+    # 8-bit and narrower floats are ordered as XLA orders them: as float32,
+    # where the NaN of the types without a negative zero (its bits are
+    # -0's) comes first.
+    if "fnuz" in dtype.name:
+      nan = lax.ne(x, x)
+    x = lax.convert_element_type(x, np.float32)
+    dtype = np.dtype(np.float32)
   if _is_float(dtype):
     ity = np.dtype(f"int{8 * dtype.itemsize}")
     bits = lax.bitcast_convert_type(x, ity)
@@ -859,6 +983,8 @@ def _sort_key(x: Any, descending: bool) -> Any:
     bits = lax.select(bits < _const(np.array(0, ity)),
                       lax.bitwise_xor(bits, lax.full_like(bits, low)), bits)
     x = bits
+    if nan is not None:
+      x = lax.select(nan, lax.full_like(x, np.iinfo(ity).min), x)
   return lax.bitwise_not(x) if descending else x
 
 
@@ -918,8 +1044,7 @@ def _one_comparison_of_operand_0(op: Op) -> bool:
   elif dtype == np.bool_:
     raise NoRule("a comparator on booleans")
   else:
-    expected = ("UNSIGNED" if np.issubdtype(dtype, np.unsignedinteger)
-                else "SIGNED")
+    expected = _integer_order(dtype)
     if ctype not in ("NOTYPE", expected):
       raise NoRule(f"compare_type {ctype} on {dtype}")
   return (direction == "GT") != swapped
@@ -1039,11 +1164,31 @@ def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   rules.update({f"stablehlo.{k}": _unary(v) for k, v in unary.items()})
   rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
   rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
-  rules.update({
+  rules.update(_elementwise_rules_of_their_own())
+  return rules
+
+
+def _elementwise_rules_of_their_own() -> dict[str, Callable[[Op, Compiler],
+                                                            Any]]:
+  """The elementwise ops whose rule is more than their lax function."""
+  return {
+      # On booleans, add is or and multiply is and (the specification).
+      "stablehlo.add": _on_booleans(lax.add, lax.bitwise_or),
+      "stablehlo.multiply": _on_booleans(lax.mul, lax.bitwise_and),
       "stablehlo.power": _power_rule,
-      "stablehlo.maximum": _binary(lax.max),
-      "stablehlo.minimum": _binary(lax.min),
-      "stablehlo.abs": _unary(lax.abs),
+      "stablehlo.maximum": _as_op_where("maximum", lax.max, _is_complex),
+      "stablehlo.minimum": _as_op_where("minimum", lax.min, _is_complex),
+      "stablehlo.abs": _abs_rule,
+      "stablehlo.cosine": _as_op_where("cosine", lax.cos, _is_complex),
+      "stablehlo.sine": _as_op_where("sine", lax.sin, _is_complex),
+      "stablehlo.logistic": _as_op_where("logistic", lax.logistic,
+                                         _is_narrow_float),
+      "stablehlo.cbrt": _not_of_complex(_unary(lax.cbrt), "lax.cbrt takes "
+                                        "no complex numbers"),
+      "stablehlo.remainder": _not_of_complex(_binary(lax.rem), "lax.rem "
+                                             "takes no complex numbers; "
+                                             "XLA:CPU aborts the process "
+                                             "on it"),
       "stablehlo.real": _real_rule,
       "stablehlo.imag": _imag_rule,
       "stablehlo.round_nearest_afz": _round_rule(
@@ -1056,8 +1201,7 @@ def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.convert": _convert_rule,
       "stablehlo.bitcast_convert": _bitcast_convert_rule,
       "stablehlo.reduce_precision": _reduce_precision_rule,
-  })
-  return rules
+  }
 
 
 def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
@@ -1081,6 +1225,7 @@ def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.optimization_barrier": _optimization_barrier_rule,
       "stablehlo.get_dimension_size": _get_dimension_size_rule,
       "stablehlo.set_dimension_size": _set_dimension_size_rule,
+      **_shape_operands.RULES,
   }
 
 
@@ -1094,9 +1239,7 @@ def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
       "stablehlo.cholesky": _cholesky_rule,
       "stablehlo.triangular_solve": _triangular_solve_rule,
       "stablehlo.fft": _fft_rule,
-      "stablehlo.batch_norm_inference": _batch_norm_inference_rule,
-      "stablehlo.batch_norm_training": _batch_norm_training_rule,
-      "stablehlo.batch_norm_grad": _batch_norm_grad_rule,
+      **_normalization.RULES,
   }
 
 
@@ -1104,6 +1247,10 @@ def _region_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
   """The rules of calls, control flow, and the ops with regions or targets."""
   return {
       "func.call": _call_rule,
+      "stablehlo.composite": _composite_rule,
+      "stablehlo.map": _map_rule,
+      "stablehlo.async_start": _async_start_rule,
+      "stablehlo.async_done": _async_done_rule,
       "stablehlo.custom_call": _custom_call_rule,
       "stablehlo.rng_bit_generator": _rng_bit_generator_rule,
       "stablehlo.reduce": _reduce_rule,
