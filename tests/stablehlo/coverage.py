@@ -93,7 +93,9 @@ def _refusals(outcomes: Sequence[conformance.Outcome]) -> str:
   refused: dict[str, dict[str, set[str]]] = {}
   for o in outcomes:
     if o.status == conformance.REFUSED:
-      why = _reason(o.reason).replace(st.DTYPES[o.ty].name, "this type")
+      name = st.DTYPES[o.ty].name
+      why = _reason(o.reason).replace(f"of type {name}", "of this type")
+      why = why.replace(name, "this type")
       why = why.removeprefix(f"stablehlo.{o.op}: ")
       refused.setdefault(why, {}).setdefault(o.ty, set()).add(o.variant)
   parts = []
