@@ -13,7 +13,8 @@
 # limitations under the License.
 """The pieces of forward mode, each alone: ``autodiff.tf_jvp``'s signature
 key, accumulator choices and double VJP; ``autodiff.jvp``'s lazy tangent
-call, the traces a JVP rule reads, and the linear map of a rule.
+call and the traces a JVP rule reads (the linear map of a rule is
+tests/export/test_linear.py's).
 
 The end-to-end behaviour is test_forward_mode.py's; these pin each piece's
 own contract, with fakes where a piece takes functions.
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from jax._src import dtypes
 from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as jvp_lib
 from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
@@ -244,63 +244,6 @@ def test_rule_traces_of_a_late_call_jax_transposes_are_its_own():
   rule = _rule_traces(probe, late=True)
   assert rule.differentiable([1.], "tree") is answer
   assert rule.current is rule.call
-
-
-def _linear_map(tangent_call=None, vjp_bwd=None, *, perturbed=(False, True)):
-  primals = ({"x": np.float32(1.), "i": np.int32(2)},)
-  flat_primals, primals_tree = jvp_lib.tree_util.tree_flatten(primals)
-  outs = (np.zeros(3, np.float32), np.int32(0))
-  flat_outs, outs_tree = jvp_lib.tree_util.tree_flatten(outs)
-  return flat_primals, jvp_lib._LinearMap(
-      tangent_call, vjp_bwd, primals_tree, list(perturbed), flat_outs,
-      outs_tree)
-
-
-def test_linear_map_knows_the_outputs_with_tangents():
-  _, linear_map = _linear_map()
-  assert linear_map.has_tangent == [True, False]
-
-
-def test_linear_map_tangent_fun_passes_none_for_unperturbed_arguments():
-  calls = []
-
-  def tangent_call(args, tangents):
-    calls.append((args, tangents))
-    return (np.ones(3, np.float32),)
-
-  flat_primals, linear_map = _linear_map(tangent_call)
-  # flat order: "i", then "x"; "x" is perturbed.
-  res = linear_map.tangent_fun(*flat_primals, np.float32(5.))
-  assert isinstance(res, list) and len(res) == 1
-  (args,), (tangents,) = calls[0]
-  assert args == {"i": flat_primals[0], "x": flat_primals[1]}
-  assert tangents == {"i": None, "x": np.float32(5.)}
-
-
-def test_linear_map_transpose_fun_gives_perturbed_cotangents():
-  calls = []
-
-  def vjp_bwd(args, cts):
-    calls.append((args, cts))
-    return ({"i": "ct of i", "x": "ct of x"},)
-
-  flat_primals, linear_map = _linear_map(
-      vjp_bwd=vjp_bwd, perturbed=(False, True))
-  ct = np.arange(3, dtype=np.float32)
-  assert linear_map.transpose_fun(*flat_primals, ct) == ["ct of x"]
-  (args,), (ct_float, ct_int) = calls[0]
-  assert args == {"i": flat_primals[0], "x": flat_primals[1]}
-  assert ct_float is ct
-  assert ct_int.dtype == dtypes.float0 and ct_int.shape == ()
-
-
-def test_out_tangents_without_perturbed_arguments_are_zeros():
-  flat_primals, linear_map = _linear_map(perturbed=(False, False))
-  t_float, t_int = jvp_lib._out_tangents(
-      linear_map, flat_primals, [None, None])
-  np.testing.assert_array_equal(t_float, np.zeros(3, np.float32))
-  assert t_float.dtype == np.float32
-  assert t_int.dtype == dtypes.float0
 
 
 def test_the_caching_device_a_failed_trace_sets_is_restored():

@@ -150,8 +150,8 @@ def test_a_full_disk_fails_its_run_not_the_command(tmp_path, monkeypatch):
   release = manifest_lib.load(ROOT / "patches" / "upstream.toml").default()
   monkeypatch.setenv("JAX_FORK_CACHE", str(tmp_path))
 
-  def full_disk(*args):
-    del args
+  def full_disk(*args, **kwargs):
+    del args, kwargs
     raise OSError(28, "No space left on device")
 
   monkeypatch.setattr(envs, "test_env", full_disk)
@@ -167,8 +167,8 @@ def test_a_failed_run_prints_its_whole_error(tmp_path, monkeypatch):
   release = manifest_lib.load(ROOT / "patches" / "upstream.toml").default()
   monkeypatch.setenv("JAX_FORK_CACHE", str(tmp_path))
 
-  def refused(*args):
-    del args
+  def refused(*args, **kwargs):
+    del args, kwargs
     raise ForkError("pip install failed (exit 1):\nERROR: no space for wheel")
 
   monkeypatch.setattr(envs, "test_env", refused)
