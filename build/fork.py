@@ -292,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                      "requests (patches/stage.toml)")
   p.add_argument("version", help="upstream release, e.g. 0.12.0.1")
   p.add_argument("--out", required=True,
-                 help="directory to create: DIR/repo (branch call-tf-vmap "
-                      "and one per pull request), DIR/report.md, "
+                 help="directory to create: DIR/repo (a branch per pull "
+                      "request, call-tf-vmap-NN-name), DIR/report.md, "
                       "DIR/report.json, DIR/pull-requests/")
   p.add_argument("--onto", metavar="CHECKOUT",
                  help="a git repository of upstream's to stage onto (a "
@@ -304,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
                  "branch, tag or commit of it to start from (default: its "
                  "HEAD)")
   p.add_argument("--author", metavar="'NAME <EMAIL>'",
-                 help="author and committer of the commits (default: your "
-                      "git config user.name and user.email)")
+                 help="author and committer of the commits: required, the "
+                      "person who signed upstream's CLA (the machine's git "
+                      "identity is never used)")
   p.add_argument("--verify", action="store_true",
                  help="install each commit's tree into a venv of its own "
                       "(the pinned jaxlib and tensorflow-cpu) and run its "

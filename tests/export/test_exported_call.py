@@ -333,7 +333,8 @@ def test_no_tensorflow_is_imported_and_jax2tf_never():
   code = textwrap.dedent("""
       import sys
       import jax, jax.numpy as jnp, numpy as np
-      ex = jax.export.deserialize(jax.export.export(jax.jit(jnp.sin))(
+      from jax import export
+      ex = export.deserialize(export.export(jax.jit(jnp.sin))(
           np.ones(3, np.float32)).serialize(vjp_order=2))
       x = np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3)
       outs = [jax.vmap(ex.call)(x), jax.jit(jax.vmap(ex.call))(x),

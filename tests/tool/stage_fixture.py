@@ -19,8 +19,10 @@ The upstream is a git repository shaped like JAX's (a `jax` package with
 and pytest's configuration in `pyproject.toml`, a `setup.py`), small enough
 to install in a second. The fork is a project root like this repository's:
 a queue of three patches made with git (DEP-3 headers), an overlay with
-markers and shaken modules, upstream-style tests, a fork document and a
-staging plan of three pull requests.
+markers and shaken modules, upstream-style tests, a fork document, a patch
+written for upstream (`patches/stage/`) and a staging plan: three stacked
+pull requests of the queue, one independent fix from the patch written for
+upstream, one held pull request and one module that stays.
 """
 
 from __future__ import annotations
@@ -291,7 +293,45 @@ OVERLAY = {
         def check():
           return sys.platform
         ''',
+    "call_tf_lib/internal.py": '''
+        """What only the distribution needs."""
+        ''',
 }
+
+# A fix written for upstream: (file, new text), its test, and its message.
+SOURCE_PATCH = (
+    {"jax/experimental/jax2tf/call_tf.py": '''
+        """Calling TensorFlow from JAX."""
+
+
+        def call_tf(f):
+          return f
+
+
+        def call_tf_twice(f):
+          """Calls ``f`` twice (see :func:`call_tf`)."""
+          return lambda x: f(f(x))
+        ''',
+     "jax/experimental/jax2tf/tests/call_tf_test.py": '''
+        """call_tf's tests."""
+        import unittest
+
+        from jax.experimental.jax2tf import call_tf
+
+
+        class CallTfTest(unittest.TestCase):
+
+          def test_identity(self):
+            self.assertEqual(call_tf.call_tf(abs)(-1), 1)
+
+          def test_broken_upstream(self):
+            self.assertEqual(1, 2)  # fails at the base too
+
+          def test_twice(self):
+            self.assertEqual(call_tf.call_tf_twice(abs)(-1), 1)
+        '''},
+    "[jax2tf] call_tf: call_tf_twice\n\nCalling a function twice took two "
+    "calls. call_tf_twice makes it\none, for whoever needs it.")
 
 TESTS = {
     "version_info_test.py": '''
@@ -344,11 +384,12 @@ PLAN = """
 
     [[pr.test]]
     file = "version_info_test.py"
-    to = "tests/version_info_test.py"
+    to = "tests/local_label_test.py"
     like = "version_test"
 
     [[pr]]
     name = "vmap"
+    after = "version"
     title = "[jax2tf] call_tf: support jax.vmap"
     summary = "The summary paragraph."
     patches = ["0002-call-tf-vmap.patch"]
@@ -359,7 +400,7 @@ PLAN = """
 
     [[pr.test]]
     file = "call_tf_batch_test.py"
-    to = "jax/experimental/jax2tf/tests/call_tf_batch_test.py"
+    to = "jax/experimental/jax2tf/tests/batching_test.py"
 
     [[pr.edit]]
     file = "jax/experimental/jax2tf/README.md"
@@ -368,6 +409,7 @@ PLAN = """
 
     [[pr]]
     name = "pfor"
+    after = "vmap"
     title = "[jax2tf] call_tf: vectorize with pfor"
     patches = ["0003-call-tf-options.patch"]
     modules = ["call_tf_lib/batching/pfor.py"]
@@ -378,6 +420,25 @@ PLAN = """
     text = '''
     OPTIONS["call_tf_vectorizer"] = "pfor"
     '''
+
+    [[pr]]
+    name = "twice"
+    source = "patches/stage/twice.patch"
+    touches = ["jax/experimental/jax2tf/call_tf.py",
+               "jax/experimental/jax2tf/tests/call_tf_test.py",
+               "CHANGELOG.md"]
+    changelog = [{ section = "Bug fixes", text = "`call_tf_twice`." }]
+
+    [[pr]]
+    name = "later"
+    title = "[jax2tf] call_tf: what comes after the proposal"
+    held = "until the proposal is accepted"
+    after = "pfor"
+
+    [[stays]]
+    name = "internal"
+    why = "only the distribution needs it"
+    modules = ["call_tf_lib/internal.py"]
     """
 
 
@@ -411,6 +472,15 @@ def make_project(path: pathlib.Path, real_root: pathlib.Path,
     out = git(work, "format-patch", "--zero-commit", "--no-signature",
               "-1", "-o", str(path / "patches")).strip()
     pathlib.Path(out).rename(path / "patches" / name)
+  files, message = SOURCE_PATCH
+  git(work, "checkout", "-q", "jax-v0.12.0.1")
+  write(work, files)
+  git(work, "commit", "-q", "-am", message)
+  (path / "patches" / "stage").mkdir()
+  out = git(work, "format-patch", "--zero-commit", "--no-signature",
+            "--full-index", "-1", "-o", str(path / "patches" / "stage")
+            ).strip()
+  pathlib.Path(out).rename(path / "patches" / "stage" / "twice.patch")
   shutil.rmtree(work)
   (path / "patches" / "series").write_text(
       "".join(name + "\n" for name, *_ in PATCHES))

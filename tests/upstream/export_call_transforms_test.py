@@ -13,7 +13,6 @@
 # limitations under the License.
 """Tests for jax.vmap and forward mode of jax.export's Exported.call."""
 
-import os
 import unittest
 
 from absl.testing import absltest
@@ -21,18 +20,12 @@ from absl.testing import parameterized
 import jax
 from jax import export
 from jax._src import test_util as jtu
+from jax._src.export.stablehlo_to_jax import compat
 import jax.numpy as jnp
 import numpy as np
 
-try:
-  import tensorflow as tf  # the rules live in jax2tf, which needs it
-  from jax.experimental.jax2tf.call_tf_lib import compat
-  _MISSING = compat.export_pieces_missing()
-except ImportError:
-  tf = None
-  _MISSING = ["TensorFlow"]
+_MISSING = compat.export_pieces_missing()
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 jax.config.parse_flags_with_absl()
 
 

@@ -196,11 +196,12 @@ def make_venv(venv: pathlib.Path, release: Release, key: str,
   log.step("env", f"creating {venv} with {python}")
   subprocess.run([python, "-m", "venv", str(venv)], check=True)
   creating.write_text("")
+  large = any(r.startswith("tensorflow") for r in requirements)
   log.step("env", "installing " + ", ".join([*requirements,
                                               *(pathlib.Path(e).name
                                                 for e in extra)])
-           + " (tensorflow-cpu is large: this takes a minute or more the "
-           "first time)")
+           + (" (tensorflow-cpu is large: this takes a minute or more the "
+              "first time)" if large else ""))
   pip(venv, "install", "--quiet", *extra, *requirements)
   if no_deps:
     log.step("env", "installing " + ", ".join(no_deps)

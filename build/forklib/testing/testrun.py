@@ -69,8 +69,10 @@ SMOKE = "smoke"
 SMOKE_FORK = "smoke, fork suite"
 NO_TF = "jax.export, no TensorFlow"
 # What NO_TF runs: the StableHLO interpreter's and jax.export's tests, which
-# need no TensorFlow (each checks that TensorFlow is not imported).
-NO_TF_PATHS = ("tests/export", "tests/stablehlo")
+# need no TensorFlow (some check that TensorFlow is not imported), and the
+# upstream-style test of the pull request that brings them.
+NO_TF_PATHS = ("tests/export", "tests/stablehlo",
+               "tests/upstream/export_call_transforms_test.py")
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",

@@ -11,29 +11,35 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Staging the patch queue as a series of upstream pull requests.
+"""Staging what of the queue goes upstream, as pull requests.
 
-`stage` cuts the queue as the staging plan (`patches/stage.toml`,
-`stage_plan`) says: one commit per pull request, on branch `call-tf-vmap`
-(and a branch per pull request, `call-tf-vmap-NN-name`, for stacked pull
-requests), each commit whole: its patches (applied with `git am -3` in
-series order), the overlay modules it adds and the code they gain in it
-(`stage_source`: markers, shaken modules), its upstream-style tests where
-upstream keeps them, their BUILD rules (`stage_bazel`), its CHANGELOG entry
-and documentation edits (`stage_text`), the text of earlier patches it
-releases (`deferred`). The author and committer are the maintainer's (git
-config, or `--author`); the message is prose made of the patches' DEP-3
-headers.
+`stage` does what the staging plan (`patches/stage.toml`, `stage_plan`)
+says: one commit per pull request that is not held, each on the base
+alone or stacked `after` another, with a branch of its own
+(`call-tf-vmap-NN-name`). A commit is a patch written for upstream
+(`patches/stage/`, applied with `git am -3`, its message its own); or the
+queue's patches (in series order, over those of the pull requests it is
+stacked on) with the overlay modules the plan gives it and the code their
+`# stage:` markers give that commit (`stage_source`: markers, shaken
+modules), its upstream-style tests where upstream keeps them and their
+BUILD rules (`stage_bazel`), its message the DEP-3 descriptions as prose
+(`stage_text`); or files of this repository (a design proposal). Each
+gets its CHANGELOG entries and documentation edits. The author and
+committer are `--author`'s, required.
 
-Then it checks every commit (`stage_checks`): no fork-internal word in
-what it adds or says, upstream's ruff configuration clean, at most
-`max_added_lines` of non-test code, every overlay module it uses present;
-with `--verify` (`stage_verify`) it installs each commit's tree into a
-venv of its own and runs its tests. `report.md` and `report.json` say, per
-commit, what applies, its size, its author, its findings and its tests;
-`pull-requests/NN-name.md` are the descriptions. The series is written even
-when a check fails, so that it can be read; the command then exits 1 and
-lists every problem.
+Then it checks every commit (`stage_checks`, `stage_conventions`): no
+fork-internal word in what it adds or says, upstream's ruff configuration
+clean, its non-test code within its limit, every overlay module it uses
+present, only the files it may touch, tests with its code, and the
+conventions a reviewer checks (message, author, docstrings, compatibility
+branches, dataclasses, tests' places, options); with `--verify`
+(`stage_verify`) it installs each commit's tree into a venv of its own and
+runs the tests it changes. `report.md` and `report.json` say, per commit,
+what it is on, what applies, its size, its author, its findings and its
+tests, then the held pull requests and what stays in the distribution;
+`pull-requests/NN-name.md` are the descriptions. The series is written
+even when a check fails, so that it can be read; the command then exits 1
+and lists every problem.
 
 The base is a git repository of upstream's (`--onto`, at its HEAD or
 `--ref`: any branch, remote-tracking branch, tag or commit of it), or,
@@ -63,6 +69,7 @@ from forklib.testing import envs
 from forklib.upstreaming import gitcmd
 from forklib.upstreaming import stage_bazel
 from forklib.upstreaming import stage_checks
+from forklib.upstreaming import stage_conventions
 from forklib.upstreaming import stage_plan
 from forklib.upstreaming import stage_source
 from forklib.upstreaming import stage_text
@@ -83,10 +90,11 @@ _AM_FAILED_RES = (
     re.compile(r"Merge conflict in (\S+)"),
     re.compile(r"error: (\S+): does not exist in index"),
     re.compile(r"error: (\S+): No such file or directory"),
+    re.compile(r"error: invalid object \S+ \S+ for '([^']+)'"),
 )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Identity:
   name: str
   email: str
@@ -100,47 +108,46 @@ class Identity:
             "GIT_COMMITTER_EMAIL": self.email}
 
 
-def identity(project: Project, author: str | None) -> Identity:
-  """Who authors and commits the series: `--author`, else git config.
+def identity(author: str | None) -> Identity:
+  """Who authors and commits the series: `--author`, always given.
+
+  The machine's git identity is never used: it may be a shared or
+  placeholder one, and upstream's CLA check needs the person who signed.
 
   Raises:
-    ForkError: `author` is not "Name <email>", or git has no user.name or
-      user.email for the fork's repository.
+    ForkError: no `author`, or not "Name <email>".
   """
-  if author is not None:
-    m = _IDENTITY_RE.match(author)
-    if not m:
-      raise ForkError(f"--author {author!r} is not of the form "
-                      "'Name <email>'")
-    return Identity(m.group("name"), m.group("email"))
-  values = {}
-  for key in ("user.name", "user.email"):
-    proc = gitcmd.git(project.root, "config", key, command="stage",
-                      check=False)
-    values[key] = proc.stdout.strip()
-  if not all(values.values()):
+  if not author:
     raise ForkError(
-        "stage commits as you: git has no user.name or user.email here "
-        "(git config --global user.name 'Your Name'; git config --global "
-        "user.email you@example.com), or pass --author 'Name <email>'. "
-        "Upstream's CLA check needs the address your CLA covers.")
-  return Identity(values["user.name"], values["user.email"])
+        "stage needs --author 'Your Name <you@example.com>': the person who "
+        "sends the pull requests, with the address their CLA with Google "
+        "covers (the machine's git identity is never used)")
+  m = _IDENTITY_RE.match(author)
+  if not m:
+    raise ForkError(f"--author {author!r} is not of the form "
+                    "'Name <email>'")
+  return Identity(m.group("name"), m.group("email"))
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class PatchStatus:
   name: str
   status: str
   detail: str = ""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class CommitResult:
   """What became of one pull request."""
   index: int
   name: str
   title: str
   branch: str
+  kind: str = ""        # "source", "series" or "files"
+  onto: str = ""        # "base", or the pull request it is stacked on
+  held: str = ""        # why it is not committed ("" if it is)
+  breaking: bool = False
+  limit: int = 0        # the non-test lines it may add
   commit: str = ""
   author: str = ""
   committer: str = ""
@@ -153,6 +160,8 @@ class CommitResult:
   sizes: dict[str, int] = dataclasses.field(default_factory=dict)
   scrub: list[stage_checks.Finding] = dataclasses.field(default_factory=list)
   ruff: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  conventions: list[stage_checks.Finding] = dataclasses.field(
+      default_factory=list)
   test_run: stage_verify.TestRun | None = None
 
   @property
@@ -164,7 +173,7 @@ class CommitResult:
     return all(p.status != REWORK for p in self.patches)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class StageResult:
   out: pathlib.Path
   base: str
@@ -260,7 +269,8 @@ def _checkout_base(onto: pathlib.Path, ref: str | None,
 def _am(repo: pathlib.Path, patch: patchq.Patch, exclude: list[str]
         ) -> PatchStatus:
   """`git am -3` of `patch` onto HEAD."""
-  proc = _git(repo, "am", "-3", "--committer-date-is-author-date",
+  proc = _git(repo, "am", "-3", "--keep-non-patch",
+              "--committer-date-is-author-date",
               *(f"--exclude={p}" for p in exclude), str(patch.path),
               env=gitcmd.committer(), check=False)
   if proc.returncode == 0:
@@ -295,65 +305,79 @@ class _Layer:
   def _source(self, repo_path: str) -> pathlib.Path:
     return self.project.root / repo_path
 
-  def lay(self, pr: stage_plan.PullRequest, result: CommitResult,
-          patched: str) -> list[str]:
-    """Writes the tree of `pr`'s commit over the patched tree; returns the
-    files written."""
-    k = pr.index
+  def _indices(self, chain: list[stage_plan.PullRequest]) -> dict[str, int]:
+    """Each pull request's index for markers: one outside `chain` is never
+    reached, so that `until` it holds its code back."""
+    names = {pr.name for pr in chain}
+    return {name: (index if name in names else 1 << 30)
+            for name, index in self.indices.items()}
+
+  def _lay_overlay(self, pr: stage_plan.PullRequest,
+                   chain: list[stage_plan.PullRequest],
+                   result: CommitResult) -> tuple[list[str], list[str],
+                                                  list[stage_plan.Test]]:
+    """The modules and tests of `chain`, as `pr`'s commit holds them."""
+    indices = self._indices(chain)
     written: list[str] = []
-    shaken = {self.plan.repo_path(s) for s in self.plan.shaken}
     new_modules, new_tests = [], []
-    for earlier in self.plan.prs[:k]:
-      for module in earlier.modules:
-        path = self.plan.repo_path(module)
-        text = self._source(path).read_text(encoding="utf-8")
-        if path.endswith(".py"):
+    for earlier in chain:
+      sources = [(self.plan.repo_path(m), self.plan.repo_path(m))
+                 for m in earlier.modules]
+      sources += [(f"{stage_plan.UPSTREAM_TESTS}/{t.file}", t.to)
+                  for t in earlier.tests]
+      for source, path in sources:
+        text = self._source(source).read_text(encoding="utf-8")
+        if source.endswith(".py"):
           try:
-            text = stage_source.resolve_markers(text, path, k, self.indices)
+            text = stage_source.resolve_markers(text, source, pr.index,
+                                                indices)
           except ForkError as e:
             result.problems.append(str(e))
         self._write(path, text)
         written.append(path)
-        if earlier is pr:
-          new_modules.append(path)
-      for test in earlier.tests:
-        source = self.project.root / stage_plan.UPSTREAM_TESTS / test.file
-        text = source.read_text(encoding="utf-8")
-        try:
-          text = stage_source.resolve_markers(text, str(source), k,
-                                              self.indices)
-        except ForkError as e:
-          result.problems.append(str(e))
-        self._write(test.to, text)
-        written.append(test.to)
-        if earlier is pr:
-          new_tests.append(test)
+      if earlier is pr:
+        new_modules = [self.plan.repo_path(m) for m in pr.modules]
+        new_tests = list(pr.tests)
+    return written, new_modules, new_tests
+
+  def lay(self, pr: stage_plan.PullRequest, result: CommitResult,
+          patched: str) -> list[str]:
+    """Writes the tree of `pr`'s commit over the patched tree; returns the
+    files written."""
+    chain = self.plan.chain(pr)
+    shaken = {self.plan.repo_path(s) for s in self.plan.shaken}
+    written, new_modules, new_tests = self._lay_overlay(pr, chain, result)
     written += self._shake(shaken & set(written), written, patched, result)
     self._check_references(written, patched, result)
-    written += self._deferred(pr, result)
-    written += self._docs(pr, result)
-    modules = [self.plan.repo_path(m) for e in self.plan.prs[:k]
-               for m in e.modules if m.endswith(".py")]
-    build_files, unlisted = stage_bazel.update(
-        self.repo, modules,
-        [(t.to, t.like) for e in self.plan.prs[:k] for t in e.tests])
-    written += build_files
+    written += self._deferred(pr, chain, result)
+    written += self.docs(pr, chain, result)
+    written += self._build_files(chain, new_modules, new_tests, result)
     result.modules = new_modules
     result.tests = [t.to for t in new_tests]
+    return sorted(set(written))
+
+  def _build_files(self, chain: list[stage_plan.PullRequest],
+                   new_modules: list[str], new_tests: list[stage_plan.Test],
+                   result: CommitResult) -> list[str]:
+    modules = [self.plan.repo_path(m) for e in chain for m in e.modules
+               if m.endswith(".py")]
+    build_files, unlisted = stage_bazel.update(
+        self.repo, modules, [(t.to, t.like) for e in chain for t in e.tests])
     result.build_files = [
         b for b in build_files
         if _git(self.repo, "diff", "--quiet", "HEAD", "--", b,
                 check=False).returncode != 0]
+    new = new_modules + [t.to for t in new_tests]
     for item in unlisted:
       path = item.split(" ")[0]
-      if path not in new_modules + result.tests:
+      if path not in new:
         continue
       if stage_bazel.build_file(self.repo, path) is not None:
         result.problems.append(f"no BUILD rule lists {item}")
       else:
         result.left_out.append(f"BUILD entry of {path} (no BUILD file in "
                                "this base)")
-    return sorted(set(written))
+    return build_files
 
   def _write(self, path: str, text: str) -> None:
     dest = self.repo / path
@@ -416,20 +440,23 @@ class _Layer:
               "the module earlier")
 
   def _deferred(self, pr: stage_plan.PullRequest,
+                chain: list[stage_plan.PullRequest],
                 result: CommitResult) -> list[str]:
+    """The text a pull request defers: shown from it on, in its chain."""
     written = []
     for later in self.plan.prs:
+      shown = later in chain
       for d in later.deferred:
         path = self.repo / d.file
         if not path.is_file():
-          if later.index <= pr.index:
+          if shown:
             result.problems.append(f"{d.file} is not in this tree: the "
                                    f"text {later.name} defers cannot be "
                                    "shown")
           continue
         text = path.read_text(encoding="utf-8")
         count = text.count(d.text)
-        if later.index <= pr.index:
+        if shown:
           if count == 0:
             result.problems.append(
                 f"{d.file}: the text pull request {later.name} defers "
@@ -445,10 +472,12 @@ class _Layer:
           written.append(d.file)
     return written
 
-  def _docs(self, pr: stage_plan.PullRequest,
-            result: CommitResult) -> list[str]:
+  def docs(self, pr: stage_plan.PullRequest,
+           chain: list[stage_plan.PullRequest],
+           result: CommitResult) -> list[str]:
+    """The chain's CHANGELOG entries, documentation edits and files."""
     written = []
-    for earlier in self.plan.prs[:pr.index]:
+    for earlier in chain:
       for edit in earlier.edits:
         path = self.repo / edit.file
         if not path.is_file():
@@ -466,8 +495,10 @@ class _Layer:
         path.write_text(text.replace(edit.find, edit.replace),
                         encoding="utf-8")
         written.append(edit.file)
-    entries = [(c.section, c.text) for e in self.plan.prs[:pr.index]
-               for c in e.changelog]
+      for f in earlier.files:
+        self._write(f.to, self._source(f.source).read_text(encoding="utf-8"))
+        written.append(f.to)
+    entries = [(c.section, c.text) for e in chain for c in e.changelog]
     if entries:
       path = self.repo / stage_text.CHANGELOG
       if path.is_file():
@@ -479,11 +510,13 @@ class _Layer:
     return written
 
 
-def _fork_docs(project: Project, repo: pathlib.Path) -> list[str]:
-  """The fork's documents that upstream's tree does not have."""
+def _fork_docs(project: Project, repo: pathlib.Path,
+               staged: set[str] = frozenset()) -> list[str]:
+  """The fork's documents that upstream's tree does not have, but for
+  those the plan stages (`staged`: a design proposal)."""
   docs = project.root / "docs"
   names = []
-  upstream = set(_git(repo, "ls-files").stdout.split())
+  upstream = set(_git(repo, "ls-files").stdout.split()) | set(staged)
   basenames = {pathlib.PurePosixPath(p).name for p in upstream}
   if docs.is_dir():
     for p in sorted(docs.rglob("*")):
@@ -491,7 +524,8 @@ def _fork_docs(project: Project, repo: pathlib.Path) -> list[str]:
         rel = f"docs/{p.relative_to(docs).as_posix()}"
         if rel not in upstream:
           names.append(rel)
-          if p.name not in basenames:
+          if p.name not in basenames | {pathlib.PurePosixPath(f).name
+                                        for f in staged}:
             names.append(p.name)
   return names
 
@@ -510,7 +544,7 @@ def stage(project: Project, release: Release, out: pathlib.Path,
     onto: a git repository of upstream's to stage onto; None: the sdist.
     ref: with `onto`, its branch, tag or commit to start from (default:
       its HEAD).
-    author: "Name <email>" for the commits; default: git config.
+    author: "Name <email>" for the commits: required.
     verify: install each commit's tree in a venv and run its tests.
     jaxlib: with `verify`, the jaxlib to test with (default: the
       release's test_jaxlib).
@@ -518,126 +552,266 @@ def stage(project: Project, release: Release, out: pathlib.Path,
       the release's pins (the tool's own tests stage a toy upstream).
 
   Returns:
-    The result: `out` holds `repo/` (the branches), `report.md`,
-    `report.json`, `pull-requests/`, and with `verify` the pytest logs in
-    `verify/`; `problems` lists every failed check.
+    The result: `out` holds `repo/` (a branch per pull request),
+    `report.md`, `report.json`, `pull-requests/`, and with `verify` the
+    pytest logs in `verify/`; `problems` lists every failed check.
   """
   out = out.resolve()
   if out.exists():
     raise ForkError(f"{out} already exists; remove it first")
   if ref and onto is None:
     raise ForkError("--ref needs --onto (a repository to take it from)")
+  who = identity(author)
   queue = {p.name: p for p in patchq.load_queue(project.patches,
                                                 release.version)}
   plan = stage_plan.load(project.root, list(queue),
                          [f"jax/{r.as_posix()}"
                           for r in project.overlay_files()])
-  who = identity(project, author)
   ruff = envs.ruff()
   sdist = None if onto else fetch.fetch(release)
-  verify_python = None
-  if verify:
-    verify_python = stage_verify.default_python(release.test_python)
+  verify_python = (stage_verify.default_python(release.test_python)
+                   if verify else None)
   out.parent.mkdir(parents=True, exist_ok=True)
   with tempfile.TemporaryDirectory(prefix=f".{out.name}.partial-",
                                    dir=out.parent) as tmp:
     staged = pathlib.Path(tmp) / "stage"
     staged.mkdir()
     repo = staged / "repo"
-    if onto is None:
-      _sdist_base(release, sdist, repo)
-      base_text = f"upstream's sdist {release.sdist_name}"
-    else:
-      base_text = _checkout_base(onto.resolve(), ref, repo)
-    base = _git(repo, "rev-parse", "HEAD").stdout.strip()
-    _git(repo, "checkout", "-q", "--detach", base)
-    results = [CommitResult(pr.index, pr.name, pr.title,
-                            f"{plan.branch}-{pr.slug}") for pr in plan.prs]
-
-    # The patches, in order, on a detached HEAD: the patched tree of each
-    # pull request.
-    patched: dict[int, str] = {}
-    for pr, result in zip(plan.prs, results):
-      for name in pr.patches:
-        patch = queue[name]
-        left_out = [fp.path for fp in patch.files
-                    if fp.old_path and not (repo / fp.old_path).exists()
-                    and patchq.is_test_path(fp.path)]
-        status = _am(repo, patch, left_out)
-        result.patches.append(status)
-        result.left_out += [f"{p} (edited by {name}; not in this base)"
-                            for p in left_out]
-        log.step("stage", f"{pr.slug}: {name}: {status.status}"
-                 + (f" ({status.detail})" if status.detail else ""))
-      patched[pr.index] = _git(repo, "rev-parse", "HEAD").stdout.strip()
-
-    # One commit per pull request, over the one before.
-    layer = _Layer(project, plan, repo, base)
-    previous = base
-    prs_dir = staged / "pull-requests"
-    prs_dir.mkdir()
-    for pr, result in zip(plan.prs, results):
-      _git(repo, "checkout", "-q", "--detach", previous)
-      _git(repo, "read-tree", "-u", "--reset", patched[pr.index])
-      written = layer.lay(pr, result, patched[pr.index])
-      if written:
-        _git(repo, "add", "-f", "--", *written)
-      message = stage_text.commit_message(
-          pr.title, pr.summary, [queue[n] for n in pr.patches], plan.bug)
-      msg_file = pathlib.Path(tmp) / "message.txt"
-      msg_file.write_text(message, encoding="utf-8")
-      _git(repo, "commit", "-q", "--allow-empty", "--no-verify",
-           "--cleanup=verbatim", "-F", str(msg_file), env=who.env())
-      result.commit = _git(repo, "rev-parse", "HEAD").stdout.strip()
-      result.author, result.committer = _git(
-          repo, "log", "-1", "--format=%an <%ae>%n%cn <%ce>").stdout.split(
-              "\n")[:2]
-      _git(repo, "branch", "-f", result.branch, result.commit)
-      files = _git(repo, "diff", "--name-only", "--no-renames", previous,
-                   result.commit).stdout.split()
-      (prs_dir / f"{pr.slug}.md").write_text(stage_text.pull_request_text(
-          pr.title, message, files, result.tests), encoding="utf-8")
-      log.step("stage", f"{pr.slug}: committed {result.commit[:12]} "
-               f"({len(files)} files)")
-      previous = result.commit
-    _git(repo, "checkout", "-q", "-B", plan.branch, previous)
-
-    # The checks.
-    scrubber = stage_checks.Scrubber(
-        [(p.regex, p.why) for p in plan.scrub_patterns],
-        list(plan.scrub_allow), _fork_docs(project, repo), release.version)
-    config = stage_checks.ruff_config(repo)
-    parent = base
-    for result in results:
-      result.sizes = stage_checks.sizes(repo, parent, result.commit)
-      result.scrub = stage_checks.scrub_commit(scrubber, repo, parent,
-                                               result.commit)
-      result.ruff = stage_checks.ruff_commit(ruff, repo, base, parent,
-                                             result.commit)
-      parent = result.commit
-    for md in sorted(prs_dir.iterdir()):
-      for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(),
-                               1):
-        for finding in scrubber.scan(line, f"pull-requests/{md.name}:{n}"):
-          next(r for r in results if md.name.startswith(r.slug)
-               ).scrub.append(finding)
-
+    base_text, base = _base(release, onto, ref, sdist, repo)
+    results = _commit_all(project, plan, queue, repo, base, staged, who)
+    _check_all(project, plan, release, repo, base, results, ruff, staged)
+    committed = [r for r in results if r.commit]
     if verify:
-      _verify(project, release, repo, base, results, staged / "verify",
+      _verify(project, release, repo, base, committed, staged / "verify",
               verify_python, jaxlib or release.test_jaxlib,
               verify_requirements)
-
-    problems = _problems(plan, results, config, verify)
-    report = _report_json(release, base_text, base, plan, who, results,
-                          problems, config, verify)
-    (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
-                                        encoding="utf-8")
-    (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
+    problems = _write_reports(release, base_text, base, plan, who, results,
+                              verify, staged)
     os.rename(staged, out)
-  log.step("stage", f"{out}/repo: branch {plan.branch}, {len(results)} "
-           f"commits on {base_text}; {out}/report.md, report.json; "
-           f"descriptions in {out}/pull-requests")
+  held = len(results) - len(committed)
+  log.step("stage", f"{out}/repo: {len(committed)} pull requests (branches "
+           f"{plan.branch}-NN-name) on {base_text}, {held} held; "
+           f"{out}/report.md, report.json; descriptions in "
+           f"{out}/pull-requests")
   return StageResult(out, base_text, results, problems, verify)
+
+
+def _base(release: Release, onto: pathlib.Path | None, ref: str | None,
+          sdist: pathlib.Path | None, repo: pathlib.Path) -> tuple[str, str]:
+  """The base at `repo`, checked out: its description and commit."""
+  if onto is None:
+    _sdist_base(release, sdist, repo)
+    base_text = f"upstream's sdist {release.sdist_name}"
+  else:
+    base_text = _checkout_base(onto.resolve(), ref, repo)
+  base = _git(repo, "rev-parse", "HEAD").stdout.strip()
+  _git(repo, "checkout", "-q", "--detach", base)
+  return base_text, base
+
+
+def _write_reports(release: Release, base_text: str, base: str,
+                   plan: stage_plan.Plan, who: Identity,
+                   results: list[CommitResult], verify: bool,
+                   staged: pathlib.Path) -> list[str]:
+  """report.json and report.md; returns the problems."""
+  config = stage_checks.ruff_config(staged / "repo")
+  problems = _problems(plan, results, config, verify, who)
+  report = _report_json(release, base_text, base, plan, who, results,
+                        problems, config, verify)
+  (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
+                                      encoding="utf-8")
+  (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
+  return problems
+
+
+def _commit_all(project: Project, plan: stage_plan.Plan,
+                queue: dict[str, patchq.Patch], repo: pathlib.Path,
+                base: str, staged: pathlib.Path,
+                who: Identity) -> list[CommitResult]:
+  """One commit per pull request that is not held, each on its own base."""
+  layer = _Layer(project, plan, repo, base)
+  prs_dir = staged / "pull-requests"
+  prs_dir.mkdir()
+  results: list[CommitResult] = []
+  commits: dict[str, str] = {}
+  patched: dict[str, str] = {}
+  for pr in plan.prs:
+    result = CommitResult(
+        pr.index, pr.name, pr.title, f"{plan.branch}-{pr.slug}",
+        kind="source" if pr.source else ("series" if pr.patches or pr.modules
+                                          else "files"),
+        onto=pr.after or "base", held=pr.held, breaking=pr.breaking,
+        limit=plan.limit(pr))
+    results.append(result)
+    if pr.held:
+      log.step("stage", f"{pr.slug}: held ({pr.held})")
+      continue
+    parent = commits[pr.after] if pr.after else base
+    if pr.source:
+      _commit_source(project, pr, layer, repo, parent, result, who)
+    else:
+      patched[pr.name] = _patched_tree(
+          repo, patched.get(pr.after, base), [queue[n] for n in pr.patches],
+          result, pr.slug)
+      _commit_layered(plan, pr, queue, layer, repo, parent,
+                      patched[pr.name], result, who)
+    commits[pr.name] = result.commit
+    _git(repo, "branch", "-f", result.branch, result.commit)
+    files = _git(repo, "diff", "--name-only", "--no-renames", parent,
+                 result.commit).stdout.split()
+    message = _git(repo, "log", "-1", "--format=%B", result.commit).stdout
+    (prs_dir / f"{pr.slug}.md").write_text(stage_text.pull_request_text(
+        pr.title, message, files, result.tests, pr.after, pr.breaking),
+        encoding="utf-8")
+    log.step("stage", f"{pr.slug}: committed {result.commit[:12]} on "
+             f"{result.onto} ({len(files)} files)")
+  _git(repo, "checkout", "-q", "--detach", base)
+  return results
+
+
+def _patched_tree(repo: pathlib.Path, start: str,
+                  patches: list[patchq.Patch], result: CommitResult,
+                  slug: str) -> str:
+  """`start` with `patches` applied by `git am -3`, as a commit."""
+  _git(repo, "checkout", "-q", "--detach", start)
+  for patch in patches:
+    left_out = [fp.path for fp in patch.files
+                if fp.old_path and not (repo / fp.old_path).exists()
+                and patchq.is_test_path(fp.path)]
+    status = _am(repo, patch, left_out)
+    result.patches.append(status)
+    result.left_out += [f"{p} (edited by {patch.name}; not in this base)"
+                        for p in left_out]
+    log.step("stage", f"{slug}: {patch.name}: {status.status}"
+             + (f" ({status.detail})" if status.detail else ""))
+  return _git(repo, "rev-parse", "HEAD").stdout.strip()
+
+
+def _commit(repo: pathlib.Path, written: list[str], message: str,
+            who: Identity, result: CommitResult, amend: bool = False) -> None:
+  """Commits what is written (amending the commit `git am` made)."""
+  if written:
+    _git(repo, "add", "-f", "--", *written)
+  with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8",
+                                   delete=False) as f:
+    f.write(message)
+  try:
+    _git(repo, "commit", "-q", "--allow-empty", "--no-verify",
+         "--cleanup=verbatim", *(["--amend", "--reset-author"] if amend
+                                 else []), "-F", f.name, env=who.env())
+  finally:
+    os.unlink(f.name)
+  result.commit = _git(repo, "rev-parse", "HEAD").stdout.strip()
+  result.author, result.committer = _git(
+      repo, "log", "-1", "--format=%an <%ae>%n%cn <%ce>").stdout.split(
+          "\n")[:2]
+
+
+def _commit_layered(plan: stage_plan.Plan, pr: stage_plan.PullRequest,
+                    queue: dict[str, patchq.Patch], layer: "_Layer",
+                    repo: pathlib.Path, parent: str, patched: str,
+                    result: CommitResult, who: Identity) -> None:
+  """A pull request of the queue's patches, modules, tests and files."""
+  _git(repo, "checkout", "-q", "--detach", parent)
+  _git(repo, "read-tree", "-u", "--reset", patched)
+  written = layer.lay(pr, result, patched)
+  message = stage_text.commit_message(
+      pr.title, pr.summary, [queue[n] for n in pr.patches], plan.bug_of(pr))
+  _commit(repo, written, message, who, result)
+
+
+def _commit_source(project: Project, pr: stage_plan.PullRequest,
+                   layer: "_Layer", repo: pathlib.Path, parent: str,
+                   result: CommitResult, who: Identity) -> None:
+  """A pull request written for upstream: its patch, then its texts."""
+  _git(repo, "checkout", "-q", "--detach", parent)
+  patch = patchq.parse(project.root / pr.source, pr.source)
+  left_out = [fp.path for fp in patch.files
+              if fp.old_path and not (repo / fp.old_path).exists()
+              and patchq.is_test_path(fp.path)]
+  status = _am(repo, patch, left_out)
+  result.patches.append(status)
+  result.left_out += [f"{p} (edited by {pr.source}; not in this base)"
+                      for p in left_out]
+  if status.status == REWORK:
+    _git(repo, "checkout", "-q", "--detach", parent)
+    _commit(repo, [], f"{pr.title}\n\n(does not apply: {status.detail})\n",
+            who, result)
+    return
+  message = _git(repo, "log", "-1", "--format=%B").stdout.rstrip() + "\n"
+  written = layer.docs(pr, [pr], result)
+  _commit(repo, written, message, who, result, amend=True)
+
+
+def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
+               repo: pathlib.Path, base: str, results: list[CommitResult],
+               ruff: str, staged: pathlib.Path) -> None:
+  """Every check of every commit, recorded in its result."""
+  scrubber = stage_checks.Scrubber(
+      [(p.regex, p.why) for p in plan.scrub_patterns],
+      list(plan.scrub_allow),
+      _fork_docs(project, repo, {f.source for pr in plan.prs
+                                 for f in pr.files}),
+      release.version)
+  commits = {r.name: r.commit for r in results if r.commit}
+  by_name = {pr.name: pr for pr in plan.prs}
+  for result in results:
+    if not result.commit:
+      continue
+    pr = by_name[result.name]
+    parent = commits[pr.after] if pr.after else base
+    result.sizes = stage_checks.sizes(repo, parent, result.commit)
+    result.scrub = stage_checks.scrub_commit(scrubber, repo, parent,
+                                             result.commit)
+    result.ruff = stage_checks.ruff_commit(ruff, repo, base, parent,
+                                           result.commit)
+    result.conventions = _conventions(repo, parent, result.commit)
+    result.problems += _commit_problems(repo, parent, pr, result)
+  prs_dir = staged / "pull-requests"
+  for md in sorted(prs_dir.iterdir()):
+    for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+      for finding in scrubber.scan(line, f"pull-requests/{md.name}:{n}"):
+        next(r for r in results if md.name.startswith(r.slug)
+             ).scrub.append(finding)
+
+
+def _conventions(repo: pathlib.Path, parent: str,
+                 commit: str) -> list[stage_checks.Finding]:
+  """What the commit does against upstream's conventions (stage_conventions)."""
+  added = stage_checks.added_lines(repo, parent, commit)
+  message = _git(repo, "log", "-1", "--format=%B", commit).stdout
+  new_files = _git(repo, "diff", "--name-only", "--diff-filter=A",
+                   "--no-renames", parent, commit).stdout.split()
+  existing = _git(repo, "ls-tree", "-r", "--name-only", parent).stdout.split()
+  return [
+      *stage_conventions.docstring_references(
+          repo, commit, added, stage_conventions.tree_definitions(repo,
+                                                                  commit)),
+      *stage_conventions.compat_branches(added),
+      *stage_conventions.dataclass_slots(added),
+      *stage_conventions.test_placement(new_files, existing),
+      *stage_conventions.option_keys(added, message)]
+
+
+def _commit_problems(repo: pathlib.Path, parent: str,
+                     pr: stage_plan.PullRequest,
+                     result: CommitResult) -> list[str]:
+  """The message's problems, files outside `touches`, code without tests."""
+  message = _git(repo, "log", "-1", "--format=%B", result.commit).stdout
+  problems = stage_conventions.message_problems(message)
+  files = _git(repo, "diff", "--name-only", "--no-renames", parent,
+               result.commit).stdout.split()
+  if pr.touches:
+    outside = [f for f in files if f not in pr.touches]
+    if outside:
+      problems.append(f"changes {', '.join(outside)}, outside what it may "
+                      f"touch ({', '.join(pr.touches)})")
+  if (result.sizes.get("code", 0) and not result.sizes.get("tests", 0)
+      and not any(patchq.is_test_path(item.split(" ")[0])
+                  for item in result.left_out)):
+    problems.append(f"adds {result.sizes['code']} lines of code and no "
+                    "test: a pull request brings the tests of what it adds")
+  return problems
 
 
 def _verify(project: Project, release: Release, repo: pathlib.Path,
@@ -672,6 +846,10 @@ def _verify(project: Project, release: Release, repo: pathlib.Path,
     failing_at_base = set(run.failed) | set(run.errors)
   for result in results:
     files = series_tests[result.commit]
+    if not files and not result.sizes.get("code", 0):
+      log.step("stage", f"verify: {result.slug}: no code and no tests: "
+               "nothing to run")
+      continue
     log.step("stage", f"verify: {result.slug}: installing its tree, "
              f"running {len(files)} test files")
     run = stage_verify.verify_tree(repo, result.commit, base_venv, files,
@@ -688,21 +866,28 @@ def _verify(project: Project, release: Release, repo: pathlib.Path,
 
 
 def _problems(plan: stage_plan.Plan, results: list[CommitResult],
-              config: str | None, verify: bool) -> list[str]:
-  problems = []
+              config: str | None, verify: bool, who: Identity) -> list[str]:
+  problems = [f"--author: {p}" for p in stage_conventions.identity_problems(
+      who.name, who.email)]
   for r in results:
+    if not r.commit:
+      continue
     where = f"commit {r.slug}"
     for p in r.patches:
       if p.status == REWORK:
+        how = ("refresh it on this base (docs/maintainers.md, \"Staging the "
+               "queue for upstream\")" if r.kind == "source" else
+               "`python3 build/fork.py rebase` refreshes it")
         problems.append(f"{where}: {p.name} does not apply ({p.detail}); "
-                        "`python3 build/fork.py rebase` refreshes it")
+                        f"{how}")
     problems += [f"{where}: {p}" for p in r.problems]
-    if r.sizes.get("non_test", 0) > plan.max_added_lines:
+    if r.sizes.get("non_test", 0) > r.limit:
       problems.append(
           f"{where}: adds {r.sizes['non_test']} lines of non-test code, "
-          f"more than {plan.max_added_lines} (max_added_lines): split it in "
+          f"more than {r.limit} (max_added_lines): split it in "
           "patches/stage.toml")
     problems += [f"{where}: fork-internal word: {f}" for f in r.scrub]
+    problems += [f"{where}: convention: {f}" for f in r.conventions]
     problems += [f"{where}: ruff: {f['file']}:{f['line']}: {f['code']} "
                  f"{f['message']}" for f in r.ruff]
     if verify and r.test_run is not None:
@@ -718,74 +903,99 @@ def _problems(plan: stage_plan.Plan, results: list[CommitResult],
   return problems
 
 
+def _commit_json(r: CommitResult) -> dict[str, Any]:
+  run = r.test_run
+  return {
+      "index": r.index, "name": r.name, "slug": r.slug, "title": r.title,
+      "kind": r.kind, "onto": r.onto, "held": r.held,
+      "breaking": r.breaking, "commit": r.commit,
+      "branch": r.branch if r.commit else "", "author": r.author,
+      "committer": r.committer, "applies": r.applies,
+      "patches": [dataclasses.asdict(p) for p in r.patches],
+      "modules": r.modules, "tests": r.tests, "build_files": r.build_files,
+      "left_out": r.left_out,
+      "added_lines": {k: v for k, v in r.sizes.items() if k != "deleted"},
+      "deleted_lines": r.sizes.get("deleted", 0),
+      "max_added_lines": r.limit,
+      "within_size_limit": r.sizes.get("non_test", 0) <= r.limit,
+      "fork_words": [dataclasses.asdict(f) for f in r.scrub],
+      "conventions": [dataclasses.asdict(f) for f in r.conventions],
+      "ruff": r.ruff, "problems": r.problems,
+      "tests_run": None if run is None else {
+          "ok": run.ok, "files": run.files, "passed": run.passed,
+          "failed": run.failed + run.errors, "skipped": run.skipped,
+          "failed_at_base": run.failed_at_base, "problem": run.problem,
+          "log": run.log and f"verify/{pathlib.Path(run.log).name}"},
+  }
+
+
 def _report_json(release: Release, base_text: str, base: str,
                  plan: stage_plan.Plan, who: Identity,
                  results: list[CommitResult], problems: list[str],
                  config: str | None, verify: bool) -> dict[str, Any]:
-  commits = []
-  for r in results:
-    run = r.test_run
-    commits.append({
-        "index": r.index, "name": r.name, "slug": r.slug, "title": r.title,
-        "commit": r.commit, "branch": r.branch, "author": r.author,
-        "committer": r.committer, "applies": r.applies,
-        "patches": [dataclasses.asdict(p) for p in r.patches],
-        "modules": r.modules, "tests": r.tests, "build_files": r.build_files,
-        "left_out": r.left_out,
-        "added_lines": {k: v for k, v in r.sizes.items() if k != "deleted"},
-        "deleted_lines": r.sizes.get("deleted", 0),
-        "within_size_limit": r.sizes.get("non_test", 0)
-                             <= plan.max_added_lines,
-        "fork_words": [dataclasses.asdict(f) for f in r.scrub],
-        "ruff": r.ruff, "problems": r.problems,
-        "tests_run": None if run is None else {
-            "ok": run.ok, "files": run.files, "passed": run.passed,
-            "failed": run.failed + run.errors, "skipped": run.skipped,
-            "failed_at_base": run.failed_at_base, "problem": run.problem,
-            "log": run.log and f"verify/{pathlib.Path(run.log).name}"},
-    })
   return {
       "release": release.version, "base": base_text, "base_commit": base,
       "branch": plan.branch, "author": str(who),
       "max_added_lines": plan.max_added_lines,
       "ruff_config": config, "verified": verify, "ok": not problems,
-      "problems": problems, "commits": commits,
+      "problems": problems,
+      "commits": [_commit_json(r) for r in results if r.commit],
+      "held": [{"index": r.index, "name": r.name, "title": r.title,
+                "why": r.held, "after": "" if r.onto == "base" else r.onto}
+               for r in results if not r.commit],
+      "stays": [dataclasses.asdict(s) for s in plan.stays],
   }
+
+
+def _tests_cell(c: dict[str, Any], verified: bool) -> str:
+  run = c["tests_run"]
+  if run is None and verified:
+    return "none (no code, no tests)"
+  if run is None:
+    return ", ".join(c["tests"]) or "not run (--verify runs them)"
+  if run["problem"]:
+    return f"NOT RUN: {run['problem']}"
+  return (f"{len(run['passed'])} passed, {len(run['failed'])} failed"
+          + (f", {len(run['failed_at_base'])} failing at the base too"
+             if run["failed_at_base"] else ""))
+
+
+def _commit_row(c: dict[str, Any], verified: bool) -> str:
+  size = c["added_lines"].get("non_test", 0)
+  notes = "; ".join(filter(None, [
+      "BREAKING" if c["breaking"] else "",
+      *(f"{p['name']}: {p['status']}" + (f" ({p['detail']})"
+                                          if p["detail"] else "")
+        for p in c["patches"] if p["status"] != APPLIED),
+      ("left out: " + ", ".join(c["left_out"]) if c["left_out"] else "")]))
+  return (f"| {c['index']} | {c['name']}: {c['title']} | {c['onto']} | "
+          f"{'yes' if c['applies'] else 'NO'} | {size}"
+          f"{'' if c['within_size_limit'] else ' (OVER)'} of "
+          f"{c['max_added_lines']} | {c['added_lines'].get('tests', 0)} | "
+          f"{len(c['fork_words'])} | {len(c['conventions'])} | "
+          f"{len(c['ruff'])} | {_tests_cell(c, verified)} | {notes or '-'} |")
 
 
 def _report_md(report: dict[str, Any]) -> str:
   lines = [f"# The queue staged for upstream (jax {report['release']})", "",
-           f"Base: {report['base']}. Branch `{report['branch']}`, one commit "
-           f"per pull request; author and committer {report['author']}. "
-           f"ruff: upstream's configuration in "
+           f"Base: {report['base']}. One branch per pull request "
+           f"(`{report['branch']}-NN-name`), each on the base alone unless "
+           f"stacked on another (\"on\"); author and committer "
+           f"{report['author']}. ruff: upstream's configuration in "
            f"`{report['ruff_config'] or 'NONE'}`.", "",
-           "| # | pull request | applies | non-test lines | test lines | "
-           "fork words | ruff | tests | notes |",
-           "|---|---|---|---|---|---|---|---|---|"]
-  for c in report["commits"]:
-    run = c["tests_run"]
-    if run is None:
-      tests = ", ".join(c["tests"]) or "none added"
-    elif run["problem"]:
-      tests = f"NOT RUN: {run['problem']}"
-    else:
-      tests = (f"{len(run['passed'])} passed, {len(run['failed'])} failed"
-               + (f", {len(run['failed_at_base'])} failing at the base too"
-                  if run["failed_at_base"] else ""))
-    size = c["added_lines"].get("non_test", 0)
-    notes = "; ".join(filter(None, [
-        *(f"{p['name']}: {p['status']}" + (f" ({p['detail']})"
-                                            if p["detail"] else "")
-          for p in c["patches"] if p["status"] != APPLIED),
-        ("left out: " + ", ".join(c["left_out"]) if c["left_out"] else "")]))
-    lines.append(
-        f"| {c['index']} | {c['name']}: {c['title']} | "
-        f"{'yes' if c['applies'] else 'NO'} | {size}"
-        f"{'' if c['within_size_limit'] else ' (OVER)'} | "
-        f"{c['added_lines'].get('tests', 0)} | {len(c['fork_words'])} | "
-        f"{len(c['ruff'])} | {tests} | {notes or '-'} |")
-  lines += ["", f"Limit: {report['max_added_lines']} added lines of non-test "
-            "code (Python and BUILD) per pull request."]
+           "| # | pull request | on | applies | non-test lines | test lines "
+           "| fork words | conventions | ruff | tests | notes |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+  lines += [_commit_row(c, report["verified"]) for c in report["commits"]]
+  if report["held"]:
+    lines += ["", "## Held", "", "| # | pull request | why |", "|---|---|---|"]
+    lines += [f"| {h['index']} | {h['name']}: {h['title']} | {h['why']} |"
+              for h in report["held"]]
+  if report["stays"]:
+    lines += ["", "## What stays in the distribution", ""]
+    for s in report["stays"]:
+      what = ", ".join(s["patches"] + s["modules"]) or "-"
+      lines.append(f"- **{s['name']}** ({what}): {s['why']}")
   if report["problems"]:
     lines += ["", f"## {len(report['problems'])} problems", ""]
     lines += [f"- {p}" for p in report["problems"]]

@@ -16,8 +16,11 @@
 * `scrub`: no word of the fork in what the commit adds or says: the fork
   itself, its version label and address, its patch names and numbers, its
   documents, its build tool, its markers, a packaging extra upstream lacks,
-  and JAX releases older than the target (compatibility branches left in).
-  The plan can add patterns and allow lines.
+  the word "upstream" (which in upstream's own tree means nothing), and JAX
+  releases older than the target (compatibility branches left in). The
+  plan can add patterns and allow lines. `stage_conventions` checks the
+  rest a reviewer would: messages, the author, docstrings, compatibility
+  branches, dataclasses, tests' places, options.
 * `ruff`: upstream's ruff configuration (the base's `pyproject.toml` or
   `ruff.toml`), on the Python files the commit adds or changes; a finding
   that upstream's own file already had at the base is not the commit's.
@@ -50,6 +53,8 @@ BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"\bforklib\b|build/fork\.py|JAX_FORK_", "the fork's build tool"),
     (r"jax\[tensorflow(?:-cpu)?\]|`tensorflow` extra|\btensorflow extra\b",
      "a packaging extra upstream's jax lacks"),
+    (r"(?i)\bupstream(?:'s)?\b", "\"upstream\" for upstream itself: in its "
+     "own tree, name it (JAX, jax2tf, this module)"),
 )
 _JAX_RELEASE_RE = re.compile(
     r"(?i)\bjax(?:lib)?(?:\s+releases?)?\s*\(?\s*(?:(?:before|from|after|"

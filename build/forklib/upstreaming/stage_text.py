@@ -54,22 +54,21 @@ def _wrap(paragraph: str, width: int = WIDTH) -> str:
 
 
 def commit_message(title: str, summary: str, patches: list[patchq.Patch],
-                   default_bug: str) -> str:
-  """A pull request's commit message, from the plan and its patches."""
+                   bug: str) -> str:
+  """A pull request's commit message, from the plan and its patches.
+
+  The title, the summary, the patches' DEP-3 descriptions as paragraphs,
+  and "Part of <bug>." unless `bug` is empty (a fix that no issue of the
+  series' is about).
+  """
   body: list[str] = []
   if summary:
     body += [_wrap(p) for p in paragraphs(summary)]
   for patch in patches:
     body += [_wrap(p) for p in paragraphs(patch.headers.get(
         "Description", patch.subject))]
-  bugs = []
-  for patch in patches:
-    bug = patch.headers.get("Bug") or default_bug
-    if bug not in bugs:
-      bugs.append(bug)
-  if not bugs:
-    bugs = [default_bug]
-  body.append(_wrap(f"Part of {', '.join(bugs)}."))
+  if bug:
+    body.append(_wrap(f"Part of {bug}."))
   return title + "\n\n" + "\n\n".join(body) + "\n"
 
 
@@ -118,10 +117,19 @@ def changelog_with(text: str, entries: list[tuple[str, str]]) -> str:
 
 
 def pull_request_text(title: str, message: str, files: list[str],
-                      tests: list[str]) -> str:
+                      tests: list[str], after: str = "",
+                      breaking: bool = False) -> str:
   """The description of a pull request, in Markdown."""
   body = message.split("\n\n", 1)[1] if "\n\n" in message else ""
-  return (f"# {title}\n\n{body.strip()}\n\n"
+  notes = []
+  if breaking:
+    notes.append("**Breaking change** (see its CHANGELOG entry).")
+  if after:
+    notes.append(f"Stacked on the pull request `{after}`: review that one "
+                 "first.")
+  return (f"# {title}\n\n"
+          + "".join(n + "\n\n" for n in notes)
+          + f"{body.strip()}\n\n"
           + "Files:\n" + "".join(f"- `{f}`\n" for f in files)
           + ("\nTests:\n" + "".join(f"- `{t}`\n" for t in tests)
-             if tests else "\nTests: none\n"))
+             if tests else ""))
