@@ -49,9 +49,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
-import json
+import json  # stage: drop until persistent-cache
 import logging
-import sys
+import sys  # stage: drop until persistent-cache
 from typing import TYPE_CHECKING
 
 import jax
@@ -67,7 +67,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import numpy as jnp
@@ -145,7 +145,7 @@ class Interpreted:
   name: str
   takes_tf_derivatives: bool = False
   surely_transposable: bool = False
-  transposable_key: persistent_cache.Key | None = None
+  transposable_key: persistent_cache.Key | None = None  # stage: drop until persistent-cache
 
   @functools.cached_property
   def transposable(self) -> bool:
@@ -161,9 +161,14 @@ class Interpreted:
     """
     if self.surely_transposable:
       return True
+    # stage: drop until persistent-cache
     return persistent_cache.get_or_make(
         self.transposable_key,
         lambda: b"1" if self._jax_transposes() else b"0") == b"1"
+    # stage: end
+    # stage: add until persistent-cache
+    # return self._jax_transposes()
+    # stage: end
 
   def _jax_transposes(self) -> bool:
     """:attr:`transposable`, decided by JAX now."""
@@ -283,7 +288,7 @@ def _parse(module: str | bytes | stablehlo_to_jax.ModuleCopy,
 
 @dataclasses.dataclass(frozen=True)
 class _Module:
-  """What the interpreter reads of a TF function's module, as kept.
+  """What the interpreter reads of a TF function's module.
 
   Attributes:
     op_types: tf2xla's metadata: the TF op type of each location.
@@ -291,45 +296,6 @@ class _Module:
   """
   op_types: dict[str, str]
   copy: stablehlo_to_jax.ModuleCopy
-
-  def dumps(self) -> bytes:
-    types = json.dumps(self.op_types, sort_keys=True).encode()
-    return len(types).to_bytes(4, "big") + types + stablehlo_to_jax.dumps(
-        self.copy)
-
-  @classmethod
-  def loads(cls, data: bytes) -> _Module | None:
-    """The module :meth:`dumps` wrote, or None (a foreign entry)."""
-    size = int.from_bytes(data[:4], "big")
-    try:
-      op_types = json.loads(data[4:4 + size])
-      copy = stablehlo_to_jax.loads(data[4 + size:])
-    except ValueError:  # UnreadableCopy too
-      return None
-    if not (isinstance(op_types, dict) and all(
-        isinstance(k, str) and isinstance(v, str)
-        for k, v in op_types.items())):
-      return None
-    return cls(op_types, copy)
-
-
-def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
-                     sig: Sequence[tf.TensorSpec], platform: str, *,
-                     kind: str = "module") -> persistent_cache.Key | None:
-  """The persistent cache's key of a trace's interpreted module.
-
-  Args:
-    concrete: the trace.
-    sig: its argument specs.
-    platform: "CPU", "GPU" or "TPU".
-    kind: "module" (what :class:`_Module` holds), or "transposable" (what
-      the program computes decides it: every module of the interpreter's).
-  """
-  code = [persistent_cache.source_digest(sys.modules[__name__], compat,
-                                         compile_lib, tf_derivatives),
-          stablehlo_to_jax.source_digest(everything=kind != "module")]
-  return persistent_cache.conversion_key(kind, concrete, sig, platform,
-                                         code)
 
 
 def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
@@ -354,22 +320,69 @@ def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
   return found if isinstance(found, Refusal) else (module, found)
 
 
-def _module(function_flat_tf: tf.types.experimental.GenericFunction,
-            sig: tuple[tf.TensorSpec, ...], platform: str,
-            key: persistent_cache.Key | None
-            ) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
-  """The function's module and program: kept by a process before, or made."""
+# stage: drop until persistent-cache
+def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
+                     sig: Sequence[tf.TensorSpec], platform: str, *,
+                     kind: str = "module") -> persistent_cache.Key | None:
+  """The persistent cache's key of a trace's interpreted module.
+
+  Args:
+    concrete: the trace.
+    sig: its argument specs.
+    platform: "CPU", "GPU" or "TPU".
+    kind: "module" (what :class:`_Module` holds), or "transposable" (what
+      the program computes decides it: every module of the interpreter's).
+  """
+  code = [persistent_cache.source_digest(sys.modules[__name__], compat,
+                                         compile_lib, tf_derivatives),
+          stablehlo_to_jax.source_digest(everything=kind != "module")]
+  return persistent_cache.conversion_key(kind, concrete, sig, platform,
+                                         code)
+
+
+def _dumps(module: _Module) -> bytes:
+  types = json.dumps(module.op_types, sort_keys=True).encode()
+  return (len(types).to_bytes(4, "big") + types
+          + stablehlo_to_jax.dumps(module.copy))
+
+
+def _loads(data: bytes) -> _Module | None:
+  """The module :func:`_dumps` wrote, or None (a foreign entry)."""
+  size = int.from_bytes(data[:4], "big")
+  try:
+    op_types = json.loads(data[4:4 + size])
+    copy = stablehlo_to_jax.loads(data[4 + size:])
+  except ValueError:  # UnreadableCopy too
+    return None
+  if not (isinstance(op_types, dict) and all(
+      isinstance(k, str) and isinstance(v, str)
+      for k, v in op_types.items())):
+    return None
+  return _Module(op_types, copy)
+
+
+def _kept_or_converted(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: tuple[tf.TensorSpec, ...], platform: str,
+    key: persistent_cache.Key | None
+) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
+  """The module a process kept for the same graph, or :func:`_converted`.
+
+  A kept module passed :func:`.compile.compile_to_hlo`'s checks when it
+  was made: its key is the same graph's.
+  """
   cache = persistent_cache.store() if key is not None else None
   kept = cache.get(key) if cache is not None else None
-  module = _Module.loads(kept) if kept is not None else None
+  module = _loads(kept) if kept is not None else None
   if module is not None:
     found = _parse(module.copy, tf_derivatives.TfDerivatives(module.op_types))
     if not isinstance(found, Refusal):
       return module, found
   made = _converted(function_flat_tf, sig, platform)
   if cache is not None and not isinstance(made, Refusal):
-    cache.put(key, made[0].dumps())
+    cache.put(key, _dumps(made[0]))
   return made
+# stage: end
 
 
 @functools.lru_cache(maxsize=256)
@@ -381,10 +394,13 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
   side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
   if side_effects:
     return Refusal(f"it has side effects (op {side_effects[0][0]!r})")
-  # The module of the same graph, if a process read it before: the checks
-  # of compile_to_hlo passed for it then too.
-  key = module_cache_key(concrete, sig, platform)
-  found = _module(function_flat_tf, sig, platform, key)
+  # stage: drop until persistent-cache
+  found = _kept_or_converted(function_flat_tf, sig, platform,
+                             module_cache_key(concrete, sig, platform))
+  # stage: end
+  # stage: add until persistent-cache
+  # found = _converted(function_flat_tf, sig, platform)
+  # stage: end
   if isinstance(found, Refusal):
     return found
   module, program = found
@@ -398,7 +414,8 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
       program, captured, getattr(function_flat_tf, "__name__", "function"),
       derivatives.takes_tf_derivatives(program.derivative_record),
       transposable_lib.surely_transposable(module.copy),
-      module_cache_key(concrete, sig, platform, kind="transposable"))
+      module_cache_key(concrete, sig, platform, kind="transposable"),  # stage: drop until persistent-cache
+  )
 
 
 compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")

@@ -33,10 +33,10 @@ least recently used entries go first.
 What an entry is keyed by (:func:`conversion_key`): a digest of the traced
 graph (its ops, constants and attributes, the functions it calls), the
 argument signature, the dtype and shape of each captured value, the
-platform, the versions of TensorFlow, jax, jaxlib and NumPy, TensorFlow's
-settings that change its lowering (``TF_XLA_FLAGS``, op determinism,
-TensorFloat-32), and a digest of the source of the code that makes the
-entry. Captured values are never in an entry: the module takes them as
+platform, the versions of TensorFlow, jax, jaxlib, NumPy and Python,
+TensorFlow's settings that change its lowering (``TF_XLA_FLAGS``,
+``XLA_FLAGS``, op determinism, TensorFloat-32, the graph optimizer's
+options), and a digest of the source of the code that makes the entry. Captured values are never in an entry: the module takes them as
 operands (its trailing parameters), and every call reads their current
 values; so a variable assigned between two runs is read anew.
 
@@ -66,6 +66,7 @@ import time
 import types
 
 from jax._src import config
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
@@ -329,15 +330,18 @@ def _versions() -> str:
           f"{sys.version_info.major}.{sys.version_info.minor}")
 
 
+# The environment variables that change what TF's lowering makes.
+_TF_ENVIRONMENT = ("TF_XLA_FLAGS", "XLA_FLAGS", "TF_DETERMINISTIC_OPS")
+
+
 def _tf_settings() -> str:
   """TensorFlow's settings that change what its lowering makes."""
-  experimental = tf.config.experimental
-  determinism = getattr(experimental, "is_op_determinism_enabled",
-                        lambda: None)()
-  tf32 = getattr(experimental, "tensor_float_32_execution_enabled",
-                 lambda: None)()
-  return (f"tf determinism {determinism} tf32 {tf32} TF_XLA_FLAGS "
-          f"{os.environ.get('TF_XLA_FLAGS', '')!r}")
+  determinism = compat.op_determinism_enabled()
+  tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+  optimizer = sorted(tf.config.optimizer.get_experimental_options().items())
+  environment = {v: os.environ.get(v) for v in _TF_ENVIRONMENT}
+  return (f"tf determinism {determinism} tf32 {tf32} optimizer {optimizer} "
+          f"environment {sorted(environment.items())}")
 
 
 def source_digest(*modules: types.ModuleType) -> str:
