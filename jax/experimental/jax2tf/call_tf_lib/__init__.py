@@ -38,7 +38,9 @@ per concern, each readable in one sitting:
 * :mod:`.compat`: every JAX and TF internal that differs across releases.
 
 Submodules load on first use (``call_tf_lib.batching.dispatch``), so that
-each can be added on its own; see https://github.com/jax-ml/jax/issues/11753.
+each can be added on its own; those every call uses are imported below,
+with jax2tf, so that a first call does not load them; see
+https://github.com/jax-ml/jax/issues/11753.
 """
 
 from collections.abc import Callable
