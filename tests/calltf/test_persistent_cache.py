@@ -332,7 +332,8 @@ _PROCESS = textwrap.dedent("""
 def _process(directory: pathlib.Path, scale: float) -> dict[str, object]:
   out = subprocess.run([sys.executable, "-c", _PROCESS, str(directory),
                         str(scale)], capture_output=True, text=True,
-                       check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+                       check=True,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   return json.loads(out.stdout.split("RESULT", 1)[1])
 
 

@@ -36,9 +36,12 @@ argument signature, the dtype and shape of each captured value, the
 platform, the versions of TensorFlow, jax, jaxlib, NumPy and Python,
 TensorFlow's settings that change its lowering (``TF_XLA_FLAGS``,
 ``XLA_FLAGS``, op determinism, TensorFloat-32, the graph optimizer's
-options), and a digest of the source of the code that makes the entry. Captured values are never in an entry: the module takes them as
-operands (its trailing parameters), and every call reads their current
-values; so a variable assigned between two runs is read anew.
+options), and a digest of the source of the code that makes the entry.
+Captured values are never in an entry: the module takes them as operands
+(its trailing parameters), and every call reads their current values; so a
+variable assigned between two runs is read anew. (TF makes a captured
+tensor of at most 128 elements a constant of the graph: then its value is
+in the graph's digest.)
 
 Safety: an entry is written to a temporary file and renamed into place
 (readers see whole entries or none, however many processes write); it
