@@ -55,21 +55,31 @@ N = 256
 # The workloads: vmap of a function, per-example gradients, forces.
 WORKLOADS = ("mlp128", "energy", "mlp128_grad", "lj8_grad")
 METHODS = ("native", "fork", "fork_tf_function")
-TF_TRACE = "TF tracing: f's Python building the graph, tf.function's work"
+TF_TRACE = ("TF: f traced (its Python building the graph), tf.function's "
+            "work around it")
 FINGERPRINT = "overlay: the graph's fingerprint"
 PROGRAM = "the interpreted program's compiled call (the arithmetic)"
 REST = "JAX's and the overlay's other Python (vmap, custom_jvp, dispatch)"
 
 
 def _instrument(phases: Any) -> None:
-  """Wraps TF's tracing, the fingerprint and the program's call."""
+  """Wraps TF's tracing, the fingerprint and the program's call.
+
+  TF's work is all of it: the ``tf.function`` call_tf makes of ``f`` at
+  every call (upstream's code), its ``get_concrete_function`` (the
+  overlay's one call into TF to trace) and the trace itself.
+  """
   # pylint: disable=g-import-not-at-top
   from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import graph
   from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
+  import tensorflow as tf
   from tensorflow.python.eager.polymorphic_function import tracing_compilation
   # pylint: enable=g-import-not-at-top
   tracing_compilation._create_concrete_function = phases.wrap(  # pylint: disable=protected-access
       TF_TRACE, tracing_compilation._create_concrete_function)  # pylint: disable=protected-access
+  graph.concrete_function = phases.wrap(TF_TRACE, graph.concrete_function)
+  tf.function = phases.wrap(TF_TRACE, tf.function)
   traces.graph_digest = phases.wrap(FINGERPRINT, traces.graph_digest)
   function = path.Interpreted._function  # pylint: disable=protected-access
 

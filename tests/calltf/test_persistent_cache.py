@@ -164,16 +164,6 @@ def test_an_entry_that_unpickles_anything_else_is_not_trusted(cache_dir,
   assert counts == {"module_read": 1}
 
 
-def test_the_copy_loader_rebuilds_only_the_interpreters_types():
-  class Evil:
-    def __reduce__(self):
-      return (os.system, ("true",))
-  with pytest.raises(stablehlo_to_jax.UnreadableCopy):
-    stablehlo_to_jax.loads(pickle.dumps(({"main": Evil()}, "main", False)))
-  with pytest.raises(stablehlo_to_jax.UnreadableCopy):
-    stablehlo_to_jax.loads(b"not a pickle")
-
-
 def test_the_size_bound_evicts_the_least_recently_used(tmp_path):
   store = persistent_cache.Store(tmp_path, 3000)
   keys = [persistent_cache.Key("hlo", f"key {i}") for i in range(5)]
@@ -359,3 +349,33 @@ def test_a_module_of_ops_jax_transposes_needs_no_probe():
   fn = tf.function(loop, autograph=False, jit_compile=True)
   copy = stablehlo_to_jax.read(path.stablehlo_of_tf(fn, spec))
   assert not transposable.surely_transposable(copy)
+
+
+_OPS = {
+    "mlp": lambda x: tf.tanh(tf.linalg.matvec(tf.constant(W.T), x)),
+    "relu_max_min": lambda x: tf.nn.relu(x) + tf.maximum(x, 0.5)
+                              - tf.minimum(x, -0.5) + tf.abs(x),
+    "reductions": lambda x: tf.stack([tf.reduce_max(x), tf.reduce_min(x),
+                                      tf.reduce_prod(x), tf.reduce_sum(x)]),
+    "softmax": tf.nn.softmax,
+    "gather_concat_pad": lambda x: tf.pad(tf.concat(
+        [tf.gather(x, [2, 0]), x[::-1]], 0), [[1, 2]]),
+    "where": lambda x: tf.where(x > 0., tf.exp(x), tf.sin(x)),
+    "cumsum": lambda x: tf.math.cumsum(x),
+    "cumprod": lambda x: tf.math.cumprod(x),
+    "sort": lambda x: tf.sort(x),
+    "loop": lambda x: tf.while_loop(lambda y: tf.reduce_sum(y) < 10.,
+                                    lambda y: y * 2., [x])[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_a_module_said_surely_transposable_is_one_jax_transposes(name):
+  """The reading of the ops never says yes where JAX would say no."""
+  fn = tf.function(_OPS[name], autograph=False, jit_compile=True)
+  spec = (tf.TensorSpec((3,), tf.float32),)
+  interp = path.lookup(fn, spec, purpose="test", staged=True)
+  if interp is None:
+    pytest.skip(f"{name}: no interpreted module")
+  if interp.surely_transposable:
+    assert interp._jax_transposes()  # pylint: disable=protected-access
