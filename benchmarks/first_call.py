@@ -62,7 +62,6 @@ import collections
 from collections.abc import Callable, Sequence
 import contextlib
 import functools
-import importlib
 import json
 import os
 import pathlib
@@ -70,6 +69,7 @@ import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from typing import Any
 
@@ -142,24 +142,97 @@ TF_TRACE_VMAP = "TF tracing: inside the vectorized function (pfor's loop body)"
 TF_AUTOGRAPH = "TF autograph (pfor's tf.function wrappers)"
 TF_PFOR = "TF pfor conversion (PFor.convert)"
 TF_HLO = "TF to HLO (experimental_get_compiler_ir)"
+IMPORTS = "imports: modules loaded on first use"
+OVERLAY_FINGERPRINT = "overlay: the traced graph's fingerprint"
 OVERLAY_EFFECTS = "overlay: side-effect scan of TF graphs"
-OVERLAY_READ = ("overlay: StableHLO module read into JAX "
-                "(stablehlo_to_jax.parse)")
+OVERLAY_TO_STABLEHLO = "jaxlib: tf2xla's HLO to StableHLO, its op metadata"
+OVERLAY_READ = ("overlay: StableHLO module read into Python "
+                "(stablehlo_to_jax.read)")
+OVERLAY_BUILD = ("overlay: the interpreted program built from the module "
+                 "(stablehlo_to_jax.parse)")
+OVERLAY_CACHE_READ = "overlay: persistent cache read"
+OVERLAY_CACHE_WRITE = "overlay: persistent cache write"
+OVERLAY_PROBE = ("overlay: reverse-mode probe of the program "
+                 "(jax.vjp, traced)")
 TF_TAPE = "TF autodiff: GradientTape.gradient"
 TF_ACCUMULATOR = "TF autodiff: ForwardAccumulator.jvp"
 JAX_TRACE = "JAX trace: JAX and overlay Python"
 JAX_LOWER = "JAX lowering"
-XLA_COMPILE = "XLA compile"
+XLA_COMPILE = "XLA compile (or the persistent cache's executable)"
 BUILD = "build the function (tf2jax: convert)"
 TF_FIRST_CALL = ("TF: trace, pfor, XLA compile and run "
                  "(tf.function(jit_compile=True))")
 RUN = "run"
 TF_PHASES = (TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH, TF_PFOR, TF_HLO,
              TF_TAPE, TF_ACCUMULATOR)
+# The phases in the order of a first call, for tables.
+ORDER = (IMPORTS, BUILD, TF_TRACE_UNBATCHED, TF_TRACE_VMAP, TF_AUTOGRAPH,
+         TF_PFOR, OVERLAY_FINGERPRINT, OVERLAY_EFFECTS, OVERLAY_CACHE_READ,
+         TF_HLO, OVERLAY_TO_STABLEHLO, OVERLAY_READ, OVERLAY_BUILD,
+         OVERLAY_CACHE_WRITE, OVERLAY_PROBE, TF_TAPE, TF_ACCUMULATOR,
+         JAX_TRACE, JAX_LOWER, XLA_COMPILE, RUN)
+# Where the overlay's phases are, in this version of it or an older one
+# (a run against an older wheel, for a before/after comparison, times what
+# it can): (module, attribute, phase).
+_CALL_TF_LIB = "jax.experimental.jax2tf.call_tf_lib"
+_OVERLAY_PHASES = (
+    (f"{_CALL_TF_LIB}.tf_function.compile", "_compile_eager", TF_HLO),
+    (f"{_CALL_TF_LIB}.tf_function.effects", "side_effect_ops",
+     OVERLAY_EFFECTS),
+    (f"{_CALL_TF_LIB}.tf_function.traces", "graph_digest",
+     OVERLAY_FINGERPRINT),
+    (f"{_CALL_TF_LIB}.compat", "hlo_to_stablehlo", OVERLAY_TO_STABLEHLO),
+    (f"{_CALL_TF_LIB}.compat", "hlo_op_types", OVERLAY_TO_STABLEHLO),
+    ("jax._src.export.stablehlo_to_jax", "read", OVERLAY_READ),
+    ("jax._src.export.stablehlo_to_jax", "parse", OVERLAY_BUILD),
+    (f"{_CALL_TF_LIB}.stablehlo.to_jax", "parse", OVERLAY_BUILD),
+)
+
+
+def _when_imported(module: str, apply: Callable[[Any], None],
+                   pending: dict[str, list[Callable[[Any], None]]]) -> None:
+  """Calls ``apply(module)`` now if it is imported, else when it is."""
+  if module in sys.modules:
+    apply(sys.modules[module])
+  else:
+    pending.setdefault(module, []).append(apply)
+
+
+def _wrap_imports(phases: Phases,
+                  pending: dict[str, list[Callable[[Any], None]]]) -> None:
+  """Times the loading of modules (not an import of a loaded one).
+
+  And wraps the functions of a module when it is loaded (``pending``), so
+  that the instrumentation imports nothing before the clock starts.
+  """
+  import importlib._bootstrap as bootstrap  # pylint: disable=g-import-not-at-top
+  find_and_load = bootstrap._find_and_load  # pylint: disable=protected-access
+
+  def loading(name, *args, **kwargs):
+    with phases.phase(IMPORTS):
+      module = find_and_load(name, *args, **kwargs)
+    for apply in pending.pop(name, ()):
+      apply(module)
+    return module
+  bootstrap._find_and_load = loading  # pylint: disable=protected-access
+
+
+def _wrapper(phases: Phases, attr: str, name: str,
+             cls: str | None = None) -> Callable[[Any], None]:
+  """Wraps ``module.attr`` (or ``module.cls.attr``) as phase ``name``."""
+  def apply(module):
+    owner = getattr(module, cls) if cls else module
+    if hasattr(owner, attr):
+      setattr(owner, attr, phases.wrap(name, getattr(owner, attr)))
+  return apply
 
 
 def instrument(phases: Phases) -> None:
-  """Wraps TF's and the overlay's functions to time the phases."""
+  """Wraps TF's and the overlay's functions to time the phases.
+
+  TF's modules are imported (the child imported TensorFlow already); the
+  overlay's are wrapped when the call imports them.
+  """
   # pylint: disable=g-import-not-at-top
   from tensorflow.python.autograph.impl import api as ag_api
   from tensorflow.python.eager.polymorphic_function import tracing_compilation
@@ -180,20 +253,18 @@ def instrument(phases: Phases) -> None:
   tf.GradientTape.gradient = phases.wrap(TF_TAPE, tf.GradientTape.gradient)
   tf.autodiff.ForwardAccumulator.jvp = phases.wrap(
       TF_ACCUMULATOR, tf.autodiff.ForwardAccumulator.jvp)
-  # The overlay's modules, where this version of it has them (a run against
-  # an older wheel, for a before/after comparison, times what it can).
-  call_tf_lib = "jax.experimental.jax2tf.call_tf_lib"
-  for module, attr, name in (
-      (f"{call_tf_lib}.tf_function.compile", "_compile_eager", TF_HLO),
-      (f"{call_tf_lib}.tf_function.effects", "side_effect_ops",
-       OVERLAY_EFFECTS),
-      ("jax._src.export.stablehlo_to_jax", "parse", OVERLAY_READ),
-      (f"{call_tf_lib}.stablehlo.to_jax", "parse", OVERLAY_READ)):
-    try:
-      mod = importlib.import_module(module)
-      setattr(mod, attr, phases.wrap(name, getattr(mod, attr)))
-    except (ImportError, AttributeError):
-      pass
+  pending: dict[str, list[Callable[[Any], None]]] = {}
+  for module, attr, name in _OVERLAY_PHASES:
+    _when_imported(module, _wrapper(phases, attr, name), pending)
+  cache = f"{_CALL_TF_LIB}.tf_function.persistent_cache"
+  _when_imported(cache, _wrapper(phases, "get", OVERLAY_CACHE_READ, "Store"),
+                 pending)
+  _when_imported(cache, _wrapper(phases, "put", OVERLAY_CACHE_WRITE, "Store"),
+                 pending)
+  _when_imported(f"{_CALL_TF_LIB}.stablehlo.path",
+                 _wrapper(phases, "_jax_transposes", OVERLAY_PROBE,
+                          "Interpreted"), pending)
+  _wrap_imports(phases, pending)
 
 
 def warm_tensorflow() -> None:
@@ -206,24 +277,41 @@ def warm_tensorflow() -> None:
                                        platform_name="CPU")
 
 
+def use_persistent_caches(directory: str) -> None:
+  """JAX's persistent compilation cache (and so call_tf's) in ``directory``.
+
+  Every compilation is kept, however fast (JAX keeps by default only those
+  that took a second or more).
+  """
+  import jax  # pylint: disable=g-import-not-at-top
+  jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def _child(workload: str, method: str, n: int, profile: str | None,
-           warm_tf: bool = False) -> None:
+           warm_tf: bool = False, cache_dir: str | None = None) -> None:
   """One fresh process: one first call, its phases as a JSON line.
 
   With ``warm_tf``, TensorFlow's one-time work (its first trace, its first
   conversion to HLO) is done before the clock starts, as JAX's backend is:
-  the first call of a function in a process that has used TF before.
+  the first call of a function in a process that has used TF before. With
+  ``cache_dir``, JAX's persistent caches (and call_tf's) are there.
   """
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   sys.path.insert(0, str(BENCH.parent))
+  t_import = time.perf_counter()
   # pylint: disable=g-import-not-at-top
   import jax
+  import tensorflow as tf
   from jax.experimental import jax2tf
   import numpy as np
-  import tensorflow as tf
-  from benchmarks import methods as methods_lib
-  from benchmarks import workloads as wl
   # pylint: enable=g-import-not-at-top
+  import_s = time.perf_counter() - t_import
+  from benchmarks import methods as methods_lib  # pylint: disable=g-import-not-at-top
+  from benchmarks import workloads as wl  # pylint: disable=g-import-not-at-top
+  if cache_dir:
+    use_persistent_caches(cache_dir)
   tf.get_logger().setLevel("ERROR")
   name, transformation = TRANSFORMED.get(workload, (workload, None))
   w = wl.by_name(name, str(BENCH / ".cache"))
@@ -237,6 +325,8 @@ def _child(workload: str, method: str, n: int, profile: str | None,
   phases = Phases()
   if method == "fork":
     instrument(phases)
+  else:
+    _wrap_imports(phases, {})
   prof = None
   if profile:
     import cProfile  # pylint: disable=g-import-not-at-top
@@ -280,7 +370,8 @@ def _child(workload: str, method: str, n: int, profile: str | None,
                    f"under jit in a fresh process: {total * 1e3:.0f} ms "
                    "(with the profiler's overhead)")
   result = {"workload": workload, "method": method, "n": n, "total": total,
-            "phases": dict(phases.exclusive), "counts": dict(phases.count)}
+            "phases": dict(phases.exclusive), "counts": dict(phases.count),
+            "import": import_s}
   if method in ("fork", "tf2jax"):
     # After the clock: the result against native JAX's.
     expected = jax.jit(transformed(transformation, w, w.jnp_fn))(x)
@@ -367,11 +458,19 @@ def _write_profile(prof: Any, path: str, title: str) -> None:
 def _run_child(workload: str, method: str, n: int,
                profile: str | None = None,
                python: str | None = None,
-               warm_tf: bool = False) -> dict[str, Any]:
+               warm_tf: bool = False,
+               cache_dir: pathlib.Path | None = None) -> dict[str, Any]:
   cmd = [python or sys.executable, "-m", "benchmarks.first_call", "--child",
          workload, method, str(n)] + (["--profile", profile] if profile else []
-                                     ) + (["--warm-tf"] if warm_tf else [])
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+                                     ) + (["--warm-tf"] if warm_tf else []
+                                          ) + (["--cache-dir", str(cache_dir)]
+                                               if cache_dir else [])
+  # Bytecode cached as an installed package has it (pip compiles it at
+  # install time): PYTHONDONTWRITEBYTECODE would make every child compile
+  # every module it imports, jax's, TensorFlow's and the overlay's.
+  env = {k: v for k, v in os.environ.items()
+         if k != "PYTHONDONTWRITEBYTECODE"}
+  env["TF_CPP_MIN_LOG_LEVEL"] = "3"
   out = subprocess.run(cmd, cwd=BENCH.parent, env=env, capture_output=True,
                        text=True, check=False)
   for line in out.stdout.splitlines():
@@ -381,18 +480,111 @@ def _run_child(workload: str, method: str, n: int,
           "error": (out.stderr.strip().splitlines() or ["no output"])[-1][:300]}
 
 
+# The states of the persistent caches a first call is measured in: "cold",
+# none (JAX's default: no cache directory); "warm", JAX's compilation cache
+# (and call_tf's) filled by an earlier process running the same first call,
+# as for a re-run script.
+CACHES = ("cold", "warm")
+
+
+def runs_warm(method: str) -> bool:
+  """Whether ``method`` has a persistent cache to warm (TF's own has not)."""
+  return method.removesuffix("_before") != "tf"
+
+
+def _prime(workloads: Sequence[str], methods: Sequence[str], n: int,
+           root: pathlib.Path, child: Callable[..., dict[str, Any]],
+           log) -> dict[tuple[str, str], pathlib.Path]:
+  """A cache directory per workload and method, filled by one first call."""
+  dirs = {}
+  for w in workloads:
+    for m in methods:
+      if not (runs(w, m.removesuffix("_before")) and runs_warm(m)):
+        continue
+      dirs[(w, m)] = root / f"{w}-{m}"
+      res = child(w, m, dirs[(w, m)])
+      log(f"  cache filled for {w} {m}: "
+          + (f"{res['total'] * 1e3:.0f} ms" if "total" in res
+             else f"FAILED {res['error']}"))
+  return dirs
+
+
+def _summary(done: Sequence[dict[str, Any]], workloads: Sequence[str],
+             methods: Sequence[str], repeats: int,
+             before_native: bool) -> dict[str, Any]:
+  """Per workload: each method's medians, and the paired ratios."""
+  summary = {}
+  for w in workloads:
+    s: dict[str, Any] = {}
+    for m in methods:
+      ok = [x for x in done if x["workload"] == w and x["method"] == m
+            and "total" in x]
+      if ok:
+        s[m] = _method_summary(ok)
+    _paired(s, [x for x in done if x["workload"] == w], repeats,
+            before_native)
+    if w in ISSUE_TODAY and "fork" in s:
+      fork, native = ISSUE_TODAY[w]
+      s["issue_extra"] = fork - native
+      s["target_extra"] = (fork - native) / 2
+    summary[w] = s
+  return summary
+
+
+def _method_summary(ok: Sequence[dict[str, Any]]) -> dict[str, Any]:
+  names = sorted({p for x in ok for p in x["phases"]})
+  s = {"median": statistics.median(x["total"] for x in ok),
+       "min": min(x["total"] for x in ok),
+       "phases": {p: statistics.median(x["phases"].get(p, 0.) for x in ok)
+                  for p in names},
+       "counts": {p: statistics.median(x["counts"].get(p, 0) for x in ok)
+                  for p in names}}
+  if any("import" in x for x in ok):
+    s["import"] = statistics.median(x.get("import", 0.) for x in ok)
+  if any("wrong" in x for x in ok):
+    s["wrong"] = any(x.get("wrong") for x in ok)
+    s["max_rel_err"] = max(x.get("max_rel_err", 0.) for x in ok)
+  return s
+
+
+def _paired(s: dict[str, Any], done: Sequence[dict[str, Any]], repeats: int,
+            before_native: bool) -> None:
+  """The ratios and differences within each repeat, and their medians."""
+  series: dict[str, list[float]] = collections.defaultdict(list)
+  native_before = "native_before" if before_native else "native"
+  for r in range(repeats):
+    pair = {x["method"]: x["total"] for x in done
+            if x["repeat"] == r and "total" in x}
+    refs = [pair[m] for m in REFERENCES if m in pair]
+    if "fork" in pair and refs:
+      # The fork over the faster reference, within each repeat.
+      series["ratio"].append(pair["fork"] / min(refs))
+    if "fork" in pair and "native" in pair:
+      series["ratio_native"].append(pair["fork"] / pair["native"])
+      series["extra"].append(pair["fork"] - pair["native"])
+      if "fork_before" in pair and native_before in pair:
+        series["extra_before"].append(pair["fork_before"]
+                                      - pair[native_before])
+        series["extra_ratio"].append(series["extra"][-1]
+                                     / series["extra_before"][-1])
+  for k, v in series.items():
+    s[k] = statistics.median(v)
+    s[f"{k}_runs"] = v
+
+
 def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
             repeats: int = 5, profile_path: pathlib.Path | None = None,
             log=print, before_python: str | None = None,
             before_native: bool = False,
             methods: Sequence[str] = METHODS,
-            warm_tf: bool = False) -> dict[str, Any]:
+            warm_tf: bool = False,
+            caches: Sequence[str] = CACHES) -> dict[str, Any]:
   """Fresh-process first calls, ``repeats`` times, methods interleaved.
 
   Args:
     workloads: workload names.
     n: the batch size.
-    repeats: processes per workload and method.
+    repeats: processes per workload, method and cache state.
     profile_path: if set, a cProfile of one fork first call per workload
       is written there.
     log: progress.
@@ -406,90 +598,57 @@ def measure(workloads: Sequence[str] = WORKLOADS, n: int = N,
       ``native`` and ``fork`` for the extra).
     warm_tf: every process does TF's one-time work before the clock starts
       (see :func:`_child`).
+    caches: the states of the persistent caches measured (:data:`CACHES`).
 
   Returns:
-    ``{"n", "repeats", "runs": [...], "summary": {workload: {...}}}``:
-    per workload and method the median and minimum first call, the median
-    of each phase, and the fork's extra over native (median of the
-    per-repeat differences); with ``before_python``, the older wheel's extra
-    and, per repeat, the ratio of the two extras.
+    ``{"n", "repeats", "runs": [...], "summary": {workload: {...}},
+    "warm_summary": {...}, "load"}``: per workload and method the median
+    and minimum first call, the median of each phase (and of the import of
+    JAX, TensorFlow and jax2tf before it), and per repeat the fork's ratio
+    to the faster of native and tf2jax (``ratio``), to native
+    (``ratio_native``) and its extra over native, with their medians; with
+    ``before_python``, the older wheel's extra and, per repeat, the ratio
+    of the two extras. ``summary`` without persistent caches,
+    ``warm_summary`` with them warm.
   """
   done = []
   load_before = load_average()
   methods = tuple(methods) + (
       (("native_before",) if before_native else ()) + ("fork_before",)
       if before_python else ())
-  for r in range(repeats):
-    for w in workloads:
-      for m in methods:
-        if not runs(w, m.removesuffix("_before")):
-          continue
-        if m.endswith("_before"):
-          res = _run_child(w, m[:-len("_before")], n, python=before_python,
-                           warm_tf=warm_tf)
-          res["method"] = m
-        else:
-          res = _run_child(w, m, n, warm_tf=warm_tf)
-        res["repeat"] = r
-        done.append(res)
-        log(f"  first call {w:16s} N={n} {m:13s} repeat {r}: "
-            + (f"{res['total'] * 1e3:7.0f} ms" if "total" in res
-               else f"FAILED {res['error']}")
-            + (" WRONG RESULT" if res.get("wrong") else ""))
+
+  def child(w: str, m: str, cache_dir: pathlib.Path | None = None):
+    if m.endswith("_before"):
+      return dict(_run_child(w, m[:-len("_before")], n, python=before_python,
+                             warm_tf=warm_tf, cache_dir=cache_dir), method=m)
+    return _run_child(w, m, n, warm_tf=warm_tf, cache_dir=cache_dir)
+
+  with tempfile.TemporaryDirectory(prefix="first-call-caches-") as root:
+    dirs = (_prime(workloads, methods, n, pathlib.Path(root), child, log)
+            if "warm" in caches else {})
+    for r in range(repeats):
+      for w in workloads:
+        for cache in caches:
+          for m in methods:
+            if not runs(w, m.removesuffix("_before")) or (
+                cache == "warm" and (w, m) not in dirs):
+              continue
+            res = dict(child(w, m, dirs.get((w, m)) if cache == "warm"
+                             else None), repeat=r, cache=cache)
+            done.append(res)
+            log(f"  first call {w:16s} N={n} {cache:4s} {m:13s} repeat {r}: "
+                + (f"{res['total'] * 1e3:7.0f} ms" if "total" in res
+                   else f"FAILED {res['error']}")
+                + (" WRONG RESULT" if res.get("wrong") else ""))
   if profile_path is not None:
     profile_path.write_text("")
     for w in workloads:
       _run_child(w, "fork", n, profile=str(profile_path))
-  summary = {}
-  for w in workloads:
-    s: dict[str, Any] = {}
-    for m in methods:
-      ok = [x for x in done if x["workload"] == w and x["method"] == m
-            and "total" in x]
-      if not ok:
-        continue
-      names = sorted({p for x in ok for p in x["phases"]})
-      s[m] = {"median": statistics.median(x["total"] for x in ok),
-              "min": min(x["total"] for x in ok),
-              "phases": {p: statistics.median(x["phases"].get(p, 0.)
-                                              for x in ok) for p in names},
-              "counts": {p: statistics.median(x["counts"].get(p, 0)
-                                              for x in ok) for p in names}}
-      if any("wrong" in x for x in ok):
-        s[m]["wrong"] = any(x.get("wrong") for x in ok)
-        s[m]["max_rel_err"] = max(x.get("max_rel_err", 0.) for x in ok)
-    diffs, diffs_before, ratios, paired = [], [], [], []
-    native_before = "native_before" if before_native else "native"
-    for r in range(repeats):
-      pair = {x["method"]: x["total"] for x in done
-              if x["workload"] == w and x["repeat"] == r and "total" in x}
-      refs = [pair[m] for m in REFERENCES if m in pair]
-      if "fork" in pair and refs:
-        paired.append(pair["fork"] / min(refs))
-      if "fork" in pair and "native" in pair:
-        diffs.append(pair["fork"] - pair["native"])
-        if "fork_before" in pair and native_before in pair:
-          diffs_before.append(pair["fork_before"] - pair[native_before])
-          ratios.append(diffs[-1] / diffs_before[-1])
-    if paired:
-      # The fork over the faster reference, within each repeat.
-      s["ratio"] = statistics.median(paired)
-      s["ratio_runs"] = paired
-    if diffs:
-      s["extra"] = statistics.median(diffs)
-      s["extra_runs"] = diffs
-    if ratios:
-      s["extra_before"] = statistics.median(diffs_before)
-      s["extra_before_runs"] = diffs_before
-      s["extra_ratio"] = statistics.median(ratios)
-      s["extra_ratio_runs"] = ratios
-    if w in ISSUE_TODAY:
-      fork, native = ISSUE_TODAY[w]
-      s["issue_extra"] = fork - native
-      s["target_extra"] = (fork - native) / 2
-    summary[w] = s
+  summaries = {c: _summary([x for x in done if x["cache"] == c], workloads,
+                           methods, repeats, before_native) for c in caches}
   return {"n": n, "repeats": repeats, "warm_tf": warm_tf, "runs": done,
-          "summary": summary,
+          "summary": summaries.get("cold", {}),
+          "warm_summary": summaries.get("warm", {}),
           "load": {"before": load_before, "after": load_average()}}
 
 
@@ -521,6 +680,10 @@ def main(argv: list[str]) -> int:
   p.add_argument("--warm-tf", action="store_true",
                  help="do TensorFlow's one-time work (first trace, first "
                  "conversion to HLO) before the clock starts")
+  p.add_argument("--caches", default=",".join(CACHES),
+                 help="the persistent caches' states measured: cold (none), "
+                 "warm (filled by a first run), or both")
+  p.add_argument("--cache-dir", help="a child: JAX's persistent caches there")
   args = p.parse_args(argv)
   unknown = set(args.methods.split(",")) - set(METHODS)
   if unknown:
@@ -529,20 +692,22 @@ def main(argv: list[str]) -> int:
     p.error("--before-native needs --before-python")
   if args.child:
     w, m, n = args.child
-    _child(w, m, int(n), args.profile, args.warm_tf)
+    _child(w, m, int(n), args.profile, args.warm_tf, args.cache_dir)
     return 0
   data = measure(args.workloads.split(","), args.n, args.repeats,
                  pathlib.Path(args.profile) if args.profile else None,
                  before_python=args.before_python,
                  before_native=args.before_native,
                  methods=args.methods.split(","),
-                 warm_tf=args.warm_tf)
+                 warm_tf=args.warm_tf, caches=args.caches.split(","))
   text = json.dumps(data, indent=1)
   if args.out:
     pathlib.Path(args.out).write_text(text)
-  for w, s in data["summary"].items():
-    print(w, {k: (round(v["median"], 3) if isinstance(v, dict) else v)
-              for k, v in s.items() if not k.endswith("_runs")})
+  for cache, key in (("cold", "summary"), ("warm", "warm_summary")):
+    for w, s in data[key].items():
+      print(cache, w, {k: (round(v["median"], 3) if isinstance(v, dict)
+                           else round(v, 3))
+                       for k, v in s.items() if not k.endswith("_runs")})
   return 0
 
 

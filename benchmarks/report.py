@@ -279,56 +279,84 @@ def eager_first_call_table(data: dict[str, Any]) -> str:
   return _eager_method_table(data, _eager_first_call_cell)
 
 
-def first_call_table(data: dict[str, Any]) -> str:
-  """First call under jit in fresh processes: medians (and minima)."""
+def first_call_table(data: dict[str, Any], summary_key: str = "summary"
+                     ) -> str:
+  """First call under jit in fresh processes: medians (and minima).
+
+  ``summary_key``: ``"summary"`` (no persistent cache) or
+  ``"warm_summary"`` (the persistent caches filled by an earlier process).
+  """
   fc = data.get("first_call")
-  if not fc:
+  if not fc or not fc.get(summary_key):
     return ""
   rows = ["| workload | native | fork | tf2jax | TF (vectorized_map) | "
-          "fork - native (median of pairs) | fork / faster of native, "
-          "tf2jax (median of pairs) |", "|---|---:|---:|---:|---:|---:|---:|"]
-  for w, s in fc["summary"].items():
+          "fork - native (median of pairs) | fork / native (median of "
+          "pairs) | fork / faster of native, tf2jax (median of pairs) |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|"]
+  for w, s in fc[summary_key].items():
     cell = lambda m: (f"{fmt_time(s[m]['median'])} (min "
                       f"{fmt_time(s[m]['min'])})"
                       + (" **wrong**" if s[m].get("wrong") else "")
                       if m in s else "—")
     ratio = f"{s['ratio']:.2f}x" if "ratio" in s else "—"
+    ratio_native = (f"{s['ratio_native']:.2f}x" if "ratio_native" in s
+                    else "—")
     rows.append(
         f"| {w} (N={fc['n']}) | {cell('native')} | {cell('fork')} | "
         f"{cell('tf2jax')} | {cell('tf')} | {fmt_time(s.get('extra'))} | "
-        f"{ratio} |")
+        f"{ratio_native} | {ratio} |")
   return "\n".join(rows)
 
 
-def first_call_phases_table(data: dict[str, Any]) -> str:
+# The fork's phases in the order of a first call (benchmarks/first_call.py
+# names them; older runs named fewer).
+_PHASE_ORDER = (
+    "imports: modules loaded on first use",
+    "build the function (tf2jax: convert)",
+    "TF tracing: the unbatched function",
+    "TF tracing: inside the vectorized function (pfor's loop body)",
+    "TF autograph (pfor's tf.function wrappers)",
+    "TF pfor conversion (PFor.convert)",
+    "overlay: the traced graph's fingerprint",
+    "overlay: side-effect scan of TF graphs",
+    "overlay: persistent cache read",
+    "TF to HLO (experimental_get_compiler_ir)",
+    "jaxlib: tf2xla's HLO to StableHLO, its op metadata",
+    "overlay: StableHLO module read into Python (stablehlo_to_jax.read)",
+    "overlay: the interpreted program built from the module "
+    "(stablehlo_to_jax.parse)",
+    "overlay: persistent cache write",
+    "overlay: reverse-mode probe of the program (jax.vjp, traced)",
+    "TF autodiff: GradientTape.gradient",
+    "TF autodiff: ForwardAccumulator.jvp",
+    "JAX trace: JAX and overlay Python", "JAX lowering",
+    "XLA compile (or the persistent cache's executable)", "XLA compile",
+    "run")
+
+
+def first_call_phases_table(data: dict[str, Any],
+                            summary_key: str = "summary") -> str:
   """The fork's first call by phase (median over repeats)."""
   fc = data.get("first_call")
-  if not fc:
+  if not fc or not fc.get(summary_key):
     return ""
-  ws = [w for w, s in fc["summary"].items() if "fork" in s]
+  summary = fc[summary_key]
+  ws = [w for w, s in summary.items() if "fork" in s]
   names = []
   for w in ws:
-    for p in fc["summary"][w]["fork"]["phases"]:
+    for p in summary[w]["fork"]["phases"]:
       if p not in names:
         names.append(p)
-  order = ["TF tracing: the unbatched function",
-           "TF tracing: inside the vectorized function (pfor's loop body)",
-           "TF autograph (pfor's tf.function wrappers)",
-           "TF pfor conversion (PFor.convert)",
-           "TF to HLO (experimental_get_compiler_ir)",
-           "overlay: side-effect scan of TF graphs",
-           "JAX trace: JAX and overlay Python", "JAX lowering", "XLA compile",
-           "run"]
-  names = [n for n in order if n in names] + [n for n in names
-                                              if n not in order]
+  names = ([n for n in _PHASE_ORDER if n in names]
+           + [n for n in names if n not in _PHASE_ORDER])
   rows = ["| phase | " + " | ".join(ws) + " |", "|---|" + "---:|" * len(ws)]
-  totals = {w: sum(fc["summary"][w]["fork"]["phases"].values()) for w in ws}
-  tf_share = {w: sum(v for k, v in fc["summary"][w]["fork"]["phases"].items()
+  totals = {w: sum(summary[w]["fork"]["phases"].values()) for w in ws}
+  tf_share = {w: sum(v for k, v in summary[w]["fork"]["phases"].items()
                      if k.startswith("TF ")) for w in ws}
   for n in names:
     cells = []
     for w in ws:
-      v = fc["summary"][w]["fork"]["phases"].get(n, 0.)
+      v = summary[w]["fork"]["phases"].get(n, 0.)
       cells.append(f"{fmt_time(v)}")
     rows.append(f"| {n} | " + " | ".join(cells) + " |")
   rows.append("| **TensorFlow's own (the TF rows)** | " + " | ".join(
@@ -336,11 +364,14 @@ def first_call_phases_table(data: dict[str, Any]) -> str:
       for w in ws) + " |")
   rows.append("| sum of phases (medians) | " + " | ".join(
       fmt_time(totals[w]) for w in ws) + " |")
-  native = {w: fc["summary"][w].get("native", {}).get("phases", {})
-            for w in ws}
+  native = {w: summary[w].get("native", {}).get("phases", {}) for w in ws}
   rows.append("| native JAX: trace + lower + XLA compile + run | " + " | ".join(
       fmt_time(sum(v for k, v in native[w].items() if not k.startswith(
-          "build"))) for w in ws) + " |")
+          ("build", "imports")))) for w in ws) + " |")
+  rows.append("| fork - native - TensorFlow's own (medians) | " + " | ".join(
+      fmt_time(summary[w]["fork"]["median"]
+               - summary[w].get("native", {}).get("median", 0.)
+               - tf_share[w]) for w in ws) + " |")
   return "\n".join(rows)
 
 
@@ -483,9 +514,17 @@ def _sections(res: Results, heading: str) -> list[str]:
               "interleaved; the extra is the median of per-repeat "
               "(fork - native) differences. `lj8_*`: that transformation "
               "of an 8-atom Lennard-Jones energy (`vmap`s of N examples, "
-              f"the others of one).{load_text}", "", fc, "",
+              f"the others of one).{load_text}", "",
+              "Without persistent caches (JAX's default):", "", fc, "",
               "The fork's first call by phase (exclusive times, median):", "",
               first_call_phases_table(res.data), ""]
+    warm = first_call_table(res.data, "warm_summary")
+    if warm:
+      parts += ["With JAX's persistent compilation cache and call_tf's "
+                "filled by an earlier process running the same first call "
+                "(a re-run script; every compilation kept, however fast):",
+                "", warm, "", "By phase:", "",
+                first_call_phases_table(res.data, "warm_summary"), ""]
   mt = memory_table(res.data)
   if mt:
     parts += [f"{heading} Resident memory, eager vmap", "",
@@ -665,14 +704,17 @@ def _steady_cell(res: Results, w: str) -> str:
   return cell
 
 
-def _first_call_entry(data: dict[str, Any], w: str) -> str | None:
+def _first_call_entry(data: dict[str, Any], w: str,
+                      summary_key: str = "summary") -> str | None:
   """The fork's first call over the faster reference's, or None.
 
   The ratio is the median over repeats of the ratio within a repeat where
   the run has it (``first_call.measure``'s ``ratio``), else the ratio of the
-  medians; the times are the medians.
+  medians; the times are the medians. ``summary_key``: ``"summary"``
+  (no persistent cache) or ``"warm_summary"`` (JAX's persistent caches,
+  and call_tf's, filled by an earlier process).
   """
-  summary = (data.get("first_call") or {}).get("summary", {})
+  summary = (data.get("first_call") or {}).get(summary_key, {})
   s = summary.get(w)
   if not s or "fork" not in s:
     return None
@@ -690,12 +732,20 @@ def _first_call_entry(data: dict[str, Any], w: str) -> str | None:
 
 def _first_call_cell(data: dict[str, Any],
                      cases: Sequence[tuple[str, str]]) -> str:
-  """The measured entries of ``cases``, each after its label."""
+  """The measured entries of ``cases``, each after its label.
+
+  Each entry is the first call without persistent caches, then, where the
+  run measured it, with them warm (a re-run script).
+  """
   entries = []
   for label, w in cases:
     entry = _first_call_entry(data, w)
-    if entry is not None:
-      entries.append(f"{label}: {entry}" if label else entry)
+    if entry is None:
+      continue
+    warm = _first_call_entry(data, w, "warm_summary")
+    if warm is not None:
+      entry += f", caches warm {warm}"
+    entries.append(f"{label}: {entry}" if label else entry)
   return "; ".join(entries) if entries else "not measured"
 
 
@@ -743,7 +793,11 @@ def summary_table(data: dict[str, Any], results: str) -> str:
       "the batch sizes measured; first call: trace, compile and run of a "
       "new `jax.jit` function of the row's transformation in a fresh "
       f"process, N = {fc.get('n', 100)}, median of {fc.get('repeats', '?')} "
-      "(of the ratios within a repeat, where measured so); "
+      "(of the ratios within a repeat, where measured so)"
+      + (", without persistent caches and, \"caches warm\", with JAX's "
+         "persistent compilation cache and call_tf's filled by an earlier "
+         "process (a re-run script)" if fc.get("warm_summary") else "")
+      + "; "
       f"\"{_LJ8}\": the named transformation of a Lennard-Jones energy "
       "`R^(8x3) -> R` (`jit(jacrev(f))` of one example, "
       "`jit(vmap(hessian(f)))` of N).",

@@ -120,3 +120,26 @@ def test_summary_first_calls_of_each_transformation(report):
       hessian)
   jacfwd = next(line for line in lines if "`vmap(jacfwd)` of" in line)
   assert jacfwd.endswith("| not measured |"), jacfwd
+
+
+def test_summary_first_calls_with_caches_warm(report):
+  """Where the run measured it, the cache-warm first call follows."""
+  env = {"date": "2026-01-01 00:00", "machine": "m", "backend": "cpu",
+         "jax": "j", "jaxlib": "l", "tensorflow": "t", "tf2jax": "x",
+         "python": "p"}
+  timed = lambda t: {"median": t, "min": t}  # noqa: E731
+  data = {"environment": env, "sizes": [1, 100], "workloads": [],
+          "methods": [], "records": [],
+          "first_call": {"n": 100, "repeats": 5, "summary": {
+              "lj8_jacfwd": {"native": timed(0.4), "fork": timed(0.44),
+                             "ratio": 1.1}},
+                         "warm_summary": {
+              "lj8_jacfwd": {"native": timed(0.1), "fork": timed(0.13),
+                             "ratio": 1.3}}}}
+  table = report.summary_table(data, "results")
+  jacfwd = next(line for line in table.splitlines()
+                if "`vmap(jacfwd)` of" in line)
+  assert jacfwd.endswith(
+      "| `jacfwd`, LJ, 8 atoms: 1.10x (440 ms vs native 400 ms), caches "
+      "warm 1.30x (130 ms vs native 100 ms) |"), jacfwd
+  assert "\"caches warm\", with JAX's persistent" in table

@@ -44,6 +44,7 @@ import jax
 from jax._src import config
 from jax._src import core
 from jax._src import dtypes
+from jax._src.export.stablehlo_to_jax import _copy
 from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
@@ -52,9 +53,10 @@ from jax import lax
 from jax.typing import ArrayLike
 import numpy as np
 
-__all__ = ["Compiler", "DerivativeRecord", "DerivativeRules", "Op",
-           "Program", "Step", "TensorType", "UnsupportedOps", "narrow_64_bit",
-           "parse", "with_dtype"]
+__all__ = ["Compiler", "DerivativeRecord", "DerivativeRules", "ModuleCopy",
+           "Op", "Program", "Step", "TensorType", "UnreadableCopy",
+           "UnsupportedOps", "dumps", "loads", "narrow_64_bit", "parse",
+           "read", "source_digest", "with_dtype"]
 
 # What a caller's DerivativeRules see.
 Compiler = _interpret.Compiler
@@ -63,6 +65,13 @@ DerivativeRules = _derivatives.DerivativeRules
 Op = _ir.Op
 Step = _derivatives.Step
 TensorType = _ir.TensorType
+# A module read once (read), as bytes (dumps, loads), compiled again (parse).
+ModuleCopy = _copy.ModuleCopy
+UnreadableCopy = _copy.UnreadableCopy
+read = _copy.read
+dumps = _copy.dumps
+loads = _copy.loads
+source_digest = _copy.source_digest
 
 
 class UnsupportedOps(Exception):
@@ -295,38 +304,42 @@ def _widened(words: jax.Array, dtype: np.dtype) -> jax.Array:
   return lax.complex(parts[..., 0], parts[..., 1])
 
 
-def parse(module: str | bytes, *,
+def parse(module: str | bytes | ModuleCopy, *,
           derivatives: DerivativeRules | None = None) -> Program:
   """Reads a StableHLO module (text or bytecode) into a :class:`Program`.
 
   Args:
     module: the module, whose entry function is ``main``; private functions
-      it calls are interpreted too. Shapes must be static.
+      it calls are interpreted too. Shapes must be static. Or the module as
+      :func:`read` copied it (from :func:`loads`: no MLIR is read again).
     derivatives: a caller's derivatives for some of its ops (see
       :mod:`._derivatives`); None for JAX's derivatives of every op.
 
   Returns:
     The program. Ops without an exact rule do not make this fail: they are
-    listed in :attr:`Program.unsupported`, and calling the program raises.
+    listed in :attr:`Program.unsupported`, and calling the program raises
+    (the reasons quote each op's assembly, unless ``module`` is a copy
+    without it).
 
   Raises:
     ValueError: the module cannot be read (dynamic shapes, an element type
       JAX has no dtype for, regions with several blocks).
   """
-  def compile_module(with_text: bool):
-    try:
-      funcs, main = _ir.read_module(module, with_text=with_text)
-    except _ir.UnreadableModule as e:
-      raise ValueError(f"Cannot read the StableHLO module: {e}.") from e
-    funcs = _ir.without_identity_converts(funcs)
-    compiler = _interpret.Compiler(funcs, _rules.RULES,
-                                   derivatives=derivatives)
-    return funcs, main, compiler, compiler.func(main)
-
-  funcs, main, compiler, body = compile_module(with_text=False)
-  if compiler.unsupported:
+  copy = module if isinstance(module, ModuleCopy) else read(module)
+  program = _compile(copy, derivatives)
+  if program.unsupported and not isinstance(module, ModuleCopy):
     # The reasons quote each op's assembly, printed only now.
-    funcs, main, compiler, body = compile_module(with_text=True)
-  return Program(body, funcs[main].result_types, compiler.unsupported,
+    program = _compile(read(module, with_text=True), derivatives)
+  return program
+
+
+def _compile(copy: ModuleCopy, derivatives: DerivativeRules | None
+             ) -> Program:
+  """The program of a module copy."""
+  funcs = _ir.without_identity_converts(copy.funcs)
+  compiler = _interpret.Compiler(funcs, _rules.RULES, entry=copy.main,
+                                 derivatives=derivatives)
+  body = compiler.func(copy.main)
+  return Program(body, funcs[copy.main].result_types, compiler.unsupported,
                  _uses_64_bits(funcs), compiler.no_derivative,
                  compiler.derivative_record())

@@ -38,7 +38,9 @@ per concern, each readable in one sitting:
 * :mod:`.compat`: every JAX and TF internal that differs across releases.
 
 Submodules load on first use (``call_tf_lib.batching.dispatch``), so that
-each can be added on its own; see https://github.com/jax-ml/jax/issues/11753.
+each can be added on its own; those every call uses are imported below,
+with jax2tf, so that a first call does not load them; see
+https://github.com/jax-ml/jax/issues/11753.
 """
 
 from collections.abc import Callable
@@ -69,3 +71,21 @@ def lazy_submodules(package: str) -> Callable[[str], types.ModuleType]:
 
 
 __getattr__ = lazy_submodules(__name__)
+
+
+# The modules every call_tf uses load with jax2tf, as jax's own modules load
+# with jax: not in the first call, whose time a user sees.
+# pylint: disable=g-import-not-at-top,unused-import
+# stage: drop until tf-version-and-shapes
+from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes as _shapes  # noqa: F401,E402
+# stage: end
+# stage: drop until embed
+from jax.experimental.jax2tf.call_tf_lib.embed import embedding as _embedding  # noqa: F401,E402
+# stage: end
+# stage: drop until stablehlo-path
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness as _exactness  # noqa: F401,E402
+# stage: end
+# stage: drop until forward-mode
+from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as _jvp  # noqa: F401,E402
+# stage: end
+# pylint: enable=g-import-not-at-top,unused-import

@@ -691,7 +691,27 @@ def _tf_compiler_ir_missing() -> list[str]:
          "tensorflow context.get_compiler_ir(platform_name=...)")
   except ImportError:
     need(False, "tensorflow.python.eager.polymorphic_function.compiler_ir")
+  try:
+    from tensorflow.python.framework import config as tf_config  # pylint: disable=g-import-not-at-top
+    need(hasattr(tf_config, "is_op_determinism_enabled"),
+         "tensorflow config.is_op_determinism_enabled")
+  except ImportError:
+    need(False, "tensorflow.python.framework.config")
   return need.problems
+
+
+def op_determinism_enabled() -> bool | None:
+  """Whether TF's ops are deterministic (``enable_op_determinism``).
+
+  Returns:
+    None where this TensorFlow does not say (then ``check`` names it).
+  """
+  try:
+    from tensorflow.python.framework import config as tf_config  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  enabled = getattr(tf_config, "is_op_determinism_enabled", None)
+  return None if enabled is None else bool(enabled())
 
 
 # The groups `check` runs, in order.

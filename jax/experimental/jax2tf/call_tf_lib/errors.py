@@ -598,3 +598,12 @@ EMBEDDED_NEXT_ORDER = (
     "For second derivatives, call the JAX function the model was converted "
     "from, or serialize it with jax.export (serialize(vjp_order=2)) and "
     "call that.")
+
+
+def cache_write_warning(directory: str, e: OSError) -> str:
+  """The warning of a persistent cache entry that could not be written."""
+  return (f"call_tf could not write its persistent cache in {directory} "
+          f"({type(e).__name__}: {e}); TF functions will be converted again "
+          "in the next process. Make the directory writable, set "
+          "jax_compilation_cache_dir to another one, or turn call_tf's cache "
+          "off with jax_call_tf_cache_max_size=0.")

@@ -49,7 +49,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
+import json  # stage: drop until persistent-cache
 import logging
+import sys  # stage: drop until persistent-cache
 from typing import TYPE_CHECKING
 
 import jax
@@ -60,10 +62,12 @@ from jax._src.export import stablehlo_to_jax
 from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import transposable as transposable_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import numpy as jnp
@@ -131,11 +135,17 @@ class Interpreted:
     takes_tf_derivatives: whether JAX's derivative of the program is TF's
       gradient of every op that branches or kinks in it
       (:meth:`.tf_derivatives.TfDerivatives.takes_tf_derivatives`).
+    surely_transposable: whether the module's ops alone say that JAX
+      transposes its derivative (:mod:`.transposable`).
+    transposable_key: where the persistent cache keeps
+      :attr:`transposable` (None: nowhere).
   """
   program: stablehlo_to_jax.Program
   captured: tuple[tf.Variable | tf.Tensor, ...]
   name: str
   takes_tf_derivatives: bool = False
+  surely_transposable: bool = False
+  transposable_key: persistent_cache.Key | None = None  # stage: drop until persistent-cache
 
   @functools.cached_property
   def transposable(self) -> bool:
@@ -144,8 +154,24 @@ class Interpreted:
     Not through a ``while`` loop or a reduction with a region of its own
     (``reduce``, ``reduce_window``: ``cumprod``, ``cumulative_logsumexp``)
     that tangents flow through: JAX differentiates those forward only.
-    Decided by JAX itself, on shapes: ``jax.vjp`` of the program, traced.
+    Decided from the module's ops where they are all of the kinds JAX
+    transposes (:attr:`surely_transposable`); else by JAX itself, on
+    shapes: ``jax.vjp`` of the program, traced (or as a process decided it
+    before, from the persistent cache).
     """
+    if self.surely_transposable:
+      return True
+    # stage: drop until persistent-cache
+    return persistent_cache.get_or_make(
+        self.transposable_key,
+        lambda: b"1" if self._jax_transposes() else b"0") == b"1"
+    # stage: end
+    # stage: add until persistent-cache
+    # return self._jax_transposes()
+    # stage: end
+
+  def _jax_transposes(self) -> bool:
+    """:attr:`transposable`, decided by JAX now."""
     in_avals = self.program.in_avals
     nr_args = len(in_avals) - len(self.captured)
     # The captured values as the calls pass them (64-bit ones as words).
@@ -255,7 +281,7 @@ def fit_result(result: jax.Array, aval: core.ShapedArray) -> jax.Array:
   return stablehlo_to_jax.with_dtype(result, aval.dtype)
 
 
-def _parse(module: str | bytes,
+def _parse(module: str | bytes | stablehlo_to_jax.ModuleCopy,
            derivatives: tf_derivatives.TfDerivatives | None = None
            ) -> stablehlo_to_jax.Program | Refusal:
   """The interpreted module, or why there is none (for the debug log)."""
@@ -274,6 +300,105 @@ def _parse(module: str | bytes,
   return program
 
 
+@dataclasses.dataclass(frozen=True)
+class _Module:
+  """What the interpreter reads of a TF function's module.
+
+  Attributes:
+    op_types: tf2xla's metadata: the TF op type of each location.
+    copy: the module, read.
+  """
+  op_types: dict[str, str]
+  copy: stablehlo_to_jax.ModuleCopy
+
+
+def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
+               sig: tuple[tf.TensorSpec, ...], platform: str
+               ) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
+  """tf2xla's module of the function, read and interpreted."""
+  try:
+    hlo = compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
+  except Exception as e:  # pylint: disable=broad-except
+    return Refusal(
+        f"XLA cannot compile it ({type(e).__name__}: "
+        f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+  try:
+    copy = stablehlo_to_jax.read(compat.hlo_to_stablehlo(hlo))
+  except Exception as e:  # pylint: disable=broad-except
+    return Refusal(
+        f"the interpreter failed on its module ({type(e).__name__}: {e})")
+  # tf2xla's metadata: the TF op type of each location (TF's derivatives
+  # at ties, see .tf_derivatives).
+  module = _Module(compat.hlo_op_types(hlo), copy)
+  found = _parse(copy, tf_derivatives.TfDerivatives(module.op_types))
+  return found if isinstance(found, Refusal) else (module, found)
+
+
+# stage: drop until persistent-cache
+def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
+                     sig: Sequence[tf.TensorSpec], platform: str, *,
+                     kind: str = "module") -> persistent_cache.Key | None:
+  """The persistent cache's key of a trace's interpreted module.
+
+  Args:
+    concrete: the trace.
+    sig: its argument specs.
+    platform: "CPU", "GPU" or "TPU".
+    kind: "module" (what :class:`_Module` holds), or "transposable" (what
+      the program computes decides it: every module of the interpreter's).
+  """
+  code = [persistent_cache.source_digest(sys.modules[__name__], compat,
+                                         compile_lib, tf_derivatives),
+          stablehlo_to_jax.source_digest(everything=kind != "module")]
+  return persistent_cache.conversion_key(kind, concrete, sig, platform,
+                                         code)
+
+
+def _dumps(module: _Module) -> bytes:
+  types = json.dumps(module.op_types, sort_keys=True).encode()
+  return (len(types).to_bytes(4, "big") + types
+          + stablehlo_to_jax.dumps(module.copy))
+
+
+def _loads(data: bytes) -> _Module | None:
+  """The module :func:`_dumps` wrote, or None (a foreign entry)."""
+  size = int.from_bytes(data[:4], "big")
+  try:
+    op_types = json.loads(data[4:4 + size])
+    copy = stablehlo_to_jax.loads(data[4 + size:])
+  except ValueError:  # UnreadableCopy too
+    return None
+  if not (isinstance(op_types, dict) and all(
+      isinstance(k, str) and isinstance(v, str)
+      for k, v in op_types.items())):
+    return None
+  return _Module(op_types, copy)
+
+
+def _kept_or_converted(
+    function_flat_tf: tf.types.experimental.GenericFunction,
+    sig: tuple[tf.TensorSpec, ...], platform: str,
+    key: persistent_cache.Key | None
+) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
+  """The module a process kept for the same graph, or :func:`_converted`.
+
+  A kept module passed :func:`.compile.compile_to_hlo`'s checks when it
+  was made: its key is the same graph's.
+  """
+  cache = persistent_cache.store() if key is not None else None
+  kept = cache.get(key) if cache is not None else None
+  module = _loads(kept) if kept is not None else None
+  if module is not None:
+    found = _parse(module.copy, tf_derivatives.TfDerivatives(module.op_types))
+    if not isinstance(found, Refusal):
+      return module, found
+  made = _converted(function_flat_tf, sig, platform)
+  if cache is not None and not isinstance(made, Refusal):
+    cache.put(key, _dumps(made[0]))
+  return made
+# stage: end
+
+
 @functools.lru_cache(maxsize=256)
 def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
             sig: tuple[tf.TensorSpec, ...],
@@ -283,28 +408,28 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
   side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
   if side_effects:
     return Refusal(f"it has side effects (op {side_effects[0][0]!r})")
-  try:
-    hlo = compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
-  except Exception as e:  # pylint: disable=broad-except
-    return Refusal(
-        f"XLA cannot compile it ({type(e).__name__}: "
-        f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-  module = compat.hlo_to_stablehlo(hlo)
-  # tf2xla's metadata: the TF op type of each location (TF's derivatives
-  # at ties, see .tf_derivatives).
-  derivatives = tf_derivatives.TfDerivatives(compat.hlo_op_types(hlo))
-  found = _parse(module, derivatives)
+  # stage: drop until persistent-cache
+  found = _kept_or_converted(function_flat_tf, sig, platform,
+                             module_cache_key(concrete, sig, platform))
+  # stage: end
+  # stage: add until persistent-cache
+  # found = _converted(function_flat_tf, sig, platform)
+  # stage: end
   if isinstance(found, Refusal):
     return found
-  program = found
+  module, program = found
   captured = tuple(captures.captured_objects(concrete))
   if len(program.in_avals) != len(sig) + len(captured):
     return Refusal(
         f"its module takes {len(program.in_avals)} parameters, not "
         f"{len(sig)} arguments and {len(captured)} captured inputs")
+  derivatives = tf_derivatives.TfDerivatives(module.op_types)
   return Interpreted(
       program, captured, getattr(function_flat_tf, "__name__", "function"),
-      derivatives.takes_tf_derivatives(program.derivative_record))
+      derivatives.takes_tf_derivatives(program.derivative_record),
+      transposable_lib.surely_transposable(module.copy),
+      module_cache_key(concrete, sig, platform, kind="transposable"),  # stage: drop until persistent-cache
+  )
 
 
 compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import functools
+import sys  # stage: drop until persistent-cache
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import version
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -185,8 +187,30 @@ def _compile_eager_cached(
       effects.function_side_effect_ops(function_flat_tf, specs))
   _check_no_growing_lists(concrete_fn.graph)
   _check_no_inexact_kernels(concrete_fn.graph)
-  with jax2tf_internal.inside_call_tf():
-    return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
+
+  def compile_now() -> bytes:
+    with jax2tf_internal.inside_call_tf():
+      return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
+  # stage: drop until persistent-cache
+  # The HLO of the same graph, if a process made it before (the checks
+  # above passed for it then too).
+  return persistent_cache.get_or_make(
+      hlo_cache_key(concrete_fn, specs, platform), compile_now)
+  # stage: end
+  # stage: add until persistent-cache
+  # return compile_now()
+  # stage: end
+
+
+# stage: drop until persistent-cache
+def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
+                  specs: Sequence[tf.TensorSpec], platform: str
+                  ) -> persistent_cache.Key | None:
+  """The persistent cache's key of a trace's HLO (None: not to be kept)."""
+  return persistent_cache.conversion_key(
+      "hlo", concrete_fn, specs, platform,
+      code=[persistent_cache.source_digest(sys.modules[__name__], compat)])
+# stage: end
 
 
 # Under jit with the slow-vmap fallback, the batching rule compiles the

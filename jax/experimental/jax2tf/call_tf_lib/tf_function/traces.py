@@ -291,10 +291,9 @@ def fingerprint(concrete_fn: tf.types.experimental.ConcreteFunction
                 ) -> tuple[str, tuple[int, ...], _Keep]:
   """What makes two traces of a function the same function.
 
-  Its graph (ops, constants, attributes and the functions it calls, whose
-  names, unique per trace, are replaced by their order), and the values it
-  captures, by identity (a variable's handle, a captured tensor): a trace
-  that reads other Python state has other constants or captures.
+  Its graph (:func:`graph_digest`), and the values it captures, by identity
+  (a variable's handle, a captured tensor): a trace that reads other Python
+  state has other constants or captures.
 
   Args:
     concrete_fn: a traced TF function.
@@ -303,15 +302,48 @@ def fingerprint(concrete_fn: tf.types.experimental.ConcreteFunction
     A hashable fingerprint; it keeps the captured values alive, so that
     their identities are not reused.
   """
-  graph_def = concrete_fn.graph.as_graph_def()
-  names = [f.signature.name for f in graph_def.library.function]
-  if names:
-    canonical = {n: f"__call_tf_fn_{i}" for i, n in enumerate(names)}
-    _rename_functions(graph_def, canonical)
-  digest = hashlib.sha256(graph_def.SerializeToString(deterministic=True))
   captured = tuple(concrete_fn.captured_inputs)
-  return (digest.hexdigest(), tuple(id(c) for c in captured),
+  return (graph_digest(concrete_fn), tuple(id(c) for c in captured),
           _Keep(captured))
+
+
+def graph_digest(concrete_fn: tf.types.experimental.ConcreteFunction) -> str:
+  """The SHA-256 of a traced function's graph, the same in every process.
+
+  The graph's ops, constants and attributes, and the functions it calls;
+  their names, unique per trace (a counter of the process), are replaced
+  by the order in which the graph first refers to them, and the library is
+  sorted by those names (TensorFlow lists it in no fixed order). Computed
+  once per trace.
+
+  Args:
+    concrete_fn: a traced TF function.
+
+  Returns:
+    The hex digest.
+  """
+  try:
+    found = _DIGESTS.get(concrete_fn)
+  except TypeError:  # not weakly referenceable
+    found = None
+  if found is not None:
+    return found
+  graph_def = concrete_fn.graph.as_graph_def()
+  if graph_def.library.function:
+    _rename_functions(graph_def, _canonical_names(graph_def))
+    _sort_library(graph_def)
+  digest = hashlib.sha256(
+      graph_def.SerializeToString(deterministic=True)).hexdigest()
+  try:
+    _DIGESTS[concrete_fn] = digest
+  except TypeError:
+    pass
+  return digest
+
+
+# Each trace's graph_digest, while the trace lives.
+_DIGESTS: weakref.WeakKeyDictionary[
+    tf.types.experimental.ConcreteFunction, str] = weakref.WeakKeyDictionary()
 
 
 class _Keep:
@@ -327,6 +359,52 @@ class _Keep:
 
   def __hash__(self) -> int:
     return 0
+
+
+def _function_references(node: tf.compat.v1.NodeDef) -> list[str]:
+  """The names of the functions a node refers to, in a fixed order."""
+  refs = [node.op]
+  for name in sorted(node.attr):
+    attr = node.attr[name]
+    if attr.HasField("func"):
+      refs.append(attr.func.name)
+    refs.extend(f.name for f in attr.list.func)
+  return refs
+
+
+def _canonical_names(graph_def: tf.compat.v1.GraphDef) -> dict[str, str]:
+  """A name for each library function: the order the graph refers to it.
+
+  Depth first from the graph's nodes (in their order, the order TF made
+  them), then into each function's body; a function nothing refers to (a
+  registered gradient) is named after those, in the order of its name.
+  """
+  library = {f.signature.name: f for f in graph_def.library.function}
+  names: dict[str, str] = {}
+
+  def visit(nodes: Sequence[tf.compat.v1.NodeDef]) -> None:
+    for node in nodes:
+      for r in _function_references(node):
+        if r in library and r not in names:
+          names[r] = f"__call_tf_fn_{len(names)}"
+          visit(library[r].node_def)
+
+  visit(graph_def.node)
+  for name in sorted(library):
+    names.setdefault(name, f"__call_tf_fn_{len(names)}")
+  return names
+
+
+def _sort_library(graph_def: tf.compat.v1.GraphDef) -> None:
+  """Orders the function library (and its gradients) by name."""
+  functions = sorted(graph_def.library.function,
+                     key=lambda f: f.signature.name)
+  gradients = sorted(graph_def.library.gradient,
+                     key=lambda g: (g.function_name, g.gradient_func))
+  library = type(graph_def.library)()
+  library.function.extend(functions)
+  library.gradient.extend(gradients)
+  graph_def.library.CopyFrom(library)
 
 
 def _rename_functions(graph_def: tf.compat.v1.GraphDef,
