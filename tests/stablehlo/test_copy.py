@@ -82,8 +82,8 @@ def test_a_copy_through_bytes_computes_what_the_text_does():
     assert_close(got, want, tol=0.)
   jitted = jax.jit(lambda *a: from_copy(*a))(x, n)
   assert_close(jitted[1], x + 1.5, tol=1e-6)
-  assert_close(jitted[0], np.sum(x * np.asarray([1., 2., 3.])) * 0.5,
-               tol=1e-6)
+  weights = np.asarray([1., 2., 3.], np.float32)
+  assert_close(jitted[0], np.sum(x * weights) * 0.5, tol=1e-6)
 
 
 def test_the_copy_keeps_constants_of_every_dtype():
