@@ -196,7 +196,7 @@ def _dtype_table() -> dict[str, np.dtype]:
   return table
 
 
-def _isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
+def isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
   """Whether an MLIR attribute or type is of `cls` (old and new bindings)."""
   if isinstance(x, cls):
     return True
@@ -206,7 +206,7 @@ def _isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
 
 def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Type:
   """The Python type of an MLIR type."""
-  if _isa(t, ir.RankedTensorType):
+  if isa(t, ir.RankedTensorType):
     t = ir.RankedTensorType(t)
     elt = str(t.element_type)
     if elt not in table:
@@ -224,11 +224,11 @@ def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Type:
     shape = tuple(int(b) if d else s
                   for d, b, s in zip(dynamic, bound, t.shape))
     return TensorType(shape, table[elt], dynamic)
-  if _isa(t, ir.TupleType):
+  if isa(t, ir.TupleType):
     t = ir.TupleType(t)
     return TupleType(tuple(read_type(t.get_type(i), table)
                            for i in range(t.num_types)))
-  if _isa(t, hlo.TokenType):
+  if isa(t, hlo.TokenType):
     return TokenType()
   future = _FUTURE.fullmatch(str(t))
   if future:  # an async op's values: a tuple of them
@@ -339,31 +339,31 @@ _HLO_ENUMS = ("ComparisonDirectionAttr", "ComparisonTypeAttr", "PrecisionAttr",
 
 def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> AttrValue:
   """A Python value for an attribute (numpy arrays for dense elements)."""
-  if _isa(a, ir.DenseElementsAttr):
+  if isa(a, ir.DenseElementsAttr):
     a = ir.DenseElementsAttr(a)
     # (Layout attributes have `index` elements.)
     return _dense(a, read_type(a.type, {**table, "index": np.dtype(np.int64)}))
   for cls in (ir.DenseI64ArrayAttr, ir.DenseI32ArrayAttr,
               ir.DenseBoolArrayAttr):
-    if _isa(a, cls):
+    if isa(a, cls):
       return tuple(cls(a))
   for cls in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr,
               ir.FlatSymbolRefAttr):
-    if _isa(a, cls):
+    if isa(a, cls):
       return cls(a).value
-  if _isa(a, ir.ArrayAttr):
+  if isa(a, ir.ArrayAttr):
     return tuple(read_attr(x, table) for x in ir.ArrayAttr(a))
-  if _isa(a, ir.DictAttr):
+  if isa(a, ir.DictAttr):
     d = ir.DictAttr(a)
     return {d[i].name: read_attr(d[i].attr, table) for i in range(len(d))}
   for name in _HLO_ENUMS:
     cls = getattr(hlo, name, None)
-    if cls is not None and _isa(a, cls):
+    if cls is not None and isa(a, cls):
       return cls(a).value
   for cls, read in _DIMENSION_NUMBERS:
-    if _isa(a, cls):
+    if isa(a, cls):
       return read(cls(a))
-  if _isa(a, ir.TypeAttr):
+  if isa(a, ir.TypeAttr):
     return str(ir.TypeAttr(a).value)
   return str(a)  # kept as text: a rule that needs it says it is unsupported
 

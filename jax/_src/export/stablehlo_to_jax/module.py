@@ -17,13 +17,15 @@
 (``b, 4``). The interpreter reads modules with static shapes:
 :func:`refined_module` gives the module a new ``main`` that takes the
 arguments with static shapes and calls the original, and refines every
-shape in it (``mlir.refine_polymorphic_shapes``).
+shape in it (``mlir.refine_polymorphic_shapes``); a module without shape
+polymorphism whose main takes those shapes is taken as it is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import func as func_dialect
@@ -48,7 +50,8 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
 
   Returns:
     The module, whose new main takes the platform arguments, then the
-    arguments with ``in_shapes``.
+    arguments with ``in_shapes``; the module as it is where it uses no
+    shape polymorphism and its main takes those shapes already.
 
   Raises:
     ValueError: shape refinement fails.
@@ -56,6 +59,9 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
   module = compat.deserialize_module(module_bytes, ir.Context.current)
   symtab = ir.SymbolTable(module.operation)
   original = symtab["main"]
+  if _already_refined(module, original.type.inputs[nr_platform_args:],
+                      in_shapes):
+    return module
   ir.SymbolTable.set_symbol_name(original, ORIGINAL_MAIN)
   ir.SymbolTable.set_visibility(original, "private")
   original_type = original.type
@@ -74,6 +80,26 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
         original_type.results, ir.FlatSymbolRefAttr.get(ORIGINAL_MAIN), args)
     func_dialect.ReturnOp(call.results)
   return compat.refine_polymorphic_shapes(module)
+
+
+def _already_refined(module: ir.Module, arg_types: Sequence[ir.Type],
+                     in_shapes: Sequence[tuple[int, ...]]) -> bool:
+  """Whether ``module`` is what refinement would make of it.
+
+  It is, as ``Exported.call``'s lowering takes it, when it uses no shape
+  polymorphism (its ``jax.uses_shape_polymorphism`` attribute) and its main
+  takes arguments of ``in_shapes`` already.
+  """
+  attrs = module.operation.attributes
+  if ("jax.uses_shape_polymorphism" in attrs
+      and ir.BoolAttr(attrs["jax.uses_shape_polymorphism"]).value):
+    return False
+  if len(arg_types) != len(in_shapes):
+    return False
+  return all(_ir.isa(t, ir.RankedTensorType)
+             and ir.RankedTensorType(t).has_static_shape
+             and tuple(ir.RankedTensorType(t).shape) == tuple(s)
+             for t, s in zip(arg_types, in_shapes))
 
 
 def refined_module_text(module_bytes: bytes, nr_platform_args: int,
