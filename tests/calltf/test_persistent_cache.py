@@ -254,7 +254,8 @@ def test_keys_differ_where_the_conversion_may(monkeypatch):
   assert with_v3 != key(lambda x: x * v4[0])
   v3.assign(np.full(3, 5., np.float32))
   assert with_v3 == key(lambda x: x * v3[0])
-  # A captured value whose structure would be in the module: not kept.
+  # A small ragged constant: TF makes graph constants of its parts, so its
+  # values are in the graph's digest and the key is made.
   ragged = tf.ragged.constant([[1.], [2., 3.]])
   assert key(lambda x: x * tf.reduce_sum(ragged)) is not None
   # TF's settings that change its lowering.
@@ -366,16 +367,67 @@ _OPS = {
     "sort": lambda x: tf.sort(x),
     "loop": lambda x: tf.while_loop(lambda y: tf.reduce_sum(y) < 10.,
                                     lambda y: y * 2., [x])[0],
+    # 64-bit values inside a float32 function: without jax_enable_x64, JAX
+    # transposes none of these.
+    "f64_sum": lambda x: tf.cast(tf.reduce_sum(tf.cast(x, tf.float64) ** 2),
+                                 tf.float32),
+    "f64_max": lambda x: tf.cast(tf.reduce_max(tf.cast(x, tf.float64) * 2.),
+                                 tf.float32),
+    "f64_pad": lambda x: tf.cast(tf.pad(tf.cast(x, tf.float64) * 2., [[1, 1]]),
+                                 tf.float32),
+    "f64_gather": lambda x: tf.cast(
+        tf.gather(tf.cast(x, tf.float64) * 2., [2, 0]), tf.float32),
 }
 
 
+@pytest.mark.parametrize("x64", [False, True])
 @pytest.mark.parametrize("name", sorted(_OPS))
-def test_a_module_said_surely_transposable_is_one_jax_transposes(name):
-  """The reading of the ops never says yes where JAX would say no."""
+def test_a_module_said_transposable_is_one_jax_transposes(name, x64):
+  """Neither the reading of the ops nor the cache says yes where JAX would
+  say no, in either jax_enable_x64 mode."""
   fn = tf.function(_OPS[name], autograph=False, jit_compile=True)
   spec = (tf.TensorSpec((3,), tf.float32),)
-  interp = path.lookup(fn, spec, purpose="test", staged=True)
-  if interp is None:
-    pytest.skip(f"{name}: no interpreted module")
-  if interp.surely_transposable:
-    assert interp._jax_transposes()  # pylint: disable=protected-access
+  with config.enable_x64(x64):
+    interp = path.lookup(fn, spec, purpose="test", staged=True)
+    if interp is None:
+      pytest.skip(f"{name}: no interpreted module")
+    if interp.transposable:
+      assert interp._jax_transposes()  # pylint: disable=protected-access
+
+
+def _sorted_squares_f64(x):
+  # A sort (the ops alone do not say: JAX is asked) and a sum in float64.
+  y = tf.cast(tf.sort(x), tf.float64)
+  return tf.cast(tf.reduce_sum(y * y), tf.float32)
+
+
+def test_the_kept_reverse_mode_answer_is_per_x64_mode(cache_dir):
+  """JAX transposes the module with jax_enable_x64, not without: the
+  answer kept by a run in one mode is not the other's."""
+  x = np.asarray([3., 1., 2.], np.float32)
+  for x64 in (True, False):
+    jax.clear_caches()
+    with config.enable_x64(x64):
+      got = jax.jit(jax.jacrev(call_tf(_sorted_squares_f64)))(x)
+    assert_close(np.asarray(got), 2 * x, tol=1e-6)
+  assert len([p for p in cache_dir.rglob("*.entry")
+              if p.name.startswith("transposable-")]) == 2
+
+
+def test_an_entry_with_a_header_nested_too_deep_is_a_miss(tmp_path):
+  store = persistent_cache.Store(tmp_path, -1)
+  key = persistent_cache.Key("hlo", "a key")
+  store.put(key, b"payload")
+  (entry,) = tmp_path.glob("*.entry")
+  header = b"[" * 100_000 + b"]" * 100_000
+  entry.write_bytes(persistent_cache._MAGIC  # pylint: disable=protected-access
+                    + len(header).to_bytes(4, "big") + header + b"payload")
+  assert store.get(key) is None
+
+
+def test_a_directory_that_fails_warns_once_whatever_the_message(caplog):
+  with caplog.at_level("WARNING"):
+    for name in ("tmp-a", "tmp-b"):  # mkstemp's errors name a new file
+      persistent_cache._warn_once(  # pylint: disable=protected-access
+          ("/a/directory/nobody/has", 13), f"cannot write {name}")
+  assert len(caplog.records) == 1

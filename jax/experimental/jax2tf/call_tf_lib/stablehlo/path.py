@@ -147,24 +147,41 @@ class Interpreted:
   surely_transposable: bool = False
   transposable_key: persistent_cache.Key | None = None  # stage: drop until persistent-cache
 
-  @functools.cached_property
+  # The answer of :attr:`transposable`, per ``jax_enable_x64`` mode: JAX
+  # transposes a module with 64-bit values inside in one mode, not always
+  # in the other.
+  _transposable: dict[bool, bool] = dataclasses.field(
+      default_factory=dict, init=False, repr=False)
+
+  @property
   def transposable(self) -> bool:
     """Whether JAX can transpose the program's derivative (reverse mode).
 
     Not through a ``while`` loop or a reduction with a region of its own
     (``reduce``, ``reduce_window``: ``cumprod``, ``cumulative_logsumexp``)
-    that tangents flow through: JAX differentiates those forward only.
-    Decided from the module's ops where they are all of the kinds JAX
-    transposes (:attr:`surely_transposable`); else by JAX itself, on
-    shapes: ``jax.vjp`` of the program, traced (or as a process decided it
-    before, from the persistent cache).
+    that tangents flow through: JAX differentiates those forward only; nor,
+    without ``jax_enable_x64``, through some ops of 64-bit values inside
+    the module. Decided from the module's ops where they are all of the
+    kinds JAX transposes (:attr:`surely_transposable`) and 64-bit values
+    are 64-bit; else by JAX itself, on shapes: ``jax.vjp`` of the program,
+    traced (or as a process decided it before, from the persistent cache),
+    once per ``jax_enable_x64`` mode.
     """
-    if self.surely_transposable:
+    x64 = bool(config.enable_x64.value)
+    if x64 not in self._transposable:
+      self._transposable[x64] = self._decided_transposable(x64)
+    return self._transposable[x64]
+
+  def _decided_transposable(self, x64: bool) -> bool:
+    """:attr:`transposable` in the ``jax_enable_x64`` mode ``x64``."""
+    if self.surely_transposable and (x64 or not self.program.uses_64_bits):
       return True
     # stage: drop until persistent-cache
+    key = self.transposable_key
+    if key is not None:
+      key = persistent_cache.Key(key.kind, f"{key.text}\nx64 {x64}")
     return persistent_cache.get_or_make(
-        self.transposable_key,
-        lambda: b"1" if self._jax_transposes() else b"0") == b"1"
+        key, lambda: b"1" if self._jax_transposes() else b"0") == b"1"
     # stage: end
     # stage: add until persistent-cache
     # return self._jax_transposes()
@@ -366,7 +383,7 @@ def _loads(data: bytes) -> _Module | None:
   try:
     op_types = json.loads(data[4:4 + size])
     copy = stablehlo_to_jax.loads(data[4 + size:])
-  except ValueError:  # UnreadableCopy too
+  except (ValueError, RecursionError):  # UnreadableCopy too
     return None
   if not (isinstance(op_types, dict) and all(
       isinstance(k, str) and isinstance(v, str)

@@ -158,7 +158,8 @@ class Store:
         _remove(pathlib.Path(tmp))
         raise
     except OSError as e:
-      _warn_once(errors.cache_write_warning(str(self.directory), e))
+      _warn_once((str(self.directory), e.errno),
+                 errors.cache_write_warning(str(self.directory), e))
       return
     if self.size_bound >= 0:
       self.evict()
@@ -209,7 +210,7 @@ def _payload(data: bytes, key: Key) -> bytes | None:
   size = int.from_bytes(data[len(_MAGIC):start], "big")
   try:
     header = json.loads(data[start:start + size])
-  except ValueError:
+  except (ValueError, RecursionError):  # not JSON; JSON nested too deep
     return None
   payload = data[start + size:]
   if not (isinstance(header, dict) and header.get("format") == FORMAT
@@ -227,15 +228,17 @@ def _remove(path: pathlib.Path) -> None:
     pass
 
 
-_WARNED: set[str] = set()
+_WARNED: set[tuple[str, int | None]] = set()
 _WARNED_LOCK = threading.Lock()
 
 
-def _warn_once(message: str) -> None:
+def _warn_once(what: tuple[str, int | None], message: str) -> None:
+  """Logs ``message`` the first time ``what`` (a directory and an errno)
+  fails: the messages of one failure differ (a temporary file's name)."""
   with _WARNED_LOCK:
-    if message in _WARNED:
+    if what in _WARNED:
       return
-    _WARNED.add(message)
+    _WARNED.add(what)
   logger.warning(message)
 
 
