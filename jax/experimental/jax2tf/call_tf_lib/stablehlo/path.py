@@ -364,8 +364,9 @@ def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
     kind: "module" (what :class:`_Module` holds), or "transposable" (what
       the program computes decides it: every module of the interpreter's).
   """
-  code = [persistent_cache.source_digest(sys.modules[__name__], compat,
-                                         compile_lib, tf_derivatives),
+  code = [persistent_cache.source_digest(
+      sys.modules[__name__], compat, compile_lib, tf_derivatives, captures,
+      effects, graph_lib, xla_fidelity, transposable_lib),
           stablehlo_to_jax.source_digest(everything=kind != "module")]
   return persistent_cache.conversion_key(kind, concrete, sig, platform,
                                          code)

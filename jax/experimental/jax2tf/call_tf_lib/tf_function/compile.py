@@ -206,10 +206,16 @@ def _compile_eager_cached(
 def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
                   specs: Sequence[tf.TensorSpec], platform: str
                   ) -> persistent_cache.Key | None:
-  """The persistent cache's key of a trace's HLO (None: not to be kept)."""
+  """The persistent cache's key of a trace's HLO (None: not to be kept).
+
+  Its code is every module whose checks a kept entry stands for (a hit
+  skips them: the entry passed them when it was made).
+  """
   return persistent_cache.conversion_key(
       "hlo", concrete_fn, specs, platform,
-      code=[persistent_cache.source_digest(sys.modules[__name__], compat)])
+      code=[persistent_cache.source_digest(
+          sys.modules[__name__], compat, captures, effects, graph_lib,
+          version, xla_fidelity)])
 # stage: end
 
 
