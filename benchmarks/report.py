@@ -783,7 +783,7 @@ def summary_table(data: dict[str, Any], results: str) -> str:
   m = _merged_into(data, "first_call")
   steady_when = "; ".join(f"{', '.join(ws)} {d} UTC"
                           for d, ws in dates.items())
-  first_when = f"{m['date']}" if m else f"{e['date']} UTC"
+  first_when = f"{m['date']} UTC" if m else f"{e['date']} UTC"
   notes = [
       "Time of the fork (`call_tf(f)` with the default options, under each "
       "row's transformation) over the faster of native JAX (the same "
