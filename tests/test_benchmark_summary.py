@@ -96,20 +96,28 @@ def test_summary_ratios_are_to_the_faster_reference(report):
   assert energy.count("not measured") == 2, energy
 
 
-def test_summary_first_calls_of_each_transformation(report):
-  """A row's first calls, each labeled; the paired ratio; a wrong result."""
+def _timed(t):
+  return {"median": t, "min": t}
+
+
+def _first_call_results(**first_call):
+  """A results.json with only first calls (``first_call``'s entries)."""
   env = {"date": "2026-01-01 00:00", "machine": "m", "backend": "cpu",
          "jax": "j", "jaxlib": "l", "tensorflow": "t", "tf2jax": "x",
          "python": "p"}
-  timed = lambda t: {"median": t, "min": t}  # noqa: E731
-  data = {"environment": env, "sizes": [1, 100], "workloads": [],
+  return {"environment": env, "sizes": [1, 100], "workloads": [],
           "methods": [], "records": [],
-          "first_call": {"n": 100, "repeats": 3, "summary": {
-              "energy": {"native": timed(0.2), "fork": timed(0.4)},
-              "lj8_vmap": {"native": timed(0.2), "tf2jax": timed(0.3),
-                           "fork": timed(0.25), "ratio": 1.1},
-              "lj8_hessian": {"native": timed(0.5),
-                              "fork": {**timed(0.4), "wrong": True}}}}}
+          "first_call": {"n": 100, **first_call}}
+
+
+def test_summary_first_calls_of_each_transformation(report):
+  """A row's first calls, each labeled; the paired ratio; a wrong result."""
+  data = _first_call_results(repeats=3, summary={
+      "energy": {"native": _timed(0.2), "fork": _timed(0.4)},
+      "lj8_vmap": {"native": _timed(0.2), "tf2jax": _timed(0.3),
+                   "fork": _timed(0.25), "ratio": 1.1},
+      "lj8_hessian": {"native": _timed(0.5),
+                      "fork": {**_timed(0.4), "wrong": True}}})
   lines = report.summary_table(data, "results").splitlines()
   energy = next(line for line in lines if "molecular energy" in line)
   # Without a paired ratio, the ratio of the medians; with one, that one.
@@ -124,18 +132,12 @@ def test_summary_first_calls_of_each_transformation(report):
 
 def test_summary_first_calls_with_caches_warm(report):
   """Where the run measured it, the cache-warm first call follows."""
-  env = {"date": "2026-01-01 00:00", "machine": "m", "backend": "cpu",
-         "jax": "j", "jaxlib": "l", "tensorflow": "t", "tf2jax": "x",
-         "python": "p"}
-  timed = lambda t: {"median": t, "min": t}  # noqa: E731
-  data = {"environment": env, "sizes": [1, 100], "workloads": [],
-          "methods": [], "records": [],
-          "first_call": {"n": 100, "repeats": 5, "summary": {
-              "lj8_jacfwd": {"native": timed(0.4), "fork": timed(0.44),
-                             "ratio": 1.1}},
-                         "warm_summary": {
-              "lj8_jacfwd": {"native": timed(0.1), "fork": timed(0.13),
-                             "ratio": 1.3}}}}
+  data = _first_call_results(
+      repeats=5,
+      summary={"lj8_jacfwd": {"native": _timed(0.4), "fork": _timed(0.44),
+                              "ratio": 1.1}},
+      warm_summary={"lj8_jacfwd": {"native": _timed(0.1),
+                                   "fork": _timed(0.13), "ratio": 1.3}})
   table = report.summary_table(data, "results")
   jacfwd = next(line for line in table.splitlines()
                 if "`vmap(jacfwd)` of" in line)
