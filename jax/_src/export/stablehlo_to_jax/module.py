@@ -82,6 +82,13 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
   return compat.refine_polymorphic_shapes(module)
 
 
+def uses_shape_polymorphism(module: ir.Module) -> bool:
+  """The module's ``jax.uses_shape_polymorphism`` attribute (False if none)."""
+  attrs = module.operation.attributes
+  return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
+      attrs["jax.uses_shape_polymorphism"]).value)
+
+
 def _already_refined(module: ir.Module, arg_types: Sequence[ir.Type],
                      in_shapes: Sequence[tuple[int, ...]]) -> bool:
   """Whether ``module`` is what refinement would make of it.
@@ -90,9 +97,7 @@ def _already_refined(module: ir.Module, arg_types: Sequence[ir.Type],
   polymorphism (its ``jax.uses_shape_polymorphism`` attribute) and its main
   takes arguments of ``in_shapes`` already.
   """
-  attrs = module.operation.attributes
-  if ("jax.uses_shape_polymorphism" in attrs
-      and ir.BoolAttr(attrs["jax.uses_shape_polymorphism"]).value):
+  if uses_shape_polymorphism(module):
     return False
   if len(arg_types) != len(in_shapes):
     return False

@@ -167,9 +167,7 @@ def refined_result_shapes(module_bytes: bytes, nr_platform_args: int,
 
 def module_uses_shape_polymorphism(module: ir.Module) -> bool:
   """The module's ``jax.uses_shape_polymorphism`` attribute."""
-  attrs = module.operation.attributes
-  return ("jax.uses_shape_polymorphism" in attrs and ir.BoolAttr(
-      attrs["jax.uses_shape_polymorphism"]).value)
+  return refined_module.uses_shape_polymorphism(module)
 
 
 def uses_shape_polymorphism(module_bytes: bytes) -> bool:
