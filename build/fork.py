@@ -351,7 +351,11 @@ def main(argv: list[str] | None = None) -> int:
                       "default: the default release in full, the others "
                       "with the smoke suite)")
   p.add_argument("--full", action="store_true",
-                 help="every release in full (as `matrix`)")
+                 help="every release in full (as `matrix`; with --upstream, "
+                      "those releases), and on the default release (with "
+                      "--upstream, on those) the fork suite's tests marked "
+                      "full_run, which the default run leaves out "
+                      "(docs/maintainers.md, \"CI\")")
   p.add_argument("--python", metavar="X.Y",
                  help="test on this Python of the release(s) (one of their "
                       "`python` in patches/upstream.toml) instead of the "

@@ -16,6 +16,12 @@
 The suite is run by `python build/fork.py test`, which builds the patched
 wheel, installs it into a test venv and runs pytest with that venv's Python;
 it passes the wheel's path in $JAX_FORK_WHEEL.
+
+Tests marked `full_run` cost most and prove least (what they check, other
+tests of the default run check on smaller inputs): they run only with
+`--full-run`, which `python build/fork.py test --full` passes
+(docs/maintainers.md, "CI"). Tests that scale their inputs read the same
+option (`full_run` below).
 """
 
 from __future__ import annotations
@@ -28,6 +34,44 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "build"))
+
+
+FULL_RUN = "--full-run"
+_LEFT = pytest.StashKey[int]()  # how many tests `full_run` left out
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+  parser.addoption(
+      FULL_RUN, action="store_true",
+      help="also run the tests marked full_run (`python build/fork.py test "
+           "--full` passes it; docs/maintainers.md, \"CI\")")
+
+
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+  """Deselects the tests marked `full_run`, unless `--full-run`."""
+  if config.getoption(FULL_RUN):
+    return
+  left = [item for item in items if item.get_closest_marker("full_run")]
+  if left:
+    config.hook.pytest_deselected(items=left)
+    items[:] = [item for item in items if not item.get_closest_marker(
+        "full_run")]
+    config.stash[_LEFT] = len(left)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+  left = config.stash.get(_LEFT, 0)
+  if left:
+    terminalreporter.write_line(
+        f"{left} test(s) marked full_run not run: `python build/fork.py test "
+        f"--full` (pytest {FULL_RUN}) runs them")
+
+
+@pytest.fixture(scope="session")
+def full_run(request: pytest.FixtureRequest) -> bool:
+  """Whether this is the full run (`--full-run`)."""
+  return bool(request.config.getoption(FULL_RUN))
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,9 @@ single-op module (:func:`stablehlo_to_jax.parse`); if it refuses, the
 refusal and its reason are the outcome. Otherwise the case is computed by
 the engine under ``jax.jit`` and by XLA compiling the module unchanged
 (:mod:`.xla`), and compared bit for bit (a NaN matches any NaN: XLA does
-not promise NaN payloads or signs), or to the case's tolerance where the
+not promise NaN payloads or signs; a subnormal of a float of 16 bits or
+fewer matches the zero of its sign: XLA:CPU flushes them on some
+instruction sets, :func:`compare`), or to the case's tolerance where the
 specification leaves the rounding to the implementation and the engine
 computes by another algorithm (factorizations, FFTs); then ``jax.vmap`` of
 the engine's program against a loop of it, and, where the case names its
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 import contextlib
 import dataclasses
 import json
@@ -52,9 +54,11 @@ import sys
 import time
 import zlib
 
+import ml_dtypes
 import numpy as np
 
 from . import spec_cases
+from . import spec_types as st
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -123,8 +127,48 @@ def _bits(x: np.ndarray) -> np.ndarray:
   return np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}")
 
 
+# The types whose subnormals XLA:CPU flushes to zero on some instruction
+# sets and not on others: the floats of 16 bits or fewer, which it computes
+# through conversions to and from f32 (with AVX512_BF16, bf16 by its
+# instructions, which flush; with AVX2 by integer arithmetic, which does
+# not). docs/stablehlo.md, "Conformance to the specification".
+_FLUSHED_BY_SOME_CPUS = frozenset(
+    st.DTYPES[t] for t in st.FLOAT if st.DTYPES[t].itemsize <= 2)
+
+
+def _zero_of_sign(x: np.ndarray) -> np.ndarray:
+  """The zero of each element's sign, in x's type (+0 in a type without
+  -0: the FNUZ floats)."""
+  return np.copysign(0., x.astype(np.float64)).astype(x.dtype)
+
+
+def _flushed(g: np.ndarray, w: np.ndarray) -> np.ndarray:
+  """Where one of `g` and `w` (of one type) is a subnormal that some CPU's
+  XLA flushes (`_FLUSHED_BY_SOME_CPUS`) and the other is the zero of its
+  sign; nowhere in other types."""
+  if g.dtype not in _FLUSHED_BY_SOME_CPUS:
+    return np.zeros(g.shape, bool)
+  tiny = float(ml_dtypes.finfo(g.dtype).smallest_normal)
+
+  def subnormal(x):
+    a = np.abs(x.astype(np.float64))
+    return (a > 0) & (a < tiny)
+  return ((subnormal(g) & (_bits(w) == _bits(_zero_of_sign(g))))
+          | (subnormal(w) & (_bits(g) == _bits(_zero_of_sign(w)))))
+
+
 def compare(got: np.ndarray, want: np.ndarray, tol: float) -> str:
-  """``exact``, ``close`` or ``wrong: ...`` (a NaN matches any NaN)."""
+  """``exact``, ``close`` or ``wrong: ...``.
+
+  Exact is bit for bit, with two rules for what XLA does not promise: a
+  NaN matches any NaN (XLA promises no payload or sign), and in a float
+  type of 16 bits or fewer a subnormal matches the zero of its sign and no
+  other value (XLA:CPU flushes such subnormals on some instruction sets and
+  not on others: the same program gives either on different CPUs). Where
+  `tol` is not 0, inexact values within it are ``close``, and so are exact
+  ones: the class says what the comparison holds, which does not depend on
+  the CPU.
+  """
   got, want = np.asarray(got), np.asarray(want)
   if got.dtype.itemsize == 0 and got.dtype == want.dtype:
     return EXACT  # (float0: integer results have no tangents)
@@ -137,8 +181,9 @@ def compare(got: np.ndarray, want: np.ndarray, tol: float) -> str:
   if inexact:
     g64, w64 = g.astype(np.float64), w.astype(np.float64)
     same |= np.isnan(g64) & np.isnan(w64)
+    same |= _flushed(g, w)
   if same.all():
-    return EXACT
+    return CLOSE if tol and inexact else EXACT
   if tol and inexact:
     close = np.isclose(g64, w64, rtol=tol, atol=tol, equal_nan=True)
     if close.all():
@@ -538,12 +583,15 @@ def work(names: Sequence[str], one_by_one: bool = False) -> None:
 
 # The parent: workers in subprocesses; the cases that kill one, found.
 
-def _worker(names: Sequence[str], one_by_one: bool = False
+def _worker(names: Sequence[str], one_by_one: bool = False,
+            environ: Mapping[str, str] | None = None
             ) -> tuple[dict[str, Outcome], list[str], int, str]:
-  """Runs a worker on `names`: its outcomes, the names of the group it was
-  computing when it ended, its exit status, and the end of its stderr."""
-  env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-      [str(ROOT), os.environ.get("PYTHONPATH", "")])}
+  """Runs a worker on `names` (in `environ`, by default this process's
+  environment): its outcomes, the names of the group it was computing when
+  it ended, its exit status, and the end of its stderr."""
+  environ = os.environ if environ is None else environ
+  env = {**environ, "PYTHONPATH": os.pathsep.join(
+      [str(ROOT), environ.get("PYTHONPATH", "")])}
   proc = subprocess.run(
       [sys.executable, "-m", "tests.stablehlo.conformance", "--worker"]
       + ["--one-by-one"] * one_by_one,
@@ -576,17 +624,19 @@ def _parse_name(name: str) -> tuple[str, str, str]:
   return op, parts[0], parts[1] if len(parts) > 1 else ""
 
 
-def _isolate(names: Sequence[str], out: dict[str, Outcome]) -> None:
+def _isolate(names: Sequence[str], out: dict[str, Outcome],
+             environ: Mapping[str, str] | None = None) -> None:
   """Runs `names` in workers; where one dies, reruns the group it was
   computing case by case, until each case that kills a worker is alone (an
   ``abort``), and the others go on in a new worker."""
-  outcomes, group, status, stderr = _worker(names)
+  outcomes, group, status, stderr = _worker(names, environ=environ)
   out.update(outcomes)
   rest = [n for n in names if n not in outcomes]
   suspects = group or rest[:1]
   others = [n for n in rest if n not in suspects]
   while suspects:
-    outcomes, group, status, stderr = _worker(suspects, one_by_one=True)
+    outcomes, group, status, stderr = _worker(suspects, one_by_one=True,
+                                              environ=environ)
     out.update(outcomes)
     left = [n for n in suspects if n not in outcomes]
     if left:
@@ -595,16 +645,17 @@ def _isolate(names: Sequence[str], out: dict[str, Outcome]) -> None:
       left.remove(dead)
     suspects = left
   if others:
-    _isolate(others, out)
+    _isolate(others, out, environ)
 
 
-def run(names: Sequence[str] | None = None,
-        workers: int | None = None) -> dict[str, Outcome]:
+def run(names: Sequence[str] | None = None, workers: int | None = None,
+        environ: Mapping[str, str] | None = None) -> dict[str, Outcome]:
   """The outcome of each case (all of them by default), by name.
 
   The cases run in `workers` processes at once (by default as many as
   there are CPUs, at most 2; ``$STABLEHLO_CONFORMANCE_WORKERS``), each
-  given whole element types.
+  given whole element types, in the environment `environ` (by default this
+  process's: ``XLA_FLAGS`` there is XLA's).
   """
   if names is None:
     names = [c.name for c in spec_cases.cases()]
@@ -616,9 +667,53 @@ def run(names: Sequence[str] | None = None,
              == k] for k in range(workers)]
   out: dict[str, Outcome] = {}
   with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-    for f in [pool.submit(_isolate, share, out) for share in shares if share]:
+    for f in [pool.submit(_isolate, share, out, environ) for share in shares
+              if share]:
       f.result()
   return {n: out[n] for n in names}
+
+
+# Instruction sets: what XLA:CPU computes may depend on the one it compiles
+# for (`_FLUSHED_BY_SOME_CPUS`); the outcomes must not.
+
+_MAX_ISA = "--xla_cpu_max_isa"
+
+
+def cpu_flags() -> frozenset[str]:
+  """The CPU's feature flags (``avx2``, ``avx512f``...): Linux's
+  ``/proc/cpuinfo``; none where it cannot be read."""
+  try:
+    text = pathlib.Path("/proc/cpuinfo").read_text(encoding="utf-8")
+  except OSError:
+    return frozenset()
+  for line in text.splitlines():
+    if line.startswith("flags"):
+      return frozenset(line.split(":", 1)[1].split())
+  return frozenset()
+
+
+def another_instruction_set(environ: Mapping[str, str],
+                            flags: frozenset[str]
+                            ) -> tuple[dict[str, str], str] | None:
+  """An environment in which XLA:CPU compiles for another instruction set
+  than in `environ`, and what it is.
+
+  Where `environ`'s ``XLA_FLAGS`` limits the instruction set
+  (``--xla_cpu_max_isa``), the same without the limit (the CPU's widest);
+  else, on a CPU with AVX-512 (`flags`), with ``--xla_cpu_max_isa=AVX2``;
+  else None (nothing wider than AVX2 to compare with).
+  """
+  words = environ.get("XLA_FLAGS", "").split()
+  limits = [w for w in words if w.split("=", 1)[0] == _MAX_ISA]
+  if limits:
+    rest = [w for w in words if w not in limits]
+    return ({**environ, "XLA_FLAGS": " ".join(rest)},
+            f"without {' '.join(limits)}: the CPU's widest instruction set")
+  if "avx512f" not in flags:
+    return None
+  limit = f"{_MAX_ISA}=AVX2"
+  return ({**environ, "XLA_FLAGS": " ".join([*words, limit])},
+          f"XLA_FLAGS={limit}")
 
 
 def _summary(outcomes: dict[str, Outcome]) -> str:

@@ -249,3 +249,73 @@ def test_parallel_runs_build_a_release_once_and_print_each_whole(
                                  ".patch does not apply") for r in rows)
   out = capsys.readouterr().out
   assert out.count("===== jax 9.9.9") == 2
+
+
+def test_full_runs_the_full_run_tests_on_the_default_release_or_those_named():
+  default = MANIFEST.default().version
+  assert testrun.full_run_releases(MANIFEST, [], full=False) == frozenset()
+  assert testrun.full_run_releases(MANIFEST, [], full=True) == {default}
+  assert testrun.full_run_releases(MANIFEST, ["0.10.2"], full=True) == {
+      "0.10.2"}
+  assert testrun.full_run_releases(MANIFEST, ["0.10.2"], full=False) == set()
+
+
+def test_run_all_marks_the_runs_of_the_full_run_releases(monkeypatch):
+  """`--full-run` (tests/conftest.py) reaches the runs of a release in
+  `full_run` (run_release passes it in FULL and NO_TF mode only)."""
+  seen = []
+
+  def fake_release(project, release, mode, *, pytest_args, tests_dir,
+                   wheels=None, out=None, full_run=False):
+    seen.append((release.version, mode, full_run))
+    return testrun.Row(release=release, mode=mode, python="3.x")
+
+  monkeypatch.setattr(testrun, "run_release", fake_release)
+  runs = testrun.plan(MANIFEST, [], full=False)
+  default = MANIFEST.default().version
+  testrun.run_all(None, runs, pytest_args=[], tests_dir=None, jobs=1,
+                  full_run=frozenset({default}))
+  assert {(v, m) for v, m, f in seen if f} == {
+      (v, m) for v, m, _ in seen if v == default}
+  assert {m for v, m, f in seen if f} >= {testrun.FULL, testrun.NO_TF}
+
+
+@pytest.mark.parametrize("mode,full_run,passed", [
+    (testrun.FULL, True, True), (testrun.NO_TF, True, True),
+    (testrun.SMOKE, True, False), (testrun.SMOKE_FORK, True, False),
+    (testrun.FULL, False, False)])
+def test_run_release_passes_the_full_run_option(monkeypatch, mode, full_run,
+                                                passed):
+  args = _fork_suite_args(monkeypatch, mode, full_run)
+  assert (testrun.FULL_RUN_ARG in args) == passed
+  assert args[-1] == "-x"  # (the caller's arguments kept)
+
+
+def _fork_suite_args(monkeypatch, mode, full_run):
+  """The fork suite's pytest arguments of `run_release` (nothing built)."""
+  import contextlib  # pylint: disable=g-import-not-at-top
+  got = []
+
+  class Wheels:
+    def get(self, release):
+      return pathlib.Path("/nowhere/jax.whl")
+
+  @contextlib.contextmanager
+  def test_env(*args, **kwargs):
+    yield pathlib.Path("/nowhere/venv")
+
+  def run_fork_suite(project, release, venv, wheel, mode, pytest_args, *a):
+    got.extend(pytest_args)
+    return 0, (1, 0)
+
+  monkeypatch.setattr(testrun.envs, "test_env", test_env)
+  monkeypatch.setattr(testrun.envs, "venv_python", lambda v: v / "python")
+  monkeypatch.setattr(testrun.upstream_tests, "versions_in",
+                      lambda python: {"python": "3.x"})
+  monkeypatch.setattr(testrun, "_run_fork_suite", run_fork_suite)
+  row = testrun.run_release(
+      Project(pathlib.Path(__file__).resolve().parents[2]),
+      MANIFEST.default(), mode, pytest_args=["-x"], tests_dir=None,
+      wheels=Wheels(), full_run=full_run)
+  assert row.ok, row.status
+  return got

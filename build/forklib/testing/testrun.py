@@ -28,7 +28,9 @@ Modes (docs/maintainers.md says why):
 * `test --upstream V` (repeatable): those releases in full, on their first
   Python (`--python P`: on P instead).
 * `matrix` (or `test --full`): every release in full; also writes
-  docs/compatibility.md.
+  docs/compatibility.md. The fork suite's tests marked `full_run` (those
+  that cost most and prove least: tests/conftest.py) run on the default
+  release only (FULL_RUN_ARG), or with `--upstream V --full` on V.
 
 A release's further Pythons (`python` in the manifest after the first: 3.13
 where TF 2.21 has cp313 wheels) get the fork's smoke suite in `test` and
@@ -86,6 +88,13 @@ SMOKE_SUITE_TESTS = 500
 # Runs at a time (`test --jobs`): CI's machine has 2 cores, and one run
 # leaves much of them idle (docs/maintainers.md, "CI").
 JOBS = 2
+# The fork suite's pytest option that runs its tests marked `full_run`
+# (tests/conftest.py): `test --full` passes it to the default release's
+# runs (FULL and NO_TF), or to those of the releases named by `--upstream`.
+# Not to every release: those tests are what takes the default release's
+# suite past CI's time; run on all eleven they would add hours to `matrix`
+# and prove nothing the other releases' whole suites do not.
+FULL_RUN_ARG = "--full-run"
 
 
 @dataclasses.dataclass
@@ -184,8 +193,8 @@ def log_dir_of(release: Release, mode: str = FULL) -> pathlib.Path:
 
 def run_release(project: Project, release: Release, mode: str, *,
                 pytest_args: list[str], tests_dir: pathlib.Path | None,
-                wheels: Wheels | None = None, out: TextIO | None = None
-                ) -> Row:
+                wheels: Wheels | None = None, out: TextIO | None = None,
+                full_run: bool = False) -> Row:
   """Builds, installs and tests one release; never raises a ForkError.
 
   Args:
@@ -197,7 +206,11 @@ def run_release(project: Project, release: Release, mode: str, *,
     tests_dir: upstream's tests by tag, or None.
     wheels: the run's wheels (default: build the release's).
     out: where the suites' output goes (default: stdout and stderr).
+    full_run: in FULL and NO_TF mode, also the suite's tests marked
+      `full_run` (FULL_RUN_ARG).
   """
+  if full_run and mode in (FULL, NO_TF):
+    pytest_args = [FULL_RUN_ARG, *pytest_args]
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
   log_dir = log_dir_of(release, mode)
@@ -297,6 +310,16 @@ def on_python(release: Release, python: str) -> Release:
       release, python=(python, *(p for p in release.python if p != python)))
 
 
+def full_run_releases(manifest: Manifest, versions: list[str],
+                      full: bool) -> frozenset[str]:
+  """The versions whose runs include the tests marked `full_run`: with
+  `full`, the releases named (`--upstream`), else the default one."""
+  if not full:
+    return frozenset()
+  return (frozenset(manifest.get(v).version for v in versions)
+          or frozenset({manifest.default().version}))
+
+
 def plan(manifest: Manifest, versions: list[str], full: bool,
          python: str | None = None) -> list[tuple[Release, str]]:
   """Which releases run, on which Python, in which mode, newest first.
@@ -330,7 +353,8 @@ def run(project: Project, versions: list[str], *, full: bool = False,
   Args:
     project: the repository.
     versions: the releases to test in full (default: all, as `plan` says).
-    full: every release in full.
+    full: every release in full (with `versions`: those releases), and the
+      fork suite's tests marked `full_run` (`full_run_releases`).
     python: the Python to test on instead of each release's first.
     pytest_args: more arguments for the fork suite's pytest.
     tests_dir: upstream's tests by tag, or None.
@@ -348,7 +372,9 @@ def run(project: Project, versions: list[str], *, full: bool = False,
                     "of upstream's repository (see docs/maintainers.md)")
   tree_lib.preflight(project, [r for r, _ in runs])
   rows = run_all(project, runs, pytest_args=list(pytest_args),
-                 tests_dir=tests_dir, jobs=jobs)
+                 tests_dir=tests_dir, jobs=jobs,
+                 full_run=full_run_releases(project.manifest(), versions,
+                                            full))
   print(summary(rows, tests_dir), flush=True)
   print(f"wall time: {(time.monotonic() - start) / 60:.1f} min for "
         f"{len(rows)} run(s), {min(jobs, len(rows))} at a time", flush=True)
@@ -362,8 +388,12 @@ def run(project: Project, versions: list[str], *, full: bool = False,
 
 def run_all(project: Project, runs: list[tuple[Release, str]], *,
             pytest_args: list[str], tests_dir: pathlib.Path | None,
-            jobs: int = 1) -> list[Row]:
+            jobs: int = 1, full_run: frozenset[str] = frozenset()
+            ) -> list[Row]:
   """Runs `runs` (`plan`'s), `jobs` at a time; their rows, in plan order.
+
+  The runs of the versions in `full_run` include the fork suite's tests
+  marked `full_run` (`full_run_releases`).
 
   One at a time, each run's output streams to the terminal. Several at a
   time, each run's output goes to `output.log` in its log directory and is
@@ -381,7 +411,8 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
                f"{release.test_python} ({mode})")
       rows.append(run_release(project, release, mode,
                               pytest_args=pytest_args, tests_dir=tests_dir,
-                              wheels=wheels))
+                              wheels=wheels,
+                              full_run=release.version in full_run))
     return rows
   print_lock = threading.Lock()
 
@@ -392,7 +423,8 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
              f"({mode}): started; its output goes to {path}")
     with open(path, "w", encoding="utf-8") as out:
       row = run_release(project, release, mode, pytest_args=pytest_args,
-                        tests_dir=tests_dir, wheels=wheels, out=out)
+                        tests_dir=tests_dir, wheels=wheels, out=out,
+                        full_run=release.version in full_run)
     with print_lock:
       print(f"\n===== jax {release.label} on Python {row.python} ({mode}):"
             f" {row.status}, {row.seconds / 60:.1f} min; output of {path}:",
