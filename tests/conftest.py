@@ -47,6 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
            "--full` passes it; docs/maintainers.md, \"CI\")")
 
 
+@pytest.hookimpl(trylast=True)  # (after -k and -m: what they kept)
 def pytest_collection_modifyitems(config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
   """Deselects the tests marked `full_run`, unless `--full-run`."""

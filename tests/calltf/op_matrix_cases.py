@@ -103,6 +103,10 @@ class Family:
     skip: transformation -> reason it is not run.
     heavy: transformations that take minutes on a loaded 2-core machine;
       left out of a quick run (JAX_FORK_OP_MATRIX_QUICK=1).
+    full_run: transformations that cost most and prove least, transformation
+      -> why: the test suite runs them in the full run only (`fork.py test
+      --full`, pytest `--full-run`), where what they check is checked by
+      other cases of the default run (docs/maintainers.md, "CI").
     forward_reference: the references of first derivatives are TF's forward
       mode (`tf.autodiff.ForwardAccumulator`), not its tapes; where TF's
       eager kernels disagree between the two modes (the gradient of 3-D max
@@ -121,6 +125,7 @@ class Family:
   skip: dict[str, str] = dataclasses.field(default_factory=dict)
   heavy: frozenset[str] = frozenset()
   forward_reference: bool = False
+  full_run: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _rng(name: str) -> np.random.Generator:
@@ -1160,7 +1165,18 @@ FAMILIES: tuple[Family, ...] = (
            "DormandPrince().solve of y' = A(theta) y, states at t=.5, 1",
            requires="tensorflow_probability", tol=2e-3, tol2=2e-2,
            heavy=frozenset({"jit(vmap)", "jit(jacfwd)", "jit(jacrev)"})
-           | SECOND_ORDER),
+           | SECOND_ORDER, full_run=dict.fromkeys(
+               ("jit(vmap(grad))", "jit(jacrev)", "jacrev", "jit(jacfwd)",
+                "jacfwd", "jit(hessian)", "hessian", "jit(vmap(hessian))"),
+               "TFP's adjoint (a while loop of data-dependent trip count) "
+               "is refused under jit and vectorized by no method: each "
+               "derivative column is a known refusal or gap, whose "
+               "sequential retry solves the ODE per element, 2 to 10 "
+               "minutes a case on the shared 2-core machine; the default "
+               "run proves the solve, its batching and its tangents "
+               "(value, jit, vmap, jit(vmap), jvp), and refusals and gaps "
+               "of while loops by other families (while_loop_random, "
+               "tensor_array_dynamic)")),
 )
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
@@ -1172,6 +1188,13 @@ def case_id(family: str, transform: str) -> str:
 
 def all_case_ids() -> list[str]:
   return [case_id(f.name, t) for f in FAMILIES for t in TRANSFORMS]
+
+
+def full_run_case_ids() -> dict[str, str]:
+  """The cases the test suite runs in the full run only, case -> why
+  (`Family.full_run`)."""
+  return {case_id(f.name, t): why for f in FAMILIES
+          for t, why in f.full_run.items()}
 
 
 # Gaps that stay: cases that raise with the defaults and run with

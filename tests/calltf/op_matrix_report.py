@@ -757,7 +757,8 @@ def _known_refusal(refusals: dict[str, str], cid: str) -> str | None:
 def markdown(results: dict[str, dict], environment: dict[str, str],
              seconds: float, known: dict[str, str] | None = None,
              gaps: dict[str, str] | None = None,
-             refusals: dict[str, str] | None = None) -> str:
+             refusals: dict[str, str] | None = None,
+             full_run: dict[str, str] | None = None) -> str:
   """The report: a family x transformation table, then every non-ok case.
 
   Args:
@@ -767,17 +768,22 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
     known: known bugs, case -> the bug (cells marked `(x)`).
     gaps: known gaps, case -> why they stay.
     refusals: known refusals, family or case -> why.
+    full_run: the cases the test suite leaves to its full run, case -> why.
   """
   known = known or {}
   gaps = gaps or {}
   refusals = refusals or {}
+  full_run = full_run or {}
   c = counts(results)
   out = [
       "# The op matrix: TensorFlow op families x transformations of call_tf",
       "",
-      "Generated from a real run by `tests/calltf/op_matrix_report.py`;",
-      "do not edit by hand. `tests/calltf/test_op_matrix.py` runs the same",
-      "cases in CI and fails on any WRONG or crash. Regenerate with the test",
+      "Generated from a real run of every case by",
+      "`tests/calltf/op_matrix_report.py`; do not edit by hand.",
+      "`tests/calltf/test_op_matrix.py` runs the same cases and fails on",
+      "any WRONG or crash: in CI (`python3 build/fork.py test`) all but",
+      "those left to the full run (`python3 build/fork.py test --full`,",
+      "listed under \"Left to the full run\"). Regenerate with the test",
       "environment's Python (`--json run.json` keeps every record;",
       "`--previous run.json --cases FAMILY` reruns one family into it):",
       "",
@@ -786,7 +792,8 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "--markdown docs/op-matrix.md",
       "```",
       "",
-      "or run the test with `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
+      "or run the test with `--full-run` and",
+      "`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
       "",
       "Each family is a small TensorFlow function of one float32 tensor",
       "(`tests/calltf/op_matrix_cases.py`), returning a tensor or a tuple",
@@ -865,6 +872,18 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += _by_reason(refusals)
   out += ["", "Known bugs (cells `(x)`):", ""]
   out += _by_reason(known)
+  out += ["", "## Left to the full run", "",
+          "`Family.full_run`: cases that cost most and prove least, which",
+          "the test suite runs only in the full run (pytest `--full-run`,",
+          "`python3 build/fork.py test --full`); their seconds in this run:",
+          ""]
+  by_reason: dict[str, list[str]] = {}
+  for cid, why in full_run.items():
+    took = (f" ({results[cid]['seconds']:.0f} s)"
+            if "seconds" in results.get(cid, {}) else "")
+    by_reason.setdefault(why, []).append(f"`{cid}`{took}")
+  out += [f"- {', '.join(ids)}: {_escape(why)}"
+          for why, ids in by_reason.items()] or ["- none"]
   out += ["", "## Every case that is not ok", ""]
   for cid, r in results.items():
     if r["outcome"] == "ok":
@@ -1047,7 +1066,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.markdown:
     args.markdown.write_text(markdown(results, environment(), seconds,
                                       cases.KNOWN_BUGS, cases.KNOWN_GAPS,
-                                      cases.KNOWN_REFUSALS))
+                                      cases.KNOWN_REFUSALS,
+                                      cases.full_run_case_ids()))
   return 0
 
 

@@ -32,12 +32,15 @@ The whole matrix runs once per session, for the cases selected.
   case must be ok, and passes as soon as the bug is fixed, which the strict
   mark reports so that the fix removes the entry.
 
-Every case runs, as in CI; `JAX_FORK_OP_MATRIX_QUICK=1` runs the
+Every case runs but those left to the full run (`Family.full_run`: they
+cost most and prove least), which are marked `full_run` and run with
+`--full-run` (`fork.py test --full`); `JAX_FORK_OP_MATRIX_QUICK=1` runs the
 first-order columns only, without the heavy cases (`Family.heavy`: minutes
 each), for a quicker local run. `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
 worker processes (default: up to 2).
 `JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md` writes the report of the run,
-`JAX_FORK_OP_MATRIX_AUDIT=docs/vmap.md` its engine audit into the guide;
+`JAX_FORK_OP_MATRIX_AUDIT=docs/vmap.md` its engine audit into the guide
+(both of a run of every case: with `--full-run` and no selection);
 `JAX_FORK_OP_MATRIX_RESULTS=run.json` judges a saved run
 (`op_matrix_report.py --json run.json`) instead of running the matrix.
 """
@@ -57,6 +60,9 @@ from . import op_matrix_report as report
 _MODULE = __name__
 
 
+_FULL_RUN = cases.full_run_case_ids()
+
+
 def _params():
   params = []
   for cid in cases.all_case_ids():
@@ -64,6 +70,8 @@ def _params():
     if cid in cases.KNOWN_BUGS:
       marks.append(pytest.mark.xfail(strict=True,
                                      reason=cases.KNOWN_BUGS[cid]))
+    if cid in _FULL_RUN:
+      marks.append(pytest.mark.full_run)
     params.append(pytest.param(cid, id=cid, marks=marks))
   return params
 
@@ -87,15 +95,20 @@ def matrix(request):
   if saved:  # judge a saved run (`op_matrix_report.py --json`) instead
     run = json.loads(pathlib.Path(saved).read_text())
     return {cid: run["results"][cid] for cid in selected}
+  path = os.environ.get("JAX_FORK_OP_MATRIX_REPORT")
+  audit = os.environ.get("JAX_FORK_OP_MATRIX_AUDIT")
+  missing = len(cases.all_case_ids()) - len(selected)
+  if (path or audit) and missing:
+    pytest.fail(f"JAX_FORK_OP_MATRIX_REPORT and _AUDIT write what a run of "
+                f"every case found, and {missing} cases are not selected: "
+                "run with --full-run (the cases marked full_run) and no -k")
   start = time.perf_counter()
   results = report.run_matrix(selected)
   seconds = time.perf_counter() - start
-  path = os.environ.get("JAX_FORK_OP_MATRIX_REPORT")
   if path:
     pathlib.Path(path).write_text(report.markdown(
         results, report.environment(), seconds, cases.KNOWN_BUGS,
-        cases.KNOWN_GAPS, cases.KNOWN_REFUSALS))
-  audit = os.environ.get("JAX_FORK_OP_MATRIX_AUDIT")
+        cases.KNOWN_GAPS, cases.KNOWN_REFUSALS, _FULL_RUN))
   if audit:
     report.write_audit(pathlib.Path(audit), results)
   return results
@@ -135,7 +148,11 @@ def test_case(matrix, case):
 
 
 def _pairs():
-  return [pytest.param(f.name, eager, jitted, id=f"{f.name}:{eager}")
+  return [pytest.param(
+      f.name, eager, jitted, id=f"{f.name}:{eager}",
+      marks=[pytest.mark.full_run] if any(
+          cases.case_id(f.name, t) in _FULL_RUN for t in (eager, jitted))
+      else [])
           for f in cases.FAMILIES for eager, jitted in cases.EAGER_AND_JIT]
 
 
@@ -166,3 +183,18 @@ def test_workers_batches_hold_every_case_once_and_heavy_families_alone():
   for batch in batches:
     names = {cid.split(":", 1)[0] for cid in batch}
     assert not (names & heavy) or len(names) == 1, names
+
+
+def test_the_full_run_leaves_each_column_and_family_to_the_default_run():
+  """What the default run leaves to the full run (`Family.full_run`) is
+  never a whole column or a whole family: every transformation runs on
+  most families, every family on its value and batching columns."""
+  left = cases.full_run_case_ids()
+  for transform in cases.TRANSFORMS:
+    ran = [f.name for f in cases.FAMILIES
+           if cases.case_id(f.name, transform) not in left]
+    assert len(ran) > len(cases.FAMILIES) * 0.9, transform
+  for f in cases.FAMILIES:
+    assert not {"value", "jit", "vmap", "jit(vmap)"} & set(f.full_run), f.name
+    assert set(f.full_run) <= set(cases.TRANSFORMS), f.name
+    assert all(why for why in f.full_run.values()), f.name
