@@ -591,8 +591,12 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
     with tempfile.NamedTemporaryFile("w+", suffix=".stderr",
                                      delete=False) as err_file:
       err_path = pathlib.Path(err_file.name)
+    # JAX on the CPU, unless JAX_FORK_OP_MATRIX_PLATFORMS names other
+    # platforms (benchmarks/accelerator.py: "" for the accelerator).
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-               KERAS_BACKEND="tensorflow", JAX_PLATFORMS="cpu")
+               KERAS_BACKEND="tensorflow",
+               JAX_PLATFORMS=os.environ.get("JAX_FORK_OP_MATRIX_PLATFORMS",
+                                            "cpu"))
     with open(err_path, "w") as stderr:
       proc = subprocess.Popen(
           [python, str(pathlib.Path(__file__).resolve()), "--worker",

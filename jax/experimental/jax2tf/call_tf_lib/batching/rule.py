@@ -312,7 +312,7 @@ def _xla_compiles(function_flat_tf: tf.types.experimental.GenericFunction,
                   sig: tuple[tf.TensorSpec, ...]) -> bool:
   """Whether XLA compiles ``function_flat_tf`` for ``sig`` (cached)."""
   return _compile_failure(function_flat_tf, sig,
-                          compile_lib.default_tf_platform()) is None
+                          compile_lib.ENGINE_PLATFORM) is None
 
 
 def _try_compile(function_flat_tf: Callable[..., Any],
@@ -325,7 +325,7 @@ def _try_compile(function_flat_tf: Callable[..., Any],
       :func:`check_compile_failure`). Other failures are left to the
       lowering to report, as they would be without ``jax.vmap``.
   """
-  platform = compile_lib.default_tf_platform()
+  platform = compile_lib.ENGINE_PLATFORM
   try:
     compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
   except errors.CallTfVectorizationError:
@@ -703,7 +703,7 @@ def _pfor_error(batched_call: _BatchedCall, error: Exception,
   # function either.
   compile_failure = (
       _compile_failure(batched_call.function_flat_tf, batched_call.sig,
-                       compile_lib.default_tf_platform())
+                       compile_lib.ENGINE_PLATFORM)
       if staged and not batched_call.call_tf_graph else None)
   return errors.pfor_error(*failure, batched_call.vmap_method, error,
                            compile_failure=compile_failure)

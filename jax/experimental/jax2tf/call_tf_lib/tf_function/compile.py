@@ -43,11 +43,52 @@ from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
 
-def default_tf_platform() -> str:
-  """The TF platform name ("CPU", "GPU", "TPU") of JAX's default backend."""
-  import jax  # pylint: disable=g-import-not-at-top
-  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
-          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
+# The platform of the module call_tf reads to analyse a TF function (its
+# result shapes, whether XLA compiles it) and to express it as JAX
+# operations, which JAX lowers for whatever platform a computation targets:
+# the CPU, for which every TensorFlow compiles (tensorflow-cpu, the
+# TensorFlow that installs beside jax[tpu] and jax[cuda12], has no other).
+ENGINE_PLATFORM = "CPU"
+
+# TensorFlow's names of JAX's lowering platforms.
+_TF_PLATFORMS = {"cpu": "CPU", "cuda": "GPU", "rocm": "GPU", "gpu": "GPU",
+                 "tpu": "TPU"}
+
+
+def tf_platform(jax_platform: str) -> str:
+  """TensorFlow's name ("CPU", "GPU", "TPU") of a JAX platform.
+
+  Raises:
+    ValueError: a platform TensorFlow has no name for.
+  """
+  try:
+    return _TF_PLATFORMS[jax_platform.lower()]
+  except KeyError:
+    raise ValueError(
+        f"call_tf: platform {jax_platform!r} is not one TensorFlow compiles "
+        f"for ({', '.join(sorted(_TF_PLATFORMS))})") from None
+
+
+@functools.cache
+def tf_compiles_for(platform: str) -> bool:
+  """Whether the installed TensorFlow compiles for ``platform`` here.
+
+  The CPU always. A GPU or a TPU only where TensorFlow was built for it
+  and sees such a device: tf2xla asked for a platform it lacks fails, or
+  (tensorflow-cpu asked for the GPU) returns a module and leaves the
+  process to die at exit.
+
+  Args:
+    platform: "CPU", "GPU" or "TPU".
+  """
+  if platform == "CPU":
+    return True
+  if platform == "GPU" and not tf.test.is_built_with_gpu_support():
+    return False
+  try:
+    return bool(tf.config.list_physical_devices(platform))
+  except Exception:  # pylint: disable=broad-except
+    return False
 
 
 def _compile_eager(function_flat_tf: tf.types.experimental.GenericFunction,
