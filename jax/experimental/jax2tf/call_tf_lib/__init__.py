@@ -76,16 +76,8 @@ __getattr__ = lazy_submodules(__name__)
 # The modules every call_tf uses load with jax2tf, as jax's own modules load
 # with jax: not in the first call, whose time a user sees.
 # pylint: disable=g-import-not-at-top,unused-import
-# stage: drop until tf-version-and-shapes
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes as _shapes  # noqa: F401,E402
-# stage: end
-# stage: drop until embed
 from jax.experimental.jax2tf.call_tf_lib.embed import embedding as _embedding  # noqa: F401,E402
-# stage: end
-# stage: drop until stablehlo-path
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness as _exactness  # noqa: F401,E402
-# stage: end
-# stage: drop until forward-mode
 from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as _jvp  # noqa: F401,E402
-# stage: end
 # pylint: enable=g-import-not-at-top,unused-import

@@ -227,17 +227,6 @@ def opaque_module_error(vmap_method: vmap_methods.VmapMethod | None
       "XlaCallModule", None)
 
 
-# stage: add until pfor
-# def no_vectorizer_error(vmap_method: vmap_methods.VmapMethod | None
-#                         ) -> CallTfVectorizationError:
-#   """No vectorizer yet: the vectorizing methods cannot batch a call."""
-#   return CallTfVectorizationError(
-#       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): call_tf cannot "
-#       "vectorize a TensorFlow function yet. " + what_to_do(vmap_method),
-#       None, None)
-#
-#
-# stage: end
 def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: vmap_methods.VmapMethod | None,
                       cause: BaseException | str
