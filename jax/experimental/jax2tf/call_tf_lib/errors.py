@@ -607,17 +607,16 @@ def cache_write_warning(directory: str, e: OSError) -> str:
           "off with jax_call_tf_cache_max_size=0.")
 
 
-def platform_error(name: str, platform: str, reason: str
-                   ) -> CallTfPlatformError:
+def platform_error(platform: str, reason: str) -> CallTfPlatformError:
   """A call that neither TensorFlow nor the interpreter lowers for a platform.
 
   Args:
-    name: the TF function's name.
     platform: JAX's name of the platform ("tpu", "cuda", "rocm").
     reason: why the interpreter refuses the function's CPU module.
   """
   return CallTfPlatformError(
-      f"call_tf cannot lower {name!r} for the platform {platform!r}: the "
+      f"call_tf cannot lower the TensorFlow function for the platform "
+      f"{platform!r}: the "
       f"installed TensorFlow does not compile for {platform!r} (tensorflow-cpu "
       "compiles for the CPU only), so call_tf expresses the function's CPU "
       "module (TensorFlow's XLA lowering) as JAX operations, which JAX "
