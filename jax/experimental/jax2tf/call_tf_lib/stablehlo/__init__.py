@@ -24,6 +24,8 @@ JAX's: ``jax._src.export.stablehlo_to_jax``. Here:
 * :mod:`.tf_derivatives`: TF's gradients where tf2xla's lowerings branch
   or kink (the interpreter's ``DerivativeRules``).
 * :mod:`.exactness`: when JAX may differentiate that function itself.
+* :mod:`.transposable`: modules whose derivative JAX surely transposes
+  (reverse mode), read from their ops.
 * :mod:`.module`: reading jax2tf's StableHLO modules; the version
   TensorFlow reads.
 """
