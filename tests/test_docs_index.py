@@ -77,7 +77,7 @@ def _design_entries() -> list[tuple[str, list[str]]]:
       continue
     cell = line.rstrip("|").rsplit("|", 1)[-1]
     for m in re.finditer(r"`([\w/.]+\.py)`(?: \(([^)]*)\))?", cell):
-      names = [n for n in re.findall(r"`([\w.]+)`", m.group(2) or "")]
+      names = re.findall(r"`([\w.]+)`", m.group(2) or "")
       entries.append((m.group(1), names))
   return entries
 
