@@ -68,6 +68,9 @@ def _selected(session: pytest.Session) -> list[str]:
   """The case names of the selected tests (all if the table's is)."""
   names = []
   for item in session.items:
+    if getattr(item, "module", None) is None or \
+        item.module.__name__ != __name__:
+      continue  # (another file's tests: the op matrix's have `case` too)
     if item.name.startswith("test_the_coverage_table") or item.name.startswith(
         "test_what_the_issue_found"):
       return _NAMES
