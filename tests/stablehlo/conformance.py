@@ -127,11 +127,11 @@ def _bits(x: np.ndarray) -> np.ndarray:
   return np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}")
 
 
-# The types whose subnormals XLA:CPU flushes to zero on some instruction
+# The types whose subnormals XLA:CPU may flush to zero on some instruction
 # sets and not on others: the floats of 16 bits or fewer, which it computes
-# through conversions to and from f32 (with AVX512_BF16, bf16 by its
-# instructions, which flush; with AVX2 by integer arithmetic, which does
-# not). docs/stablehlo.md, "Conformance to the specification".
+# through conversions to and from wider floats. Measured: with AVX512_BF16
+# it flushes a bf16 subnormal in a batched pad, with AVX2 it keeps it.
+# docs/stablehlo.md, "Conformance to the specification".
 _FLUSHED_BY_SOME_CPUS = frozenset(
     st.DTYPES[t] for t in st.FLOAT if st.DTYPES[t].itemsize <= 2)
 
