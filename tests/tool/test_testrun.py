@@ -319,3 +319,23 @@ def _fork_suite_args(monkeypatch, mode, full_run):
       wheels=Wheels(), full_run=full_run)
   assert row.ok, row.status
   return got
+
+
+def test_the_report_gives_seconds_per_test_file(tmp_path):
+  from forklib.testing import upstream_tests  # pylint: disable=g-import-not-at-top
+  report = tmp_path / "fork-suite.jsonl"
+  report.write_text("\n".join([
+      '{"start": "tests/a.py::t1"}',
+      '{"nodeid": "tests/a.py::t1", "outcome": "passed", "message": "", '
+      '"seconds": 2.5}',
+      '{"nodeid": "tests/b.py::t[x]", "outcome": "failed", "message": "m", '
+      '"seconds": 4}',
+      '{"nodeid": "tests/a.py::t2", "outcome": "passed", "message": "", '
+      '"seconds": 2}',
+      '{"nodeid": "tests/c.py::old", "outcome": "passed", "message": ""}',
+      '{"nodeid": "tests/b.py::t[y', ""]))
+  assert upstream_tests.report_seconds(report) == {"tests/a.py": 4.5,
+                                                   "tests/b.py": 4}
+  assert list(upstream_tests.report_seconds(report)) == ["tests/a.py",
+                                                         "tests/b.py"]
+  assert upstream_tests.report_seconds(tmp_path / "none.jsonl") == {}

@@ -17,8 +17,9 @@
 PYTHONPATH):
 
 * `--jax-fork-report FILE`: writes one JSON line per test as it finishes
-  (`{"nodeid", "outcome", "message"}`; outcome is passed, failed, error,
-  skipped, xfailed or xpassed; message is the first line of the error), and
+  (`{"nodeid", "outcome", "message", "seconds"}`; outcome is passed, failed,
+  error, skipped, xfailed or xpassed; message is the first line of the
+  error; seconds its setup, call and teardown together), and
   a `{"start": nodeid}` line as each test starts, so that a test that kills
   the process is known.
 * `--jax-fork-exclude FILE`: deselects the node ids listed in FILE (one per
@@ -151,6 +152,7 @@ class _Reporter:
   def __init__(self, path: pathlib.Path):
     self._file = path.open("a", encoding="utf-8")
     self._current: dict[str, tuple[str, str]] = {}
+    self._seconds: dict[str, float] = {}
 
   def _write(self, record: dict[str, str]) -> None:
     self._file.write(json.dumps(record) + "\n")
@@ -161,6 +163,8 @@ class _Reporter:
     self._write({"start": nodeid})
 
   def pytest_runtest_logreport(self, report: Any) -> None:
+    self._seconds[report.nodeid] = (self._seconds.get(report.nodeid, 0.)
+                                    + (getattr(report, "duration", 0.) or 0.))
     outcome, message = self._current.get(report.nodeid, ("passed", ""))
     if hasattr(report, "wasxfail"):
       new = "xfailed" if report.skipped else "xpassed"
@@ -176,7 +180,8 @@ class _Reporter:
   def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
     del location
     outcome, message = self._current.pop(nodeid, ("passed", ""))
-    self._write({"nodeid": nodeid, "outcome": outcome, "message": message})
+    self._write({"nodeid": nodeid, "outcome": outcome, "message": message,
+                 "seconds": round(self._seconds.pop(nodeid, 0.), 3)})
 
   def pytest_collectreport(self, report: Any) -> None:
     if report.failed:

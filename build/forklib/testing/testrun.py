@@ -85,6 +85,9 @@ SMOKE_PATHS = ("tests/calltf/test_smoke.py",
 # has under 200 and takes under 2 minutes (docs/maintainers.md, "CI"). A
 # count, not a time: the stock runs' times depend on the machine's load.
 SMOKE_SUITE_TESTS = 500
+# How many of the fork suite's slowest test files a run names (its output),
+# so that a run near CI's time says where the time went.
+SLOWEST = 8
 # Runs at a time (`test --jobs`): CI's machine has 2 cores, and one run
 # leaves much of them idle (docs/maintainers.md, "CI").
 JOBS = 2
@@ -146,6 +149,11 @@ def _run_fork_suite(project: Project, release: Release,
       "-p", "forklib.testing.pytest_plugin", "--jax-fork-report", str(report),
       "--jax-fork-expect-version", release.label, *paths, *pytest_args],
       upstream_tests=tests_dir, output=out)
+  slowest = list(upstream_tests.report_seconds(report).items())[:SLOWEST]
+  if slowest:
+    print("the fork suite's slowest files: " + ", ".join(
+        f"{file} {seconds:.0f} s" for file, seconds in slowest),
+          file=out or sys.stdout, flush=True)
   return rc, _counts(report)
 
 

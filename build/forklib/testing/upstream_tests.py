@@ -292,6 +292,24 @@ def _summary_line(output: str) -> str:
   return ""
 
 
+def report_seconds(path: pathlib.Path) -> dict[str, float]:
+  """Seconds per test file of the plugin's report (setup, call and
+  teardown of its tests: a session fixture's time goes to the test that
+  first needs it); the slowest first."""
+  seconds: dict[str, float] = {}
+  if path.exists():
+    for line in path.read_text(encoding="utf-8",
+                               errors="replace").splitlines():
+      try:
+        record = json.loads(line)
+      except json.JSONDecodeError:
+        break
+      if "nodeid" in record and "seconds" in record:
+        file = record["nodeid"].split("::", 1)[0]
+        seconds[file] = seconds.get(file, 0.) + record["seconds"]
+  return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
+
+
 def read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
                                               str | None]:
   """Outcomes from the plugin's report, and the test that never finished.
