@@ -15,7 +15,8 @@
 
 :class:`Compiler` turns each :class:`~._ir.Op` into a step, a Python
 function of the op's operand values that returns its result values, made by
-the op's rule in :mod:`._rules`. A rule decides at compile time whether it
+the op's rule (registered in :mod:`._registry`; :meth:`~._registry.Registry.step`
+dispatches). A rule decides at compile time whether it
 can express the op exactly (its attributes, its regions' patterns); where it
 cannot, it raises :class:`NoRule`, and the compiler records the op as
 unsupported. A :class:`CompiledBlock` evaluates its steps in order; values of
@@ -32,15 +33,15 @@ results are live (a sort whose order of ties matters only for its payloads).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 import contextlib
 import functools
 from typing import Any
 
 from jax._src import config
 from jax._src.export.stablehlo_to_jax import _derivatives
-from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 from jax.typing import ArrayLike
 
 
@@ -85,7 +86,7 @@ class Compiler:
   """Compiles the functions of a module, recording ops without a rule."""
 
   def __init__(self, funcs: Mapping[str, _ir.Func],
-               rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]],
+               rules: _registry.Registry,
                entry: str = "main",
                derivatives: _derivatives.DerivativeRules | None = None):
     self.funcs = funcs
@@ -212,8 +213,7 @@ class Compiler:
         replaced=frozenset(self.replaced))
 
   def op(self, op: _ir.Op) -> Step:
-    rule = self.rules.get(op.name)
-    key = op.name
+    key = _registry.key(op)
     if op.location:
       self.located[op.location].add(op.name)
     if (not self._in_region and _derivatives.is_branching(op)
@@ -224,15 +224,9 @@ class Compiler:
       uncomputable = _ir.uncomputable_type(op)
       if uncomputable:
         raise NoRule(uncomputable)
-      if _dynamic.has_dynamic_shapes(op):
-        return _dynamic.rule(op, self)
-      if rule is None:
-        raise NoRule("no rule for this op")
-      step = rule(op, self)
+      step = self.rules.step(op, self)
       return self._callers_step(op) or step
     except NoRule as e:
-      if op.name == "stablehlo.custom_call":
-        key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
 
@@ -303,7 +297,7 @@ def keeping_64_bit_types() -> contextlib.AbstractContextManager[object] | None:
   return None if explicit is None else explicit("allow")
 
 
-def _may_have_effects(op: _ir.Op, rules: Mapping[str, Any]) -> bool:
+def _may_have_effects(op: _ir.Op, rules: _registry.Registry) -> bool:
   """Whether `op` may do more than compute its results."""
   return (op.name not in rules or not op.results
           or bool(op.attrs.get("has_side_effect")))

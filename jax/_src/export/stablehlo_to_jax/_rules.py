@@ -13,6 +13,10 @@
 # limitations under the License.
 """One rule per StableHLO op: the op as ``jax.lax`` operations.
 
+Each rule is registered right above its definition (``@rule(name)``, see
+:mod:`._registry`), with the padded form of the op where it may have values
+of a bounded dynamic shape (:mod:`._dynamic`).
+
 A rule ``rule(op, compiler)`` runs once, when the module is parsed: it reads
 the op's attributes and regions and returns a step ``step(env, *operands)``
 that computes the op's results with ``lax`` operations (``env`` holds the
@@ -39,12 +43,12 @@ from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
+from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
-from jax._src.export.stablehlo_to_jax import _normalization
+from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax import _rng
-from jax._src.export.stablehlo_to_jax import _shape_operands
 from jax._src.export.stablehlo_to_jax import _sort
 import jax
 from jax import lax
@@ -54,6 +58,7 @@ import numpy as np
 NoRule = _interpret.NoRule
 Op = _ir.Op
 Compiler = _interpret.Compiler
+rule = _registry.rule
 
 
 def _dtype(op: Op, i: int = 0) -> np.dtype:
@@ -100,6 +105,29 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
   return rule
 
 
+# The elementwise ops that are their lax function (those whose rule is more
+# are registered with it, below).
+for _name, _fn in {
+    "negate": lax.neg, "sign": lax.sign, "exponential": lax.exp,
+    "exponential_minus_one": lax.expm1, "log": lax.log,
+    "log_plus_one": lax.log1p, "sqrt": lax.sqrt, "rsqrt": lax.rsqrt,
+    "tan": lax.tan, "tanh": lax.tanh, "floor": lax.floor, "ceil": lax.ceil,
+    "is_finite": lax.is_finite, "not": lax.bitwise_not,
+    "popcnt": lax.population_count, "count_leading_zeros": lax.clz}.items():
+  rule(f"stablehlo.{_name}", padded=_dynamic.elementwise)(_unary(_fn))
+for _name, _fn in {
+    "subtract": lax.sub, "divide": lax.div, "atan2": lax.atan2,
+    "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+    "shift_left": lax.shift_left,
+    "shift_right_arithmetic": lax.shift_right_arithmetic,
+    "shift_right_logical": lax.shift_right_logical,
+    "complex": lax.complex}.items():
+  rule(f"stablehlo.{_name}", padded=_dynamic.elementwise)(_binary(_fn))
+# An op that StableHLO lacks, kept as MHLO by the HLO conversion: erf
+# (XLA's HLO op; lax's erf is CHLO's, which XLA lowers to the same function).
+rule("mhlo.erf", padded=_dynamic.elementwise)(_unary(lax.erf))
+
+
 def _is_narrow_float(t: _ir.TensorType) -> bool:
   """Whether `t` is a real float type narrower than 32 bits."""
   return _is_float(t.dtype) and not _is_complex(t) and t.dtype.itemsize < 4
@@ -131,6 +159,24 @@ def _not_of_complex(rule: Callable[[Op, Compiler], Any], why: str
   return checked
 
 
+rule("stablehlo.maximum", padded=_dynamic.elementwise)(
+    _as_op_where("maximum", lax.max, _is_complex))
+rule("stablehlo.minimum", padded=_dynamic.elementwise)(
+    _as_op_where("minimum", lax.min, _is_complex))
+rule("stablehlo.cosine", padded=_dynamic.elementwise)(
+    _as_op_where("cosine", lax.cos, _is_complex))
+rule("stablehlo.sine", padded=_dynamic.elementwise)(
+    _as_op_where("sine", lax.sin, _is_complex))
+rule("stablehlo.logistic", padded=_dynamic.elementwise)(
+    _as_op_where("logistic", lax.logistic, _is_narrow_float))
+rule("stablehlo.cbrt", padded=_dynamic.elementwise)(_not_of_complex(
+    _unary(lax.cbrt), "lax.cbrt takes no complex numbers"))
+rule("stablehlo.remainder", padded=_dynamic.elementwise)(_not_of_complex(
+    _binary(lax.rem), "lax.rem takes no complex numbers; XLA:CPU aborts the "
+    "process on it"))
+
+
+@rule("stablehlo.abs", padded=_dynamic.elementwise)
 def _abs_rule(op: Op, c: Compiler):
   """``abs``: of complex numbers, the op itself; of 2- and 4-bit integers
   (which lax.abs does not take) in 8 bits, whose wrapping is the same."""
@@ -156,6 +202,14 @@ def _on_booleans(fn: Callable[[Any, Any], Any],
   return rule
 
 
+# On booleans, add is or and multiply is and (the specification).
+rule("stablehlo.add", padded=_dynamic.elementwise)(
+    _on_booleans(lax.add, lax.bitwise_or))
+rule("stablehlo.multiply", padded=_dynamic.elementwise)(
+    _on_booleans(lax.mul, lax.bitwise_and))
+
+
+@rule("stablehlo.power", padded=_dynamic.elementwise)
 def _power_rule(op: Op, c: Compiler):
   del c
   _check_accuracy(op)
@@ -205,6 +259,7 @@ def _integer_power(x: jax.Array, y: jax.Array) -> jax.Array:
   return lax.select(lax.lt(y, zero), inverse, acc)
 
 
+@rule("stablehlo.real", padded=_dynamic.elementwise)
 def _real_rule(op: Op, c: Compiler):
   del c
   if _is_complex(op.operand_types[0]):
@@ -212,6 +267,7 @@ def _real_rule(op: Op, c: Compiler):
   return lambda env, x: [x]
 
 
+@rule("stablehlo.imag", padded=_dynamic.elementwise)
 def _imag_rule(op: Op, c: Compiler):
   del c
   if _is_complex(op.operand_types[0]):
@@ -220,10 +276,16 @@ def _imag_rule(op: Op, c: Compiler):
 
 
 def _round_rule(method: lax.RoundingMethod):
-  def rule(op: Op, c: Compiler):
+  def round_rule(op: Op, c: Compiler):
     del op, c
     return lambda env, x: [lax.round(x, method)]
-  return rule
+  return round_rule
+
+
+rule("stablehlo.round_nearest_afz", padded=_dynamic.elementwise)(
+    _round_rule(lax.RoundingMethod.AWAY_FROM_ZERO))
+rule("stablehlo.round_nearest_even", padded=_dynamic.elementwise)(
+    _round_rule(lax.RoundingMethod.TO_NEAREST_EVEN))
 
 
 _COMPARE = {"EQ": lax.eq, "NE": lax.ne, "LT": lax.lt, "LE": lax.le,
@@ -268,22 +330,26 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
   return _COMPARE[direction]
 
 
+@rule("stablehlo.compare", padded=_dynamic.elementwise)
 def _compare_rule(op: Op, c: Compiler):
   del c
   fn = _compare_fn(op)
   return lambda env, x, y: [fn(x, y)]
 
 
+@rule("stablehlo.select", padded=_dynamic.elementwise)
 def _select_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, p, x, y: [lax.select(p, x, y)]
 
 
+@rule("stablehlo.clamp", padded=_dynamic.elementwise)
 def _clamp_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, lo, x, hi: [lax.clamp(lo, x, hi)]
 
 
+@rule("stablehlo.convert", padded=_dynamic.elementwise)
 def _convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
@@ -299,6 +365,7 @@ def _convert_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.convert_element_type(real(x), dtype)]
 
 
+@rule("stablehlo.bitcast_convert")
 def _bitcast_convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
@@ -313,6 +380,7 @@ def _bitcast_convert_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
 
 
+@rule("stablehlo.reduce_precision")
 def _reduce_precision_rule(op: Op, c: Compiler):
   del c
   e, m = op.attrs["exponent_bits"], op.attrs["mantissa_bits"]
@@ -338,6 +406,7 @@ _WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
                                         np.complex128))
 
 
+@rule("stablehlo.constant")
 def _constant_rule(op: Op, c: Compiler):
   value = op.attrs["value"]
   c.constants[op.results[0]] = value
@@ -346,36 +415,42 @@ def _constant_rule(op: Op, c: Compiler):
   return lambda env: [value]
 
 
+@rule("stablehlo.iota")
 def _iota_rule(op: Op, c: Compiler):
   del c
   dtype, shape, dim = _dtype(op), _shape(op), op.attrs["iota_dimension"]
   return lambda env: [lax.broadcasted_iota(dtype, shape, dim)]
 
 
+@rule("stablehlo.broadcast_in_dim", padded=_dynamic.broadcast_in_dim)
 def _broadcast_in_dim_rule(op: Op, c: Compiler):
   del c
   shape, dims = _shape(op), op.attrs["broadcast_dimensions"]
   return lambda env, x: [lax.broadcast_in_dim(x, shape, dims)]
 
 
+@rule("stablehlo.broadcast")
 def _broadcast_rule(op: Op, c: Compiler):
   del c
   sizes = op.attrs["broadcast_sizes"]
   return lambda env, x: [lax.broadcast(x, sizes)]
 
 
+@rule("stablehlo.reshape", padded=_dynamic.reshape)
 def _reshape_rule(op: Op, c: Compiler):
   del c
   shape = _shape(op)
   return lambda env, x: [lax.reshape(x, shape)]
 
 
+@rule("stablehlo.transpose", padded=_dynamic.transpose)
 def _transpose_rule(op: Op, c: Compiler):
   del c
   perm = op.attrs["permutation"]
   return lambda env, x: [lax.transpose(x, perm)]
 
 
+@rule("stablehlo.slice", padded=_dynamic.slice_)
 def _slice_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -400,6 +475,7 @@ def _clamped_indices(indices: Sequence[Any], shape: Sequence[int],
   return out
 
 
+@rule("stablehlo.dynamic_slice")
 def _dynamic_slice_rule(op: Op, c: Compiler):
   del c
   sizes = op.attrs["slice_sizes"]
@@ -411,6 +487,7 @@ def _dynamic_slice_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.dynamic_update_slice")
 def _dynamic_update_slice_rule(op: Op, c: Compiler):
   del c
   shape, sizes = op.operand_types[0].shape, op.operand_types[1].shape
@@ -421,12 +498,14 @@ def _dynamic_update_slice_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.concatenate")
 def _concatenate_rule(op: Op, c: Compiler):
   del c
   dim = op.attrs["dimension"]
   return lambda env, *xs: [lax.concatenate(xs, dim)]
 
 
+@rule("stablehlo.pad")
 def _pad_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -435,33 +514,39 @@ def _pad_rule(op: Op, c: Compiler):
   return lambda env, x, v: [lax.pad(x, v, config)]
 
 
+@rule("stablehlo.reverse")
 def _reverse_rule(op: Op, c: Compiler):
   del c
   dims = op.attrs["dimensions"]
   return lambda env, x: [lax.rev(x, dims)]
 
 
+@rule("stablehlo.tuple")
 def _tuple_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, *xs: [tuple(xs)]
 
 
+@rule("stablehlo.get_tuple_element")
 def _get_tuple_element_rule(op: Op, c: Compiler):
   del c
   i = op.attrs["index"]
   return lambda env, t: [t[i]]
 
 
+@rule("mhlo.copy")
 def _identity_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, *xs: list(xs)
 
 
+@rule("stablehlo.optimization_barrier")
 def _optimization_barrier_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, *xs: list(lax.optimization_barrier(xs))
 
 
+@rule("stablehlo.get_dimension_size", padded=_dynamic.get_dimension_size)
 def _get_dimension_size_rule(op: Op, c: Compiler):
   del c
   size = np.array(op.operand_types[0].shape[op.attrs["dimension"]],
@@ -469,6 +554,7 @@ def _get_dimension_size_rule(op: Op, c: Compiler):
   return lambda env, x: [_const(size)]
 
 
+@rule("stablehlo.set_dimension_size", padded=_dynamic.set_dimension_size)
 def _set_dimension_size_rule(op: Op, c: Compiler):
   dim = op.attrs["dimension"]
   size = c.constants.get(op.operands[1])
@@ -478,17 +564,20 @@ def _set_dimension_size_rule(op: Op, c: Compiler):
   return lambda env, x, s: [x]
 
 
+@rule("func.call")
 def _call_rule(op: Op, c: Compiler):
   callee = c.func(op.attrs["callee"])
   return lambda env, *xs: callee(*xs)
 
 
+@rule("stablehlo.composite")
 def _composite_rule(op: Op, c: Compiler):
   """A composite is its decomposition, a function of the module."""
   callee = c.func(op.attrs["decomposition"])
   return lambda env, *xs: callee(*xs)
 
 
+@rule("stablehlo.map")
 def _map_rule(op: Op, c: Compiler):
   """The computation of scalars, over every element: ``jax.vmap`` of it.
 
@@ -507,12 +596,14 @@ def _map_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.async_start")
 def _async_start_rule(op: Op, c: Compiler):
   """The body, run now: its results are the future's."""
   body = c.block(op.regions[0])
   return lambda env, *xs: [tuple(body(*xs, outer=env))]
 
 
+@rule("stablehlo.async_done")
 def _async_done_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, future: list(future)
@@ -570,6 +661,7 @@ def _dot_algorithm(op: Op) -> lax.DotAlgorithmPreset:
                f"{', '.join(_CPU_DOT_PRESETS)})")
 
 
+@rule("stablehlo.dot_general")
 def _dot_general_rule(op: Op, c: Compiler):
   del c
   d = op.attrs["dot_dimension_numbers"]
@@ -582,6 +674,7 @@ def _dot_general_rule(op: Op, c: Compiler):
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
 
+@rule("stablehlo.dot")
 def _dot_rule(op: Op, c: Compiler):
   del c
   lhs_rank = len(op.operand_types[0].shape)
@@ -591,6 +684,7 @@ def _dot_rule(op: Op, c: Compiler):
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
 
+@rule("stablehlo.convolution")
 def _convolution_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -631,6 +725,7 @@ _LINALG_TYPES = frozenset(np.dtype(d) for d in (
     np.float32, np.float64, np.complex64, np.complex128))
 
 
+@rule("stablehlo.cholesky")
 def _cholesky_rule(op: Op, c: Compiler):
   del c
   if op.operand_types[0].dtype not in _LINALG_TYPES:
@@ -663,6 +758,7 @@ def _cholesky_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.triangular_solve")
 def _triangular_solve_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -676,6 +772,7 @@ def _triangular_solve_rule(op: Op, c: Compiler):
   return lambda env, m, b: [lax.linalg.triangular_solve(m, b, **kw)]
 
 
+@rule("stablehlo.fft")
 def _fft_rule(op: Op, c: Compiler):
   del c
   typ = {"FFT": lax.FftType.FFT, "IFFT": lax.FftType.IFFT,
@@ -685,22 +782,33 @@ def _fft_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.fft(x, typ, lengths)]
 
 
-def _custom_call_rule(op: Op, c: Compiler):
-  target = op.attrs.get("call_target_name")
+def pure_custom_call(op: Op) -> None:
+  """NoRule for a custom call that declares side effects."""
   if op.attrs.get("has_side_effect"):
     raise NoRule("a custom call with side effects")
-  if target == "Qr":
-    # XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
-    # (JAX has no derivative of geqrf or householder_product.)
-    c.no_derivative.add(f"stablehlo.custom_call @{target}")
-    return lambda env, x: [tuple(linalg.geqrf(x))]
-  if target == "ProductOfElementaryHouseholderReflectors":
-    c.no_derivative.add(f"stablehlo.custom_call @{target}")
-    return lambda env, x, taus: [linalg.householder_product(x, taus)]
-  raise NoRule(f"custom call target {target!r} has no JAX equivalent "
-               "(or none with the same results)")
 
 
+@rule("stablehlo.custom_call @Qr")
+def _qr_custom_call_rule(op: Op, c: Compiler):
+  """XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
+
+  (JAX has no derivative of geqrf or householder_product.)
+  """
+  pure_custom_call(op)
+  c.no_derivative.add("stablehlo.custom_call @Qr")
+  return lambda env, x: [tuple(linalg.geqrf(x))]
+
+
+@rule("stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
+def _householder_product_custom_call_rule(op: Op, c: Compiler):
+  """XLA's product of Householder reflectors, as lax's."""
+  pure_custom_call(op)
+  c.no_derivative.add(
+      "stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
+  return lambda env, x, taus: [linalg.householder_product(x, taus)]
+
+
+@rule("stablehlo.rng_bit_generator")
 def _rng_bit_generator_rule(op: Op, c: Compiler):
   """The op itself (``_rng``), for every key and result type.
 
@@ -753,6 +861,7 @@ def _region_fn(c: Compiler, block: _ir.Block):
     return c.block(block)
 
 
+@rule("stablehlo.reduce", padded=_dynamic.reduce)
 def _reduce_rule(op: Op, c: Compiler):
   n = len(op.operands) // 2
   dims = tuple(op.attrs["dimensions"])
@@ -793,6 +902,7 @@ def _window_attrs(op: Op, rank: int) -> dict[str, Any]:
               window_dilation=tuple(a.get("window_dilations") or ones))
 
 
+@rule("stablehlo.reduce_window")
 def _reduce_window_rule(op: Op, c: Compiler):
   n = len(op.operands) // 2
   kw = _window_attrs(op, len(op.operand_types[0].shape))
@@ -812,6 +922,7 @@ def _reduce_window_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.select_and_scatter")
 def _select_and_scatter_rule(op: Op, c: Compiler):
   select, scatter = op.regions
   if _binary_region(scatter) != "stablehlo.add":
@@ -881,6 +992,7 @@ def _renumber(dims: Sequence[int], index_vector_dim: int) -> tuple[int, ...]:
   return tuple(d - 1 if d > index_vector_dim else d for d in dims)
 
 
+@rule("stablehlo.gather", padded=_dynamic.gather)
 def _gather_rule(op: Op, c: Compiler):
   del c
   d = op.attrs["dimension_numbers"]
@@ -913,6 +1025,7 @@ _SCATTERS = {"stablehlo.add": lax.scatter_add, "stablehlo.multiply":
              "stablehlo.minimum": lax.scatter_min}
 
 
+@rule("stablehlo.scatter")
 def _scatter_rule(op: Op, c: Compiler):
   del c
   if len(op.operands) != 3:
@@ -988,6 +1101,7 @@ def _sort_key(x: Any, descending: bool) -> Any:
   return lax.bitwise_not(x) if descending else x
 
 
+@rule("stablehlo.sort")
 def _sort_rule(op: Op, c: Compiler):
   body, = op.regions
   rank = len(_shape(op))
@@ -1080,6 +1194,7 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
   return step
 
 
+@rule("stablehlo.while")
 def _while_rule(op: Op, c: Compiler):
   cond_block, body_block = op.regions
   cond, body = c.block(cond_block), c.block(body_block)
@@ -1109,6 +1224,7 @@ def _while_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.if")
 def _if_rule(op: Op, c: Compiler):
   true_block, false_block = op.regions
   t, f = c.block(true_block), c.block(false_block)
@@ -1119,6 +1235,7 @@ def _if_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.case")
 def _case_rule(op: Op, c: Compiler):
   branches = [c.block(b) for b in op.regions]
   n = len(branches)
@@ -1133,142 +1250,3 @@ def _case_rule(op: Op, c: Compiler):
     return list(lax.switch(index, [functools.partial(
         lambda b: tuple(b(outer=env)), b) for b in branches]))
   return step
-
-
-def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The elementwise ops' rules: lax's functions."""
-  unary = {
-      "abs": lax.abs, "negate": lax.neg, "sign": lax.sign,
-      "exponential": lax.exp, "exponential_minus_one": lax.expm1,
-      "log": lax.log, "log_plus_one": lax.log1p, "logistic": lax.logistic,
-      "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt,
-      "sine": lax.sin, "cosine": lax.cos, "tan": lax.tan, "tanh": lax.tanh,
-      "floor": lax.floor, "ceil": lax.ceil, "is_finite": lax.is_finite,
-      "not": lax.bitwise_not, "popcnt": lax.population_count,
-      "count_leading_zeros": lax.clz,
-  }
-  # Ops that StableHLO lacks, kept as MHLO by the HLO conversion: erf (XLA's
-  # HLO op; lax's erf is CHLO's, which XLA lowers to the same function).
-  mhlo_unary = {"erf": lax.erf}
-  binary = {
-      "add": lax.add, "subtract": lax.sub, "multiply": lax.mul,
-      "divide": lax.div, "remainder": lax.rem, "power": lax.pow,
-      "maximum": lax.max, "minimum": lax.min, "atan2": lax.atan2,
-      "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
-      "shift_left": lax.shift_left,
-      "shift_right_arithmetic": lax.shift_right_arithmetic,
-      "shift_right_logical": lax.shift_right_logical,
-      "complex": lax.complex,
-  }
-  rules: dict[str, Callable[[Op, Compiler], Any]] = {}
-  rules.update({f"stablehlo.{k}": _unary(v) for k, v in unary.items()})
-  rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
-  rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
-  rules.update(_elementwise_rules_of_their_own())
-  return rules
-
-
-def _elementwise_rules_of_their_own() -> dict[str, Callable[[Op, Compiler],
-                                                            Any]]:
-  """The elementwise ops whose rule is more than their lax function."""
-  return {
-      # On booleans, add is or and multiply is and (the specification).
-      "stablehlo.add": _on_booleans(lax.add, lax.bitwise_or),
-      "stablehlo.multiply": _on_booleans(lax.mul, lax.bitwise_and),
-      "stablehlo.power": _power_rule,
-      "stablehlo.maximum": _as_op_where("maximum", lax.max, _is_complex),
-      "stablehlo.minimum": _as_op_where("minimum", lax.min, _is_complex),
-      "stablehlo.abs": _abs_rule,
-      "stablehlo.cosine": _as_op_where("cosine", lax.cos, _is_complex),
-      "stablehlo.sine": _as_op_where("sine", lax.sin, _is_complex),
-      "stablehlo.logistic": _as_op_where("logistic", lax.logistic,
-                                         _is_narrow_float),
-      "stablehlo.cbrt": _not_of_complex(_unary(lax.cbrt), "lax.cbrt takes "
-                                        "no complex numbers"),
-      "stablehlo.remainder": _not_of_complex(_binary(lax.rem), "lax.rem "
-                                             "takes no complex numbers; "
-                                             "XLA:CPU aborts the process "
-                                             "on it"),
-      "stablehlo.real": _real_rule,
-      "stablehlo.imag": _imag_rule,
-      "stablehlo.round_nearest_afz": _round_rule(
-          lax.RoundingMethod.AWAY_FROM_ZERO),
-      "stablehlo.round_nearest_even": _round_rule(
-          lax.RoundingMethod.TO_NEAREST_EVEN),
-      "stablehlo.compare": _compare_rule,
-      "stablehlo.select": _select_rule,
-      "stablehlo.clamp": _clamp_rule,
-      "stablehlo.convert": _convert_rule,
-      "stablehlo.bitcast_convert": _bitcast_convert_rule,
-      "stablehlo.reduce_precision": _reduce_precision_rule,
-  }
-
-
-def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the ops that make, reshape, slice or pass values on."""
-  return {
-      "stablehlo.constant": _constant_rule,
-      "stablehlo.iota": _iota_rule,
-      "stablehlo.broadcast_in_dim": _broadcast_in_dim_rule,
-      "stablehlo.broadcast": _broadcast_rule,
-      "stablehlo.reshape": _reshape_rule,
-      "stablehlo.transpose": _transpose_rule,
-      "stablehlo.slice": _slice_rule,
-      "stablehlo.dynamic_slice": _dynamic_slice_rule,
-      "stablehlo.dynamic_update_slice": _dynamic_update_slice_rule,
-      "stablehlo.concatenate": _concatenate_rule,
-      "stablehlo.pad": _pad_rule,
-      "stablehlo.reverse": _reverse_rule,
-      "stablehlo.tuple": _tuple_rule,
-      "stablehlo.get_tuple_element": _get_tuple_element_rule,
-      "mhlo.copy": _identity_rule,
-      "stablehlo.optimization_barrier": _optimization_barrier_rule,
-      "stablehlo.get_dimension_size": _get_dimension_size_rule,
-      "stablehlo.set_dimension_size": _set_dimension_size_rule,
-      **_shape_operands.RULES,
-  }
-
-
-def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the products, convolutions, factorizations, FFTs and batch
-  normalization."""
-  return {
-      "stablehlo.dot_general": _dot_general_rule,
-      "stablehlo.dot": _dot_rule,
-      "stablehlo.convolution": _convolution_rule,
-      "stablehlo.cholesky": _cholesky_rule,
-      "stablehlo.triangular_solve": _triangular_solve_rule,
-      "stablehlo.fft": _fft_rule,
-      **_normalization.RULES,
-  }
-
-
-def _region_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of calls, control flow, and the ops with regions or targets."""
-  return {
-      "func.call": _call_rule,
-      "stablehlo.composite": _composite_rule,
-      "stablehlo.map": _map_rule,
-      "stablehlo.async_start": _async_start_rule,
-      "stablehlo.async_done": _async_done_rule,
-      "stablehlo.custom_call": _custom_call_rule,
-      "stablehlo.rng_bit_generator": _rng_bit_generator_rule,
-      "stablehlo.reduce": _reduce_rule,
-      "stablehlo.reduce_window": _reduce_window_rule,
-      "stablehlo.select_and_scatter": _select_and_scatter_rule,
-      "stablehlo.gather": _gather_rule,
-      "stablehlo.scatter": _scatter_rule,
-      "stablehlo.sort": _sort_rule,
-      "stablehlo.while": _while_rule,
-      "stablehlo.if": _if_rule,
-      "stablehlo.case": _case_rule,
-  }
-
-
-def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """Every op's rule, by the op's name: the families' tables merged."""
-  return {**_elementwise_rules(), **_shape_rules(), **_linalg_rules(),
-          **_region_rules()}
-
-
-RULES = _rules()
