@@ -33,7 +33,7 @@ import textwrap
 import jax
 from jax import export
 from jax._src import config
-from jax._src.export.stablehlo_to_jax import compat
+from jax._src.export.transforms import exported as exported_api
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -47,9 +47,9 @@ from .util import assert_close
 from .util import randn
 
 pytestmark = pytest.mark.skipif(
-    bool(compat.export_pieces_missing()),
+    bool(exported_api.pieces_missing()),
     reason="this jax's jax.export lacks what the rules need: "
-    f"{compat.export_pieces_missing()}")
+    f"{exported_api.pieces_missing()}")
 
 W = randn(4, 5)
 

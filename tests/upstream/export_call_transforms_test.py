@@ -20,11 +20,11 @@ from absl.testing import parameterized
 import jax
 from jax import export
 from jax._src import test_util as jtu
-from jax._src.export.stablehlo_to_jax import compat
+from jax._src.export.transforms import exported as exported_api
 import jax.numpy as jnp
 import numpy as np
 
-_MISSING = compat.export_pieces_missing()
+_MISSING = exported_api.pieces_missing()
 
 jax.config.parse_flags_with_absl()
 

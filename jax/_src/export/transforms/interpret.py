@@ -38,6 +38,7 @@ from jax._src.export import stablehlo_to_jax
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax._src.export.transforms import errors
+from jax._src.export.transforms import exported as exported_api
 import numpy as np
 
 logger = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def _platform_index(exported: jax.export.Exported) -> int:
   platform = jax.export.default_export_platform()
   if platform in platforms:
     return platforms.index(platform)
-  if compat.exported_platform_check_disabled(exported):
+  if exported_api.platform_check_disabled(exported):
     return 0
   raise errors.exported_platform_error(exported.fun_name, platforms,
                                        (platform,))
@@ -122,7 +123,7 @@ def _platform_index(exported: jax.export.Exported) -> int:
 def _refusal(exported: jax.export.Exported,
              avals: Sequence[core.ShapedArray]) -> str | None:
   """Why the module cannot be interpreted for ``avals``, before reading it."""
-  if missing := compat.export_pieces_missing():
+  if missing := exported_api.pieces_missing():
     return f"this jax's jax.export lacks {', '.join(missing)}"
   if exported.nr_devices != 1:
     return (f"it was exported for {exported.nr_devices} devices, and the "
