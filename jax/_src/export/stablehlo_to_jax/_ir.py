@@ -106,6 +106,20 @@ class Func:
   result_types: tuple[Type, ...]
 
 
+# The attribute of a custom call's Op that holds its other attributes as
+# text: ((name, text), ...).
+ATTRIBUTE_TEXTS = "_attribute_texts"
+
+
+def _attribute_text(a: ir.Attribute) -> str:
+  """An attribute as MLIR prints it (bytes that are not UTF-8 escaped)."""
+  try:
+    return str(a)
+  except (RuntimeError, UnicodeDecodeError):
+    raise UnreadableModule(
+        "an attribute whose text is not UTF-8 (a binary backend_config)")
+
+
 class NoRule(Exception):
   """An op has no exact JAX expression; the message says why."""
 
@@ -449,6 +463,12 @@ class _Reader:
       for n in names:
         n = n if isinstance(n, str) else n.name
         attrs[n] = read_attr(operation.attributes[n], self.table)
+      if operation.name == "stablehlo.custom_call":
+        # Its attributes as MLIR prints them, for a rule that writes the
+        # call again (._custom_calls).
+        attrs[ATTRIBUTE_TEXTS] = tuple(sorted(
+            (n if isinstance(n, str) else n.name,
+             _attribute_text(operation.attributes[n])) for n in names))
     except TypeError:
       # Attributes the bindings cannot give (complex dense elements):
       # read them from the operation's assembly.
