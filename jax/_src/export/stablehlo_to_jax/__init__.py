@@ -53,6 +53,8 @@ from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 # The modules of rules: importing one registers its rules (see _registry).
+from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _lapack  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _normalization  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _rules  # noqa: F401  # pylint: disable=unused-import

@@ -449,7 +449,8 @@ class _Reader:
     returns: tuple[int, ...] = ()
     for op in blk.operations:
       name = op.operation.name
-      if name in ("stablehlo.return", "func.return", "mhlo.return"):
+      if name in ("stablehlo.return", "func.return", "mhlo.return",
+                  "sdy.return"):
         returns = tuple(self.value(v) for v in op.operands)
         continue
       ops.append(self.op(op))

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import functools
+import inspect
+import re
 from typing import Any
 
 from jax._src import config
@@ -73,9 +75,39 @@ def _shape(op: Op, i: int = 0) -> tuple[int, ...]:
 
 
 def _check_accuracy(op: Op) -> None:
+  """NoRule for an op asking for an accuracy its rule cannot pass on."""
   acc = op.attrs.get("result_accuracy")
   if acc is not None and "DEFAULT" not in str(acc):
     raise NoRule(f"result_accuracy {acc}")
+
+
+_ACCURACY_MODE = re.compile(r"result_accuracy_mode<(\w+)>")
+_TOLERANCES = {name: re.compile(rf"\b{name} = ([-+0-9.eE]+)")
+               for name in ("atol", "rtol", "ulps")}
+
+
+def _accuracy(op: Op, fn: Callable[..., Any]) -> dict[str, Any]:
+  """``fn``'s keyword arguments for the op's ``result_accuracy``: none for
+  the default, else lax's ``accuracy``, whose lowering writes the same
+  attribute (XLA then computes the op to that accuracy)."""
+  acc = op.attrs.get("result_accuracy")
+  if acc is None or "DEFAULT" in str(acc):
+    return {}
+  text = str(acc)
+  mode = _ACCURACY_MODE.search(text)
+  takes = "accuracy" in inspect.signature(fn).parameters
+  if mode is None or not takes or not hasattr(lax, "AccuracyMode"):
+    raise NoRule(f"result_accuracy {text} (this JAX's "
+                 f"lax.{getattr(fn, '__name__', fn)} takes no accuracy)")
+  if mode.group(1) == "HIGHEST":
+    return {"accuracy": lax.AccuracyMode.HIGHEST}
+  if mode.group(1) == "TOLERANCE":
+    values = {name: float(m.group(1)) if (m := pattern.search(text)) else 0
+              for name, pattern in _TOLERANCES.items()}
+    return {"accuracy": lax.Tolerance(atol=values["atol"],
+                                      rtol=values["rtol"],
+                                      ulps=int(values["ulps"]))}
+  raise NoRule(f"result_accuracy {text}")
 
 
 def _is_complex(t: Any) -> bool:
@@ -92,8 +124,8 @@ def _is_float(dtype: Any) -> bool:
 def _unary(fn: Callable[[Any], Any]) -> Callable[[Op, Compiler], Any]:
   def rule(op: Op, c: Compiler):
     del c
-    _check_accuracy(op)
-    return lambda env, x: [fn(x)]
+    kwargs = _accuracy(op, fn)
+    return lambda env, x: [fn(x, **kwargs)]
   return rule
 
 
@@ -141,10 +173,11 @@ def _as_op_where(name: str, fn: Callable[..., Any],
   derivative)."""
   def rule(op: Op, c: Compiler):
     del c
-    _check_accuracy(op)
     if where(op.operand_types[0]):
+      _check_accuracy(op)
       return lambda env, *xs: [_as_op.apply(name, *xs)]
-    return lambda env, *xs: [fn(*xs)]
+    kwargs = _accuracy(op, fn)
+    return lambda env, *xs: [fn(*xs, **kwargs)]
   return rule
 
 
@@ -796,6 +829,8 @@ def _qr_custom_call_rule(op: Op, c: Compiler):
   """
   pure_custom_call(op)
   c.no_derivative.add("stablehlo.custom_call @Qr")
+  if len(op.results) == 2:  # (jax.export's; tf2xla's is one tuple)
+    return lambda env, x: list(linalg.geqrf(x))
   return lambda env, x: [tuple(linalg.geqrf(x))]
 
 
@@ -1167,24 +1202,30 @@ def _one_comparison_of_operand_0(op: Op) -> bool:
 def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
   """The sort as itself: :data:`._sort.sort_p` with the op's comparator."""
   body, = op.regions
-  free = _ir.free_values(body)
-  if free:
-    raise NoRule(f"a comparator that reads {len(free)} values of the "
-                 "enclosing function")
+  # Values of the enclosing function the comparator reads (jnp.sort's
+  # constants, which MLIR hoists out of the region): constants only, which
+  # the comparator's lowering writes into the region again.
+  captured = {v: c.constants.get(v) for v in _ir.free_values(body)}
+  computed = [v for v, x in captured.items() if x is None]
+  if computed:
+    raise NoRule(f"a comparator that reads {len(computed)} values the "
+                 "enclosing function computes at run time")
   # The operands XLA keeps (it drops those whose results are not used).
   kept = [op.operands[0]] + [x for x, r in zip(op.operands[1:],
                                                op.results[1:]) if r in c.live]
   if all(x in c.maybe_constant for x in kept):
     raise NoRule("a sort of constants (XLA constant-folds it, in another "
                  "order of ties than it sorts at run time)")
-  if not stable and len(kept) == 2 and kept[1] in c.maybe_constant:
+  if (not stable and len(kept) == 2 and kept[1] in c.maybe_constant
+      and not _ascending(body)):
     raise NoRule("an unstable sort of keys and one constant payload (XLA "
                  "may rewrite it, an argsort, as TopK, which orders ties by "
                  "index, where a transformed sort keeps std::sort's order)")
   with c.reduction_region():
     compiled = c.block(body)
   comparator = _sort.Comparator(
-      compiled, len(body.args),
+      functools.partial(compiled, outer=captured) if captured else compiled,
+      len(body.args),
       text=", ".join(o.name.removeprefix("stablehlo.") for o in body.ops))
 
   def step(env, *xs):
@@ -1192,6 +1233,25 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
     return _sort.sort(xs, comparator=comparator, dimension=dim,
                       is_stable=stable)
   return step
+
+
+def _ascending(body: _ir.Block) -> bool:
+  """Whether a comparator is surely ascending: its result a ``LT``/``LE``
+  comparison of a value of its first operand with one of its second.
+
+  (XLA rewrites only descending sorts as TopK.)
+  """
+  reads: dict[int, set[int]] = {a: {i} for i, a in enumerate(body.args)}
+  for op in body.ops:
+    for r in op.results:
+      reads[r] = set().union(*(reads.get(v, set()) for v in op.operands))
+  last = body.ops[-1] if body.ops else None
+  if (last is None or last.name != "stablehlo.compare"
+      or last.results != body.returns
+      or last.attrs["comparison_direction"] not in ("LT", "LE")):
+    return False
+  lhs, rhs = (reads.get(v, set()) for v in last.operands)
+  return lhs == {0} and rhs == {1}
 
 
 @rule("stablehlo.while")
@@ -1235,8 +1295,24 @@ def _if_rule(op: Op, c: Compiler):
   return step
 
 
+def _constant_case(op: Op, c: Compiler, index: int):
+  """A case of a constant index: its branch only (the other branches, a
+  module's code for other platforms, need no rule); its results that the
+  branch returns as constants are constants (the index of a later case)."""
+  n = len(op.regions)
+  block = op.regions[index if 0 <= index < n else n - 1]
+  compiled = c.block(block)
+  for r, v in zip(op.results, block.returns):
+    if v in c.constants:
+      c.constants[r] = c.constants[v]
+  return lambda env, index: list(compiled(outer=env))
+
+
 @rule("stablehlo.case")
 def _case_rule(op: Op, c: Compiler):
+  index = c.constants.get(op.operands[0])
+  if index is not None:
+    return _constant_case(op, c, int(np.asarray(index)))
   branches = [c.block(b) for b in op.regions]
   n = len(branches)
 

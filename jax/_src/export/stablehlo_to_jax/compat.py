@@ -168,6 +168,16 @@ def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
   # stage: end
 
 
+def inline_calls(module: ir.Module) -> None:
+  """Inlines the module's function calls into their callers, in place (the
+  MLIR inliner alone: no canonicalization, which could change values)."""
+  from jax._src.lib.mlir import passmanager  # pylint: disable=g-import-not-at-top
+  # (In the module's own context: refinement may have made it in another.)
+  passmanager.PassManager.parse(
+      "builtin.module(inline{default-pipeline=})",
+      context=module.context).run(module.operation)
+
+
 def initialize_lapack() -> None:
   """Loads jaxlib's LAPACK kernels, which its ``lapack_*`` custom calls run
   (as JAX's own lowerings do before writing one)."""
