@@ -144,6 +144,8 @@ def _call(op: Op, c: Compiler, tangents: _custom_calls.Tangents | None,
   if op.attrs.get("api_version", 4) != 4:
     raise NoRule(f"api_version {op.attrs.get('api_version')} (the typed "
                  "FFI's is 4)")
+  if any(text is None for _, text in op.attrs[_ir.ATTRIBUTE_TEXTS]):
+    raise NoRule("an attribute that is not UTF-8 text")
   results = []
   for t in op.result_types:
     if not isinstance(t, _ir.TensorType):
