@@ -96,18 +96,6 @@ def _approx_top_k_order(op: Op, c: Compiler) -> bool:
   return cmp.attrs["comparison_direction"] == "GT"
 
 
-def _constant(c: Compiler, v: int) -> np.ndarray | None:
-  """The value of `v` where it is a constant, or a conversion of one."""
-  if v in c.constants:
-    return np.asarray(c.constants[v])
-  op = c.defining.get(v)
-  if op is not None and op.name == "stablehlo.convert":
-    inner = _constant(c, op.operands[0])
-    if inner is not None:
-      return inner.astype(op.result_types[0].dtype)
-  return None
-
-
 def _check_iota_and_inits(op: Op, c: Compiler, dim: int, is_max: bool
                           ) -> None:
   """The indices an iota along `dim`, the initial values lax's."""
@@ -116,7 +104,7 @@ def _check_iota_and_inits(op: Op, c: Compiler, dim: int, is_max: bool
       or iota.attrs["iota_dimension"] != dim):
     raise NoRule("ApproxTopK indices other than an iota along the reduced "
                  "dimension")
-  init, init_index = (_constant(c, v) for v in op.operands[2:])
+  init, init_index = (c.constant(v) for v in op.operands[2:])
   want = -np.inf if is_max else np.inf
   if (init is None or init_index is None or np.asarray(init) != want
       or np.asarray(init_index) != -1):

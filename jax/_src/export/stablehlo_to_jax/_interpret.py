@@ -43,6 +43,7 @@ from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 from jax.typing import ArrayLike
+import numpy as np
 
 
 NoRule = _ir.NoRule
@@ -204,6 +205,35 @@ class Compiler:
     for f in self.funcs.values():
       walk(f.body)
     return found
+
+  def constant(self, value: int) -> Any:
+    """The NumPy value of `value` where it is a constant of the module, or
+    a conversion, broadcast or reshape of one; else None."""
+    if value in self.constants:
+      return np.asarray(self.constants[value])
+    op = self.defining.get(value)
+    if op is None or len(op.operands) != 1 or not op.result_types:
+      return None
+    t = op.result_types[0]
+    if op.name not in ("stablehlo.convert", "stablehlo.broadcast_in_dim",
+                       "stablehlo.reshape") or not isinstance(
+                           t, _ir.TensorType) or any(t.dynamic):
+      return None
+    inner = self.constant(op.operands[0])
+    if inner is None:
+      return None
+    if op.name == "stablehlo.convert":
+      if np.iscomplexobj(inner) and not np.issubdtype(t.dtype,
+                                                      np.complexfloating):
+        return None
+      return inner.astype(t.dtype)
+    if op.name == "stablehlo.reshape":
+      return inner.reshape(t.shape)
+    dims = op.attrs["broadcast_dimensions"]
+    shape = [1] * len(t.shape)
+    for i, d in enumerate(dims):
+      shape[d] = inner.shape[i]
+    return np.broadcast_to(inner.reshape(shape), t.shape)
 
   def derivative_record(self) -> _derivatives.DerivativeRecord:
     """What the compiled ops say of JAX's derivative of the program."""

@@ -45,6 +45,7 @@ from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
+from jax._src.export.stablehlo_to_jax import _barrier
 from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
@@ -575,8 +576,11 @@ def _identity_rule(op: Op, c: Compiler):
 
 @rule("stablehlo.optimization_barrier")
 def _optimization_barrier_rule(op: Op, c: Compiler):
-  del op, c
-  return lambda env, *xs: list(lax.optimization_barrier(xs))
+  """A barrier of each value (``_barrier``: JAX transposes it)."""
+  del c
+  if not all(isinstance(t, _ir.TensorType) for t in op.operand_types):
+    raise NoRule("an optimization barrier of tuples or tokens")
+  return lambda env, *xs: [_barrier.barrier(x) for x in xs]
 
 
 @rule("stablehlo.get_dimension_size", padded=_dynamic.get_dimension_size)
@@ -937,6 +941,12 @@ def _window_attrs(op: Op, rank: int) -> dict[str, Any]:
               window_dilation=tuple(a.get("window_dilations") or ones))
 
 
+def _scalar_constant(c: Compiler, value: int) -> np.ndarray | None:
+  """A scalar constant of the module (see ``Compiler.constant``)."""
+  found = c.constant(value)
+  return None if found is None or found.shape else found
+
+
 @rule("stablehlo.reduce_window")
 def _reduce_window_rule(op: Op, c: Compiler):
   n = len(op.operands) // 2
@@ -945,6 +955,12 @@ def _reduce_window_rule(op: Op, c: Compiler):
   kind = _binary_region(body) if n == 1 else None
   if kind in _MONOIDS:
     fn = _MONOIDS[kind]
+    # A constant initial value given as itself: lax then sees a monoid of
+    # its identity (a sum of 0: reduce_window_sum, which JAX transposes).
+    init_value = _scalar_constant(c, op.operands[1])
+    if init_value is not None:
+      return lambda env, x, init: [lax.reduce_window(
+          x, _const(init_value), fn, **kw)]
     return lambda env, x, init: [lax.reduce_window(x, init, fn, **kw)]
   region = _region_fn(c, body)
 
