@@ -47,6 +47,9 @@ def test_entry(outcomes, entry):
 
 
 def test_every_cpu_module_is_expressed_and_run(outcomes):
+  if not jax.__version__.startswith(_TABLE_RELEASE):
+    pytest.skip(f"older releases' data hold LAPACK's older targets (the "
+                f"table is of jax {_TABLE_RELEASE}'s)")
   by_name = {e.name: e for e in _ENTRIES}
   cpu = {n: o for n, o in outcomes.items() if by_name[n].platform == "cpu"}
   assert len(cpu) >= 40, sorted(cpu)
