@@ -92,6 +92,28 @@ PADDED_ONLY_IN = (
     "slices, reshapes, broadcasts, transposes, gathers and reductions")
 
 
+# The libraries of other platforms whose custom calls JAX writes: the
+# interpreter has rules for the CPU's (LAPACK), whose results it checks.
+_PLATFORM_LIBRARIES = (
+    (("cusolver_", "cusparse_", "cu_", "cublas"), "a CUDA library's"),
+    (("hipsolver_", "hipsparse_", "hip_", "rocsolver"), "a ROCm library's"),
+    (("Eigh", "LuDecomposition", "Svd", "TopK"), "a TPU's"),
+)
+
+
+def _unknown_custom_call(target: object) -> str:
+  """The reason a custom call of `target` has no rule."""
+  for prefixes, library in _PLATFORM_LIBRARIES:
+    if isinstance(target, str) and target.startswith(prefixes):
+      return (f"custom call target {target!r}: {library} call, which the "
+              "interpreter has no rule for (it has rules for the CPU's "
+              "LAPACK calls, whose results it can check); an artifact "
+              "exported for the CPU (platforms=('cpu', ...)) batches and "
+              "differentiates on the CPU")
+  return (f"custom call target {target!r} has no JAX equivalent (or none "
+          "with the same results)")
+
+
 class Registry:
   """The rules by op name; :meth:`step` is the dispatcher."""
 
@@ -147,8 +169,7 @@ class Registry:
     registration = self._entries.get(key(op))
     if registration is None:
       if op.name == CUSTOM_CALL:
-        raise NoRule(f"custom call target {op.attrs.get('call_target_name')!r}"
-                     " has no JAX equivalent (or none with the same results)")
+        raise NoRule(_unknown_custom_call(op.attrs.get("call_target_name")))
       raise NoRule("no rule for this op")
     if has_dynamic_shapes(op):
       if registration.padded is None:
