@@ -44,6 +44,10 @@ pytestmark = pytest.mark.skipif(
     reason=f"this jax's jax.export lacks {exported_api.pieces_missing()}")
 
 _PLATFORMS = {"cpu": ("cpu",), "cpu and tpu": ("cpu", "tpu")}
+# Every family is expressed on the default release; older releases' jax
+# writes older LAPACK targets (descriptors as operands), which are refused
+# by name.
+_DEFAULT_RELEASE = jax.__version__.startswith("0.12")
 
 
 def _roundtrip(fun, x, platforms):
@@ -68,19 +72,40 @@ def test_the_artifact_transforms_as_the_function(family, platforms):
     pytest.skip("tested for the CPU only (the other families' modules for "
                 "several platforms are tested)")
   rng = np.random.default_rng(0)
+  refused = []
   with config.enable_x64(True):
     x = fam.make(rng)
-    ex = _roundtrip(fam.fun, x, _PLATFORMS[platforms])
+    try:
+      ex = _roundtrip(fam.fun, x, _PLATFORMS[platforms])
+    except NotImplementedError as e:  # (JAX cannot serialize its VJP)
+      if _DEFAULT_RELEASE:
+        raise
+      pytest.skip(f"this JAX has no VJP of it: {str(e)[:200]}")
     for name, (transform, shapes) in TRANSFORMS.items():
       for shape in shapes:
         arg = x if not shape else _batch(fam.make, rng, shape)
         try:
-          assert_close(transform(ex.call)(arg), transform(fam.fun)(arg),
-                       tol=1e-9)
+          want = transform(fam.fun)(arg)
+        except NotImplementedError:
+          continue  # (this JAX has no such derivative of the function)
+        try:
+          got = transform(ex.call)(arg)
+        except NotImplementedError as e:
+          if _DEFAULT_RELEASE:
+            raise AssertionError(f"{family}, {name}, batch {shape}") from e
+          refused.append(f"{name}: {str(e)[:200]}")  # (older targets)
+          continue
+        try:
+          assert_close(got, want, tol=1e-9)
         except Exception as e:
           raise AssertionError(f"{family}, {name}, batch {shape}") from e
+  if refused:
+    pytest.skip("refused by this release's engine, by name: "
+                + "; ".join(refused))
 
 
+@pytest.mark.skipif(not _DEFAULT_RELEASE,
+                    reason="older releases write older LAPACK targets")
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_the_engine_differentiates_the_module_as_jax_the_function(family):
   """The engine's own derivative of each module (its rules' derivatives:

