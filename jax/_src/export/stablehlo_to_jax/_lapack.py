@@ -144,14 +144,18 @@ def _call(op: Op, c: Compiler, tangents: _custom_calls.Tangents | None,
   if op.attrs.get("api_version", 4) != 4:
     raise NoRule(f"api_version {op.attrs.get('api_version')} (the typed "
                  "FFI's is 4)")
-  if any(text is None for _, text in op.attrs[_ir.ATTRIBUTE_TEXTS]):
+  texts = op.attrs.get(_ir.ATTRIBUTE_TEXTS)
+  if texts is None:
+    raise NoRule("its attributes' text was not kept (a copy of the module "
+                 "made by an older reader)")
+  if any(text is None for _, text in texts):
     raise NoRule("an attribute that is not UTF-8 text")
   results = []
   for t in op.result_types:
     if not isinstance(t, _ir.TensorType):
       raise NoRule(f"a result of type {t}")
     results.append((tuple(t.shape), np.dtype(t.dtype)))
-  return Call(op.attrs["call_target_name"], op.attrs[_ir.ATTRIBUTE_TEXTS],
+  return Call(op.attrs["call_target_name"], texts,
               tuple(results), tangents=tangents, no_derivative=no_derivative,
               leading=leading, live=tuple(r in c.live for r in op.results),
               transpose=transpose)
