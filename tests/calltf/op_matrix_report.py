@@ -591,8 +591,12 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
     with tempfile.NamedTemporaryFile("w+", suffix=".stderr",
                                      delete=False) as err_file:
       err_path = pathlib.Path(err_file.name)
+    # JAX on the CPU, unless JAX_FORK_OP_MATRIX_PLATFORMS names other
+    # platforms (benchmarks/accelerator.py: "" for the accelerator).
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-               KERAS_BACKEND="tensorflow", JAX_PLATFORMS="cpu")
+               KERAS_BACKEND="tensorflow",
+               JAX_PLATFORMS=os.environ.get("JAX_FORK_OP_MATRIX_PLATFORMS",
+                                            "cpu"))
     with open(err_path, "w") as stderr:
       proc = subprocess.Popen(
           [python, str(pathlib.Path(__file__).resolve()), "--worker",
@@ -630,6 +634,15 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
             f" ({record.get('seconds', 0)} s)")
         current = None
     proc.wait()
+    ran = [cid for cid in case_ids if cid in results and cid not in remaining
+           and "exit_status" not in results[cid]]
+    if proc.returncode and current is None and not remaining:
+      # Every case gave its result, and then the process died (at exit):
+      # a process that used call_tf must end cleanly.
+      for cid in ran:
+        results[cid]["exit_status"] = proc.returncode
+      log(f"the worker exited with status {proc.returncode} after its "
+          "last case")
     if current is not None:
       cause = died or f"the process exited with status {proc.returncode}"
       name, transform = current.split(":", 1)

@@ -34,6 +34,31 @@ A caller whose modules are lowerings of another framework's ops can give
 some ops that framework's derivatives: :class:`DerivativeRules`, and the
 program's :attr:`Program.derivative_record` (see :mod:`._derivatives`).
 
+Its modules:
+
+* :mod:`._ir`: a Python copy of a module, independent of any MLIR context;
+  :mod:`._copy`: that copy kept as bytes and compiled again without MLIR.
+* :mod:`._interpret`: the compiler of that copy into JAX callables, one
+  step per live op.
+* :mod:`._registry`: the rules, each registered beside its definition, one
+  per op, and the one dispatcher that finds an op's.
+* :mod:`._rules`: the StableHLO ops' rules, as ``lax`` operations; the ops
+  that need more: :mod:`._as_op` (elementwise ops as themselves),
+  :mod:`._barrier` (optimization barriers JAX transposes), :mod:`._sort`
+  (a sort with the module's comparator), :mod:`._rng`
+  (``rng_bit_generator`` with any key), :mod:`._normalization`
+  (``batch_norm_*``), :mod:`._shape_operands` (ops whose shapes are
+  constant operands), :mod:`._loops` (a ``while``'s trip count) and
+  :mod:`._dynamic` (bounded dynamic shapes).
+* What ``jax.export`` writes beyond the specification:
+  :mod:`._custom_calls` (a custom call written again as itself),
+  :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s
+  operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
+  (sharding and placement, on one device).
+* :mod:`.module`: a serialized shape-polymorphic module refined for static
+  argument shapes.
+* :mod:`.compat`: the JAX internals it uses that differ across releases.
+
 See https://github.com/jax-ml/jax/issues/28327.
 """
 
@@ -316,7 +341,8 @@ def _widened(words: jax.Array, dtype: np.dtype) -> jax.Array:
 
 
 def parse(module: str | bytes | ModuleCopy, *,
-          derivatives: DerivativeRules | None = None) -> Program:
+          derivatives: DerivativeRules | None = None,
+          follow_default_precision: bool = False) -> Program:
   """Reads a StableHLO module (text or bytecode) into a :class:`Program`.
 
   Args:
@@ -325,6 +351,15 @@ def parse(module: str | bytes | ModuleCopy, *,
       :func:`read` copied it (from :func:`loads`: no MLIR is read again).
     derivatives: a caller's derivatives for some of its ops (see
       :mod:`._derivatives`); None for JAX's derivatives of every op.
+    follow_default_precision: what a dot or a convolution computes where
+      the module leaves its precision at DEFAULT. False: XLA's default
+      precision, what the module means wherever it runs (on a TPU, one
+      bfloat16 pass for float32). True: the caller's
+      ``jax_default_matmul_precision`` (``jax.default_matmul_precision``)
+      at trace time, as for the same op written with ``jnp``: for a caller
+      whose modules are another framework's lowering of code that left the
+      precision unsaid. Explicit precisions and dot algorithms are kept
+      either way.
 
   Returns:
     The program. Ops without an exact rule do not make this fail: they are
@@ -337,19 +372,21 @@ def parse(module: str | bytes | ModuleCopy, *,
       JAX has no dtype for, regions with several blocks).
   """
   copy = module if isinstance(module, ModuleCopy) else read(module)
-  program = _compile(copy, derivatives)
+  program = _compile(copy, derivatives, follow_default_precision)
   if program.unsupported and not isinstance(module, ModuleCopy):
     # The reasons quote each op's assembly, printed only now.
-    program = _compile(read(module, with_text=True), derivatives)
+    program = _compile(read(module, with_text=True), derivatives,
+                       follow_default_precision)
   return program
 
 
-def _compile(copy: ModuleCopy, derivatives: DerivativeRules | None
-             ) -> Program:
+def _compile(copy: ModuleCopy, derivatives: DerivativeRules | None,
+             follow_default_precision: bool) -> Program:
   """The program of a module copy."""
   funcs = _ir.without_identity_converts(copy.funcs)
-  compiler = _interpret.Compiler(funcs, _registry.RULES, entry=copy.main,
-                                 derivatives=derivatives)
+  compiler = _interpret.Compiler(
+      funcs, _registry.RULES, entry=copy.main, derivatives=derivatives,
+      follow_default_precision=follow_default_precision)
   body = compiler.func(copy.main)
   return Program(body, funcs[copy.main].result_types, compiler.unsupported,
                  _uses_64_bits(funcs), compiler.no_derivative,

@@ -89,9 +89,13 @@ class Compiler:
   def __init__(self, funcs: Mapping[str, _ir.Func],
                rules: _registry.Registry,
                entry: str = "main",
-               derivatives: _derivatives.DerivativeRules | None = None):
+               derivatives: _derivatives.DerivativeRules | None = None,
+               follow_default_precision: bool = False):
     self.funcs = funcs
     self.rules = rules
+    # Whether dots and convolutions at DEFAULT precision take the caller's
+    # jax_default_matmul_precision (see parse).
+    self.follow_default_precision = follow_default_precision
     # The caller's derivatives (see ._derivatives), and what the record of
     # the compiled ops says: for the live ops, the op names found at each
     # location, the locations whose op took the caller's rule, and the ops

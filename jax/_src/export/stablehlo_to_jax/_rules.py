@@ -652,15 +652,24 @@ _PRECISION = {"DEFAULT": lax.Precision.DEFAULT, "HIGH": lax.Precision.HIGH,
               "HIGHEST": lax.Precision.HIGHEST}
 
 
-def _precision(op: Op) -> Any:
-  config = op.attrs.get("precision_config")
-  if not config:
-    return None
+def _precision(op: Op, c: Compiler) -> Any:
+  """The ``precision`` of a dot's or a convolution's ``lax`` operation.
+
+  The module's own precisions; where it leaves both at DEFAULT (or says
+  nothing), XLA's default precision, or, for a caller that asks for it
+  (``parse(..., follow_default_precision=True)``), None: the caller's
+  ``jax_default_matmul_precision`` governs, as for the same op in ``jnp``.
+  """
+  config = op.attrs.get("precision_config") or ("DEFAULT", "DEFAULT")
   try:
     p = tuple(_PRECISION[x] for x in config)
   except KeyError as e:
     raise NoRule(f"precision {config}") from e
-  return p if len(p) == 2 else None
+  if len(p) != 2:
+    return None
+  if p == (lax.Precision.DEFAULT,) * 2 and c.follow_default_precision:
+    return None
+  return p
 
 
 def _preferred(op: Op) -> np.dtype | None:
@@ -700,11 +709,10 @@ def _dot_algorithm(op: Op) -> lax.DotAlgorithmPreset:
 
 @rule("stablehlo.dot_general")
 def _dot_general_rule(op: Op, c: Compiler):
-  del c
   d = op.attrs["dot_dimension_numbers"]
   dims = ((d["lhs_contracting_dimensions"], d["rhs_contracting_dimensions"]),
           (d["lhs_batching_dimensions"], d["rhs_batching_dimensions"]))
-  precision, preferred = _precision(op), _preferred(op)
+  precision, preferred = _precision(op, c), _preferred(op)
   if op.attrs.get("algorithm") is not None:
     precision = _dot_algorithm(op)
   return lambda env, x, y: [lax.dot_general(
@@ -713,17 +721,15 @@ def _dot_general_rule(op: Op, c: Compiler):
 
 @rule("stablehlo.dot")
 def _dot_rule(op: Op, c: Compiler):
-  del c
   lhs_rank = len(op.operand_types[0].shape)
   dims = (((lhs_rank - 1,), (0,)), ((), ()))
-  precision, preferred = _precision(op), _preferred(op)
+  precision, preferred = _precision(op, c), _preferred(op)
   return lambda env, x, y: [lax.dot_general(
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
 
 @rule("stablehlo.convolution")
 def _convolution_rule(op: Op, c: Compiler):
-  del c
   a = op.attrs
   d = a["dimension_numbers"]
   nsp = len(d["input_spatial_dimensions"])
@@ -746,7 +752,7 @@ def _convolution_rule(op: Op, c: Compiler):
       out_spec=(d["output_batch_dimension"], d["output_feature_dimension"],
                 *d["output_spatial_dimensions"]))
   fgc, bgc = a.get("feature_group_count", 1), a.get("batch_group_count", 1)
-  precision, preferred = _precision(op), _preferred(op)
+  precision, preferred = _precision(op, c), _preferred(op)
 
   def step(env, x, w):
     if reversed_dims:  # window reversal: the kernel flipped in those dims

@@ -92,6 +92,15 @@ class CallTfDerivativeError(ValueError):
   """
 
 
+class CallTfPlatformError(ValueError):
+  """A call ``call_tf`` cannot lower for a platform.
+
+  The installed TensorFlow does not compile for the platform, and the
+  function's CPU module has an op the StableHLO interpreter cannot express
+  as JAX operations (which JAX would lower for any platform).
+  """
+
+
 def describe_op(op_type: str | None, node_name: str | None) -> str:
   """"op 'T' (node 'N')" for messages."""
   where = f"op '{op_type}'" if op_type else "an op"
@@ -218,17 +227,6 @@ def opaque_module_error(vmap_method: vmap_methods.VmapMethod | None
       "XlaCallModule", None)
 
 
-# stage: add until pfor
-# def no_vectorizer_error(vmap_method: vmap_methods.VmapMethod | None
-#                         ) -> CallTfVectorizationError:
-#   """No vectorizer yet: the vectorizing methods cannot batch a call."""
-#   return CallTfVectorizationError(
-#       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): call_tf cannot "
-#       "vectorize a TensorFlow function yet. " + what_to_do(vmap_method),
-#       None, None)
-#
-#
-# stage: end
 def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: vmap_methods.VmapMethod | None,
                       cause: BaseException | str
@@ -607,3 +605,33 @@ def cache_write_warning(directory: str, e: OSError) -> str:
           "in the next process. Make the directory writable, set "
           "jax_compilation_cache_dir to another one, or turn call_tf's cache "
           "off with jax_call_tf_cache_max_size=0.")
+
+
+def platform_error(platform: str, reason: str) -> CallTfPlatformError:
+  """A call that neither TensorFlow nor the interpreter lowers for a platform.
+
+  Args:
+    platform: JAX's name of the platform ("tpu", "cuda", "rocm").
+    reason: why the interpreter refuses the function's CPU module.
+  """
+  return CallTfPlatformError(
+      f"call_tf cannot lower the TensorFlow function for the platform "
+      f"{platform!r}: the "
+      f"installed TensorFlow does not compile for {platform!r} (tensorflow-cpu "
+      "compiles for the CPU only), so call_tf expresses the function's CPU "
+      "module (TensorFlow's XLA lowering) as JAX operations, which JAX "
+      f"lowers for {platform!r}; but {reason}. Run the call on the CPU "
+      "(arguments placed with jax.device_put(x, jax.devices('cpu')[0]), or "
+      "under jax.default_device(jax.devices('cpu')[0])), install a "
+      f"TensorFlow that compiles for {platform!r}, or write that part of the "
+      "function with jax.numpy.")
+
+
+def ordered_under_jit_error() -> NotImplementedError:
+  """A call with ``ordered=True`` lowered without ``call_tf_graph``.
+
+  The words of call_tf's own lowering, which raises it on the CPU.
+  """
+  return NotImplementedError(
+      "ordered=True is not supported in the jitted context without"
+      " `call_tf_graph=True`")

@@ -49,9 +49,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
-import json  # stage: drop until persistent-cache
+import json
 import logging
-import sys  # stage: drop until persistent-cache
+import sys
 from typing import TYPE_CHECKING
 
 import jax
@@ -67,9 +67,10 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
+from jax import lax
 from jax import numpy as jnp
 import numpy as np
 import tensorflow as tf
@@ -145,7 +146,7 @@ class Interpreted:
   name: str
   takes_tf_derivatives: bool = False
   surely_transposable: bool = False
-  transposable_key: persistent_cache.Key | None = None  # stage: drop until persistent-cache
+  transposable_key: persistent_cache.Key | None = None
 
   # The answer of :attr:`transposable`, per ``jax_enable_x64`` mode: JAX
   # transposes a module with 64-bit values inside in one mode, not always
@@ -176,16 +177,11 @@ class Interpreted:
     """:attr:`transposable` in the ``jax_enable_x64`` mode ``x64``."""
     if self.surely_transposable and (x64 or not self.program.uses_64_bits):
       return True
-    # stage: drop until persistent-cache
     key = self.transposable_key
     if key is not None:
       key = persistent_cache.Key(key.kind, f"{key.text}\nx64 {x64}")
     return persistent_cache.get_or_make(
         key, lambda: b"1" if self._jax_transposes() else b"0") == b"1"
-    # stage: end
-    # stage: add until persistent-cache
-    # return self._jax_transposes()
-    # stage: end
 
   def _jax_transposes(self) -> bool:
     """:attr:`transposable`, decided by JAX now."""
@@ -299,11 +295,22 @@ def fit_result(result: jax.Array, aval: core.ShapedArray) -> jax.Array:
 
 
 def _parse(module: str | bytes | stablehlo_to_jax.ModuleCopy,
-           derivatives: tf_derivatives.TfDerivatives | None = None
-           ) -> stablehlo_to_jax.Program | Refusal:
-  """The interpreted module, or why there is none (for the debug log)."""
+           derivatives: tf_derivatives.TfDerivatives | None = None, *,
+           of_tf: bool) -> stablehlo_to_jax.Program | Refusal:
+  """The interpreted module, or why there is none (for the debug log).
+
+  Args:
+    module: the module.
+    derivatives: TF's derivatives at ties, for tf2xla's modules.
+    of_tf: whether the module is tf2xla's lowering of a TF function, whose
+      dots and convolutions at DEFAULT precision (TF's, unless
+      TensorFloat-32 is off) then follow ``jax_default_matmul_precision``,
+      as the same function in ``jnp`` does; a module JAX exported keeps
+      its own precisions, as when XLA runs it.
+  """
   try:
-    program = stablehlo_to_jax.parse(module, derivatives=derivatives)
+    program = stablehlo_to_jax.parse(module, derivatives=derivatives,
+                                     follow_default_precision=of_tf)
   except stablehlo_to_jax.UnsupportedOps as e:
     return Refusal(
         f"its StableHLO module has ops without a JAX rule: {list(e.ops)}")
@@ -347,11 +354,11 @@ def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
   # tf2xla's metadata: the TF op type of each location (TF's derivatives
   # at ties, see .tf_derivatives).
   module = _Module(compat.hlo_op_types(hlo), copy)
-  found = _parse(copy, tf_derivatives.TfDerivatives(module.op_types))
+  found = _parse(copy, tf_derivatives.TfDerivatives(module.op_types),
+                 of_tf=True)
   return found if isinstance(found, Refusal) else (module, found)
 
 
-# stage: drop until persistent-cache
 def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
                      sig: Sequence[tf.TensorSpec], platform: str, *,
                      kind: str = "module") -> persistent_cache.Key | None:
@@ -407,14 +414,14 @@ def _kept_or_converted(
   kept = cache.get(key) if cache is not None else None
   module = _loads(kept) if kept is not None else None
   if module is not None:
-    found = _parse(module.copy, tf_derivatives.TfDerivatives(module.op_types))
+    found = _parse(module.copy, tf_derivatives.TfDerivatives(module.op_types),
+                   of_tf=True)
     if not isinstance(found, Refusal):
       return module, found
   made = _converted(function_flat_tf, sig, platform)
   if cache is not None and not isinstance(made, Refusal):
     cache.put(key, _dumps(made[0]))
   return made
-# stage: end
 
 
 @functools.lru_cache(maxsize=256)
@@ -423,16 +430,8 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
             platform: str) -> Interpreted | Refusal:
   """:func:`lookup`, cached; the reason for the fallback if it refuses."""
   concrete = graph_lib.concrete_function(function_flat_tf, sig)
-  side_effects = effects.function_side_effect_ops(function_flat_tf, sig)
-  if side_effects:
-    return Refusal(f"it has side effects (op {side_effects[0][0]!r})")
-  # stage: drop until persistent-cache
   found = _kept_or_converted(function_flat_tf, sig, platform,
                              module_cache_key(concrete, sig, platform))
-  # stage: end
-  # stage: add until persistent-cache
-  # found = _converted(function_flat_tf, sig, platform)
-  # stage: end
   if isinstance(found, Refusal):
     return found
   module, program = found
@@ -446,7 +445,7 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
       program, captured, getattr(function_flat_tf, "__name__", "function"),
       derivatives.takes_tf_derivatives(program.derivative_record),
       transposable_lib.surely_transposable(module.copy),
-      module_cache_key(concrete, sig, platform, kind="transposable"),  # stage: drop until persistent-cache
+      module_cache_key(concrete, sig, platform, kind="transposable"),
   )
 
 
@@ -455,27 +454,32 @@ compat.register_cache(_lookup, "call_tf: interpreted StableHLO modules")
 
 def _find(function_flat_tf: tf.types.experimental.GenericFunction,
           sig: tuple[tf.TensorSpec, ...],
-          staged: bool) -> Interpreted | Refusal:
+          staged: bool, pure: bool) -> Interpreted | Refusal:
   """:func:`lookup`'s module, or the reason why there is none."""
   if not all(s.shape.is_fully_defined() for s in sig):
     return Refusal("its argument shapes are not static")
+  if pure and (side_effects := effects.function_side_effect_ops(
+      function_flat_tf, sig)):
+    return Refusal(f"it has side effects (op {side_effects[0][0]!r})")
   if not staged and (differences := xla_fidelity.function_eager_differences(
       function_flat_tf, sig)):
     return Refusal(
         f"eagerly, TensorFlow's kernels run it: its {differences[0]}")
-  return _lookup(function_flat_tf, sig, compile_lib.default_tf_platform())
+  return _lookup(function_flat_tf, sig, compile_lib.ENGINE_PLATFORM)
 
 
 def why_not(function_flat_tf: tf.types.experimental.GenericFunction,
-            sig: Sequence[tf.TensorSpec], *, staged: bool) -> str | None:
+            sig: Sequence[tf.TensorSpec], *, staged: bool,
+            pure: bool = True) -> str | None:
   """Why :func:`lookup` gives no module for the function, or None."""
-  found = _find(function_flat_tf, tuple(sig), staged)
+  found = _find(function_flat_tf, tuple(sig), staged, pure)
   return found.reason if isinstance(found, Refusal) else None
 
 
 def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
            sig: Sequence[tf.TensorSpec], *,
-           purpose: str, staged: bool) -> Interpreted | None:
+           purpose: str, staged: bool, pure: bool = True
+           ) -> Interpreted | None:
   """The TF function's StableHLO module as JAX primitives, or None.
 
   Args:
@@ -487,14 +491,19 @@ def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
       XLA compiles the function anyway; eagerly, a function that XLA
       computes otherwise than TensorFlow's kernels
       (:func:`.xla_fidelity.eager_differences`) keeps TensorFlow's path.
+    pure: whether to refuse a function with side effects (which
+      vectorizing or differentiating would run once for many calls); a
+      call that is neither, lowered for a platform TensorFlow lacks
+      (:mod:`.platforms`), takes the module of such a function too, as
+      TensorFlow's own lowering would.
 
   Returns:
-    The interpreted module; None if the function has side effects, XLA
-    cannot compile it, an op of its module has no rule, or (eagerly) XLA
-    computes it otherwise than TensorFlow. Each None is logged at debug
-    level with its reason.
+    The interpreted module; None if the function has side effects (where
+    ``pure``), XLA cannot compile it, an op of its module has no rule, or
+    (eagerly) XLA computes it otherwise than TensorFlow. Each None is logged
+    at debug level with its reason.
   """
-  found = _find(function_flat_tf, tuple(sig), staged)
+  found = _find(function_flat_tf, tuple(sig), staged, pure)
   if isinstance(found, Refusal):
     logger.debug("call_tf: %s of %s uses TensorFlow's path (pfor, TF "
                  "gradients), not its StableHLO module: %s", purpose,
@@ -516,7 +525,7 @@ def _module_program(module_bytes: bytes, nr_platform_args: int,
                                               nr_platform_args, in_shapes)
   except Exception as e:  # pylint: disable=broad-except
     return Refusal(f"its shapes cannot be refined ({type(e).__name__}: {e})")
-  return _parse(text)
+  return _parse(text, of_tf=False)
 
 
 compat.register_cache(_module_program,
@@ -565,18 +574,19 @@ def exported_program(exported: jax_export.Exported,
     return None
   logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
                "primitives", purpose, exported.fun_name)
-  prefix = []
-  if nr_platform_args:
-    platform = compile_lib.default_tf_platform().lower()
-    platform = {"gpu": "cuda"}.get(platform, platform)
-    if platform not in platforms:
-      return None
-    prefix = [np.int32(platforms.index(platform))]
   out_avals = exported.out_avals
   jitted = _jitted_program(found)
+  if nr_platform_args:
+    # The module's branch of the platform each lowering targets (several
+    # in a multi-platform jax.export of the caller).
+    branches = {p: functools.partial(jitted, np.int32(i))
+                for i, p in enumerate(platforms)}
+    run = lambda *operands: lax.platform_dependent(*operands, **branches)
+  else:
+    run = jitted
 
   def fun(*operands):
-    outs = jitted(*prefix, *operands)
+    outs = run(*operands)
     return [stablehlo_to_jax.with_dtype(o, a.dtype)
             for o, a in zip(outs, out_avals)]
   return fun

@@ -29,25 +29,66 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import functools
-import sys  # stage: drop until persistent-cache
+import sys
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import version
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
 
-def default_tf_platform() -> str:
-  """The TF platform name ("CPU", "GPU", "TPU") of JAX's default backend."""
-  import jax  # pylint: disable=g-import-not-at-top
-  return {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU", "rocm": "GPU",
-          "tpu": "TPU"}.get(jax.default_backend(), "CPU")
+# The platform of the module call_tf reads to analyse a TF function (its
+# result shapes, whether XLA compiles it) and to express it as JAX
+# operations, which JAX lowers for whatever platform a computation targets:
+# the CPU, for which every TensorFlow compiles (tensorflow-cpu, the
+# TensorFlow that installs beside jax[tpu] and jax[cuda12], has no other).
+ENGINE_PLATFORM = "CPU"
+
+# TensorFlow's names of JAX's lowering platforms.
+_TF_PLATFORMS = {"cpu": "CPU", "cuda": "GPU", "rocm": "GPU", "gpu": "GPU",
+                 "tpu": "TPU"}
+
+
+def tf_platform(jax_platform: str) -> str:
+  """TensorFlow's name ("CPU", "GPU", "TPU") of a JAX platform.
+
+  Raises:
+    ValueError: a platform TensorFlow has no name for.
+  """
+  try:
+    return _TF_PLATFORMS[jax_platform.lower()]
+  except KeyError:
+    raise ValueError(
+        f"call_tf: platform {jax_platform!r} is not one TensorFlow compiles "
+        f"for ({', '.join(sorted(_TF_PLATFORMS))})") from None
+
+
+@functools.cache
+def tf_compiles_for(platform: str) -> bool:
+  """Whether the installed TensorFlow compiles for ``platform`` here.
+
+  The CPU always. A GPU or a TPU only where TensorFlow was built for it
+  and sees such a device: tf2xla asked for a platform it lacks fails, or
+  (tensorflow-cpu asked for the GPU) returns a module and leaves the
+  process to die at exit.
+
+  Args:
+    platform: "CPU", "GPU" or "TPU".
+  """
+  if platform == "CPU":
+    return True
+  if platform == "GPU" and not tf.test.is_built_with_gpu_support():
+    return False
+  try:
+    return bool(tf.config.list_physical_devices(platform))
+  except Exception:  # pylint: disable=broad-except
+    return False
 
 
 def _compile_eager(function_flat_tf: tf.types.experimental.GenericFunction,
@@ -191,18 +232,12 @@ def _compile_eager_cached(
   def compile_now() -> bytes:
     with jax2tf_internal.inside_call_tf():
       return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
-  # stage: drop until persistent-cache
   # The HLO of the same graph, if a process made it before (the checks
   # above passed for it then too).
   return persistent_cache.get_or_make(
       hlo_cache_key(concrete_fn, specs, platform), compile_now)
-  # stage: end
-  # stage: add until persistent-cache
-  # return compile_now()
-  # stage: end
 
 
-# stage: drop until persistent-cache
 def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
                   specs: Sequence[tf.TensorSpec], platform: str
                   ) -> persistent_cache.Key | None:
@@ -216,7 +251,6 @@ def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
       code=[persistent_cache.source_digest(
           sys.modules[__name__], compat, captures, effects, graph_lib,
           version, xla_fidelity)])
-# stage: end
 
 
 # Under jit with the slow-vmap fallback, the batching rule compiles the

@@ -101,7 +101,7 @@ def static_output_shapes(function_flat_tf: Any,
     The shapes of its results, as XLA compiles them (cached).
   """
   return hlo_result_shapes(compile_lib.compile_to_hlo(
-      function_flat_tf, specs, compile_lib.default_tf_platform()))
+      function_flat_tf, specs, compile_lib.ENGINE_PLATFORM))
 
 
 compat.register_cache(static_output_shapes, "call_tf: compiled output shapes")
