@@ -110,15 +110,30 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
   return line[:limit]
 
 
-# Results: one tensor, or a tuple of them (one level).
+# Results: one tensor, or tuples, lists and dicts of them, nested. Tuples
+# and lists are one structure (TF's while_loop gives a tuple eagerly and a
+# list in a graph): both are made tuples. Dicts keep their keys, in the
+# sorted order in which JAX and tf.nest flatten them.
 
 
 def _leaves(tree: Any) -> list[Any]:
-  return list(tree) if isinstance(tree, (tuple, list)) else [tree]
+  if isinstance(tree, dict):
+    return [leaf for k in sorted(tree) for leaf in _leaves(tree[k])]
+  if isinstance(tree, (tuple, list)):
+    return [leaf for t in tree for leaf in _leaves(t)]
+  return [tree]
 
 
 def _rebuild(like: Any, leaves: Sequence[Any]) -> Any:
-  return tuple(leaves) if isinstance(like, (tuple, list)) else leaves[0]
+  it = iter(leaves)
+
+  def build(t):
+    if isinstance(t, dict):
+      return {k: build(t[k]) for k in sorted(t)}
+    if isinstance(t, (tuple, list)):
+      return tuple(build(x) for x in t)
+    return next(it)
+  return build(like)
 
 
 def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
@@ -126,7 +141,9 @@ def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
 
 
 def _tree_map_deep(fn: Callable[[Any], Any], tree: Any) -> Any:
-  """`fn` of every array of nested tuples and lists (made tuples)."""
+  """`fn` of every array of nested tuples, lists (made tuples) and dicts."""
+  if isinstance(tree, dict):
+    return {k: _tree_map_deep(fn, tree[k]) for k in sorted(tree)}
   if isinstance(tree, (tuple, list)):
     return tuple(_tree_map_deep(fn, t) for t in tree)
   return fn(tree)
@@ -403,6 +420,11 @@ def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
   where the reference is not gives 1.
   """
   import numpy as np
+  if isinstance(expected, dict):
+    if not isinstance(actual, dict) or sorted(actual) != sorted(expected):
+      return False, f"structure {type(actual).__name__} differs", float("inf")
+    return compare(tuple(actual[k] for k in sorted(actual)),
+                   tuple(expected[k] for k in sorted(expected)), tol)
   if isinstance(expected, tuple):
     if not isinstance(actual, tuple) or len(actual) != len(expected):
       return False, f"structure {type(actual).__name__} differs", float("inf")
