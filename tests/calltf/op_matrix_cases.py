@@ -16,7 +16,8 @@
 Each family is one small TensorFlow function of one float32 array, with a
 realistic shape, returning one float32 tensor or a tuple of them (an op's
 several results: batch normalization's statistics, a decomposition's
-empty vectors). Its `build` imports TensorFlow
+empty vectors), or lists, dicts and nestings of them (a tf.while_loop's
+values). Its `build` imports TensorFlow
 (and Keras or TF Probability) only when called, so that pytest can collect
 the matrix without importing TensorFlow; `op_matrix_report.py` runs the
 families, `test_op_matrix.py` judges them.
