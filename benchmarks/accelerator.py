@@ -19,10 +19,11 @@ the TensorFlow that installs beside JAX there (``tensorflow-cpu``)::
     python3 benchmarks/accelerator.py --out DIR
 
 Each section runs in a process of its own (one program at a time may hold a
-TPU chip; an abort ends only its section) and writes ``DIR/<section>.json``;
-then ``DIR/accelerator.json`` holds them all and ``DIR/accelerator.md`` the
-tables (``python3 -m benchmarks.accelerator --report DIR`` redraws them).
-The committed run is ``benchmarks/results/accelerator.{json,md}``.
+TPU chip; an abort ends only its section), within what is left of
+``--budget``, and writes ``DIR/<section>.json`` as it goes (a section cut
+short keeps what it measured, marked ``partial``); then ``DIR/accelerator.md``
+has the tables (``python3 -m benchmarks.accelerator --report DIR`` writes
+them again). The committed run is ``benchmarks/results/accelerator/``.
 
 Sections:
 
@@ -508,6 +509,16 @@ def markdown(data: dict[str, Any]) -> str:
               "`call_tf`'s and native JAX's errors against a float64 "
               "reference on the host. Eager and `jit` alike; "
               "`sequential` is `vmap_method=\"sequential\"`.", ""]
+    measured = [r for r in rows if "error" not in r]
+    worse = [r for r in measured
+             if r["err_vs_f64"] > 2 * r["native_err_vs_f64"] + 1e-6]
+    lines += [f"`call_tf` is as accurate as native JAX (its error against "
+              "float64 at most twice native's, plus 1e-6) in "
+              f"{len(measured) - len(worse)} of {len(measured)} checks"
+              + (": not in " + ", ".join(
+                  f"{r['function']} {r['transform']} {r['method']} "
+                  f"{r['mode']} {r['precision']}" for r in worse)
+                 if worse else "") + ".", ""]
     precisions = [p or "default" for p in PRECISIONS]
     lines += ["| function | transformation | method | mode | "
               + " | ".join(precisions) + " |",
@@ -595,9 +606,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def write_report(out: pathlib.Path) -> None:
-  data = _load(out)
-  (out / "accelerator.json").write_text(json.dumps(data, indent=1) + "\n")
-  (out / "accelerator.md").write_text(markdown(data))
+  (out / "accelerator.md").write_text(markdown(_load(out)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -620,7 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            f"the groups {', '.join(OPMATRIX_GROUPS)})")
   parser.add_argument("--child", choices=SECTIONS, help=argparse.SUPPRESS)
   parser.add_argument("--report", metavar="DIR",
-                      help="only write DIR's accelerator.{json,md} again")
+                      help="only write DIR's accelerator.md again")
   args = parser.parse_args(argv)
   if args.report:
     write_report(pathlib.Path(args.report))

@@ -656,6 +656,15 @@ def _run_chunk(case_ids: list[str], python: str, timeout: float,
             f" ({record.get('seconds', 0)} s)")
         current = None
     proc.wait()
+    ran = [cid for cid in case_ids if cid in results and cid not in remaining
+           and "exit_status" not in results[cid]]
+    if proc.returncode and current is None and not remaining:
+      # Every case gave its result, and then the process died (at exit):
+      # a process that used call_tf must end cleanly.
+      for cid in ran:
+        results[cid]["exit_status"] = proc.returncode
+      log(f"the worker exited with status {proc.returncode} after its "
+          "last case")
     if current is not None:
       cause = died or f"the process exited with status {proc.returncode}"
       name, transform = current.split(":", 1)

@@ -92,7 +92,7 @@ def _transformed(transform: str, fn: Callable[[Any], Any]
 
 def _error(e: BaseException) -> str:
   text = "".join(traceback.format_exception_only(type(e), e)).strip()
-  return text.splitlines()[0][:400] if text else type(e).__name__
+  return text.splitlines()[0][:1500] if text else type(e).__name__
 
 
 def run_case(built: Any, family: str, transform: str) -> dict[str, Any]:

@@ -110,6 +110,9 @@ def _describe(record: dict) -> str:
 def test_case(matrix, case):
   record = matrix[case]
   outcome = record["outcome"]
+  if record.get("exit_status"):
+    pytest.fail(f"the process that ran {case} (and gave its result) died at "
+                f"exit with status {record['exit_status']}")
   if outcome == "skip":
     pytest.skip(record["reason"])
   if case in cases.KNOWN_BUGS:

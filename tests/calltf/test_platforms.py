@@ -260,3 +260,35 @@ def test_multi_platform_artifact_runs_without_tensorflow(tmp_path, transform):
   assert len(got.files) == len(want)
   for i, w in enumerate(want):
     np.testing.assert_allclose(got[f"arr_{i}"], w, rtol=1e-6, atol=1e-6)
+
+
+def _nested(kind: str):
+  f = call_tf(lambda x: tf.reduce_sum(tf.sin(x) * x, axis=-1))
+  if kind == "vmap(vmap)":
+    return jax.vmap(jax.vmap(f)), np.ones((2, 3, 4, 5), np.float32)
+  if kind == "scan":
+    def body(c, x):
+      return c + f(x).sum(), jax.grad(lambda v: f(v).sum())(x)
+    return (lambda xs: jax.lax.scan(body, 0., xs)), np.ones((3, 4, 5),
+                                                           np.float32)
+  mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("b",))
+  spec = jax.sharding.PartitionSpec("b")
+  shard_map = getattr(jax, "shard_map", None)
+  if shard_map is None:  # older JAX
+    from jax.experimental.shard_map import shard_map  # pylint: disable=g-import-not-at-top
+  return (shard_map(jax.vmap(f), mesh=mesh, in_specs=spec, out_specs=spec),
+          np.ones((4, 3, 5), np.float32))
+
+
+@pytest.mark.parametrize("kind", ["vmap(vmap)", "scan", "shard_map"])
+def test_nested_calls_lower_for_every_platform(kind):
+  fn, x = _nested(kind)
+  expected = jax.jit(fn)(x)
+  for platforms in platform_export.PLATFORMS:
+    exp = jax.export.export(jax.jit(fn), platforms=platforms)(x)
+    assert not platform_export.foreign_targets(exp.mlir_module(), platforms)
+    if "cpu" in platforms:
+      got = jax.export.deserialize(exp.serialize()).call(x)
+      for g, e in zip(jax.tree_util.tree_leaves(got),
+                      jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(g, e, rtol=1e-6)

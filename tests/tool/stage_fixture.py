@@ -18,8 +18,9 @@ The upstream is a git repository shaped like JAX's (a `jax` package with
 `jax/experimental/jax2tf/tests/`, `CHANGELOG.md`, the jax2tf README, ruff's
 and pytest's configuration in `pyproject.toml`, a `setup.py`), small enough
 to install in a second. The fork is a project root like this repository's:
-a queue of three patches made with git (DEP-3 headers), an overlay with
-markers and shaken modules, upstream-style tests, a fork document, a patch
+a queue of three patches made with git (DEP-3 headers), an overlay of
+one program with shaken modules, overlay patches (`patches/stage/overlay/`)
+that give two pull requests their variants of it, upstream-style tests, a fork document, a patch
 written for upstream (`patches/stage/`) and a staging plan: three stacked
 pull requests of the queue, one independent fix from the patch written for
 upstream, one held pull request and one module that stays.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import pathlib
 import shutil
 import subprocess
+import difflib
 import textwrap
 
 GIT = ["git", "-c", "safe.directory=*", "-c", "user.name=Upstream",
@@ -221,19 +223,14 @@ OVERLAY = {
 
         from jax.experimental.jax2tf.call_tf_lib import compat
         from jax.experimental.jax2tf.call_tf_lib import errors
-        from jax.experimental.jax2tf.call_tf_lib.batching import pfor  # stage: drop until pfor
+        from jax.experimental.jax2tf.call_tf_lib.batching import pfor
 
 
         def batch(xs):
           """Batches `xs`."""
           if not compat.as_list(xs):
             raise errors.empty_error()
-          # stage: drop until pfor
           return pfor.vectorize(xs)
-          # stage: end
-          # stage: add until pfor
-          # raise errors.vmap_error()
-          # stage: end
         ''',
     "call_tf_lib/batching/pfor.py": '''
         """TensorFlow's vectorizer."""
@@ -276,14 +273,9 @@ OVERLAY = {
 
         def as_list(xs):
           """`xs` as a list."""
-          # stage: drop
           if sys.version_info < (3, 8):
             return list(xs or [])
           return list(xs)
-          # stage: end
-          # stage: add
-          # return [x for x in xs]
-          # stage: end
 
 
         # ---------------------------------------------------------------------
@@ -359,18 +351,55 @@ TESTS = {
             with self.assertRaises(ValueError):
               call_tf.batch([])
 
-          # stage: drop until pfor
           def test_vectorized(self):
             self.assertEqual(call_tf.batch([1, 2]), [2, 4])
-          # stage: end
-          # stage: add until pfor
-
-          # def test_not_vectorized_yet(self):
-          #   with self.assertRaises(NotImplementedError):
-          #     call_tf.batch([1, 2])
-          # stage: end
         ''',
 }
+
+_COMPAT = "jax/experimental/jax2tf/call_tf_lib/compat.py"
+_ONE_BRANCH = ("  if sys.version_info < (3, 8):\n"
+               "    return list(xs or [])\n"
+               "  return list(xs)\n", "  return [x for x in xs]\n")
+
+# What a pull request's commit holds otherwise than the overlay ships:
+# (path in the project, text to find, its replacement), made into
+# patches/stage/overlay/<pull request>.patch. Both drop compat.py's branch
+# for other releases; `vmap` holds pfor back and has a stand-in.
+VARIANTS = {
+    "vmap": [
+        (_COMPAT, *_ONE_BRANCH),
+        ("jax/experimental/jax2tf/call_tf_lib/batching/rule.py",
+         "from jax.experimental.jax2tf.call_tf_lib.batching import pfor\n",
+         ""),
+        ("jax/experimental/jax2tf/call_tf_lib/batching/rule.py",
+         "  return pfor.vectorize(xs)\n", "  raise errors.vmap_error()\n"),
+        ("tests/upstream/call_tf_batch_test.py", """
+  def test_vectorized(self):
+    self.assertEqual(call_tf.batch([1, 2]), [2, 4])
+""", """
+  def test_not_vectorized_yet(self):
+    with self.assertRaises(NotImplementedError):
+      call_tf.batch([1, 2])
+"""),
+    ],
+    "pfor": [(_COMPAT, *_ONE_BRANCH)],
+}
+
+
+def overlay_patch(root: pathlib.Path,
+                  edits: list[tuple[str, str, str]]) -> str:
+  """A diff of `root`'s files with `edits` made, as `git diff` writes it."""
+  changed: dict[str, str] = {}
+  for path, find, replace in edits:
+    text = changed.get(path) or (root / path).read_text()
+    assert text.count(find) == 1, (path, find)
+    changed[path] = text.replace(find, replace)
+  out = "The toy pull request's variant of the overlay.\n\n"
+  for path, text in changed.items():
+    out += f"diff --git a/{path} b/{path}\n" + "".join(difflib.unified_diff(
+        (root / path).read_text().splitlines(keepends=True),
+        text.splitlines(keepends=True), f"a/{path}", f"b/{path}"))
+  return out
 
 PLAN = """
     branch = "call-tf-vmap"
@@ -393,6 +422,7 @@ PLAN = """
     title = "[jax2tf] call_tf: support jax.vmap"
     summary = "The summary paragraph."
     patches = ["0002-call-tf-vmap.patch"]
+    overlay = "patches/stage/overlay/vmap.patch"
     modules = ["call_tf_lib/__init__.py", "call_tf_lib/errors.py",
                "call_tf_lib/compat.py", "call_tf_lib/batching/__init__.py",
                "call_tf_lib/batching/rule.py"]
@@ -412,6 +442,7 @@ PLAN = """
     after = "vmap"
     title = "[jax2tf] call_tf: vectorize with pfor"
     patches = ["0003-call-tf-options.patch"]
+    overlay = "patches/stage/overlay/pfor.patch"
     modules = ["call_tf_lib/batching/pfor.py"]
     changelog = [{ section = "Changes", text = "`call_tf` vectorizes." }]
 
@@ -488,4 +519,8 @@ def make_project(path: pathlib.Path, real_root: pathlib.Path,
   write(path / "tests" / "upstream", TESTS)
   write(path, {"docs/design-notes.md": "# Notes of the fork\n",
                "patches/stage.toml": PLAN})
+  for name, edits in VARIANTS.items():
+    (path / "patches" / "stage" / "overlay").mkdir(exist_ok=True)
+    (path / "patches" / "stage" / "overlay" / f"{name}.patch").write_text(
+        overlay_patch(path, edits))
   return path

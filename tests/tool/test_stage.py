@@ -13,10 +13,11 @@
 # limitations under the License.
 """`stage`: the queue as a series of upstream pull requests.
 
-Fast tests of the parts (markers, shaking, references, messages, the
-change log, the fork-word scan, the plan's checks), then the whole command
-on a toy fork of a toy upstream (`stage_fixture`: three pull requests,
-markers, shaken modules, a deferred text), `--verify` included, with
+Fast tests of the parts (overlay variants, shaking, references, messages,
+the change log, the fork-word scan, upstream's pre-commit pins, the plan's
+checks), then the whole command on a toy fork of a toy upstream
+(`stage_fixture`: three pull requests, overlay patches, shaken modules, a
+deferred text), `--verify` included, with
 light packages; then the real queue and plan onto a repository laid out
 like upstream's (the release's sdist, upstream's tests, BUILD files).
 With JAX_FORK_STAGE_VERIFY=1, the real series is verified too (a venv with
@@ -44,6 +45,7 @@ from forklib.upstreaming import stage as stage_lib
 from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_conventions
 from forklib.upstreaming import stage_plan
+from forklib.upstreaming import stage_precommit
 from forklib.upstreaming import stage_source
 from forklib.upstreaming import stage_text
 from forklib.upstreaming import stage_verify
@@ -56,7 +58,6 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None,
 
 _GIT = toy.GIT
 _AUTHOR = "Jane Doe <jane.doe@jaxdev.org>"
-_PRS = {"a": 1, "b": 2, "c": 3}
 
 
 def _git(repo, *args):
@@ -70,49 +71,136 @@ def _fork(root, *args, env=None):
 
 
 # ---------------------------------------------------------------------------
-# Markers.
+# Overlay variants, and one program in the product's modules.
 # ---------------------------------------------------------------------------
 
-_MARKED = """\
-import a
-import b  # stage: drop until b
-x = 1  # stage: drop
-# stage: drop until c
-y = b.y
-# stage: end
-# stage: add
-# z = a.z
-#
-# w = 2
-# stage: end
-# stage: add until b
-# v = a.v
-# stage: end
-"""
+def _variant_root(tmp_path):
+  (tmp_path / "jax").mkdir()
+  (tmp_path / "jax" / "m.py").write_text("import a\nimport b\n\nx = b.x\n")
+  return tmp_path
 
 
-@pytest.mark.parametrize("index,expected", [
-    (1, "import a\nz = a.z\n\nw = 2\nv = a.v\n"),
-    (2, "import a\nimport b\nz = a.z\n\nw = 2\n"),
-    (3, "import a\nimport b\ny = b.y\nz = a.z\n\nw = 2\n"),
-])
-def test_markers_resolve_per_pull_request(index, expected):
-  assert stage_source.resolve_markers(_MARKED, "m.py", index, _PRS) == (
-      expected)
+def test_an_overlay_patch_gives_the_variant_of_the_files_it_changes(
+    tmp_path):
+  root = _variant_root(tmp_path)
+  (root / "v.patch").write_text(toy.overlay_patch(
+      root, [("jax/m.py", "import b\n", ""), ("jax/m.py", "b.x", "a.x")]))
+  assert stage_source.overlay_variant(root, "v.patch") == {
+      "jax/m.py": "import a\n\nx = a.x\n"}
+  assert (root / "jax" / "m.py").read_text().endswith("b.x\n")  # untouched
 
 
-@pytest.mark.parametrize("text,message", [
-    ("# stage: drop until zz\nx\n# stage: end\n", "names no pull request"),
-    ("# stage: drop\n# stage: add\n# stage: end\n", "do not nest"),
-    ("# stage: drop\nx = 1\n", "without `# stage: end`"),
-    ("# stage: end\n", "without a block"),
-    ("# stage: add\nx = 1\n# stage: end\n", "is not a comment"),
-    ("x = 1  # stage: keep\n", "malformed stage marker"),
-])
-def test_bad_markers_are_refused_with_the_line(text, message):
-  with pytest.raises(stage_source.MarkerError, match=message) as e:
-    stage_source.resolve_markers(text, "m.py", 1, _PRS)
-  assert "m.py:" in str(e.value)
+def test_an_overlay_patch_that_no_longer_applies_is_named(tmp_path):
+  root = _variant_root(tmp_path)
+  (root / "v.patch").write_text(toy.overlay_patch(
+      root, [("jax/m.py", "b.x", "a.x")]))
+  (root / "jax" / "m.py").write_text("import a\nimport b\n\nx = b.y\n")
+  with pytest.raises(stage_source.VariantError,
+                     match=r"v.patch does not apply.*jax/m.py.*refresh"):
+    stage_source.overlay_variant(root, "v.patch")
+  (root / "w.patch").write_text("no diff here\n")
+  with pytest.raises(stage_source.VariantError, match="changes no file"):
+    stage_source.overlay_variant(root, "w.patch")
+
+
+def _commented_code(text: str) -> list[int]:
+  """The lines of `text` that are comments holding Python statements (an
+  assignment, a call, a return, an import, a definition): code commented
+  out, not prose."""
+  found = []
+  for n, line in enumerate(text.splitlines(), 1):
+    stripped = line.strip()
+    if not stripped.startswith("#") or stripped.startswith("#!"):
+      continue
+    body = stripped.lstrip("#").strip()
+    if not re.match(r"(return\b|raise\b|import\b|from \S+ import\b|def "
+                    r"\w+\(|class \w+[(:]|[\w.\[\]]+ = |[\w.]+\(.*\)$)",
+                    body):
+      continue
+    try:
+      compile("def _():\n  " + body + (" pass" if body.endswith(":")
+                                        else ""), "<comment>", "exec")
+    except SyntaxError:
+      continue
+    found.append(n)
+  return found
+
+
+def test_product_modules_hold_one_program(root):
+  """No `# stage:` marker and no commented-out code in jax/ and
+  tests/upstream/: what a staged pull request holds otherwise is its
+  overlay patch of patches/stage/overlay/."""
+  markers, commented = [], []
+  for folder in ("jax", stage_plan.UPSTREAM_TESTS):
+    for path in sorted((root / folder).rglob("*.py")):
+      text = path.read_text(encoding="utf-8")
+      rel = path.relative_to(root).as_posix()
+      markers += [f"{rel}:{n}" for n, line in enumerate(text.splitlines(), 1)
+                  if re.search(r"#\s*stage:", line)]
+      commented += [f"{rel}:{n}" for n in _commented_code(text)]
+  assert not markers, markers
+  assert not commented, commented
+
+
+def test_commented_code_is_told_from_prose():
+  assert _commented_code("# return core.typeof(x)\n# x = f(y)\n"
+                         "# def f(x):\n") == [1, 2, 3]
+  assert _commented_code("# Return the value: see below.\n# x is small.\n"
+                         "# (a note)\n# TODO(b/1): later\n") == []
+
+
+def test_upstreams_pre_commit_pins_are_read(tmp_path):
+  (tmp_path / ".pre-commit-config.yaml").write_text("""\
+repos:
+- repo: https://github.com/pre-commit/pre-commit-hooks
+  rev: 3e8a8703264a2f4a69428a0aa4dcb512790b2c8c  # frozen: v6.0.0
+  hooks:
+  - id: check-ast
+- repo: https://github.com/astral-sh/ruff-pre-commit
+  rev: 39d9ac5938dadb73df0564a45f163e25ff9fa6e2  # frozen: v0.16.1
+  hooks:
+  - id: ruff
+- repo: https://github.com/facebook/pyrefly-pre-commit
+  rev: 14025642291adc2db2f9d9fa398e98699ef3fafc  # frozen: v1.1.1
+  hooks:
+    - id: pyrefly-check
+      pass_filenames: false
+      additional_dependencies:
+        - absl-py==2.4.0
+        - numpy~=2.4.0
+        - --pre
+        - --extra-index-url
+        - https://example.com/simple/
+        - jaxlib
+- repo: local
+  hooks:
+  - id: check-copyright
+    additional_dependencies: [google-re2]
+""")
+  hooks = stage_precommit.pinned(tmp_path)
+  assert hooks.ruff == "0.16.1" and hooks.pyrefly == "1.1.1"
+  assert hooks.pyrefly_deps == ("absl-py==2.4.0", "numpy~=2.4.0")
+  assert hooks.left_out and "jaxlib" in hooks.left_out[0]
+  assert stage_precommit.pinned(tmp_path / "none") == stage_precommit.Hooks()
+
+
+def test_pyrefly_errors_are_new_by_file_kind_and_message():
+  def e(file, line, code="bad-argument-type", message="m"):
+    return {"file": file, "line": line, "code": code, "message": message}
+  before = [e("a.py", 3), e("a.py", 9)]
+  after = [e("a.py", 5), e("a.py", 12), e("a.py", 14), e("b.py", 1)]
+  assert stage_precommit.new_errors(before, after) == [e("a.py", 14),
+                                                       e("b.py", 1)]
+
+
+def test_the_landing_order_names_each_conflict():
+  text = stage_text.landing_order(2, ["a", "b", "c"],
+                                  {"c": ["x.py", "CHANGELOG.md"]})
+  assert text.startswith("Order: pull request 2 of 3, sent one at a time, "
+                         "in this order: `a`, **`b`**, `c`.")
+  assert ("It conflicts with `c` in `x.py`, `CHANGELOG.md`: `b` lands "
+          "first, and `c` is rebased onto `main` after it.") in text
+  assert "conflicts with none" in stage_text.landing_order(1, ["a"], {})
 
 
 # ---------------------------------------------------------------------------
@@ -459,8 +547,8 @@ def test_the_real_plan_accounts_for_every_patch_module_and_test(root):
     (lambda p: p.replace('patches = ["0001-version-info.patch"]',
                          'patches = ["0002-call-tf-vmap.patch"]').replace(
                              'patches = ["0002-call-tf-vmap.patch"]\n'
-                             'modules', 'patches = ["0001-version-info.'
-                             'patch"]\nmodules'), "out of the series"),
+                             'overlay', 'patches = ["0001-version-info.'
+                             'patch"]\noverlay'), "out of the series"),
     (lambda p: p.replace('after = "vmap"', 'after = "nothing"'),
      "after = 'nothing' names no earlier pull request"),
     (lambda p: p.replace('after = "version"', 'after = "version"\n'
@@ -480,6 +568,14 @@ def test_the_real_plan_accounts_for_every_patch_module_and_test(root):
      "call_tf_lib/internal.py"),
     (lambda p: p.replace('why = "only the distribution needs it"',
                          'why = " "'), "say why it stays"),
+    (lambda p: p.replace('overlay = "patches/stage/overlay/pfor.patch"',
+                         'overlay = "patches/stage/overlay/none.patch"'),
+     "overlay patches/stage/overlay/none.patch does not exist"),
+    (lambda p: p.replace('name = "version"\n',
+                         'name = "version"\noverlay = '
+                         '"patches/stage/overlay/pfor.patch"\n'),
+     "changes jax/experimental/jax2tf/call_tf_lib/compat.py, which its "
+     "commit does not lay"),
 ])
 def test_a_plan_that_leaves_out_doubles_or_misorders_is_refused(
     root, tmp_path, edit, message):
@@ -547,7 +643,7 @@ def test_one_commit_per_pull_request_by_the_maintainer(toy_staged):
                    "summary")
 
 
-def test_markers_give_each_commit_its_own_code(toy_staged):
+def test_overlay_patches_give_each_commit_its_own_code(toy_staged):
   repo = toy_staged / "repo"
   rule = "jax/experimental/jax2tf/call_tf_lib/batching/rule.py"
   at_vmap = _show(repo, "call-tf-vmap-02-vmap", rule)
@@ -630,7 +726,7 @@ def test_report_json_says_it_per_commit(toy_staged):
   for c in report["commits"]:
     assert c["applies"] and c["author"] == _AUTHOR
     assert c["within_size_limit"] and c["fork_words"] == [] and not c["ruff"]
-    assert c["conventions"] == []
+    assert c["conventions"] == [] and c["pyrefly"] is None
     assert set(c["added_lines"]) == {"code", "build", "tests", "docs",
                                      "non_test"}
     assert c["tests_run"] is None
@@ -640,7 +736,21 @@ def test_report_json_says_it_per_commit(toy_staged):
       "jax/experimental/jax2tf/tests/batching_test.py"]
   assert report["held"] == [{"index": 5, "name": "later", "title": (
       "[jax2tf] call_tf: what comes after the proposal"), "why": (
-          "until the proposal is accepted"), "after": "pfor"}]
+          "until the proposal is accepted"), "after": "pfor",
+                              "overlay": "", "overlay_problem": ""}]
+  assert report["pre_commit"]["pyrefly"] is None  # the toy pins none
+  twice = report["commits"][3]
+  assert twice["modules"] == ["jax/experimental/jax2tf/call_tf.py"]
+  assert twice["tests"] == ["jax/experimental/jax2tf/tests/call_tf_test.py"]
+  call_tf = "jax/experimental/jax2tf/call_tf.py"
+  assert call_tf in twice["conflicts"]["vmap"]
+  assert call_tf in report["commits"][1]["conflicts"]["twice"]
+  assert "version" not in report["commits"][1]["conflicts"]  # stacked
+  text = (toy_staged / "pull-requests" / "04-twice.md").read_text()
+  assert ("Order: pull request 4 of 4, sent one at a time, in this order: "
+          "`version`, `vmap`, `pfor`, **`twice`**.") in text
+  assert (f"It conflicts with `vmap` in `{call_tf}`: `vmap` lands first, "
+          "and `twice` is rebased onto `main` after it.") in text
   assert [s["name"] for s in report["stays"]] == ["internal"]
   md = (toy_staged / "report.md").read_text()
   assert "Every check passed" in md and "## Held" in md
@@ -778,18 +888,43 @@ def test_ruff_with_upstreams_config_and_the_size_limit(root, toy_project,
                    "than 200 \\(max_added_lines\\)", proc.stderr)
 
 
+def _stage_with_overlay(root, toy_project, toy_upstream, tmp_path, edit):
+  """Stages the toy fork with the `vmap` overlay patch's edits `edit`ed."""
+  project = tmp_path / "fork"
+  shutil.copytree(toy_project, project)
+  (project / "patches/stage/overlay/vmap.patch").write_text(
+      toy.overlay_patch(project, edit(toy.VARIANTS["vmap"])))
+  return project, _fork(root, "--root", str(project), "stage", "0.12.0.1",
+                        "--out", str(tmp_path / "out"), "--onto",
+                        str(toy_upstream), "--author", _AUTHOR)
+
+
 def test_a_use_of_a_later_module_is_named(root, toy_project, toy_upstream,
                                           tmp_path):
-  rule = toy.textwrap.dedent(toy.OVERLAY["call_tf_lib/batching/rule.py"]
-                             ).lstrip().replace("  # stage: drop until pfor",
-                                                "")
-  proc = _stage_broken(root, toy_project, toy_upstream, tmp_path,
-                       "call_tf_lib/batching/rule.py", rule)
+  _, proc = _stage_with_overlay(
+      root, toy_project, toy_upstream, tmp_path,
+      lambda edits: [e for e in edits if "import pfor" not in e[1]])
   assert proc.returncode == 1
   assert ("02-vmap: jax/experimental/jax2tf/call_tf_lib/batching/rule.py:5 "
           "uses jax.experimental.jax2tf.call_tf_lib.batching.pfor, which "
           "this commit lacks") in proc.stderr
-  assert "`# stage: drop until pfor`" in proc.stderr
+  assert "overlay patch (patches/stage/overlay/)" in proc.stderr
+
+
+def test_an_overlay_patch_that_no_longer_applies_fails_loudly(
+    root, toy_project, toy_upstream, tmp_path):
+  project, _ = _stage_with_overlay(root, toy_project, toy_upstream,
+                                   tmp_path / "a", lambda edits: edits)
+  rule = project / "jax/experimental/jax2tf/call_tf_lib/batching/rule.py"
+  rule.write_text(rule.read_text().replace("return pfor.vectorize(xs)",
+                                           "return pfor.vectorize(list(xs))"))
+  proc = _fork(root, "--root", str(project), "stage", "0.12.0.1", "--out",
+               str(tmp_path / "out"), "--onto", str(toy_upstream),
+               "--author", _AUTHOR)
+  assert proc.returncode == 1
+  assert re.search(r"02-vmap: patches/stage/overlay/vmap.patch does not "
+                   r"apply to this repository's files \(.*batching/rule.py",
+                   proc.stderr), proc.stderr
 
 
 def test_verify_installs_each_commit_and_runs_its_tests(root, toy_project,
@@ -830,6 +965,10 @@ def test_verify_installs_each_commit_and_runs_its_tests(root, toy_project,
   # A commit whose test fails is reported as such.
   test = project / "tests" / "upstream" / "call_tf_batch_test.py"
   test.write_text(test.read_text().replace("[2, 4]", "[2, 5]"))
+  # ... and vmap's overlay patch refreshed for it, as a maintainer would.
+  (project / "patches/stage/overlay/vmap.patch").write_text(
+      toy.overlay_patch(project, [(f, find.replace("[2, 4]", "[2, 5]"), r)
+                                  for f, find, r in toy.VARIANTS["vmap"]]))
   broken = stage_lib.stage(Project(project), release, tmp_path / "out2",
                            onto=toy_upstream, author=_AUTHOR, verify=True,
                            verify_requirements=requirements)

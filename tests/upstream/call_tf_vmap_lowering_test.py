@@ -29,7 +29,7 @@ except ImportError:
 
 if tf is not None:
   from jax.experimental import jax2tf
-  from jax.experimental.jax2tf.call_tf_lib import errors  # stage: drop until vectorization-errors
+  from jax.experimental.jax2tf.call_tf_lib import errors
 
 jax.config.parse_flags_with_absl()
 
@@ -43,7 +43,6 @@ def _cond_tf(x):
 @unittest.skipIf(tf is None, "Test requires TensorFlow")
 class CallTfVmapLoweringTest(jtu.JaxTestCase):
 
-  # stage: drop until vectorization-errors
   def test_uncompilable_vectorization_raises_vectorization_error(self):
     x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5.
     # With pfor (the StableHLO path batches the cond as a select).
@@ -51,7 +50,6 @@ class CallTfVmapLoweringTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(errors.CallTfVectorizationError,
                                 "XLA cannot compile.*DynamicStitch"):
       f(x)
-  # stage: end
 
   def test_uncompilable_vectorization_falls_back_with_the_option(self):
     x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5.

@@ -22,7 +22,7 @@ import unittest
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax
-from jax import lax  # stage: drop until pfor
+from jax import lax
 from jax._src import config
 from jax._src import test_util as jtu
 import jax.numpy as jnp
@@ -38,12 +38,7 @@ except ImportError:
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 jax.config.parse_flags_with_absl()
 
-# stage: drop until pfor
 _METHODS = [None, "vectorized", "sequential"]
-# stage: end
-# stage: add until pfor
-# _METHODS = ["sequential"]
-# stage: end
 _ALL_METHODS = _METHODS + ["expand_dims", "broadcast_all", "batch_polymorphic"]
 
 
@@ -94,7 +89,6 @@ class CallTfVmapTest(jtu.JaxTestCase):
     self.assertAllClose(jax.jit(jax.jacrev(f))(x), jax.jacrev(_energy_jnp)(x),
                         atol=1e-4, rtol=1e-4)
 
-  # stage: drop until pfor
   def test_per_example_gradients(self):
     xs = self.rng.randn(4, 6, 3).astype(np.float32)
     f = jax2tf.call_tf(_energy_tf)
@@ -109,7 +103,6 @@ class CallTfVmapTest(jtu.JaxTestCase):
                               jnp.zeros(4, np.float32), xs)[0]
     self.assertAllClose(jax.jit(lambda: scan(f))(), scan(jnp.sin))
     self.assertAllClose(jax.jit(jax.vmap(jax.vmap(f)))(xs), jnp.sin(xs))
-  # stage: end
 
 
   def test_batch_size_zero(self):
@@ -121,7 +114,6 @@ class CallTfVmapTest(jtu.JaxTestCase):
     with self.assertRaisesRegex(ValueError, "vmap_method='loop'"):
       jax2tf.call_tf(tf.sin, vmap_method="loop")
 
-  # stage: drop until stablehlo-path
   def test_not_vectorizable_error_and_slow_path(self):
     # pfor cannot vectorize a round trip (its StableHLO module can, and by
     # default does: here the vectorizer is pfor).
@@ -149,47 +141,19 @@ class CallTfVmapTest(jtu.JaxTestCase):
         f(x)
       with self.assertRaises(call_tf_errors.CallTfVectorizationError):
         f(x)
-  # stage: end
 
 
-  # stage: add until stablehlo-path
-  # def test_not_vectorizable_error_and_slow_path(self):
-  #   # TensorFlow's vectorizer cannot vectorize a round trip.
-  #   round_trip = jax2tf.call_tf(jax2tf.convert(jnp.sin))
-  #   x = self.rng.randn(3, 4).astype(np.float32)
-  #   with self.assertRaisesRegex(call_tf_errors.CallTfVectorizationError,
-  #                               "vmap_method='sequential'.*"
-  #                               "jax_call_tf_slow_vmap"):
-  #     jax.vmap(round_trip)(x)
-  #   with config.call_tf_slow_vmap(True):
-  #     self.assertAllClose(jax.jit(jax.vmap(round_trip))(x), jnp.sin(x))
-  #     self.assertAllClose(jax.vmap(round_trip)(x), jnp.sin(x))
-  #   sequential = jax2tf.call_tf(jax2tf.convert(jnp.sin),
-  #                               vmap_method="sequential")
-  #   self.assertAllClose(jax.vmap(sequential)(x), jnp.sin(x))
-  #
-  # def test_slow_vmap_is_in_the_trace_context(self):
-  #   f = jax.jit(jax.vmap(jax2tf.call_tf(jax2tf.convert(jnp.sin))))
-  #   x = self.rng.randn(3, 4).astype(np.float32)
-  #   with config.call_tf_slow_vmap(True):
-  #     f(x)
-  #   with self.assertRaises(call_tf_errors.CallTfVectorizationError):
-  #     f(x)
-  #
-  # stage: end
   def test_ordered_needs_sequential(self):
     f = jax2tf.call_tf(tf.sin, ordered=True)
     with self.assertRaisesRegex(NotImplementedError, "ordered=True"):
       jax.vmap(f)(np.ones((2, 3), np.float32))
 
-  # stage: drop until pfor
   def test_eager_vmap_does_not_need_xla(self):
     # tf.math.special.dawsn has no XLA kernel.
     x = self.rng.randn(3, 4).astype(np.float32)
     f = jax2tf.call_tf(tf.math.special.dawsn)
     expected = np.stack([np.asarray(f(r)) for r in x])
     self.assertAllClose(jax.vmap(f)(x), expected)
-  # stage: end
 
 
 

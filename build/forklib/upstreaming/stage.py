@@ -19,9 +19,9 @@ alone or stacked `after` another, with a branch of its own
 (`call-tf-vmap-NN-name`). A commit is a patch written for upstream
 (`patches/stage/`, applied with `git am -3`, its message its own); or the
 queue's patches (in series order, over those of the pull requests it is
-stacked on) with the overlay modules the plan gives it and the code their
-`# stage:` markers give that commit (`stage_source`: markers, shaken
-modules), its upstream-style tests where upstream keeps them and their
+stacked on) with the overlay modules the plan gives it, as its overlay
+patch of `patches/stage/overlay/` has them (`stage_source`: variants,
+shaken modules), its upstream-style tests where upstream keeps them and their
 BUILD rules (`stage_bazel`), its message the DEP-3 descriptions as prose
 (`stage_text`); or files of this repository (a design proposal). Each
 gets its CHANGELOG entries and documentation edits. The author and
@@ -65,12 +65,12 @@ from forklib.project import Project
 from forklib.sources import fetch
 from forklib.sources import patchq
 from forklib.sources import tree as tree_lib
-from forklib.testing import envs
 from forklib.upstreaming import gitcmd
 from forklib.upstreaming import stage_bazel
 from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_conventions
 from forklib.upstreaming import stage_plan
+from forklib.upstreaming import stage_precommit
 from forklib.upstreaming import stage_source
 from forklib.upstreaming import stage_text
 from forklib.upstreaming import stage_verify
@@ -160,6 +160,11 @@ class CommitResult:
   sizes: dict[str, int] = dataclasses.field(default_factory=dict)
   scrub: list[stage_checks.Finding] = dataclasses.field(default_factory=list)
   ruff: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  # Pyrefly's new errors (None: the base pins no Pyrefly hook).
+  pyrefly: list[dict[str, Any]] | None = None
+  overlay_problem: str = ""   # a held pull request's overlay patch
+  # The pull requests it conflicts with, and the files.
+  conflicts: dict[str, list[str]] = dataclasses.field(default_factory=dict)
   conventions: list[stage_checks.Finding] = dataclasses.field(
       default_factory=list)
   test_run: stage_verify.TestRun | None = None
@@ -297,7 +302,6 @@ class _Layer:
     self.plan = plan
     self.repo = repo
     self.base = base
-    self.indices = {pr.name: pr.index for pr in plan.prs}
     self.overlay_modules = {
         stage_source.module_name(f"jax/{rel.as_posix()}"): f"jax/{rel.as_posix()}"
         for rel in project.overlay_files() if rel.suffix == ".py"}
@@ -305,19 +309,19 @@ class _Layer:
   def _source(self, repo_path: str) -> pathlib.Path:
     return self.project.root / repo_path
 
-  def _indices(self, chain: list[stage_plan.PullRequest]) -> dict[str, int]:
-    """Each pull request's index for markers: one outside `chain` is never
-    reached, so that `until` it holds its code back."""
-    names = {pr.name for pr in chain}
-    return {name: (index if name in names else 1 << 30)
-            for name, index in self.indices.items()}
-
   def _lay_overlay(self, pr: stage_plan.PullRequest,
                    chain: list[stage_plan.PullRequest],
                    result: CommitResult) -> tuple[list[str], list[str],
                                                   list[stage_plan.Test]]:
-    """The modules and tests of `chain`, as `pr`'s commit holds them."""
-    indices = self._indices(chain)
+    """The modules and tests of `chain`, as `pr`'s commit holds them: as
+    the distribution ships them, but where `pr`'s overlay patch changes
+    them."""
+    variant: dict[str, str] = {}
+    if pr.overlay:
+      try:
+        variant = stage_source.overlay_variant(self.project.root, pr.overlay)
+      except ForkError as e:
+        result.problems.append(str(e))
     written: list[str] = []
     new_modules, new_tests = [], []
     for earlier in chain:
@@ -326,13 +330,9 @@ class _Layer:
       sources += [(f"{stage_plan.UPSTREAM_TESTS}/{t.file}", t.to)
                   for t in earlier.tests]
       for source, path in sources:
-        text = self._source(source).read_text(encoding="utf-8")
-        if source.endswith(".py"):
-          try:
-            text = stage_source.resolve_markers(text, source, pr.index,
-                                                indices)
-          except ForkError as e:
-            result.problems.append(str(e))
+        text = variant.get(source)
+        if text is None:
+          text = self._source(source).read_text(encoding="utf-8")
         self._write(path, text)
         written.append(path)
       if earlier is pr:
@@ -436,8 +436,8 @@ class _Layer:
           result.problems.append(
               f"{path}:{ref.line} uses {ref.module}, which this commit lacks "
               f"(patches/stage.toml adds {module} in {owner}): hold the use "
-              f"back with a `# stage: drop until {owner}` block, or stage "
-              "the module earlier")
+              f"back in this pull request's overlay patch "
+              f"(patches/stage/overlay/), or stage the module earlier")
 
   def _deferred(self, pr: stage_plan.PullRequest,
                 chain: list[stage_plan.PullRequest],
@@ -567,7 +567,6 @@ def stage(project: Project, release: Release, out: pathlib.Path,
   plan = stage_plan.load(project.root, list(queue),
                          [f"jax/{r.as_posix()}"
                           for r in project.overlay_files()])
-  ruff = envs.ruff()
   sdist = None if onto else fetch.fetch(release)
   verify_python = (stage_verify.default_python(release.test_python)
                    if verify else None)
@@ -578,15 +577,16 @@ def stage(project: Project, release: Release, out: pathlib.Path,
     staged.mkdir()
     repo = staged / "repo"
     base_text, base = _base(release, onto, ref, sdist, repo)
+    hooks = stage_precommit.pinned(repo)
     results = _commit_all(project, plan, queue, repo, base, staged, who)
-    _check_all(project, plan, release, repo, base, results, ruff, staged)
+    _check_all(project, plan, release, repo, base, results, hooks, staged)
     committed = [r for r in results if r.commit]
     if verify:
       _verify(project, release, repo, base, committed, staged / "verify",
               verify_python, jaxlib or release.test_jaxlib,
               verify_requirements)
     problems = _write_reports(release, base_text, base, plan, who, results,
-                              verify, staged)
+                              verify, staged, hooks)
     os.rename(staged, out)
   held = len(results) - len(committed)
   log.step("stage", f"{out}/repo: {len(committed)} pull requests (branches "
@@ -612,12 +612,13 @@ def _base(release: Release, onto: pathlib.Path | None, ref: str | None,
 def _write_reports(release: Release, base_text: str, base: str,
                    plan: stage_plan.Plan, who: Identity,
                    results: list[CommitResult], verify: bool,
-                   staged: pathlib.Path) -> list[str]:
+                   staged: pathlib.Path,
+                   hooks: stage_precommit.Hooks) -> list[str]:
   """report.json and report.md; returns the problems."""
   config = stage_checks.ruff_config(staged / "repo")
   problems = _problems(plan, results, config, verify, who)
   report = _report_json(release, base_text, base, plan, who, results,
-                        problems, config, verify)
+                        problems, config, verify, hooks)
   (staged / "report.json").write_text(json.dumps(report, indent=2) + "\n",
                                       encoding="utf-8")
   (staged / "report.md").write_text(_report_md(report), encoding="utf-8")
@@ -645,6 +646,11 @@ def _commit_all(project: Project, plan: stage_plan.Plan,
     results.append(result)
     if pr.held:
       log.step("stage", f"{pr.slug}: held ({pr.held})")
+      if pr.overlay:
+        try:
+          stage_source.overlay_variant(project.root, pr.overlay)
+        except ForkError as e:
+          result.overlay_problem = str(e)
       continue
     parent = commits[pr.after] if pr.after else base
     if pr.source:
@@ -657,16 +663,73 @@ def _commit_all(project: Project, plan: stage_plan.Plan,
                       patched[pr.name], result, who)
     commits[pr.name] = result.commit
     _git(repo, "branch", "-f", result.branch, result.commit)
+    log.step("stage", f"{pr.slug}: committed {result.commit[:12]} on "
+             f"{result.onto}")
+  _git(repo, "checkout", "-q", "--detach", base)
+  _write_descriptions(plan, repo, base, results, prs_dir)
+  return results
+
+
+def conflicts(repo: pathlib.Path, results: list[CommitResult]
+              ) -> dict[str, dict[str, list[str]]]:
+  """Which committed pull requests conflict, pairwise, and in what files.
+
+  Two pull requests conflict when git cannot merge their commits (`git
+  merge-tree`): whichever lands second must be rebased onto the first. A
+  pull request and one it is stacked on are not compared.
+  """
+  committed = [r for r in results if r.commit]
+  found: dict[str, dict[str, list[str]]] = {r.name: {} for r in committed}
+  for i, a in enumerate(committed):
+    for b in committed[i + 1:]:
+      if _stacked(a, b, committed):
+        continue
+      proc = _git(repo, "merge-tree", "--write-tree", "--name-only",
+                  "--no-messages", a.commit, b.commit, check=False)
+      if proc.returncode == 0:
+        continue
+      if proc.returncode != 1:
+        raise ForkError(f"git merge-tree of {a.slug} and {b.slug} failed: "
+                        f"{proc.stderr.strip()}")
+      files = sorted({f for f in proc.stdout.splitlines()[1:] if f.strip()})
+      found[a.name][b.name] = files
+      found[b.name][a.name] = files
+  return found
+
+
+def _stacked(a: CommitResult, b: CommitResult,
+             committed: list[CommitResult]) -> bool:
+  """Whether `b` is stacked on `a` (directly or through others)."""
+  by_name = {r.name: r for r in committed}
+  onto = b.onto
+  while onto != "base" and onto in by_name:
+    if onto == a.name:
+      return True
+    onto = by_name[onto].onto
+  return False
+
+
+def _write_descriptions(plan: stage_plan.Plan, repo: pathlib.Path,
+                        base: str, results: list[CommitResult],
+                        prs_dir: pathlib.Path) -> None:
+  """pull-requests/NN-name.md: each committed pull request's description,
+  with the order they land in and what each conflicts with."""
+  committed = [r for r in results if r.commit]
+  names = [r.name for r in committed]
+  found = conflicts(repo, committed)
+  by_name = {pr.name: pr for pr in plan.prs}
+  commits = {r.name: r.commit for r in committed}
+  for position, result in enumerate(committed, 1):
+    pr = by_name[result.name]
+    parent = commits[pr.after] if pr.after else base
     files = _git(repo, "diff", "--name-only", "--no-renames", parent,
                  result.commit).stdout.split()
     message = _git(repo, "log", "-1", "--format=%B", result.commit).stdout
+    result.conflicts = found[result.name]
     (prs_dir / f"{pr.slug}.md").write_text(stage_text.pull_request_text(
-        pr.title, message, files, result.tests, pr.after, pr.breaking),
+        pr.title, message, files, result.tests, pr.after, pr.breaking,
+        stage_text.landing_order(position, names, found[result.name])),
         encoding="utf-8")
-    log.step("stage", f"{pr.slug}: committed {result.commit[:12]} on "
-             f"{result.onto} ({len(files)} files)")
-  _git(repo, "checkout", "-q", "--detach", base)
-  return results
 
 
 def _patched_tree(repo: pathlib.Path, start: str,
@@ -741,11 +804,17 @@ def _commit_source(project: Project, pr: stage_plan.PullRequest,
   message = _git(repo, "log", "-1", "--format=%B").stdout.rstrip() + "\n"
   written = layer.docs(pr, [pr], result)
   _commit(repo, written, message, who, result, amend=True)
+  changed = _git(repo, "diff", "--name-only", "--no-renames", parent,
+                 result.commit).stdout.split()
+  result.modules = [f for f in changed
+                    if stage_checks.kind_of(f) == "code"]
+  result.tests = [f for f in changed if stage_checks.kind_of(f) == "tests"
+                  and f.endswith(".py")]
 
 
 def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
                repo: pathlib.Path, base: str, results: list[CommitResult],
-               ruff: str, staged: pathlib.Path) -> None:
+               hooks: stage_precommit.Hooks, staged: pathlib.Path) -> None:
   """Every check of every commit, recorded in its result."""
   scrubber = stage_checks.Scrubber(
       [(p.regex, p.why) for p in plan.scrub_patterns],
@@ -755,6 +824,17 @@ def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
       release.version)
   commits = {r.name: r.commit for r in results if r.commit}
   by_name = {pr.name: pr for pr in plan.prs}
+  ruff = stage_precommit.ruff_executable(hooks)
+  pyrefly = stage_precommit.pyrefly_venv(hooks)
+  pyrefly_at: dict[str, list[dict[str, Any]]] = {}
+
+  def pyrefly_errors(commit: str) -> list[dict[str, Any]]:
+    if commit not in pyrefly_at:
+      log.step("stage", f"Pyrefly {hooks.pyrefly} on {commit[:12]}")
+      pyrefly_at[commit] = stage_precommit.pyrefly_errors(pyrefly, repo,
+                                                          commit)
+    return pyrefly_at[commit]
+
   for result in results:
     if not result.commit:
       continue
@@ -765,6 +845,11 @@ def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
                                              result.commit)
     result.ruff = stage_checks.ruff_commit(ruff, repo, base, parent,
                                            result.commit)
+    if pyrefly is not None and result.sizes.get("code", 0):
+      result.pyrefly = stage_precommit.new_errors(
+          pyrefly_errors(parent), pyrefly_errors(result.commit))
+    elif pyrefly is not None:
+      result.pyrefly = []
     result.conventions = _conventions(repo, parent, result.commit)
     result.problems += _commit_problems(repo, parent, pr, result)
   prs_dir = staged / "pull-requests"
@@ -890,6 +975,8 @@ def _problems(plan: stage_plan.Plan, results: list[CommitResult],
     problems += [f"{where}: convention: {f}" for f in r.conventions]
     problems += [f"{where}: ruff: {f['file']}:{f['line']}: {f['code']} "
                  f"{f['message']}" for f in r.ruff]
+    problems += [f"{where}: Pyrefly: {f['file']}:{f['line']}: {f['code']} "
+                 f"{f['message']}" for f in r.pyrefly or []]
     if verify and r.test_run is not None:
       run = r.test_run
       if run.problem:
@@ -920,7 +1007,8 @@ def _commit_json(r: CommitResult) -> dict[str, Any]:
       "within_size_limit": r.sizes.get("non_test", 0) <= r.limit,
       "fork_words": [dataclasses.asdict(f) for f in r.scrub],
       "conventions": [dataclasses.asdict(f) for f in r.conventions],
-      "ruff": r.ruff, "problems": r.problems,
+      "ruff": r.ruff, "pyrefly": r.pyrefly, "problems": r.problems,
+      "conflicts": r.conflicts,
       "tests_run": None if run is None else {
           "ok": run.ok, "files": run.files, "passed": run.passed,
           "failed": run.failed + run.errors, "skipped": run.skipped,
@@ -932,16 +1020,23 @@ def _commit_json(r: CommitResult) -> dict[str, Any]:
 def _report_json(release: Release, base_text: str, base: str,
                  plan: stage_plan.Plan, who: Identity,
                  results: list[CommitResult], problems: list[str],
-                 config: str | None, verify: bool) -> dict[str, Any]:
+                 config: str | None, verify: bool,
+                 hooks: stage_precommit.Hooks) -> dict[str, Any]:
+  by_name = {pr.name: pr for pr in plan.prs}
   return {
       "release": release.version, "base": base_text, "base_commit": base,
       "branch": plan.branch, "author": str(who),
       "max_added_lines": plan.max_added_lines,
       "ruff_config": config, "verified": verify, "ok": not problems,
+      "pre_commit": {"ruff": hooks.ruff, "pyrefly": hooks.pyrefly,
+                     "pyrefly_deps": list(hooks.pyrefly_deps),
+                     "left_out": list(hooks.left_out)},
       "problems": problems,
       "commits": [_commit_json(r) for r in results if r.commit],
       "held": [{"index": r.index, "name": r.name, "title": r.title,
-                "why": r.held, "after": "" if r.onto == "base" else r.onto}
+                "why": r.held, "after": "" if r.onto == "base" else r.onto,
+                "overlay": by_name[r.name].overlay,
+                "overlay_problem": r.overlay_problem}
                for r in results if not r.commit],
       "stays": [dataclasses.asdict(s) for s in plan.stays],
   }
@@ -967,29 +1062,44 @@ def _commit_row(c: dict[str, Any], verified: bool) -> str:
       *(f"{p['name']}: {p['status']}" + (f" ({p['detail']})"
                                           if p["detail"] else "")
         for p in c["patches"] if p["status"] != APPLIED),
-      ("left out: " + ", ".join(c["left_out"]) if c["left_out"] else "")]))
+      ("left out: " + ", ".join(c["left_out"]) if c["left_out"] else ""),
+      *(f"conflicts with {other} ({', '.join(files)})"
+        for other, files in c["conflicts"].items())]))
+  pyrefly = "-" if c["pyrefly"] is None else str(len(c["pyrefly"]))
   return (f"| {c['index']} | {c['name']}: {c['title']} | {c['onto']} | "
           f"{'yes' if c['applies'] else 'NO'} | {size}"
           f"{'' if c['within_size_limit'] else ' (OVER)'} of "
           f"{c['max_added_lines']} | {c['added_lines'].get('tests', 0)} | "
           f"{len(c['fork_words'])} | {len(c['conventions'])} | "
-          f"{len(c['ruff'])} | {_tests_cell(c, verified)} | {notes or '-'} |")
+          f"{len(c['ruff'])} | {pyrefly} | {_tests_cell(c, verified)} | "
+          f"{notes or '-'} |")
 
 
 def _report_md(report: dict[str, Any]) -> str:
+  hooks = report["pre_commit"]
+  pinned = ((f"ruff {hooks['ruff']}" if hooks["ruff"] else
+             "ruff at the tool's own pin (the base pins none)") + ", "
+            + (f"Pyrefly {hooks['pyrefly']} (its new errors against the "
+               "parent, on the whole project)" if hooks["pyrefly"] else
+               "no Pyrefly (the base pins none)")
+            + (f"; not installed: {', '.join(hooks['left_out'])}"
+               if hooks["left_out"] else ""))
   lines = [f"# The queue staged for upstream (jax {report['release']})", "",
            f"Base: {report['base']}. One branch per pull request "
            f"(`{report['branch']}-NN-name`), each on the base alone unless "
            f"stacked on another (\"on\"); author and committer "
            f"{report['author']}. ruff: upstream's configuration in "
-           f"`{report['ruff_config'] or 'NONE'}`.", "",
+           f"`{report['ruff_config'] or 'NONE'}`. Upstream's pre-commit "
+           f"hooks: {pinned}.", "",
            "| # | pull request | on | applies | non-test lines | test lines "
-           "| fork words | conventions | ruff | tests | notes |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| fork words | conventions | ruff | Pyrefly | tests | notes |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
   lines += [_commit_row(c, report["verified"]) for c in report["commits"]]
   if report["held"]:
     lines += ["", "## Held", "", "| # | pull request | why |", "|---|---|---|"]
-    lines += [f"| {h['index']} | {h['name']}: {h['title']} | {h['why']} |"
+    lines += [f"| {h['index']} | {h['name']}: {h['title']} | {h['why']}"
+              + (f" (its overlay patch: {h['overlay_problem']})"
+                 if h["overlay_problem"] else "") + " |"
               for h in report["held"]]
   if report["stays"]:
     lines += ["", "## What stays in the distribution", ""]

@@ -23,9 +23,11 @@ of:
   maintainer can take as it is, where the queue's form (an overlay package,
   hooks) would not do;
 * the queue's own `patches`, with the overlay `modules` it adds and its
-  upstream-style `test`s of `tests/upstream/` (the overlay's `# stage:`
-  markers hold back later code), its message made of the patches' DEP-3
-  descriptions;
+  upstream-style `test`s of `tests/upstream/`, and where its commit holds
+  them otherwise than the distribution ships them (a later pull request's
+  code held back, branches for other releases left out) its `overlay`
+  patch of `patches/stage/overlay/` (`stage_source.overlay_variant`), its
+  message made of the patches' DEP-3 descriptions;
 * `files` of this repository copied into upstream's tree (a design
   proposal);
 
@@ -51,7 +53,7 @@ patterns = [{ regex = 'internal-name', why = "a name of ours" }]
 allow = ['os\\.fork']            # lines matching these are not findings
 
 [[pr]]                           # written for upstream
-name = "vmap-method"             # [a-z0-9-]; markers say `until vmap-method`
+name = "vmap-method"             # [a-z0-9-]
 source = "patches/stage/call-tf-vmap-method.patch"  # title, message: its own
 replaces = ["0003-call-tf-vmap.patch", "call_tf_vmap_test.py"]
 max_added_lines = 400            # this pull request's own limit
@@ -73,6 +75,8 @@ after = "vmap-method"            # stacked on it (default: on the base)
 held = "until the design proposal is accepted"   # listed, not committed
 patches = ["0004-call-tf-pfor.patch"]
 modules = ["call_tf_lib/batching/pfor.py"]
+overlay = "patches/stage/overlay/pfor.patch"   # its commit's variant of the
+                                 # chain's modules and tests (a diff of them)
 
 [[pr.test]]
 file = "call_tf_pfor_test.py"    # in tests/upstream/
@@ -109,6 +113,7 @@ from typing import Any
 from forklib import ForkError
 from forklib import load_toml
 from forklib.sources import patchq
+from forklib.upstreaming import stage_source
 
 PLAN_NAME = "stage.toml"
 UPSTREAM_TESTS = "tests/upstream"
@@ -178,6 +183,7 @@ class PullRequest:
   touches: tuple[str, ...] = ()        # if given, the only files it changes
   breaking: bool = False
   files: tuple[FileCopy, ...] = ()
+  overlay: str = ""          # its variant of the overlay (project path)
 
   @property
   def slug(self) -> str:
@@ -289,10 +295,11 @@ def _default_like(to: str) -> str | None:
 
 _PR_KEYS = {"name", "title", "summary", "patches", "modules", "test",
             "changelog", "edit", "deferred", "source", "after", "held", "bug",
-            "max_added_lines", "replaces", "touches", "breaking", "files"}
+            "max_added_lines", "replaces", "touches", "breaking", "files",
+            "overlay"}
 # What a pull request written for upstream (`source`) carries in its patch.
 _NOT_WITH_SOURCE = ("title", "summary", "patches", "modules", "test",
-                    "deferred", "files")
+                    "deferred", "files", "overlay")
 
 
 def _load_tests(path: pathlib.Path, where: str, raw: list[Any]
@@ -411,7 +418,8 @@ def _load_pr(root: pathlib.Path, path: pathlib.Path, index: int, raw: Any
       max_added_lines=limit,
       replaces=_strings(path, f"{where} replaces", raw.get("replaces", [])),
       touches=_strings(path, f"{where} touches", raw.get("touches", [])),
-      breaking=bool(raw.get("breaking", False)), files=files)
+      breaking=bool(raw.get("breaking", False)), files=files,
+      overlay=_string(path, f"{where} overlay", raw.get("overlay", "")))
   _check_pr(root, path, where, pr)
   return pr
 
@@ -427,6 +435,9 @@ def _check_pr(root: pathlib.Path, path: pathlib.Path, where: str,
   for f in pr.files:
     if not (root / f.source).is_file():
       raise _fail(path, where, f"files: {f.source} does not exist")
+  if pr.overlay and not (root / pr.overlay).is_file():
+    raise _fail(path, where, f"overlay {pr.overlay} does not exist (a diff "
+                "of this repository's jax/ and tests/upstream/ files)")
   if (not pr.source and not pr.patches and not pr.modules and not pr.files
       and not pr.tests and not pr.held):
     raise _fail(path, where, "stages nothing: give it a source patch, "
@@ -547,6 +558,28 @@ def _check_modules_and_tests(root: pathlib.Path, path: pathlib.Path,
     raise _fail(path, "tests", f"two tests go to {', '.join(twice)}")
 
 
+def _check_overlays(root: pathlib.Path, path: pathlib.Path,
+                    prs: tuple[PullRequest, ...], module_root: str) -> None:
+  """An overlay patch changes only files its pull request's commit lays:
+  the modules and tests of it and of those it is stacked on."""
+  by_name = {pr.name: pr for pr in prs}
+  for pr in prs:
+    if not pr.overlay:
+      continue
+    chain = [pr]
+    while chain[0].after:
+      chain.insert(0, by_name[chain[0].after])
+    laid = {repo_path(module_root, m) for q in chain for m in q.modules}
+    laid |= {f"{UPSTREAM_TESTS}/{t.file}" for q in chain for t in q.tests}
+    text = (root / pr.overlay).read_text(encoding="utf-8")
+    outside = [f for f in stage_source.variant_files(text) if f not in laid]
+    if outside:
+      raise _fail(path, f"pull request {pr.index} ({pr.name})",
+                  f"overlay {pr.overlay} changes {', '.join(outside)}, which "
+                  "its commit does not lay (not a module or test of it or "
+                  "of a pull request it is stacked on)")
+
+
 def upstream_style_tests(root: pathlib.Path) -> list[str]:
   """The names of the upstream-style tests of `tests/upstream/`."""
   tests_dir = root / UPSTREAM_TESTS
@@ -625,6 +658,7 @@ def load(root: pathlib.Path, series: list[str],
   _check_patches(path, prs, stays, series, replaced)
   _check_modules_and_tests(root, path, prs, stays, module_root,
                            overlay_files, replaced)
+  _check_overlays(root, path, prs, module_root)
   shaken = _strings(path, "shaken", raw.get("shaken", []))
   for s in shaken:
     if not s.endswith(".py") or not any(

@@ -13,32 +13,18 @@
 # limitations under the License.
 """The overlay's and the tests' source as one staged commit has it.
 
-Two mechanical transformations, neither of which changes what the fork's
-code computes (the fork builds the files as they are):
+Two mechanical transformations, neither of which changes what the
+distribution computes (it builds and ships the files as they are):
 
-**Markers** (`resolve_markers`). Comments that say which lines a staged
-commit holds:
-
-```python
-x = compat_thing()            # stage: drop            (never staged)
-from . import pfor            # stage: drop until pfor  (staged from PR pfor)
-# stage: drop until pfor
-...lines of a later pull request's concern...
-# stage: end
-# stage: add
-# return core.typeof(x)       (staged uncommented: the target's only branch)
-# stage: end
-# stage: add until pfor
-# raise NotImplementedError   (staged uncommented before PR pfor, then gone)
-# stage: end
-```
-
-`drop` blocks hold code the fork needs and upstream does not (branches for
-other releases); `drop until PR` blocks a later pull request's code;
-`add` blocks, commented out in the fork, the form the target release takes
-where the fork detects features; `add until PR` the stand-in that earlier
-commits have. Blocks do not nest. Every line of an `add` block is a comment
-at the marker's indentation.
+**Variants** (`overlay_variant`). The modules of `jax/` and the tests of
+`tests/upstream/` hold one program, the distribution's. Where a queue pull
+request's commit differs from them (a branch for other JAX releases left
+out, a later pull request's code held back, the stand-in that earlier
+commits have), the plan gives it an `overlay` patch of `patches/stage/`:
+a diff against this repository's files, applied with `git apply` to the
+files that commit lays. A patch that no longer applies (the module
+changed) is a problem that names it; refresh it as docs/maintainers.md
+says.
 
 **Shaking** (`shake`). A module listed as `shaken` in the plan (`errors.py`,
 `compat.py`: one definition per message or internal) is staged definition
@@ -53,137 +39,67 @@ import ast
 import dataclasses
 import pathlib
 import re
+import subprocess
+import tempfile
 from collections.abc import Iterable
 
 from forklib import ForkError
 
-_BLOCK_RE = re.compile(
-    r"^(?P<indent>[ \t]*)# stage: (?P<what>drop|add|end)"
-    r"(?: until (?P<pr>[a-z0-9][a-z0-9-]*))?[ \t]*$")
-_TRAILING_RE = re.compile(
-    r"^(?P<code>.*\S)[ \t]+# stage: drop(?: until (?P<pr>[a-z0-9][a-z0-9-]*))?"
-    r"[ \t]*$")
-_ANY_MARKER_RE = re.compile(r"#\s*stage:")
+_DIFF_FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.MULTILINE)
 
 
-class MarkerError(ForkError):
-  """A `# stage:` marker that is malformed or names no pull request."""
+class VariantError(ForkError):
+  """An overlay patch that does not apply to this repository's files."""
 
 
-def resolve_markers(text: str, path: str, index: int,
-                    pr_indices: dict[str, int]) -> str:
-  """`text` as the commit of pull request number `index` holds it.
+def variant_files(patch_text: str) -> list[str]:
+  """The files (paths in this repository) an overlay patch changes."""
+  return [m.group(2) for m in _DIFF_FILE_RE.finditer(patch_text)]
+
+
+def overlay_variant(root: pathlib.Path, patch: str) -> dict[str, str]:
+  """The files `patch` (a path under `root`) changes, as it changes them.
 
   Args:
-    text: a file of the overlay or of tests/upstream.
-    path: its name, for errors.
-    index: the pull request's index in the plan (1-based).
-    pr_indices: every pull request's index, by name.
+    root: this repository's root.
+    patch: an overlay patch of `patches/stage/`, relative to `root`: a diff
+      (`diff --git a/PATH b/PATH`, then unified hunks) of files of `jax/`
+      and `tests/upstream/`; text before the first `diff` line is its
+      description.
 
   Returns:
-    The text with every block resolved and no marker left.
+    Each changed file's path, and its text with the patch applied.
 
   Raises:
-    MarkerError: a malformed marker, an unknown pull request, a nested or
-      unterminated block, or an `add` line that is not a comment.
+    VariantError: the patch is missing, changes no file, or does not apply
+      (git apply's message names the file and the hunk).
   """
-  out: list[str] = []
-  junctions: list[int] = []  # where lines were taken out
-  block: tuple[str, int | None, str, int] | None = None  # what, until, indent
-  for n, line in enumerate(text.splitlines(keepends=True), 1):
-    body = line.rstrip("\n")
-    m = _BLOCK_RE.match(body)
-    if m:
-      what, pr = m.group("what"), m.group("pr")
-      until = None
-      if pr is not None:
-        if pr not in pr_indices:
-          raise MarkerError(f"{path}:{n}: `# stage: {what} until {pr}` names "
-                            "no pull request of patches/stage.toml (known: "
-                            f"{', '.join(pr_indices)})")
-        until = pr_indices[pr]
-      if what == "end":
-        if block is None or pr is not None:
-          raise MarkerError(f"{path}:{n}: `# stage: end` without a block")
-        block = None
-        junctions.append(len(out))
-      elif block is not None:
-        raise MarkerError(f"{path}:{n}: a `# stage: {what}` block inside the "
-                          f"one opened on line {block[3]}; blocks do not "
-                          "nest")
-      else:
-        block = (what, until, m.group("indent"), n)
-      continue
-    m = _TRAILING_RE.match(body)
-    if m and block is None:
-      pr = m.group("pr")
-      if pr is not None and pr not in pr_indices:
-        raise MarkerError(f"{path}:{n}: `# stage: drop until {pr}` names no "
-                          "pull request of patches/stage.toml")
-      if pr is not None and index >= pr_indices[pr]:
-        out.append(m.group("code") + "\n")
-      else:
-        junctions.append(len(out))
-      continue
-    if _ANY_MARKER_RE.search(body):
-      raise MarkerError(f"{path}:{n}: malformed stage marker {body.strip()!r}"
-                        " (known: `# stage: drop|add [until PR]`, "
-                        "`# stage: end`, or a trailing `# stage: drop "
-                        "[until PR]`)")
-    if block is None:
-      out.append(line)
-      continue
-    what, until, indent, start = block
-    if what == "drop":
-      if until is not None and index >= until:
-        out.append(line)
-      continue
-    # An `add` block: commented lines, uncommented while it holds.
-    if body.strip() and not body.startswith(indent + "#"):
-      raise MarkerError(f"{path}:{n}: line {n} of the `# stage: add` block "
-                        f"opened on line {start} is not a comment at its "
-                        "indentation")
-    if until is not None and index >= until:
-      continue
-    if not body.strip():
-      out.append("\n")
-      continue
-    code = body[len(indent) + 1:]
-    code = code[1:] if code.startswith(" ") else code
-    out.append((indent + code).rstrip() + "\n" if code else "\n")
-  if block is not None:
-    raise MarkerError(f"{path}:{block[3]}: `# stage: {block[0]}` block "
-                      "without `# stage: end`")
-  return _join_at(out, junctions)
-
-
-def _join_at(lines: list[str], junctions: list[int]) -> str:
-  """`lines` joined, with no more blank lines where blocks were taken out
-  than the code around them allows: two before a top-level line, one before
-  an indented one."""
-  drop: set[int] = set()
-  for j in junctions:
-    start = j
-    while start > 0 and not lines[start - 1].strip():
-      start -= 1
-    end = j
-    while end < len(lines) and not lines[end].strip():
-      end += 1
-    following = lines[end] if end < len(lines) else ""
-    limit = 1 if following[:1] in (" ", "\t") else 2
-    if end == len(lines):
-      limit = 0
-    blanks = list(range(start, end))
-    drop.update(blanks[limit:])
-  return "".join(l for i, l in enumerate(lines) if i not in drop)
-
-
-def _collapse_blank_lines(text: str) -> str:
-  """At most two blank lines in a row (one before an indented line), none
-  at the end of the file: what removing a block leaves."""
-  text = re.sub(r"\n{4,}", "\n\n\n", text)
-  text = re.sub(r"\n{3,}(?=[ \t]+\S)", "\n\n", text)
-  return text.rstrip("\n") + "\n" if text.strip() else ""
+  path = root / patch
+  if not path.is_file():
+    raise VariantError(f"{patch} does not exist")
+  files = variant_files(path.read_text(encoding="utf-8"))
+  if not files:
+    raise VariantError(f"{patch} changes no file (no `diff --git` line)")
+  with tempfile.TemporaryDirectory(prefix="stage-variant-") as tmp:
+    work = pathlib.Path(tmp)
+    for f in files:
+      source = root / f
+      if not source.is_file():
+        raise VariantError(f"{patch} changes {f}, which this repository "
+                           "does not have")
+      (work / f).parent.mkdir(parents=True, exist_ok=True)
+      (work / f).write_bytes(source.read_bytes())
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn",
+                           str(path.resolve())], cwd=work, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+      detail = "; ".join(l.strip() for l in proc.stderr.splitlines()
+                         if l.strip())
+      raise VariantError(
+          f"{patch} does not apply to this repository's files ({detail}): "
+          "refresh it (docs/maintainers.md, \"Staging the queue for "
+          "upstream\")")
+    return {f: (work / f).read_text(encoding="utf-8") for f in files}
 
 
 # ---------------------------------------------------------------------------
@@ -302,6 +218,14 @@ def _references_by_regex(text: str, modules: set[str]) -> list[Reference]:
   return found
 
 
+def _collapse_blank_lines(text: str) -> str:
+  """At most two blank lines in a row (one before an indented line), none
+  at the end of the file: what removing definitions leaves."""
+  text = re.sub(r"\n{4,}", "\n\n\n", text)
+  text = re.sub(r"\n{3,}(?=[ \t]+\S)", "\n\n", text)
+  return text.rstrip("\n") + "\n" if text.strip() else ""
+
+
 # ---------------------------------------------------------------------------
 # Shaking a module down to the definitions in use.
 # ---------------------------------------------------------------------------
@@ -387,7 +311,7 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
   section: it is kept while anything up to the next such block is.
 
   Args:
-    text: the module's source (markers resolved).
+    text: the module's source (its pull request's variant).
     path: its name, for errors.
     used: the names other staged code uses from it.
 

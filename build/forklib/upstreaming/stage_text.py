@@ -118,8 +118,19 @@ def changelog_with(text: str, entries: list[tuple[str, str]]) -> str:
 
 def pull_request_text(title: str, message: str, files: list[str],
                       tests: list[str], after: str = "",
-                      breaking: bool = False) -> str:
-  """The description of a pull request, in Markdown."""
+                      breaking: bool = False, order: str = "") -> str:
+  """The description of a pull request, in Markdown.
+
+  Args:
+    title: its title.
+    message: its commit message (the body is the description's).
+    files: the files it changes.
+    tests: the test files among them.
+    after: the pull request it is stacked on, if any.
+    breaking: whether it is a breaking change.
+    order: where it lands in the series and what it conflicts with
+      (`landing_order`).
+  """
   body = message.split("\n\n", 1)[1] if "\n\n" in message else ""
   notes = []
   if breaking:
@@ -132,4 +143,34 @@ def pull_request_text(title: str, message: str, files: list[str],
           + f"{body.strip()}\n\n"
           + "Files:\n" + "".join(f"- `{f}`\n" for f in files)
           + ("\nTests:\n" + "".join(f"- `{t}`\n" for t in tests)
-             if tests else ""))
+             if tests else "")
+          + (f"\n{order.strip()}\n" if order.strip() else ""))
+
+
+def landing_order(position: int, names: list[str],
+                  conflicts: dict[str, list[str]]) -> str:
+  """The paragraph that says when a pull request lands and what it
+  conflicts with.
+
+  Args:
+    position: its 1-based place among `names`.
+    names: the series' pull requests, in the order they land.
+    conflicts: each pull request it conflicts with, and the files.
+  """
+  name = names[position - 1]
+  lines = [f"Order: pull request {position} of {len(names)}, sent one at a "
+           "time, in this order: "
+           + ", ".join(f"`{n}`" if n != name else f"**`{n}`**"
+                       for n in names) + "."]
+  if not conflicts:
+    lines.append("It conflicts with none of the others: it merges onto "
+                 "`main` with any of them landed.")
+  else:
+    for other, files in sorted(conflicts.items(),
+                               key=lambda kv: names.index(kv[0])):
+      first, second = sorted((name, other), key=names.index)
+      lines.append(f"It conflicts with `{other}` in "
+                   + ", ".join(f"`{f}`" for f in files)
+                   + f": `{first}` lands first, and `{second}` is rebased "
+                   "onto `main` after it.")
+  return "\n\n".join(lines)

@@ -31,6 +31,23 @@ A caller whose modules are lowerings of another framework's ops can give
 some ops that framework's derivatives: :class:`DerivativeRules`, and the
 program's :attr:`Program.derivative_record` (see :mod:`._derivatives`).
 
+Its modules:
+
+* :mod:`._ir`: a Python copy of a module, independent of any MLIR context;
+  :mod:`._copy`: that copy kept as bytes and compiled again without MLIR.
+* :mod:`._interpret`: the compiler of that copy into JAX callables, one
+  step per live op.
+* :mod:`._rules`: one rule per StableHLO op, as ``lax`` operations; the ops
+  that need more: :mod:`._as_op` (elementwise ops as themselves),
+  :mod:`._sort` (a sort with the module's comparator), :mod:`._rng`
+  (``rng_bit_generator`` with any key), :mod:`._normalization`
+  (``batch_norm_*``), :mod:`._shape_operands` (ops whose shapes are
+  constant operands), :mod:`._loops` (a ``while``'s trip count) and
+  :mod:`._dynamic` (bounded dynamic shapes).
+* :mod:`.module`: a serialized shape-polymorphic module refined for static
+  argument shapes.
+* :mod:`.compat`: the JAX internals it uses that differ across releases.
+
 See https://github.com/jax-ml/jax/issues/28327.
 """
 

@@ -55,13 +55,8 @@ def internals_changed(what: str, consequence: str) -> InternalsChangedError:
 
 def typeof(x: Any) -> core.AbstractValue:
   """The abstract value of ``x`` (``core.typeof``)."""
-  # stage: drop
   fn = getattr(core, "typeof", None) or core.get_aval
   return fn(x)
-  # stage: end
-  # stage: add
-  # return core.typeof(x)
-  # stage: end
 
 
 def register_cache(cache: Any, name: str) -> None:
@@ -70,16 +65,10 @@ def register_cache(cache: Any, name: str) -> None:
   With ``util.register_cache`` where the release has it; else ``clear_caches``
   calls every function in ``util.cache_clearing_funs`` (a weak set).
   """
-  # stage: drop
   register = getattr(util, "register_cache", None)
   if register is not None:
     register(cache, name)
     return
-  # stage: end
-  # stage: add
-  # util.register_cache(cache, name)
-  # stage: end
-  # stage: drop
   funs = getattr(util, "cache_clearing_funs", None)
   if funs is None:
     raise internals_changed(
@@ -87,12 +76,9 @@ def register_cache(cache: Any, name: str) -> None:
         "its caches could not be cleared by jax.clear_caches()")
   _CLEARERS.append(cache.cache_clear)  # the weak set needs a strong reference
   funs.add(_CLEARERS[-1])
-  # stage: end
 
 
-# stage: drop
 _CLEARERS: list[Callable[[], None]] = []
-# stage: end
 
 
 def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
@@ -104,15 +90,10 @@ def register_batching_rule(prim: core.Primitive, rule: Callable[..., Any]
 def mlir_extension() -> Any:
   """jaxlib's MLIR extension (``deserialize_portable_artifact`` and more)."""
   from jax._src import lib  # pylint: disable=g-import-not-at-top
-  # stage: drop
   jax_ext = getattr(lib, "_jax", None)
   if jax_ext is not None and hasattr(jax_ext, "mlir"):
     return jax_ext.mlir
   return lib.xla_client._xla.mlir  # pylint: disable=protected-access
-  # stage: end
-  # stage: add
-  # return lib._jax.mlir  # pylint: disable=protected-access
-  # stage: end
 
 
 def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
@@ -122,10 +103,8 @@ def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
   """
   with context:
     module = mlir_extension().deserialize_portable_artifact(data)
-  # stage: drop
   if isinstance(module, (str, bytes)):
     return ir.Module.parse(module, context=context)
-  # stage: end
   return module
 
 
@@ -134,35 +113,23 @@ def refine_polymorphic_shapes(module: ir.Module) -> ir.Module:
   return mlir.refine_polymorphic_shapes(module)
 
 
-# stage: drop
 def _takes_module_context(fn: Callable[..., Any]) -> bool:
   params = list(inspect.signature(fn).parameters)
   return bool(params) and params[0] == "ctx"
-# stage: end
 
 
 def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
   """``mlir.aval_to_ir_type``, with the module context where it takes one."""
-  # stage: drop
   if _takes_module_context(mlir.aval_to_ir_type):
     return mlir.aval_to_ir_type(module_context, aval)
   return mlir.aval_to_ir_type(aval)
-  # stage: end
-  # stage: add
-  # return mlir.aval_to_ir_type(module_context, aval)
-  # stage: end
 
 
 def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
   """``mlir.shape_tensor``, with the module context where it takes one."""
-  # stage: drop
   if _takes_module_context(mlir.shape_tensor):
     return mlir.shape_tensor(module_context, sizes)
   return mlir.shape_tensor(sizes)
-  # stage: end
-  # stage: add
-  # return mlir.shape_tensor(module_context, sizes)
-  # stage: end
 
 
 def call_exported_primitive() -> core.Primitive:

@@ -22,11 +22,12 @@ per concern, each readable in one sitting:
 * :mod:`.stablehlo`: the StableHLO path: a TF function's XLA lowering
   expressed as JAX primitives by JAX's StableHLO interpreter
   (``jax._src.export.stablehlo_to_jax``), when ``call_tf`` uses it
-  (``path``), with TF's gradients at ties (``tf_derivatives``), and when
-  JAX may differentiate it (``exactness``).
+  (``path``), with TF's gradients at ties (``tf_derivatives``), when JAX
+  may differentiate it (``exactness``, ``transposable``), and on the
+  platforms TensorFlow does not compile for (``platforms``).
 * :mod:`.autodiff`: derivatives: the VJP's call (``vjp``), forward mode
-  (``jvp``), TF's tangent functions (``tf_jvp``) and the linear primitive
-  (``linear``).
+  (``jvp``) and TF's tangent functions (``tf_jvp``); the linear primitive
+  of the tangents is JAX's (``jax._src.export.transforms.linear``).
 * :mod:`.tf_function`: a TF function as JAX needs it, in every TF mode: its
   traces (``traces``, ``graph``), compilation (``compile``, ``version``),
   captured values, output shapes, side effects, and the ``call_tf_graph``
@@ -36,6 +37,8 @@ per concern, each readable in one sitting:
 * :mod:`.vmap_methods`: the names of the ``vmap_method``s and their groups.
 * :mod:`.errors`: every error a user sees, and its message.
 * :mod:`.compat`: every JAX and TF internal that differs across releases.
+* :mod:`.tf_overrides`: where call_tf changes TensorFlow's behaviour while
+  it builds a graph (each a context manager, restored on exit).
 
 Submodules load on first use (``call_tf_lib.batching.dispatch``), so that
 each can be added on its own; those every call uses are imported below,
@@ -76,16 +79,8 @@ __getattr__ = lazy_submodules(__name__)
 # The modules every call_tf uses load with jax2tf, as jax's own modules load
 # with jax: not in the first call, whose time a user sees.
 # pylint: disable=g-import-not-at-top,unused-import
-# stage: drop until tf-version-and-shapes
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes as _shapes  # noqa: F401,E402
-# stage: end
-# stage: drop until embed
 from jax.experimental.jax2tf.call_tf_lib.embed import embedding as _embedding  # noqa: F401,E402
-# stage: end
-# stage: drop until stablehlo-path
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness as _exactness  # noqa: F401,E402
-# stage: end
-# stage: drop until forward-mode
 from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as _jvp  # noqa: F401,E402
-# stage: end
 # pylint: enable=g-import-not-at-top,unused-import

@@ -66,13 +66,8 @@ def internals_changed(what: str, consequence: str
       f"call_tf relies on {what}, which this installation (jax "
       f"{jax.__version__}, TensorFlow {tf.__version__}) does not have in the "
       f"form call_tf expects; {consequence}. "
-      # stage: drop
       "Use the TensorFlow release this jax was verified with (the "
       "`tensorflow` extra of the jax package), and "
-      # stage: end
-      # stage: add
-      # "Use a TensorFlow release that this jax supports, and "
-      # stage: end
       "report this at https://github.com/jax-ml/jax/issues/11753.")
 
 
@@ -89,16 +84,11 @@ def serialize_module(module: ir.Module, target: str) -> bytes:
   ext = mlir_extension()
   with_sdy = getattr(xla_bridge.get_backend(), "serialize_with_sdy", None)
   extra = () if with_sdy is None else (with_sdy,)
-  # stage: drop
   try:
     return ext.serialize_portable_artifact(module, target, *extra)
   except TypeError:  # older jaxlibs take the module's bytecode
     return ext.serialize_portable_artifact(mlir.module_to_bytecode(module),
                                            target, *extra)
-  # stage: end
-  # stage: add
-  # return ext.serialize_portable_artifact(module, target, *extra)
-  # stage: end
 
 
 def stablehlo_version_jax_serializes() -> str:
@@ -144,15 +134,10 @@ def hlo_to_module(hlo: bytes) -> ir.Module:
   ``XlaComputation``.
   """
   ext = mlir_extension()
-  # stage: drop
   if hasattr(ext, "hlo_to_stablehlo"):
     return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
   from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
   return mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(hlo))
-  # stage: end
-  # stage: add
-  # return ir.Module.parse(ext.hlo_to_stablehlo(hlo))
-  # stage: end
 
 
 def hlo_to_stablehlo(hlo: bytes) -> bytes:
@@ -162,15 +147,10 @@ def hlo_to_stablehlo(hlo: bytes) -> bytes:
   jaxlibs, through :func:`hlo_to_module`.
   """
   ext = mlir_extension()
-  # stage: drop
   if hasattr(ext, "hlo_to_stablehlo"):
     return ext.hlo_to_stablehlo(hlo)
   with mlir.make_ir_context():
     return mlir.module_to_bytecode(hlo_to_module(hlo))
-  # stage: end
-  # stage: add
-  # return ext.hlo_to_stablehlo(hlo)
-  # stage: end
 
 
 def hlo_op_types(hlo: bytes) -> dict[str, str]:
@@ -248,15 +228,10 @@ def flat_args_tree(nr_args: int) -> tree_util.PyTreeDef:
   """
   from jax._src import tree_util as tree_util_internal  # pylint: disable=g-import-not-at-top
   args = (tuple(range(nr_args)), {})
-  # stage: drop
   registry = getattr(tree_util_internal, "tracing_registry", None)
   if registry is not None:
     return registry.flatten(args)[1]
   return tree_util.tree_structure(args)
-  # stage: end
-  # stage: add
-  # return tree_util_internal.tracing_registry.flatten(args)[1]
-  # stage: end
 
 
 def make_exported(**fields: Any) -> Any:

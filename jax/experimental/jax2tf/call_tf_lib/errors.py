@@ -228,17 +228,6 @@ def opaque_module_error(vmap_method: vmap_methods.VmapMethod | None
       "XlaCallModule", None)
 
 
-# stage: add until pfor
-# def no_vectorizer_error(vmap_method: vmap_methods.VmapMethod | None
-#                         ) -> CallTfVectorizationError:
-#   """No vectorizer yet: the vectorizing methods cannot batch a call."""
-#   return CallTfVectorizationError(
-#       f"jax.vmap of call_tf (vmap_method={vmap_method!r}): call_tf cannot "
-#       "vectorize a TensorFlow function yet. " + what_to_do(vmap_method),
-#       None, None)
-#
-#
-# stage: end
 def xla_compile_error(op_type: str | None, node_name: str | None,
                       vmap_method: vmap_methods.VmapMethod | None,
                       cause: BaseException | str
@@ -685,17 +674,16 @@ def cache_write_warning(directory: str, e: OSError) -> str:
           "off with jax_call_tf_cache_max_size=0.")
 
 
-def platform_error(name: str, platform: str, reason: str
-                   ) -> CallTfPlatformError:
+def platform_error(platform: str, reason: str) -> CallTfPlatformError:
   """A call that neither TensorFlow nor the interpreter lowers for a platform.
 
   Args:
-    name: the TF function's name.
     platform: JAX's name of the platform ("tpu", "cuda", "rocm").
     reason: why the interpreter refuses the function's CPU module.
   """
   return CallTfPlatformError(
-      f"call_tf cannot lower {name!r} for the platform {platform!r}: the "
+      f"call_tf cannot lower the TensorFlow function for the platform "
+      f"{platform!r}: the "
       f"installed TensorFlow does not compile for {platform!r} (tensorflow-cpu "
       "compiles for the CPU only), so call_tf expresses the function's CPU "
       "module (TensorFlow's XLA lowering) as JAX operations, which JAX "

@@ -51,18 +51,18 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from jax._src import core
-from jax._src import util  # stage: drop until pfor
+from jax._src import util
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
-from jax.experimental.jax2tf.call_tf_lib.batching import pfor  # stage: drop until pfor
+from jax.experimental.jax2tf.call_tf_lib.batching import pfor
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib import tf_overrides  # stage: drop until pfor
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path  # stage: drop until stablehlo-path
-from jax.experimental.jax2tf.call_tf_lib.tf_function import captures  # stage: drop until pfor
-from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib  # stage: drop until pfor
-from jax.experimental.jax2tf.call_tf_lib.tf_function import effects  # stage: drop until tf-modes
-from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib  # stage: drop until pfor
-from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity  # stage: drop until pfor
+from jax.experimental.jax2tf.call_tf_lib import tf_overrides
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 import tensorflow as tf
 
@@ -148,17 +148,12 @@ class _TfCallee:
     params = self.params
     if params["call_tf_graph"]:
       return True, None
-    # stage: drop until stablehlo-path
     if not stablehlo_path.may_use(vmap_method, False, params["ordered"]):
       return False, None
     reason = stablehlo_path.why_not(params["function_flat_tf"],
                                     params["args_flat_sig_tf"],
                                     staged=core.unsafe_am_i_under_a_jit())
     return reason is None, reason
-    # stage: end
-    # stage: add until stablehlo-path
-    # return False, None
-    # stage: end
 
   def out_avals(self, in_avals: Sequence[core.ShapedArray]
                 ) -> list[core.ShapedArray]:
@@ -181,10 +176,6 @@ class _TfCallee:
 
   def side_effect_error(self, vmap_method: vmap_methods.VmapMethod | None
                         ) -> Exception | None:
-    # stage: add until tf-modes
-    # return None
-    # stage: end
-    # stage: drop until tf-modes
     params = self.params
     if params["vectorized"] is not None:
       return None  # pure: its unbatched function was checked
@@ -198,18 +189,12 @@ class _TfCallee:
         effect=effects.describe_effect(op_type),
         under_jit=core.unsafe_am_i_under_a_jit(),
         writes_variable=effects.writes_variable(op_type))
-    # stage: end
 
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: vmap_methods.VmapMethod | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
-    # stage: drop until stablehlo-path
     params = self.params
-    # stage: end
-    # stage: drop until pfor
     staged = core.unsafe_am_i_under_a_jit()
-    # stage: end
-    # stage: drop until stablehlo-path
     if stablehlo_path.may_use(vmap_method, params["call_tf_graph"],
                               params["ordered"]):
       # Eagerly as under jit: JAX's own rules batch the function's StableHLO
@@ -221,8 +206,6 @@ class _TfCallee:
                                     purpose="jax.vmap", staged=staged)
       if found is not None:
         return found.vmapped(args, is_batched, out_avals)
-    # stage: end
-    # stage: drop until pfor
     new_args, new_params = self._batched(args, tuple(is_batched),
                                          list(is_batched).index(True),
                                          vmap_method, out_avals)
@@ -236,12 +219,7 @@ class _TfCallee:
     if not staged and not any(isinstance(a, core.Tracer) for a in new_args):
       new_params = _eager_params(new_params)
     return list(self.prim.bind(*new_args, **new_params))
-    # stage: end
-    # stage: add until pfor
-    # raise dispatch.Unvectorizable(errors.no_vectorizer_error(vmap_method))
-    # stage: end
 
-  # stage: drop until pfor
   def _try_vectorizing(self, new_params: dict[str, Any]) -> None:
     """Traces (and under jit converts) the vectorized function now.
 
@@ -259,7 +237,6 @@ class _TfCallee:
         _try_compile(fn, sig, new_params["vectorized"])
     except errors.CallTfVectorizationError as e:
       raise dispatch.Unvectorizable(e) from e.__cause__
-  # stage: end
 
   def _batched(self, args: Sequence[Any], is_batched: tuple[bool, ...],
                batch_arg: int, vmap_method: vmap_methods.VmapMethod | None,
@@ -287,7 +264,6 @@ class _TfCallee:
                             vectorized=vectorized)
 
 
-# stage: drop until pfor
 def _eager_params(params: dict[str, Any]) -> dict[str, Any]:
   """The params of an eager vectorized call: compiled with XLA if it can be.
 
@@ -382,7 +358,6 @@ def check_compile_failure(vectorized: Vectorized, error: Exception,
                       platform) is None:
     raise errors.xla_compile_error(*pfor.xla_failure(error),
                                    vectorized.vmap_method, error) from error
-# stage: end
 
 
 
@@ -423,7 +398,6 @@ def _check_results(results: Sequence[Any],
   return checked
 
 
-# stage: drop until pfor
 def _copyable_when_vectorized(vectorized: Vectorized) -> bool:
   """Whether a vectorized function's vectorization can be copied by pfor.
 
@@ -438,7 +412,6 @@ def _copyable_when_vectorized(vectorized: Vectorized) -> bool:
   root = vectorized.root()
   return not pfor.calls_functions(
       graph_lib.concrete_function(root.function_flat_tf, root.sig))
-# stage: end
 
 
 
@@ -589,14 +562,11 @@ def _call_on_batch(batched_call: _BatchedCall, args_tf: Sequence[Any],
     For the one-call methods, the Python function's results on the batched
     arguments; for the vectorizing ones, pfor's (:func:`_vectorized_call`).
   """
-  # stage: drop until pfor
   if batched_call.vmap_method in vmap_methods.VECTORIZING:
     return _vectorized_call(batched_call, args_tf, staged)
-  # stage: end
   return list(batched_call.inner(*args_tf, check_output_avals=False))
 
 
-# stage: drop until pfor
 def _vectorized_call(batched_call: _BatchedCall, args_tf: Sequence[Any],
                      staged: bool) -> list[Any]:
   """The unbatched function, vectorized by pfor, called on a batch.
@@ -760,7 +730,6 @@ def _compile_failure(function_flat_tf: tf.types.experimental.GenericFunction,
 
 
 compat.register_cache(_compile_failure, "call_tf: XLA compile failures")
-# stage: end
 
 
 compat.register_cache(_batched_tf_functions,

@@ -39,13 +39,13 @@ from typing import Any, TypeVar
 
 import jax
 from jax._src import core
-from jax._src.export.transforms import linear  # stage: drop until export-transforms
-from jax._src.export.transforms import rules as export_rules  # stage: drop until export-transforms
+from jax._src.export.transforms import linear
+from jax._src.export.transforms import rules as export_rules
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
-from jax.experimental.jax2tf.call_tf_lib import compat  # stage: drop until stablehlo-path
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.embed import restored
 from jax.experimental.jax2tf.call_tf_lib import errors
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path  # stage: drop until stablehlo-path
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -101,7 +101,6 @@ class _EmbeddedCallee:
   def call_vectorized(self, args: Sequence[Any], is_batched: Sequence[bool],
                       vmap_method: vmap_methods.VmapMethod | None,
                       out_avals: Sequence[core.ShapedArray]) -> list[Any]:
-    # stage: drop until stablehlo-path
     if self.interpret is not None and stablehlo_path.may_use(vmap_method, False):
       # Eagerly as under jit, JAX batches the module as JAX primitives.
       avals = [compat.typeof(a) for a in args]
@@ -114,7 +113,6 @@ class _EmbeddedCallee:
         outs = jax.vmap(lambda *a: tuple(fun(*a)), in_axes=in_axes)(
             *args, *self.weights)
         return list(outs)
-    # stage: end
     raise dispatch.Unvectorizable(errors.opaque_module_error(vmap_method))
 
 
@@ -216,7 +214,6 @@ def _module_weights(embedded: restored.EmbeddedModule) -> list[np.ndarray]:
           for s in constant_sources]
 
 
-# stage: drop until stablehlo-path
 @dataclasses.dataclass(frozen=True)
 class _Interpreter:
   """A module of (arguments, extras..., weights) as JAX primitives.
@@ -246,7 +243,6 @@ class _Interpreter:
     if fun is None:
       return None
     return functools.partial(self.operands.call, fun, nr_fun_args)
-# stage: end
 
 
 def _tangents_of_cotangents(primals: Sequence[Any], tangents: Sequence[Any],
@@ -267,7 +263,6 @@ def _tangents_of_cotangents(primals: Sequence[Any], tangents: Sequence[Any],
           for p, t in zip(primals[start:stop], tangents[start:stop])]
 
 
-# stage: drop until export-transforms
 def _full_tangents(tangents: Any, flat_args: Sequence[jax.Array]
                    ) -> list[jax.Array]:
   """The flat tangents of ``flat_args``, zeros where ``tangents`` has None.
@@ -283,7 +278,6 @@ def _full_tangents(tangents: Any, flat_args: Sequence[jax.Array]
   return [jnp.zeros_like(a) if t is None
           else jnp.asarray(t).astype(compat.typeof(a).dtype)
           for t, a in zip(flat_t, flat_args)]
-# stage: end
 
 
 class _EmbeddedCall:
@@ -305,11 +299,9 @@ class _EmbeddedCall:
     self.nr_args = self.operands.nr_args
     self.nr_outs = len(self.exported.out_avals)
     interpret = interpret_vjp = None
-    # stage: drop until stablehlo-path
     interpret = _Interpreter(self.exported, self.operands, self.nr_args,
                              "jax.vmap")
     interpret_vjp = self.interpreted_vjp
-    # stage: end
     self.primal = _batched_call(
         functools.partial(self.operands.call, self.exported.call,
                           self.nr_args),
@@ -319,14 +311,8 @@ class _EmbeddedCall:
         dispatch.vjp_vmap_method(vmap_method), interpret_vjp)
     self.vjp = jax.custom_jvp(self._vjp)
     self.vjp.defjvp(self.vjp_jvp, symbolic_zeros=True)
-    # stage: drop until export-transforms
     self.call = jax.custom_jvp(self._call)
     linear.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
-    # stage: end
-    # stage: add until export-transforms
-    # self.call = jax.custom_vjp(self._call)
-    # self.call.defvjp(lambda *args: (self._call(*args), args), self.call_bwd)
-    # stage: end
 
   def _call(self, *args: jax.Array) -> tuple[jax.Array, ...]:
     """The module's results on the call's arguments."""
@@ -336,12 +322,10 @@ class _EmbeddedCall:
     """The saved VJP: (args, cts, weights) -> the arguments' cotangents."""
     return tuple(self.vjp_batched(*a))
 
-  # stage: drop until stablehlo-path
   def uses_stablehlo(self) -> bool:
     """Whether ``jax.vmap`` vectorizes the call as StableHLO."""
     return (stablehlo_path.vectorizer(self.vmap_method)
             == vmap_methods.STABLEHLO)
-  # stage: end
 
   def vjp_fun(self, *a: ArrayLike) -> list[jax.Array]:
     """The saved VJP's module, on (args, cts, weights): the args' cts."""
@@ -349,7 +333,6 @@ class _EmbeddedCall:
                                  self.nr_args + self.nr_outs, *a)
     return self.operands.arg_cotangents(cts_all)
 
-  # stage: drop until stablehlo-path
   def interpreted_vjp(self, avals: Sequence[core.AbstractValue]
                       ) -> Callable[..., Any] | None:
     """The saved VJP as JAX primitives: (args, cts, weights) -> arg cts."""
@@ -360,7 +343,6 @@ class _EmbeddedCall:
     if fun is None:
       return None
     return lambda *a: self.operands.arg_cotangents(fun(*a))
-  # stage: end
 
   def vjp_jvp(self, primals: tuple[Any, ...], tangents: tuple[Any, ...]
               ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -379,7 +361,6 @@ class _EmbeddedCall:
     return (self.vjp(*primals),
             self.vjp(*primals[:start], *ct_t, *primals[stop:]))
 
-  # stage: drop until export-transforms
   def forward_mode(self, args: Sequence[Any], tangents: Any) -> Any:
     """The output tangents: the transpose of the saved VJP, applied.
 
@@ -414,7 +395,6 @@ class _EmbeddedCall:
             lambda: errors.embedded_second_derivative_error(fun_name)),
         transpose_error=(
             lambda e: errors.embedded_transpose_error(fun_name, e)))
-  # stage: end
 
   def call_bwd(self, args: Sequence[Any], cts: Sequence[Any]
                ) -> tuple[Any, ...]:

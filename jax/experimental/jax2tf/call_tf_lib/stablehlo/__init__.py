@@ -18,9 +18,14 @@ JAX's: ``jax._src.export.stablehlo_to_jax``. Here:
 
 * :mod:`.path`: when ``call_tf`` takes the path, and the module of a TF
   function (or of a jax2tf ``Exported``) as a JAX function.
+* :mod:`.platforms`: ``call_tf`` on the platforms TensorFlow does not
+  compile for (a TPU or a GPU with ``tensorflow-cpu``, the other platforms
+  of a ``jax.export``): the CPU module through the interpreter.
 * :mod:`.tf_derivatives`: TF's gradients where tf2xla's lowerings branch
   or kink (the interpreter's ``DerivativeRules``).
 * :mod:`.exactness`: when JAX may differentiate that function itself.
+* :mod:`.transposable`: modules whose derivative JAX surely transposes
+  (reverse mode), read from their ops.
 * :mod:`.module`: reading jax2tf's StableHLO modules; the version
   TensorFlow reads.
 """

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import dataclasses
-import functools
 import logging
 from typing import Any
 
@@ -191,18 +190,6 @@ def _depends_on_arguments(tensor: tf.Tensor) -> bool:
   return False
 
 
-@functools.lru_cache(maxsize=512)
-def _function_mismatches(function_flat_tf: Any,
-                         sig: tuple[tf.TensorSpec, ...]
-                         ) -> tuple[_Mismatch, ...]:
-  return tuple(_mismatches(
-      graph_lib.concrete_function(function_flat_tf, sig).graph))
-
-
-compat.register_cache(_function_mismatches,
-                      "call_tf: ops whose gradient differs from the lowering")
-
-
 def _one_call_tf(make_call: Callable[..., Any], flat_primals: Sequence[Any],
                  primals_tree: Any
                  ) -> tuple[core.JaxprEqn, Any] | None:
@@ -261,7 +248,7 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
   # Ops whose TF gradient differs from JAX's derivative of their lowering,
   # unless the module takes TF's derivative for them (ties of Relu,
   # Maximum, Minimum, Abs, Selu, Elu).
-  mismatch = [m for m in _function_mismatches(fn, tuple(sig))
+  mismatch = [m for m in graph_lib.scanned(fn, sig, _mismatches)
               if not (m.op_type in tf_derivatives.LOWERED_TO
                       and interp.takes_tf_derivatives)]
   if mismatch:

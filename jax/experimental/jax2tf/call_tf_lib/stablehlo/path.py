@@ -49,9 +49,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
-import json  # stage: drop until persistent-cache
+import json
 import logging
-import sys  # stage: drop until persistent-cache
+import sys
 from typing import TYPE_CHECKING
 
 import jax
@@ -67,7 +67,7 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import lax
@@ -146,7 +146,7 @@ class Interpreted:
   name: str
   takes_tf_derivatives: bool = False
   surely_transposable: bool = False
-  transposable_key: persistent_cache.Key | None = None  # stage: drop until persistent-cache
+  transposable_key: persistent_cache.Key | None = None
 
   # The answer of :attr:`transposable`, per ``jax_enable_x64`` mode: JAX
   # transposes a module with 64-bit values inside in one mode, not always
@@ -177,16 +177,11 @@ class Interpreted:
     """:attr:`transposable` in the ``jax_enable_x64`` mode ``x64``."""
     if self.surely_transposable and (x64 or not self.program.uses_64_bits):
       return True
-    # stage: drop until persistent-cache
     key = self.transposable_key
     if key is not None:
       key = persistent_cache.Key(key.kind, f"{key.text}\nx64 {x64}")
     return persistent_cache.get_or_make(
         key, lambda: b"1" if self._jax_transposes() else b"0") == b"1"
-    # stage: end
-    # stage: add until persistent-cache
-    # return self._jax_transposes()
-    # stage: end
 
   def _jax_transposes(self) -> bool:
     """:attr:`transposable`, decided by JAX now."""
@@ -364,7 +359,6 @@ def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
   return found if isinstance(found, Refusal) else (module, found)
 
 
-# stage: drop until persistent-cache
 def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
                      sig: Sequence[tf.TensorSpec], platform: str, *,
                      kind: str = "module") -> persistent_cache.Key | None:
@@ -428,7 +422,6 @@ def _kept_or_converted(
   if cache is not None and not isinstance(made, Refusal):
     cache.put(key, _dumps(made[0]))
   return made
-# stage: end
 
 
 @functools.lru_cache(maxsize=256)
@@ -437,13 +430,8 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
             platform: str) -> Interpreted | Refusal:
   """:func:`lookup`, cached; the reason for the fallback if it refuses."""
   concrete = graph_lib.concrete_function(function_flat_tf, sig)
-  # stage: drop until persistent-cache
   found = _kept_or_converted(function_flat_tf, sig, platform,
                              module_cache_key(concrete, sig, platform))
-  # stage: end
-  # stage: add until persistent-cache
-  # found = _converted(function_flat_tf, sig, platform)
-  # stage: end
   if isinstance(found, Refusal):
     return found
   module, program = found
@@ -457,7 +445,7 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
       program, captured, getattr(function_flat_tf, "__name__", "function"),
       derivatives.takes_tf_derivatives(program.derivative_record),
       transposable_lib.surely_transposable(module.copy),
-      module_cache_key(concrete, sig, platform, kind="transposable"),  # stage: drop until persistent-cache
+      module_cache_key(concrete, sig, platform, kind="transposable"),
   )
 
 

@@ -41,7 +41,6 @@ See https://github.com/jax-ml/jax/issues/11753.
 from __future__ import annotations
 
 from collections.abc import Sequence
-import logging
 from typing import Any
 
 import jax
@@ -52,13 +51,6 @@ from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib
 import tensorflow as tf
-
-logger = logging.getLogger(__name__)
-
-
-def _name(function_flat_tf: Any) -> str:
-  return getattr(function_flat_tf, "__name__", "function")
-
 
 def lower(ctx: mlir.LoweringRuleContext, args_op: Sequence[Any], *,
           platform: str,
@@ -101,7 +93,7 @@ def lower(ctx: mlir.LoweringRuleContext, args_op: Sequence[Any], *,
     if compile_lib.tf_compiles_for(tf_platform):
       return None
     raise errors.platform_error(
-        _name(function_flat_tf), platform,
+        platform,
         path.why_not(function_flat_tf, sig, staged=True, pure=False) or "")
   out_avals = ctx.avals_out
 

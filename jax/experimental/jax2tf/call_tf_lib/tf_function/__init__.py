@@ -21,6 +21,11 @@
 * :mod:`.shapes`: output shapes that TF leaves unknown.
 * :mod:`.effects`: which ops have side effects.
 * :mod:`.graph_call`: the ``call_tf_graph=True`` custom call.
+* :mod:`.xla_fidelity`: what XLA computes otherwise than TF's kernels, and
+  tf2xla's inexact kernels.
+* :mod:`.empty`: results that hold no value, shaped as TF's graph says.
+* :mod:`.persistent_cache`: conversions kept on disk across processes,
+  beside JAX's compilation cache.
 """
 
 from jax.experimental.jax2tf import call_tf_lib

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import functools
-import sys  # stage: drop until persistent-cache
+import sys
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import effects
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
-from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache  # stage: drop until persistent-cache
+from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import version
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -232,18 +232,12 @@ def _compile_eager_cached(
   def compile_now() -> bytes:
     with jax2tf_internal.inside_call_tf():
       return _compile_eager(function_flat_tf, concrete_fn, specs, platform)
-  # stage: drop until persistent-cache
   # The HLO of the same graph, if a process made it before (the checks
   # above passed for it then too).
   return persistent_cache.get_or_make(
       hlo_cache_key(concrete_fn, specs, platform), compile_now)
-  # stage: end
-  # stage: add until persistent-cache
-  # return compile_now()
-  # stage: end
 
 
-# stage: drop until persistent-cache
 def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
                   specs: Sequence[tf.TensorSpec], platform: str
                   ) -> persistent_cache.Key | None:
@@ -257,7 +251,6 @@ def hlo_cache_key(concrete_fn: tf.types.experimental.ConcreteFunction,
       code=[persistent_cache.source_digest(
           sys.modules[__name__], compat, captures, effects, graph_lib,
           version, xla_fidelity)])
-# stage: end
 
 
 # Under jit with the slow-vmap fallback, the batching rule compiles the

@@ -35,7 +35,6 @@ tracing to say so.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-import functools
 from typing import TYPE_CHECKING, Any
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -122,25 +121,12 @@ def side_effect_ops(graph: tf.Graph) -> list[tuple[str, str]]:
   return found
 
 
-@functools.lru_cache(maxsize=512)
-def _concrete_side_effect_ops(
-    function_flat_tf: tf.types.experimental.GenericFunction,
-    sig: tuple[tf.TensorSpec, ...],
-) -> tuple[tuple[str, str], ...]:
-  return tuple(side_effect_ops(
-      graph_lib.concrete_function(function_flat_tf, sig).graph))
-
-
-compat.register_cache(_concrete_side_effect_ops,
-                      "call_tf: side effects of TF functions")
-
-
 def function_side_effect_ops(
     function_flat_tf: tf.types.experimental.GenericFunction,
     sig: Sequence[tf.TensorSpec],
 ) -> tuple[tuple[str, str], ...]:
   """The ops with side effects of ``function_flat_tf`` traced for ``sig``."""
-  return _concrete_side_effect_ops(function_flat_tf, tuple(sig))
+  return graph_lib.scanned(function_flat_tf, sig, side_effect_ops)
 
 
 def needs_effect(function_flat_tf: tf.types.experimental.GenericFunction,

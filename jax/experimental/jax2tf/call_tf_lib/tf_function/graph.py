@@ -17,14 +17,16 @@
 does; :func:`graph_ops` walks every op of a graph and of the functions it
 calls (loop bodies, branches, nested ``tf.function``s), which is where
 ``call_tf`` looks for side effects, custom gradients and ops whose gradients
-differ from their lowering's.
+differ from their lowering's; :func:`scanned` keeps what such a scan found,
+once per graph and question.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
@@ -32,6 +34,8 @@ from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 
 if TYPE_CHECKING:
   import tensorflow as tf
+
+T = TypeVar("T")
 
 # TF's messages for a symbolic tensor used as a Python value: len(x), a
 # Python bool, iteration (tf.errors.OperatorNotAllowedInGraphError).
@@ -79,6 +83,34 @@ def concrete_function(function_flat_tf: tf.types.experimental.GenericFunction,
       if not _SYMBOLIC_AS_PYTHON_VALUE.search(str(e)):
         raise
       raise errors.traced_without_autograph_error(e) from e
+
+
+@functools.lru_cache(maxsize=1024)
+def _scanned(function_flat_tf: tf.types.experimental.GenericFunction,
+             specs: tuple[tf.TensorSpec, ...],
+             scan: Callable[[tf.Graph], Iterable[T]]) -> tuple[T, ...]:
+  return tuple(scan(concrete_function(function_flat_tf, specs).graph))
+
+
+compat.register_cache(_scanned, "call_tf: scans of TF functions' graphs")
+
+
+def scanned(function_flat_tf: tf.types.experimental.GenericFunction,
+            specs: Sequence[tf.TensorSpec],
+            scan: Callable[[tf.Graph], Iterable[T]]) -> tuple[T, ...]:
+  """What ``scan`` finds in the function's graph for ``specs``, cached.
+
+  The one cache of the questions call_tf asks of a traced graph (its side
+  effects, what XLA computes otherwise than TF, where TF's gradients
+  differ from the lowering's derivative): each graph is scanned once per
+  question, whatever asks.
+
+  Args:
+    function_flat_tf: the ``tf.function`` of a call.
+    specs: the argument specs.
+    scan: a module-level function of a graph (the cache's key).
+  """
+  return _scanned(function_flat_tf, tuple(specs), scan)
 
 
 def called_graphs(op: tf.Operation) -> list[tf.Graph]:

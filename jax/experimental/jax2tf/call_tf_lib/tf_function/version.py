@@ -31,7 +31,6 @@ import tensorflow as tf
 MIN_TENSORFLOW = (2, 16)
 
 
-# stage: drop
 def _verified_tensorflow_range() -> str | None:
   """The TF range this jax build was verified with (its `tensorflow` extra)."""
   try:
@@ -43,7 +42,6 @@ def _verified_tensorflow_range() -> str | None:
     if 'extra == "tensorflow"' in req and req.startswith("tensorflow"):
       return req.split(";", 1)[0].strip()
   return None
-# stage: end
 
 
 @functools.cache
@@ -61,10 +59,5 @@ def check_tensorflow_version(version: str | None = None) -> None:
   m = re.match(r"(\d+)\.(\d+)", version)
   if m is None or (int(m.group(1)), int(m.group(2))) >= MIN_TENSORFLOW:
     return
-  # stage: drop
   raise errors.tensorflow_version_error(version, MIN_TENSORFLOW,
                                        _verified_tensorflow_range())
-  # stage: end
-  # stage: add
-  # raise errors.tensorflow_version_error(version, MIN_TENSORFLOW, None)
-  # stage: end

@@ -38,9 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import dataclasses
-import functools
 
-from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
 
@@ -131,25 +129,12 @@ def eager_differences(graph: tf.Graph) -> list[Difference]:
   return found
 
 
-@functools.lru_cache(maxsize=512)
-def _function_eager_differences(
-    function_flat_tf: tf.types.experimental.GenericFunction,
-    sig: tuple[tf.TensorSpec, ...],
-) -> tuple[Difference, ...]:
-  return tuple(eager_differences(
-      graph_lib.concrete_function(function_flat_tf, sig).graph))
-
-
-compat.register_cache(_function_eager_differences,
-                      "call_tf: ops XLA computes otherwise than TF")
-
-
 def function_eager_differences(
     function_flat_tf: tf.types.experimental.GenericFunction,
     sig: Sequence[tf.TensorSpec],
 ) -> tuple[Difference, ...]:
   """:func:`eager_differences` of ``function_flat_tf`` traced for ``sig``."""
-  return _function_eager_differences(function_flat_tf, tuple(sig))
+  return graph_lib.scanned(function_flat_tf, sig, eager_differences)
 
 
 def inexact_kernel_ops(graph: tf.Graph) -> list[Difference]:
