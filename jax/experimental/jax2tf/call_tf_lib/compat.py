@@ -346,7 +346,7 @@ def watch_variables(variables: Sequence[Any]) -> None:
       watch(v)
 
 
-def runs_with_xla_eagerly(callable_tf: Any) -> bool:
+def runs_with_xla_eagerly(callable_tf: object) -> bool:
   """Whether ``callable_tf`` is a ``tf.function(jit_compile=True)``.
 
   TF runs such a function with XLA eagerly too, so its eager results are
@@ -361,7 +361,7 @@ def runs_with_xla_eagerly(callable_tf: Any) -> bool:
   return bool(getattr(callable_tf, "_jit_compile", True))
 
 
-def uncapture_constants(graph: Any) -> None:
+def uncapture_constants(graph: object) -> None:
   """Makes the constants ``graph`` captured by value plain constants.
 
   A ``FuncGraph`` captures a small eager tensor (TF's threshold: 128

@@ -103,17 +103,12 @@ def define_jvp(make_call: jax.custom_jvp,
         may_use_stablehlo=stablehlo_path.may_use(vmap_method, call_tf_graph),
         probe=functools.partial(_probe, one_call,
                                 core.unsafe_am_i_under_a_jit()))
-    empties = _GraphShapedEmpties(lambda *args: jax.eval_shape(
-        functools.partial(call_once, rule_traces.current), *args),
+    # (The primal reads rule_traces.current when it runs: differentiable
+    # may replace it first.)
+    empties = _GraphShapedEmpties(
+        lambda *args: call_once(rule_traces.current, *args), tangent_call,
         rule_traces.may_use_stablehlo or xla_eagerly)
-
-    def primal(*args: Any) -> Any:
-      return empties.results(call_once(rule_traces.current, *args), args)
-
-    def tangent_of(args: Any, tangents_tree: Any) -> Sequence[Any]:
-      return empties.tangents(tangent_call(args, tangents_tree), args)
-
-    return linear.linear_jvp(primal, tangent_of, vjp_bwd,
+    return linear.linear_jvp(empties.primal, empties.tangent_call, vjp_bwd,
                              differentiable=rule_traces.differentiable)(
                                  primals, tangents)
 
@@ -141,27 +136,42 @@ class _GraphShapedEmpties:
   shape (TF's kernels give them a scalar: ``tf_function.empty``).
   """
 
-  def __init__(self, graph_outs: Callable[..., Any], check: bool):
+  def __init__(self, call: Callable[..., object],
+               tangent_call: Callable[[object, object], Sequence[jax.Array]],
+               check: bool):
     """Initializes it.
 
     Args:
-      graph_outs: ``graph_outs(*args)``: the results'
-        ``jax.ShapeDtypeStruct``s as the call's trace gives them.
-      check: whether to look at them: where the call's probe traced the
-        function (a lookup then), or where the function runs with XLA
-        eagerly (a trace of its own, a few milliseconds).
+      call: the call's primal, of its arguments.
+      tangent_call: its tangents (see :class:`_TangentCall`).
+      check: whether to look at the graph's shapes: where the call's probe
+        traced the function (the call's trace is then a lookup), or where
+        the function runs with XLA eagerly (a trace of its own, a few
+        milliseconds).
     """
-    self._graph_outs = graph_outs
+    self._call = call
+    self._tangent_call = tangent_call
     self._check = check
-    self._flat: list[Any] | None = None
+    self._flat: list[jax.ShapeDtypeStruct] | None = None
 
-  def _graph(self, args: Sequence[Any]) -> list[Any] | None:
+  def primal(self, *args: object) -> object:
+    """The call's results, empties shaped as the graph's."""
+    return self.results(self._call(*args), args)
+
+  def tangent_call(self, args: object, tangents_tree: object
+                   ) -> Sequence[jax.Array]:
+    """The tangents of the results with a tangent space, likewise."""
+    return self.tangents(self._tangent_call(args, tangents_tree), args)
+
+  def _graph(self, args: Sequence[object]
+             ) -> list[jax.ShapeDtypeStruct] | None:
     """The flat graph avals, None under jit or where there are none."""
     if not self._check or core.unsafe_am_i_under_a_jit():
       return None
     if self._flat is None:
       try:
-        self._flat = tree_util.tree_leaves(self._graph_outs(*args))
+        self._flat = tree_util.tree_leaves(
+            jax.eval_shape(self._call, *args))
       except (errors.CallTfTraceError, errors.CallTfDynamicShapeError):
         # No graph shapes (a symbolic tensor used as a Python value, a
         # size that depends on values): eagerly TF's derivatives run the
@@ -169,7 +179,7 @@ class _GraphShapedEmpties:
         self._flat = []
     return self._flat
 
-  def results(self, outs: Any, args: Sequence[Any]) -> Any:
+  def results(self, outs: object, args: Sequence[object]) -> object:
     """The primal results, empties shaped as the graph's."""
     flat, tree = tree_util.tree_flatten(outs)
     graph = self._graph(args) if flat else None
@@ -177,8 +187,8 @@ class _GraphShapedEmpties:
       return outs
     return tree.unflatten(_shaped(flat, graph))
 
-  def tangents(self, tangents: Sequence[Any], args: Sequence[Any]
-               ) -> Sequence[Any]:
+  def tangents(self, tangents: Sequence[jax.Array], args: Sequence[object]
+               ) -> Sequence[jax.Array]:
     """The tangents of the results with a tangent space, flat, likewise."""
     graph = self._graph(args)
     if not graph:
@@ -189,7 +199,8 @@ class _GraphShapedEmpties:
     return _shaped(list(tangents), graph)
 
 
-def _shaped(values: list[Any], graph: Sequence[Any]) -> list[Any]:
+def _shaped(values: list[jax.Array], graph: Sequence[jax.ShapeDtypeStruct]
+            ) -> list[jax.Array]:
   """``values``, each one whose graph aval is empty and whose shape is
   another replaced by an empty array of the graph's shape."""
   return [jax.numpy.zeros(g.shape, g.dtype)

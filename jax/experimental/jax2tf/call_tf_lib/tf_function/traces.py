@@ -325,7 +325,7 @@ def results_structure(first: tree_util.PyTreeDef | None,
 
 def _lists_as_tuples(treedef: tree_util.PyTreeDef) -> tree_util.PyTreeDef:
   """``treedef`` with every list a tuple, other containers as they are."""
-  def convert(node: Any) -> Any:
+  def convert(node: object) -> object:
     if type(node) in (list, tuple):
       return tuple(convert(n) for n in node)
     if type(node) is dict:
