@@ -493,7 +493,13 @@ def _engine_audit(fn: Callable[[Any], Any], x: Any) -> dict[str, str | None]:
   import tensorflow as tf
   from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
   from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
-  f = tf.function(fn, autograph=False, jit_compile=True)
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+
+  def traced(*args):
+    res = fn(*args)
+    captures.keep_constants_constant()  # as call_tf's trace does
+    return res
+  f = tf.function(traced, autograph=False, jit_compile=True)
   sig = (tf.TensorSpec(x.shape, tf.float32),)
   audit: dict[str, str | None] = {}
   for key, staged in (("eager", False), ("jit", True)):
