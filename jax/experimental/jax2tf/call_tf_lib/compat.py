@@ -39,11 +39,8 @@ from jax._src import util
 # The JAX internals that the StableHLO interpreter uses too live with it
 # (it imports neither TensorFlow nor jax2tf); call_tf_lib uses them from here.
 from jax._src.export.stablehlo_to_jax.compat import aval_to_ir_type as aval_to_ir_type
-from jax._src.export.stablehlo_to_jax.compat import call_exported_primitive as call_exported_primitive
 from jax._src.export.stablehlo_to_jax.compat import check as _jax_interpreter_missing
 from jax._src.export.stablehlo_to_jax.compat import deserialize_module as deserialize_module
-from jax._src.export.stablehlo_to_jax.compat import export_pieces_missing as export_pieces_missing
-from jax._src.export.stablehlo_to_jax.compat import exported_platform_check_disabled as exported_platform_check_disabled
 from jax._src.export.stablehlo_to_jax.compat import InternalsChangedError as InternalsChangedError
 from jax._src.export.stablehlo_to_jax.compat import mlir_extension as mlir_extension
 from jax._src.export.stablehlo_to_jax.compat import refine_polymorphic_shapes as refine_polymorphic_shapes
@@ -51,6 +48,8 @@ from jax._src.export.stablehlo_to_jax.compat import register_batching_rule as re
 from jax._src.export.stablehlo_to_jax.compat import register_cache as register_cache
 from jax._src.export.stablehlo_to_jax.compat import shape_tensor as shape_tensor
 from jax._src.export.stablehlo_to_jax.compat import typeof as typeof
+# What the transformations of Exported.call ask of jax.export.
+from jax._src.export.transforms.exported import pieces_missing as export_pieces_missing
 from jax import tree_util
 
 if TYPE_CHECKING:
@@ -737,7 +736,8 @@ def op_determinism_enabled() -> bool | None:
 
 # The groups `check` runs, in order.
 _CHECKS: tuple[Callable[[], list[str]], ...] = (
-    _jax_interpreter_missing, _jax_core_missing, _jax_export_missing,
+    _jax_interpreter_missing, export_pieces_missing, _jax_core_missing,
+    _jax_export_missing,
     _jax_transforms_missing, _tf_pfor_missing, _tf_graph_missing, _tf_compiler_ir_missing)
 
 
