@@ -345,6 +345,47 @@ def watch_variables(variables: Sequence[Any]) -> None:
       watch(v)
 
 
+def runs_with_xla_eagerly(callable_tf: object) -> bool:
+  """Whether ``callable_tf`` is a ``tf.function(jit_compile=True)``.
+
+  TF runs such a function with XLA eagerly too, so its eager results are
+  XLA's (where XLA and TF's graph disagree on a result that holds no
+  value, XLA's shape). True also for a ``tf.function`` whose setting this
+  TensorFlow does not say where it was read (``_jit_compile``): then
+  ``call_tf`` checks its results against the graph, a few milliseconds.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not isinstance(callable_tf, tf.types.experimental.PolymorphicFunction):
+    return False
+  return bool(getattr(callable_tf, "_jit_compile", True))
+
+
+def uncapture_constants(graph: object) -> None:
+  """Makes the constants ``graph`` captured by value plain constants.
+
+  A ``FuncGraph`` captures a small eager tensor (TF's threshold: 128
+  elements) as a ``Const`` op, but also lists it among its inputs, so the
+  function takes it as an argument (its ``captured_inputs``) and XLA, which
+  compiles the function for argument specs, sees a parameter where the
+  graph has a constant. Removed from the inputs and the captures, the
+  ``Const`` stays in the graph as any constant does. Nothing if TF moved
+  its captures (``check`` names them).
+
+  Args:
+    graph: the ``FuncGraph`` being traced (anything else: nothing done).
+  """
+  captures = getattr(graph, "_function_captures", None)
+  by_value = getattr(captures, "by_val_internal", None)
+  inputs = getattr(graph, "inputs", None)
+  if by_value is None or not hasattr(captures, "pop") or not isinstance(
+      inputs, list):
+    return
+  for key, internal in list(by_value.items()):
+    if getattr(internal, "graph", None) is graph and internal.op.type == "Const":
+      captures.pop(key, is_by_ref=False)
+      inputs[:] = [t for t in inputs if t is not internal]
+
+
 def set_stack_traces(ops: Sequence[Any]) -> None:
   """Gives ops without a stack trace the current one, as op creation does.
 
@@ -640,6 +681,11 @@ def _tf_graph_missing() -> list[str]:
     need(hasattr(graph, name), f"tf.Graph.{name}")
   need(hasattr(func_graph.FuncGraph, "watch_variable"),
        "tensorflow FuncGraph.watch_variable")
+  with func_graph.FuncGraph("call_tf_check").as_default() as fgraph:
+    captures = getattr(fgraph, "_function_captures", None)
+    need(hasattr(captures, "by_val_internal") and hasattr(captures, "pop")
+         and isinstance(getattr(fgraph, "inputs", None), list),
+         "tensorflow FuncGraph._function_captures.by_val_internal, pop")
   need(hasattr(pywrap_tf_session, "TF_SetOpStackTrace"),
        "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():

@@ -384,11 +384,19 @@ def _double_vjp(tape: tf.GradientTape, outs: Sequence[tf.Tensor],
     vjps = tape.gradient(
         outs, [a for a, _ in watched], output_gradients=us,
         unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
-                                  if v.dtype.is_complex else v * t)
-                    for v, (_, t) in zip(vjps, watched)])
+    dot = tf.add_n(_in_one_dtype(
+        [tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
+                       if v.dtype.is_complex else v * t)
+         for v, (_, t) in zip(vjps, watched)]))
   return outer.gradient(dot, us,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
+
+
+def _in_one_dtype(values: Sequence[tf.Tensor]) -> list[tf.Tensor]:
+  """Real scalars of several float dtypes (arguments of several precisions),
+  cast to the widest of them, so that ``tf.add_n`` can sum them."""
+  widest = max((v.dtype for v in values), key=lambda d: d.size)
+  return [tf.cast(v, widest) for v in values]
 
 
 # TF's message for an op type without a registered gradient.
@@ -451,7 +459,11 @@ def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
     cotangent = tf.reshape(tf.one_hot(i, n, dtype=out.dtype), tf.shape(out))
     grads = tape.gradient(out, sources, output_gradients=cotangent,
                           unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    value = tf.add_n([tf.reduce_sum(tf.convert_to_tensor(g) * t)
+    # Each argument's part in its own dtype, summed in the output's: an
+    # output may have another dtype than the arguments (a bilinear
+    # tf.image.resize of float64 images is float32).
+    value = tf.add_n([tf.cast(tf.reduce_sum(tf.convert_to_tensor(g) * t),
+                              out.dtype)
                       for g, (_, t) in zip(grads, watched)])
     return i + 1, rows.write(i, value)
   _, rows = tf.while_loop(lambda i, _: i < n, row,
