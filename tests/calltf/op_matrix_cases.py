@@ -109,6 +109,10 @@ class Family:
       eager kernels disagree between the two modes (the gradient of 3-D max
       pooling at an exact tie goes to every tied element, its tangent to
       the first).
+    hessian_by_differences: the references of second derivatives are
+      central differences of TF's gradient: where TF's tapes find no
+      second derivative although there is one (a gradient kernel TF does
+      not differentiate, ResizeBilinearGrad).
     description: what the function computes, for the report.
   """
   name: str
@@ -122,6 +126,7 @@ class Family:
   skip: dict[str, str] = dataclasses.field(default_factory=dict)
   heavy: frozenset[str] = frozenset()
   forward_reference: bool = False
+  hessian_by_differences: bool = False
 
 
 def _rng(name: str) -> np.random.Generator:
@@ -1379,7 +1384,8 @@ ISSUE_49_FAMILIES: tuple[Family, ...] = (
            _resize_legacy("nearest", False),
            "resize_nearest_neighbor(x, [5, 7])"),
     Family("resize_bilinear_squared", "image", _resize_bilinear_squared,
-           "tf.image.resize(x, [5, 7], 'bilinear')^2"),
+           "tf.image.resize(x, [5, 7], 'bilinear')^2",
+           hessian_by_differences=True),
     Family("resize_area", "image", _resize_method("area", (3, 2)),
            "tf.image.resize(x, [3, 2], 'area')"),
     Family("resize_lanczos3", "image", _resize_method("lanczos3", (6, 5)),
@@ -1561,18 +1567,12 @@ for _name in ("resize_lanczos3", "resize_bilinear_antialias"):
       "eagerly the Hessian needs a gradient of ScaleAndTranslateGrad, "
       "which TF does not register (the refusal names it)")
   EAGER_AND_JIT_DIFFER[_name] = "XLA has no kernel for ScaleAndTranslate"
-for _t in ("jit(hessian)", "jit(vmap(hessian))"):
-  KNOWN_BUGS[f"resize_bilinear_squared:{_t}"] = (
-      "TF declares ResizeBilinearGrad (the gradient of a bilinear resize) "
-      "not differentiable, so TF's tapes (the reference) and eager call_tf "
-      "(TF's derivatives) give this Hessian without its second-order terms "
-      "through the resize; under jit JAX differentiates the function's "
-      "module twice and gives the whole Hessian (finite differences agree "
-      "with it to 3e-5, not with TF). call_tf promises TF's derivatives: "
-      "under jit the module's derivative should not be taken past a "
-      "gradient TF does not differentiate (or both modes should refuse the "
-      "second derivative, naming ResizeBilinearGrad)")
+KNOWN_REFUSALS["resize_bilinear_squared"] = (
+    "eagerly, the Hessian: TF's gradient of a bilinear resize "
+    "(ResizeBilinearGrad) has no gradient, so TF's tapes find the second "
+    "derivative unconnected where it is not; call_tf refuses it, naming the "
+    "op, rather than give zeros (under jit JAX's derivative of the module "
+    "gives it, checked against central differences of TF's gradient)")
 EAGER_AND_JIT_DIFFER["resize_bilinear_squared"] = (
-    "the Hessian: TF's (eagerly) leaves out what ResizeBilinearGrad, not "
-    "differentiable in TF, would contribute; under jit JAX's has it "
-    "(KNOWN_BUGS)")
+    "the Hessian: eagerly refused (TF has no gradient of "
+    "ResizeBilinearGrad), under jit JAX's derivative of the module")

@@ -300,6 +300,9 @@ class _Family:
       return self._refs[key]
     source = "tf (XLA)" if xla else "tf"
     try:
+      if name == "hess" and self.family.hessian_by_differences:
+        raise LookupError("TF's tapes find no second derivative through "
+                          "a gradient kernel TF does not differentiate")
       result = self._tf(name, xla)(x)
     except Exception as e:  # noqa: BLE001 (any TF error: use another way)
       if name == "value":

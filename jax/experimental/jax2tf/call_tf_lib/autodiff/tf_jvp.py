@@ -430,6 +430,10 @@ def _dense_tangent(tape: tf.GradientTape,
   grads = tape.gradient(out, sources,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
   if all(g is None for g in grads):
+    # Unconnected, or connected only through a gradient kernel TF does not
+    # differentiate (its tangent is not zero, but TF has none).
+    if (dropped := _undifferentiated_gradient_on_path(out, sources)):
+      raise errors.no_tf_gradient_error(dropped, forward=True)
     return tf.zeros_like(out)
   if out.dtype.is_complex or any(a.dtype.is_complex for a in sources):
     raise errors.tangent_unknown_error(
@@ -470,6 +474,53 @@ def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
                           (tf.constant(0), tf.TensorArray(out.dtype, size=n)),
                           maximum_iterations=n)
   return tf.reshape(rows.stack(), tf.shape(out))
+
+
+# Gradient kernels TF declares not differentiable (tf.no_gradient) although
+# they are smooth in their float inputs: the tangent of a result that
+# depends on the arguments only through one is not zero, but TF's reverse
+# mode finds the result unconnected (ResizeBilinearGrad: TF has no second
+# derivative of a bilinear resize). Forward mode through one is refused,
+# naming it, rather than zero. (Under jit, JAX's derivative of the
+# function's module has that second derivative.)
+UNDIFFERENTIATED_GRADIENTS = frozenset({"ResizeBilinearGrad"})
+
+
+def _undifferentiated_gradient_on_path(out: tf.Tensor,
+                                       sources: Sequence[tf.Tensor]
+                                       ) -> str | None:
+  """The type of an op of :data:`UNDIFFERENTIATED_GRADIENTS` between
+  ``sources`` and ``out`` in a graph, or None (eagerly: None)."""
+  if tf.executing_eagerly() or not hasattr(out, "op"):
+    return None
+  source_ops = {id(s.op) for s in sources if hasattr(s, "op")}
+  depends: dict[int, bool] = {}
+
+  def reaches_sources(op: tf.Operation) -> bool:
+    stack, seen = [op], set()
+    while stack:
+      o = stack.pop()
+      if id(o) in source_ops:
+        return True
+      if id(o) in seen:
+        continue
+      seen.add(id(o))
+      stack += [t.op for t in o.inputs]
+    return False
+
+  stack, seen = [out.op], set()
+  while stack:
+    op = stack.pop()
+    if id(op) in seen:
+      continue
+    seen.add(id(op))
+    if op.type in UNDIFFERENTIATED_GRADIENTS:
+      if id(op) not in depends:
+        depends[id(op)] = reaches_sources(op)
+      if depends[id(op)]:
+        return op.type
+    stack += [t.op for t in op.inputs]
+  return None
 
 
 def _ops_without_gradient(graph: tf.Graph) -> list[str]:
