@@ -186,8 +186,13 @@ def test_the_layer_check_catches_an_upward_import(root, tmp_path):
 # with no TensorFlow installed. Its modules (and those of the
 # transformations of Exported.call) import neither TensorFlow nor
 # jax.experimental (jax2tf, call_tf_lib), at module level or in a function;
-# and the interpreter does not import the transformations.
+# and the interpreter does not import the transformations, nor jax.export's
+# own modules: it reads StableHLO and nothing else (what jax.export is asked
+# is asked in transforms/exported.py).
 _FORBIDDEN_IN_ENGINE = ("tensorflow", "jax.experimental")
+_FORBIDDEN_IN_INTERPRETER = ("jax._src.export._export",
+                             "jax._src.export.serialization",
+                             "jax._src.export.shape_poly", "jax.export")
 
 
 def _imported_names(path: pathlib.Path) -> list[tuple[str, int]]:
@@ -214,6 +219,11 @@ def _engine_import_problems(root: pathlib.Path) -> list[str]:
       elif name.startswith(interpreter) and target.startswith(transforms):
         problems.append(f"{name}:{line} imports {target} (the interpreter "
                         "does not import its clients)")
+      elif name.startswith(interpreter) and any(
+          target == f or target.startswith(f + ".")
+          for f in _FORBIDDEN_IN_INTERPRETER):
+        problems.append(f"{name}:{line} imports {target} (the interpreter "
+                        "reads StableHLO, not jax.export's objects)")
   return problems
 
 
@@ -241,13 +251,20 @@ def test_the_engine_import_check_catches_tensorflow(root, tmp_path):
       "\nfrom jax.experimental import jax2tf  # noqa\n"
       "from jax._src.export.transforms import rules  # noqa\n"),
                  encoding="utf-8")
+  compat = interpreter / "compat.py"
+  compat.write_text(compat.read_text(encoding="utf-8") + (
+      "\n\ndef g():\n  from jax._src.export import _export  # noqa\n"
+      "  return _export\n"), encoding="utf-8")
   problems = _engine_import_problems(tmp_path)
   assert {p.split(":")[0] for p in problems} == {
-      f"{ENGINE_PACKAGES[0]}._ir", f"{ENGINE_PACKAGES[0]}._rules"}, problems
+      f"{ENGINE_PACKAGES[0]}._ir", f"{ENGINE_PACKAGES[0]}._rules",
+      f"{ENGINE_PACKAGES[0]}.compat"}, problems
   assert any("imports tensorflow" in p for p in problems), problems
   assert any("imports jax.experimental.jax2tf" in p for p in problems), (
       problems)
   assert any("does not import its clients" in p for p in problems), problems
+  assert any("imports jax._src.export._export" in p for p in problems), (
+      problems)
 
 
 # The vocabulary: every vmap_method name (and every value of the option

@@ -16,7 +16,8 @@
 Each family is one small TensorFlow function of one float32 array, with a
 realistic shape, returning one float32 tensor or a tuple of them (an op's
 several results: batch normalization's statistics, a decomposition's
-empty vectors). Its `build` imports TensorFlow
+empty vectors), or lists, dicts and nestings of them (a tf.while_loop's
+values). Its `build` imports TensorFlow
 (and Keras or TF Probability) only when called, so that pytest can collect
 the matrix without importing TensorFlow; `op_matrix_report.py` runs the
 families, `test_op_matrix.py` judges them.
@@ -112,6 +113,10 @@ class Family:
       eager kernels disagree between the two modes (the gradient of 3-D max
       pooling at an exact tie goes to every tied element, its tangent to
       the first).
+    hessian_by_differences: the references of second derivatives are
+      central differences of TF's gradient: where TF's tapes find no
+      second derivative although there is one (a gradient kernel TF does
+      not differentiate, ResizeBilinearGrad).
     description: what the function computes, for the report.
   """
   name: str
@@ -125,6 +130,7 @@ class Family:
   skip: dict[str, str] = dataclasses.field(default_factory=dict)
   heavy: frozenset[str] = frozenset()
   forward_reference: bool = False
+  hessian_by_differences: bool = False
   full_run: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -1179,6 +1185,243 @@ FAMILIES: tuple[Family, ...] = (
                "tensor_array_dynamic)")),
 )
 
+# ------------------------------------------------------------ issue 49
+# Cases a peer project's op tests found (Python errors, neither answers nor
+# refusals) and their neighbours: loops whose result structure TF gives as
+# a tuple eagerly and a list in a graph, decompositions without vectors
+# inside a tf.function(jit_compile=True), resize methods and options,
+# top_k unsorted, with ties, and with a captured k. Small shapes: the op
+# matrix is most of CI's time.
+
+
+def _while_loop_structure(kind: str, stateful: bool = False):
+  """The values of a tf.while_loop as TF returns them: the body's structure
+  eagerly, the loop_vars' in a graph (a tuple and a list where they
+  differ).
+
+  The loop counts with an int32 (a fixed trip count, as users write it);
+  the function returns the float values after it, sliced off the loop's
+  result, which keeps its container type. `kind`: "list" (loop_vars a
+  list, the body returns a tuple), "tuple" (both tuples), "nested" (a list
+  holding a tuple of a tensor and a dict; the body returns a tuple holding
+  the same), "dict" (one dict in a list, its float values). `stateful`:
+  the body also draws an unused tf.random.uniform.
+  """
+  def build():
+    import tensorflow as tf
+
+    def noise(x):
+      return 0. * tf.random.uniform(tf.shape(x)) if stateful else 0.
+
+    def f(x):
+      if kind == "dict":
+        def body(d):
+          return [{"i": d["i"] + 1, "y": tf.sin(d["y"]) * 1.5 + x,
+                   "z": d["z"] * d["y"] + noise(x)}]
+        start = [{"i": tf.constant(0), "y": x, "z": x * .5}]
+        d = tf.while_loop(lambda d: d["i"] < 3, body, start)[0]
+        return {"y": d["y"], "z": d["z"]}
+      if kind == "nested":
+        def body(i, yz):
+          y, z = yz
+          return (i + 1, (tf.sin(y) * 1.5 + x + noise(x),
+                          {"z": z["z"] * .5 + y * y}))
+        return tf.while_loop(lambda i, yz: i < 3, body,
+                             [tf.constant(0), (x, {"z": x})])[1:]
+      start = (tf.constant(0), x, x * .5)
+      return tf.while_loop(
+          lambda i, y, z: i < 3,
+          lambda i, y, z: (i + 1, tf.sin(y) * 1.5 + x + noise(x),
+                           z * y + x),
+          list(start) if kind == "list" else start)[1:]
+    return Built(f, _randn(f"while_loop_{kind}_{stateful}", 3))
+  return build
+
+
+def _jit_compiled(name: str, make: Callable[[Any], Callable[[Any], Any]],
+                  *shape: int):
+  """A family whose function is a tf.function(jit_compile=True): eagerly
+  TensorFlow runs it with XLA."""
+  def build():
+    import tensorflow as tf
+    return Built(tf.function(make(tf), jit_compile=True), _randn(name, *shape))
+  return build
+
+
+def _eigh_values_only_xla(tf):
+  def f(x):
+    sym = x + tf.linalg.matrix_transpose(x)
+    return tuple(tf.raw_ops.SelfAdjointEigV2(input=sym, compute_v=False))
+  return f
+
+
+def _svd_values_only_xla(tf):
+  return lambda x: tuple(tf.raw_ops.Svd(input=x, compute_uv=False))
+
+
+def _eigvalsh():
+  import tensorflow as tf
+  return Built(lambda x: tf.linalg.eigvalsh(x + tf.transpose(x)),
+               _randn("eigvalsh", 3, 3))
+
+
+def _eig_values_only():
+  """Eig without vectors: eigenvalues in LAPACK's order, so sums of their
+  powers (traces of powers, real for a real matrix), and the empty
+  vectors."""
+  import tensorflow as tf
+  def f(x):
+    e, v = tf.raw_ops.Eig(input=x, compute_v=False, Tout=tf.complex64)
+    return (tf.math.real(tf.reduce_sum(e * e)),
+            tf.math.real(tf.reduce_sum(e * e * e)), tf.math.real(v))
+  return Built(f, _randn("eig_values_only", 3, 3))
+
+
+def _resize_legacy(method: str, half_pixel_centers: bool):
+  def build():
+    import tensorflow as tf
+    op = {"bilinear": tf.compat.v1.image.resize_bilinear,
+          "nearest": tf.compat.v1.image.resize_nearest_neighbor}[method]
+    def f(x):
+      y = op(tf.expand_dims(x, 0), [5, 7], align_corners=False,
+             half_pixel_centers=half_pixel_centers)
+      return tf.squeeze(y, 0)
+    return Built(f, _randn(f"resize_{method}_{half_pixel_centers}", 3, 4, 2))
+  return build
+
+
+def _resize_bilinear_squared():
+  """A bilinear resize, squared: its Hessian has second-order terms through
+  ResizeBilinearGrad, which TF declares not differentiable."""
+  import tensorflow as tf
+  def f(x):
+    y = tf.image.resize(x, [5, 7])
+    return y * y
+  return Built(f, _randn("resize_bilinear_squared", 3, 4, 2))
+
+
+def _resize_method(method: str, size: tuple[int, int],
+                   antialias: bool = False):
+  def build():
+    import tensorflow as tf
+    return Built(lambda x: tf.image.resize(x, size, method=method,
+                                           antialias=antialias),
+                 _randn(f"resize_{method}_{size}_{antialias}", 4, 4, 2))
+  return build
+
+
+def _top_k_unsorted():
+  """top_k(sorted=False): the values' order is the kernel's (TF's and
+  XLA's differ), so sorted again."""
+  import tensorflow as tf
+  w = _const("top_k_unsorted", 3)
+  return Built(lambda x: tf.sort(tf.math.top_k(x * x, 3, sorted=False)
+                                 .values) * w, _randn("top_k_unsorted", 6))
+
+
+def _top_k_ties(sorted_: bool):
+  """top_k of rows with exact ties, among the chosen and at the cut.
+
+  Sorted, each tied position gets its own weight (the gradient goes to
+  the index top_k picks: the first); unsorted, whose order is the
+  kernel's, sums of the values' powers. The batches scale rows (ties
+  kept).
+  """
+  def build():
+    import tensorflow as tf
+    w = tf.constant([1., 2., 3.])
+    def f(x):
+      values = tf.math.top_k(x, 3, sorted=sorted_).values
+      if sorted_:
+        return values * w
+      return tf.stack([tf.reduce_sum(values * values),
+                       tf.reduce_sum(values * values * values)])
+    x = np.array([[3., 1., 3., 2., 3., .5], [2., 2., 1., 2., -1., 2.]],
+                 np.float32)
+    rows = lambda n: np.stack([x * (1. + .1 * i) for i in range(n)])
+    return Built(f, x, xs=rows(BATCH), xs2=rows(HESSIAN_BATCH))
+  return build
+
+
+def _top_k_captured_k():
+  """k a tensor the function captures: a constant of its graph, which TF
+  passes to the function as an argument."""
+  import tensorflow as tf
+  k = tf.constant(2)
+  return Built(lambda x: tf.math.top_k(x * x, k).values * 2.,
+               _randn("top_k_captured_k", 2, 5))
+
+
+ISSUE_49_FAMILIES: tuple[Family, ...] = (
+    Family("while_loop_list_vars", "control flow",
+           _while_loop_structure("list"),
+           "tf.while_loop([i, y, z], body returning a tuple)[1:]: (y, z), "
+           "a tuple eagerly and a list in a graph"),
+    Family("while_loop_tuple_vars", "control flow",
+           _while_loop_structure("tuple"),
+           "tf.while_loop((i, y, z))[1:]: (y, z), a tuple both ways"),
+    Family("while_loop_nested", "control flow",
+           _while_loop_structure("nested"),
+           "tf.while_loop([i, (y, {'z': z})])[1:] (an outer tuple eagerly, "
+           "a list in a graph)"),
+    Family("while_loop_dict", "control flow", _while_loop_structure("dict"),
+           "tf.while_loop([{'i', 'y', 'z'}]): {'y', 'z'}"),
+    Family("while_loop_list_vars_random", "control flow",
+           _while_loop_structure("list", stateful=True),
+           "while_loop_list_vars whose body draws tf.random.uniform "
+           "(unused)"),
+    Family("while_loop_nested_random", "control flow",
+           _while_loop_structure("nested", stateful=True),
+           "while_loop_nested whose body draws tf.random.uniform (unused)"),
+    Family("eigh_values_only_xla", "linalg",
+           _jit_compiled("eigh_values_only_xla", _eigh_values_only_xla,
+                         2, 3, 3),
+           "tf.function(jit_compile=True) of SelfAdjointEigV2(compute_v="
+           "False) of 2 matrices: (values, empty vectors)",
+           skip={"value": (
+               "TF disagrees with itself about the vectors it does not "
+               "compute: its graph says shape (0,), XLA (which runs a "
+               "jit_compile function eagerly) returns the whole matrix of "
+               "vectors, and the eager call returns TF's eager result; any "
+               "is a right value (tests/calltf/test_defects_49.py checks "
+               "that it is one of them)")}),
+    Family("svd_values_only_xla", "linalg",
+           _jit_compiled("svd_values_only_xla", _svd_values_only_xla, 4, 3),
+           "tf.function(jit_compile=True) of Svd(compute_uv=False): "
+           "(values, empty u, empty v)"),
+    Family("eigvalsh", "linalg", _eigvalsh, "eigvalsh(x + x^T)"),
+    Family("eig_values_only", "linalg", _eig_values_only,
+           "Eig(compute_v=False): real(sum e^2), real(sum e^3), empty "
+           "vectors"),
+    Family("resize_bilinear_legacy", "image",
+           _resize_legacy("bilinear", False),
+           "resize_bilinear(x, [5, 7], half_pixel_centers=False)"),
+    Family("resize_nearest_legacy", "image",
+           _resize_legacy("nearest", False),
+           "resize_nearest_neighbor(x, [5, 7])"),
+    Family("resize_bilinear_squared", "image", _resize_bilinear_squared,
+           "tf.image.resize(x, [5, 7], 'bilinear')^2",
+           hessian_by_differences=True),
+    Family("resize_area", "image", _resize_method("area", (3, 2)),
+           "tf.image.resize(x, [3, 2], 'area')"),
+    Family("resize_lanczos3", "image", _resize_method("lanczos3", (6, 5)),
+           "tf.image.resize(x, [6, 5], 'lanczos3')"),
+    Family("resize_bilinear_antialias", "image",
+           _resize_method("bilinear", (3, 2), antialias=True),
+           "tf.image.resize(x, [3, 2], 'bilinear', antialias=True)"),
+    Family("top_k_unsorted", "sort", _top_k_unsorted,
+           "sort(top_k(x^2, 3, sorted=False).values) * w"),
+    Family("top_k_ties", "sort", _top_k_ties(True),
+           "top_k(x, 3).values * [1, 2, 3], rows with exact ties"),
+    Family("top_k_ties_unsorted", "sort", _top_k_ties(False),
+           "sums of powers of top_k(x, 3, sorted=False).values, rows with "
+           "exact ties"),
+    Family("top_k_captured_k", "sort", _top_k_captured_k,
+           "top_k(x^2, k).values * 2, k = tf.constant(2) captured"),
+)
+
+FAMILIES = FAMILIES + ISSUE_49_FAMILIES
+
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
 
 
@@ -1312,3 +1555,47 @@ EAGER_AND_JIT_DIFFER: dict[str, str] = {
 # marks each `xfail(strict=True)`: when the bug is fixed the case passes,
 # the strict mark turns that into a failure, and the fix removes the entry.
 KNOWN_BUGS: dict[str, str] = {}
+
+
+# ------------------------------------------------------------ issue 49
+# What the families of ISSUE_49_FAMILIES leave refused, gapped or open.
+
+for _name in ("while_loop_list_vars_random", "while_loop_nested_random"):
+  KNOWN_GAPS.update({
+      f"{_name}:{t}": KNOWN_GAPS[f"while_loop_random:{t}"]
+      for t in ("jit(vmap)", "vmap", "jacrev", "jacfwd", "hessian")})
+  KNOWN_REFUSALS[_name] = KNOWN_REFUSALS["while_loop_random"]
+  EAGER_AND_JIT_DIFFER[_name] = EAGER_AND_JIT_DIFFER["while_loop_random"]
+KNOWN_GAPS["eig_values_only:vmap"] = (
+    "pfor has no converter for Eig (named) and XLA no kernel for it: eager "
+    "vmap runs one call per element only with vmap_method='sequential'")
+KNOWN_REFUSALS["eig_values_only"] = (
+    "XLA has no kernel for Eig (tf2xla): under jit call_tf cannot compile "
+    "the function, batched or not; eagerly the derivatives run (TF's)")
+EAGER_AND_JIT_DIFFER["eig_values_only"] = "XLA has no kernel for Eig"
+KNOWN_REFUSALS["resize_area"] = (
+    "XLA has no kernel for ResizeArea and TF no gradient for it: under jit "
+    "nothing runs, and every derivative is refused in both modes (naming "
+    "it); eager vmap runs (pfor)")
+EAGER_AND_JIT_DIFFER["resize_area"] = "XLA has no kernel for ResizeArea"
+for _name in ("resize_lanczos3", "resize_bilinear_antialias"):
+  KNOWN_GAPS.update({f"{_name}:{t}": (
+      "tf.image.resize's ScaleAndTranslate (lanczos, gaussian, "
+      "mitchellcubic, antialias): pfor has no converter for it or its "
+      "gradient ScaleAndTranslateGrad (named) and XLA no kernel, so only "
+      "one call per element (vmap_method='sequential') batches it")
+      for t in ("vmap", "jacrev")})
+  KNOWN_REFUSALS[_name] = (
+      "XLA has no kernel for ScaleAndTranslate: under jit nothing runs; "
+      "eagerly the Hessian needs a gradient of ScaleAndTranslateGrad, "
+      "which TF does not register (the refusal names it)")
+  EAGER_AND_JIT_DIFFER[_name] = "XLA has no kernel for ScaleAndTranslate"
+KNOWN_REFUSALS["resize_bilinear_squared"] = (
+    "eagerly, the Hessian: TF's gradient of a bilinear resize "
+    "(ResizeBilinearGrad) has no gradient, so TF's tapes find the second "
+    "derivative unconnected where it is not; call_tf refuses it, naming the "
+    "op, rather than give zeros (under jit JAX's derivative of the module "
+    "gives it, checked against central differences of TF's gradient)")
+EAGER_AND_JIT_DIFFER["resize_bilinear_squared"] = (
+    "the Hessian: eagerly refused (TF has no gradient of "
+    "ResizeBilinearGrad), under jit JAX's derivative of the module")

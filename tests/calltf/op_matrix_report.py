@@ -110,15 +110,30 @@ def _first_line(e: BaseException, limit: int = 300) -> str:
   return line[:limit]
 
 
-# Results: one tensor, or a tuple of them (one level).
+# Results: one tensor, or tuples, lists and dicts of them, nested. Tuples
+# and lists are one structure (TF's while_loop gives a tuple eagerly and a
+# list in a graph): both are made tuples. Dicts keep their keys, in the
+# sorted order in which JAX and tf.nest flatten them.
 
 
 def _leaves(tree: Any) -> list[Any]:
-  return list(tree) if isinstance(tree, (tuple, list)) else [tree]
+  if isinstance(tree, dict):
+    return [leaf for k in sorted(tree) for leaf in _leaves(tree[k])]
+  if isinstance(tree, (tuple, list)):
+    return [leaf for t in tree for leaf in _leaves(t)]
+  return [tree]
 
 
 def _rebuild(like: Any, leaves: Sequence[Any]) -> Any:
-  return tuple(leaves) if isinstance(like, (tuple, list)) else leaves[0]
+  it = iter(leaves)
+
+  def build(t):
+    if isinstance(t, dict):
+      return {k: build(t[k]) for k in sorted(t)}
+    if isinstance(t, (tuple, list)):
+      return tuple(build(x) for x in t)
+    return next(it)
+  return build(like)
 
 
 def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
@@ -126,7 +141,9 @@ def _tree_map(fn: Callable[..., Any], *trees: Any) -> Any:
 
 
 def _tree_map_deep(fn: Callable[[Any], Any], tree: Any) -> Any:
-  """`fn` of every array of nested tuples and lists (made tuples)."""
+  """`fn` of every array of nested tuples, lists (made tuples) and dicts."""
+  if isinstance(tree, dict):
+    return {k: _tree_map_deep(fn, tree[k]) for k in sorted(tree)}
   if isinstance(tree, (tuple, list)):
     return tuple(_tree_map_deep(fn, t) for t in tree)
   return fn(tree)
@@ -283,6 +300,9 @@ class _Family:
       return self._refs[key]
     source = "tf (XLA)" if xla else "tf"
     try:
+      if name == "hess" and self.family.hessian_by_differences:
+        raise LookupError("TF's tapes find no second derivative through "
+                          "a gradient kernel TF does not differentiate")
       result = self._tf(name, xla)(x)
     except Exception as e:  # noqa: BLE001 (any TF error: use another way)
       if name == "value":
@@ -403,6 +423,11 @@ def compare(actual: Any, expected: Any, tol: float) -> tuple[bool, str, float]:
   where the reference is not gives 1.
   """
   import numpy as np
+  if isinstance(expected, dict):
+    if not isinstance(actual, dict) or sorted(actual) != sorted(expected):
+      return False, f"structure {type(actual).__name__} differs", float("inf")
+    return compare(tuple(actual[k] for k in sorted(actual)),
+                   tuple(expected[k] for k in sorted(expected)), tol)
   if isinstance(expected, tuple):
     if not isinstance(actual, tuple) or len(actual) != len(expected):
       return False, f"structure {type(actual).__name__} differs", float("inf")
@@ -471,7 +496,13 @@ def _engine_audit(fn: Callable[[Any], Any], x: Any) -> dict[str, str | None]:
   import tensorflow as tf
   from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
   from jax.experimental.jax2tf.call_tf_lib.stablehlo import path
-  f = tf.function(fn, autograph=False, jit_compile=True)
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
+
+  def traced(*args):
+    res = fn(*args)
+    captures.keep_constants_constant()  # as call_tf's trace does
+    return res
+  f = tf.function(traced, autograph=False, jit_compile=True)
   sig = (tf.TensorSpec(x.shape, tf.float32),)
   audit: dict[str, str | None] = {}
   for key, staged in (("eager", False), ("jit", True)):
@@ -809,8 +840,10 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
       "`JAX_FORK_OP_MATRIX_REPORT=docs/op-matrix.md`.",
       "",
       "Each family is a small TensorFlow function of one float32 tensor",
-      "(`tests/calltf/op_matrix_cases.py`), returning a tensor or a tuple",
-      "of them; each cell is one transformation of `call_tf(f)` with the",
+      "(`tests/calltf/op_matrix_cases.py`), returning a tensor, or tuples,",
+      "lists and dicts of them (a list and a tuple compared as one, dict",
+      "keys as they are); each cell is one transformation of `call_tf(f)`",
+      "with the",
       "default `vmap_method` (`value` and `jit`: the call itself, eagerly",
       "and under `jax.jit`), compared with a TensorFlow-only reference: the",
       "eager TF call for values (a result of size 0 shaped as TF's graph",

@@ -683,3 +683,66 @@ def test_a_module_result_takes_the_dtype_of_its_aval():
   same = jnp.ones(2, np.float32)
   assert to_jax.with_dtype(same, np.dtype(np.float32)) is same
   assert to_jax.with_dtype(2.5, np.dtype(np.float32)).dtype == np.float32
+
+
+def test_gradients_tf_does_not_differentiate_are_known():
+  # A gradient kernel TF declares not differentiable although it is smooth:
+  # forward mode through it is refused (autodiff.tf_jvp), not zero. A TF
+  # that declares another such kernel fails here.
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp  # pylint: disable=g-import-not-at-top
+  registry = tf_ops._gradient_registry  # pylint: disable=protected-access
+  no_gradient = {n for n in registry.list() if registry.lookup(n) is None}
+  # Not gradients of smooth float ops: sparse, shape, TensorArray handles,
+  # stop_gradient, and fake quantization's (zero almost everywhere).
+  others = {"SparseAddGrad", "BroadcastGradientArgs", "StopGradient",
+            "TensorArrayGrad", "TensorArrayGradV2", "TensorArrayGradV3",
+            "TensorArrayGradWithShape", "FakeQuantWithMinMaxArgsGradient",
+            "FakeQuantWithMinMaxVarsGradient",
+            "FakeQuantWithMinMaxVarsPerChannelGradient"}
+  grads = {n for n in no_gradient if "Grad" in n}
+  assert grads - others == set(tf_jvp.UNDIFFERENTIATED_GRADIENTS), (
+      grads - others)
+
+
+def test_second_derivative_of_a_bilinear_resize_refused_or_right():
+  # TF's gradient of a bilinear resize (ResizeBilinearGrad) has no gradient:
+  # TF's tapes find the Hessian unconnected (None). Eagerly (TF's
+  # derivatives) call_tf refuses it, naming the op, rather than give zeros;
+  # first derivatives are TF's.
+  def f(x):
+    y = tf.image.resize(x, [5, 7], "bilinear")
+    return tf.reduce_sum(y * y * y)
+  x = np.random.default_rng(3).standard_normal((3, 4, 1)).astype(np.float32)
+  xt = tf.constant(x)
+  with tf.GradientTape() as outer:
+    outer.watch(xt)
+    with tf.GradientTape() as inner:
+      inner.watch(xt)
+      y = f(xt)
+    g = inner.gradient(y, xt)
+  assert outer.jacobian(g, xt) is None  # what TF itself says
+  fun = jax2tf.call_tf(f)
+  with pytest.raises(errors.CallTfDerivativeError, match="ResizeBilinearGrad"):
+    jax.hessian(fun)(x)
+  # Under jit, JAX's second derivative of the module: central differences
+  # of TF's gradient (quadratic in x: exact up to rounding) agree.
+  def tf_grad(z):
+    zt = tf.constant(z)
+    with tf.GradientTape() as tape:
+      tape.watch(zt)
+      out = f(zt)
+    return tape.gradient(out, zt).numpy().astype(np.float64)
+  step, flat = 0.1, x.reshape(-1)
+  columns = []
+  for i in range(flat.size):
+    e = np.zeros_like(flat)
+    e[i] = step
+    columns.append((tf_grad((flat + e).reshape(x.shape))
+                    - tf_grad((flat - e).reshape(x.shape))) / (2 * step))
+  want = np.stack(columns, -1).reshape(x.shape + x.shape)
+  got = jax.jit(jax.hessian(fun))(x)
+  np.testing.assert_allclose(got, want, rtol=2e-3,
+                             atol=2e-3 * np.abs(want).max())
+  np.testing.assert_allclose(jax.jit(jax.grad(fun))(x), g.numpy(),
+                             rtol=1e-5, atol=1e-5)

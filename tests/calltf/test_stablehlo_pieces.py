@@ -13,7 +13,8 @@
 # limitations under the License.
 """The pieces of the StableHLO path, each alone.
 
-The interpreter's tables and helpers; the interpreter run on whole modules
+The path's helpers (the interpreter's registry of rules is tested in
+``tests/stablehlo/test_registry.py``); the interpreter run on whole modules
 is tested in ``test_stablehlo_to_jax.py``, the path in
 ``test_stablehlo_path.py``.
 """
@@ -28,24 +29,9 @@ from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
 from jax._src.export.stablehlo_to_jax import _ir
-from jax._src.export.stablehlo_to_jax import _rules
 import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf
-
-
-def test_each_op_family_has_rules_of_its_own():
-  families = [_rules._elementwise_rules(), _rules._shape_rules(),  # pylint: disable=protected-access
-              _rules._linalg_rules(), _rules._region_rules()]  # pylint: disable=protected-access
-  names = [name for family in families for name in family]
-  assert len(names) == len(set(names))
-  assert set(names) == set(_rules.RULES)
-
-
-def test_the_elementwise_rules_with_tf_derivatives_replace_lax_ones():
-  rules = _rules._elementwise_rules()  # pylint: disable=protected-access
-  assert rules["stablehlo.power"] is _rules._power_rule  # pylint: disable=protected-access
-  assert {"stablehlo.negate", "stablehlo.atan2", "mhlo.erf"} <= set(rules)
 
 
 def test_a_function_that_is_not_one_call_tf_has_no_call_to_differentiate():

@@ -306,8 +306,43 @@ def test_a_comparator_that_reads_the_enclosing_function_is_named():
   }""")
   prog = s2j.parse(text)
   assert prog.unsupported == ("stablehlo.sort",)
-  assert "reads 1 values of the enclosing function" in prog.reasons[
-      "stablehlo.sort"]
+  assert "reads 1 values the enclosing function computes at run time" in (
+      prog.reasons["stablehlo.sort"])
+
+
+def test_a_comparator_that_reads_constants_of_the_enclosing_function():
+  # jnp.sort's comparator: its constants hoisted out of the region.
+  text = _module("""
+  func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+    %zero = stablehlo.constant dense<0.0> : tensor<f32>
+    %s = "stablehlo.sort"(%x) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a0: tensor<f32>, %a1: tensor<f32>):
+      %e = stablehlo.compare EQ, %a0, %zero, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %d = stablehlo.select %e, %zero, %a0 : tensor<i1>, tensor<f32>
+      %c = stablehlo.compare LT, %d, %a1, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<8xf32>) -> tensor<8xf32>
+    return %s : tensor<8xf32>
+  }""")
+  x = np.array([3., -0., 1., 0., -2., 5., -0., 4.], np.float32)
+  prog, _ = _check_module(text, x)
+  batch = np.stack([x, x[::-1]])
+  assert_close(jax.jit(jax.vmap(prog))(batch)[0],
+               np.stack([prog(b)[0] for b in batch]))
+
+
+@pytest.mark.skipif(not hasattr(jax.lax, "AccuracyMode"),
+                    reason="this JAX's lax takes no accuracy")
+def test_result_accuracy_is_passed_on():
+  text = _module("""
+  func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+    %y = stablehlo.cbrt %x {result_accuracy = #stablehlo.result_accuracy<atol = 1.0e-1, ulps = 0, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>} : tensor<2x2xf32>
+    %z = stablehlo.exponential %y {result_accuracy = #stablehlo.result_accuracy<mode = #stablehlo.result_accuracy_mode<HIGHEST>>} : tensor<2x2xf32>
+    return %z : tensor<2x2xf32>
+  }""")
+  prog, _ = _check_module(text, np.eye(2, dtype=np.float32) + 1)
+  lowered = jax.jit(prog).lower(np.eye(2, dtype=np.float32)).as_text()
+  assert "TOLERANCE" in lowered and "HIGHEST" in lowered, lowered
 
 
 def test_unstable_sort_whose_payloads_are_dead_needs_no_order_of_ties():
@@ -739,8 +774,12 @@ def test_identity_converts_keep_a_sum_transposable(ty):
       stablehlo.return %c : tensor<f32>
     }) : (tensor<2x2xf32>, tensor<2x2xf32>, tensor<f32>) -> tensor<2x2xf32>
     return %s : tensor<2x2xf32>""", "stablehlo.select_and_scatter"),
-    ("""%y = stablehlo.cbrt %x {result_accuracy = #stablehlo.result_accuracy<atol = 1.0e-1, ulps = 0, mode = #stablehlo.result_accuracy_mode<TOLERANCE>>} : tensor<2x2xf32>
-    return %y : tensor<2x2xf32>""", "stablehlo.cbrt"),
+    # (cosine of complex numbers is the op itself, _as_op, which takes no
+    # accuracy.)
+    ("""%c = stablehlo.complex %x, %x : tensor<2x2xcomplex<f32>>
+    %y = stablehlo.cosine %c {result_accuracy = #stablehlo.result_accuracy<mode = #stablehlo.result_accuracy_mode<HIGHEST>>} : tensor<2x2xcomplex<f32>>
+    %r = stablehlo.real %y : (tensor<2x2xcomplex<f32>>) -> tensor<2x2xf32>
+    return %r : tensor<2x2xf32>""", "stablehlo.cosine"),
 ])
 def test_ops_without_an_exact_rule_are_named(body, name):
   text = _module(f"""

@@ -13,12 +13,15 @@
 # limitations under the License.
 """StableHLO modules as JAX functions: one ``lax`` operation per op.
 
-:func:`parse` reads a StableHLO module (text or bytecode; a deserialized
-``jax.export`` artifact's, the module TensorFlow's XLA lowering makes of a
-function for ``jax2tf.call_tf``, any other) into a :class:`Program`, a JAX
-function that computes the module with ``lax`` operations, so that JAX's
-own rules batch it (``jax.vmap``, nested, symbolic batch sizes) and
-differentiate it. Nothing here imports TensorFlow or ``jax.experimental``.
+:func:`parse` reads a StableHLO module (text or bytecode: a deserialized
+``jax.export`` artifact's, the module another framework's XLA lowering
+makes of its function, any other) into a :class:`Program`, a JAX function
+that computes the module with ``lax`` operations, so that JAX's own rules
+batch it (``jax.vmap``, nested, symbolic batch sizes) and differentiate it.
+The interpreter reads StableHLO and nothing else: what its caller does
+with a program, and what the caller knows of where a module came from,
+are the caller's. Nothing here imports TensorFlow, ``jax.experimental`` or
+``jax.export``'s own modules.
 
 Each rule is exact or absent, following the StableHLO specification op by
 op and dtype by dtype (and XLA's CPU runtime where the two differ): where a
@@ -37,13 +40,21 @@ Its modules:
   :mod:`._copy`: that copy kept as bytes and compiled again without MLIR.
 * :mod:`._interpret`: the compiler of that copy into JAX callables, one
   step per live op.
-* :mod:`._rules`: one rule per StableHLO op, as ``lax`` operations; the ops
+* :mod:`._registry`: the rules, each registered beside its definition, one
+  per op, and the one dispatcher that finds an op's.
+* :mod:`._rules`: the StableHLO ops' rules, as ``lax`` operations; the ops
   that need more: :mod:`._as_op` (elementwise ops as themselves),
-  :mod:`._sort` (a sort with the module's comparator), :mod:`._rng`
+  :mod:`._barrier` (optimization barriers JAX transposes), :mod:`._sort`
+  (a sort with the module's comparator), :mod:`._rng`
   (``rng_bit_generator`` with any key), :mod:`._normalization`
   (``batch_norm_*``), :mod:`._shape_operands` (ops whose shapes are
   constant operands), :mod:`._loops` (a ``while``'s trip count) and
   :mod:`._dynamic` (bounded dynamic shapes).
+* What ``jax.export`` writes beyond the specification:
+  :mod:`._custom_calls` (a custom call written again as itself),
+  :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s
+  operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
+  (sharding and placement, on one device).
 * :mod:`.module`: a serialized shape-polymorphic module refined for static
   argument shapes.
 * :mod:`.compat`: the JAX internals it uses that differ across releases.
@@ -65,7 +76,14 @@ from jax._src.export.stablehlo_to_jax import _copy
 from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
-from jax._src.export.stablehlo_to_jax import _rules
+from jax._src.export.stablehlo_to_jax import _registry
+# The modules of rules: importing one registers its rules (see _registry).
+from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _lapack  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _normalization  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _rules  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _shape_operands  # noqa: F401  # pylint: disable=unused-import
 from jax import lax
 from jax.typing import ArrayLike
 import numpy as np
@@ -164,7 +182,8 @@ class Program:
     in_avals: the module's parameters (tuple parameters flattened).
     out_avals: its results (tuple results flattened), with the module's
       dtypes; calling the program gives them canonicalized (64-bit types
-      become 32-bit ones unless ``jax_enable_x64``), as ``call_tf`` does.
+      become 32-bit ones unless ``jax_enable_x64``), as JAX's avals of
+      them are.
     unsupported: the names of ops without an exact rule; empty if the
       module is fully interpretable.
     reasons: for each unsupported name, why.
@@ -366,7 +385,7 @@ def _compile(copy: ModuleCopy, derivatives: DerivativeRules | None,
   """The program of a module copy."""
   funcs = _ir.without_identity_converts(copy.funcs)
   compiler = _interpret.Compiler(
-      funcs, _rules.RULES, entry=copy.main, derivatives=derivatives,
+      funcs, _registry.RULES, entry=copy.main, derivatives=derivatives,
       follow_default_precision=follow_default_precision)
   body = compiler.func(copy.main)
   return Program(body, funcs[copy.main].result_types, compiler.unsupported,

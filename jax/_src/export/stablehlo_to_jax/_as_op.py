@@ -48,15 +48,33 @@ from jax.typing import ArrayLike
 import numpy as np
 
 
-# Each op's lax function: its derivative is the op's.
+# Each op's lax function: its derivative is the op's. A name with a dialect
+# is that op (``chlo.erf``); a name without one, ``stablehlo.<name>``.
 _LAX: dict[str, Callable[..., jax.Array]] = {
     "cosine": lax.cos, "sine": lax.sin, "abs": lax.abs, "maximum": lax.max,
     "minimum": lax.min, "logistic": lax.logistic,
+    # CHLO's elementwise ops, which jax.export keeps in modules for several
+    # platforms (XLA decomposes them when it compiles the module).
+    **{f"chlo.{name}": getattr(lax, fn) for name, fn in (
+        ("acos", "acos"), ("acosh", "acosh"), ("asin", "asin"),
+        ("asinh", "asinh"), ("atan", "atan"), ("atanh", "atanh"),
+        ("cosh", "cosh"), ("sinh", "sinh"), ("erf", "erf"), ("erfc", "erfc"),
+        ("erf_inv", "erf_inv"), ("lgamma", "lgamma"),
+        ("digamma", "digamma"), ("bessel_i1e", "bessel_i1e"),
+        ("conj", "conj"), ("square", "square"), ("next_after", "nextafter"),
+        ("polygamma", "polygamma"), ("zeta", "zeta"))
+       if hasattr(lax, fn)},
 }
 
 
+def chlo_ops() -> tuple[str, ...]:
+  """The CHLO ops :func:`apply` writes as themselves."""
+  return tuple(n for n in _LAX if n.startswith("chlo."))
+
+
 def apply(name: str, *operands: ArrayLike) -> jax.Array:
-  """``stablehlo.<name>`` of `operands` (of one shape and type)."""
+  """The op `name` (``stablehlo.<name>`` without a dialect) of `operands`
+  (of one shape and type)."""
   if name not in _LAX:
     raise ValueError(f"no op {name!r} here")
   return op_p.bind(*operands, name=name)
@@ -87,8 +105,8 @@ def _to_bool_abstract_eval(x):
 def _lower(ctx, *operands, name="convert"):
   aval_out, = ctx.avals_out
   result = compat.aval_to_ir_type(ctx.module_context, aval_out)
-  op = ir.Operation.create(f"stablehlo.{name}", results=[result],
-                           operands=list(operands))
+  op = ir.Operation.create(name if "." in name else f"stablehlo.{name}",
+                           results=[result], operands=list(operands))
   return op.results
 
 
@@ -101,9 +119,17 @@ def _batch(args, dims, **params):
 
 def _jvp(primals, tangents, *, name):
   out = op_p.bind(*primals, name=name)
-  tangents = tuple(lax.full_like(p, 0) if type(t) is ad.Zero else t  # pylint: disable=unidiomatic-typecheck
-                   for p, t in zip(primals, tangents))
-  _, tangent = jax.jvp(_LAX[name], tuple(primals), tangents)
+  # Differentiated with respect to the operands with a tangent only (the
+  # order of polygamma has no derivative).
+  moving = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]  # pylint: disable=unidiomatic-typecheck
+
+  def fn(*xs):
+    args = list(primals)
+    for i, x in zip(moving, xs):
+      args[i] = x
+    return _LAX[name](*args)
+  _, tangent = jax.jvp(fn, tuple(primals[i] for i in moving),
+                       tuple(tangents[i] for i in moving))
   return out, tangent
 
 

@@ -18,8 +18,8 @@ derivative of a program is JAX's derivative of those operations. That is
 the op's derivative wherever the op is differentiable; where it branches or
 kinks (``select``, ``maximum`` at a tie, ``abs`` at 0) JAX follows its own
 conventions. A module lowered from another framework's program may need
-that framework's conventions instead (``call_tf``: TensorFlow's gradients
-of the TF ops tf2xla lowered). The interpreter knows nothing of any
+that framework's conventions instead (TensorFlow's gradients of the TF
+ops tf2xla lowered, for a caller of TensorFlow functions). The interpreter knows nothing of any
 framework; a caller passes :class:`DerivativeRules` to ``parse``:
 
 * :meth:`DerivativeRules.rule` may give an op a step with the same values

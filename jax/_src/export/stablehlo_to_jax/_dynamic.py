@@ -23,20 +23,23 @@ see only the first ``size`` elements of a dynamic dimension.
 
 The same here: a value of a dynamic type is a :class:`Padded`, its data of
 the bound's shape and a size for each dynamic dimension (a traced int32, so
-that ``jax.vmap`` batches the sizes with the data). :func:`rule` computes
-an op on padded values where the padding cannot reach the elements inside
-the sizes: elementwise ops, slices, reshapes that only add or remove unit
-dimensions, broadcasts, transposes, gathers at dynamic indices, and
-reductions, whose padding is replaced by the initial value first. Any other
-op with a dynamic shape has no rule, so the module keeps TensorFlow's path.
+that ``jax.vmap`` batches the sizes with the data). The functions here
+are the *padded forms* of rules (each given at the op's registration, see
+:mod:`._registry`): an op computed on padded values where the padding
+cannot reach the elements inside the sizes: elementwise ops, slices,
+reshapes that only add or remove unit dimensions, broadcasts, transposes,
+gathers at dynamic indices, and reductions, whose padding is replaced by
+the initial value first. Any other op with a dynamic shape has no rule:
+the module is refused, naming the op, and its caller decides what to do.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax._ir import NoRule
 import jax
 from jax._src import dtypes
@@ -45,33 +48,10 @@ from jax.typing import ArrayLike
 import numpy as np
 
 
-# Elementwise ops: the result has the shape (and sizes) of the operands.
-_ELEMENTWISE = frozenset(f"stablehlo.{n}" for n in (
-    "abs", "negate", "sign", "exponential", "exponential_minus_one", "log",
-    "log_plus_one", "logistic", "sqrt", "rsqrt", "cbrt", "sine", "cosine",
-    "tan", "tanh", "floor", "ceil", "is_finite", "not", "popcnt",
-    "count_leading_zeros", "add", "subtract", "multiply", "divide",
-    "remainder", "power", "maximum", "minimum", "atan2", "and", "or", "xor",
-    "shift_left", "shift_right_arithmetic", "shift_right_logical",
-    "complex", "real", "imag", "round_nearest_afz", "round_nearest_even",
-    "compare", "select", "clamp", "convert")) | {"mhlo.erf"}
-
-
 # What a rule makes of an op: a function of its operands' values (see
-# ._interpret.Step).
-Step = Callable[..., Sequence[Any]]
-
-
-class Compiler(Protocol):
-  """The compiler, as the rules here read it.
-
-  :class:`._interpret.Compiler` is one (that module imports this one, so
-  this one names what it reads).
-  """
-
-  @property
-  def rules(self) -> Mapping[str, Callable[..., Step]]:
-    """The rule of each op name: ``rule(op, compiler) -> Step``."""
+# ._interpret.Step), and the op's own rule, of which a padded form is made.
+Step = _registry.Step
+Rule = _registry.Rule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +71,6 @@ class Padded:
 def is_dynamic(t: _ir.TensorType | _ir.TupleType | _ir.TokenType) -> bool:
   """Whether ``t`` is a tensor type with a dynamic dimension."""
   return isinstance(t, _ir.TensorType) and any(t.dynamic)
-
-
-def has_dynamic_shapes(op: _ir.Op) -> bool:
-  """Whether an operand or result of ``op`` has a dynamic dimension."""
-  return any(is_dynamic(t) for t in (*op.operand_types, *op.result_types))
 
 
 def _data(x: jax.Array | Padded) -> jax.Array:
@@ -143,69 +118,22 @@ def _inside(shape: Sequence[int], sizes: Sequence[ArrayLike | None]
   return inside
 
 
-def _static_step(op: _ir.Op, c: Compiler) -> Step:
-  """The op's own rule, on the data (the bound's shape)."""
-  rule = c.rules.get(op.name)
-  if rule is None:
-    raise NoRule("no rule for this op")
-  return rule(op, c)
-
-
-def rule(op: _ir.Op, c: Compiler) -> Step:
-  """The step of an op with dynamic shapes, or NoRule.
-
-  Args:
-    op: an op for which :func:`has_dynamic_shapes`.
-    c: the compiler.
-
-  Returns:
-    A step of padded operands.
-  """
-  name = op.name
+def _one_dynamic_result(op: _ir.Op) -> _ir.TensorType:
+  """The op's one result, of a dynamic shape; else NoRule."""
   out_t = op.result_types[0] if op.result_types else None
-  if name == "stablehlo.set_dimension_size":
-    return _set_dimension_size(op)
-  if name == "stablehlo.get_dimension_size":
-    return _get_dimension_size(op)
-  if name != "stablehlo.reduce" and (
-      len(op.result_types) != 1 or not isinstance(out_t, _ir.TensorType)):
+  if len(op.result_types) != 1 or not isinstance(out_t, _ir.TensorType):
     raise NoRule("a bounded dynamic shape in an op of several results")
-  if name == "stablehlo.reduce":
-    operand_t = op.operand_types[0]
-    dims = set(op.attrs["dimensions"])
-    kept_dynamic = any(d for i, d in enumerate(operand_t.dynamic or ())
-                       if i not in dims)
-    if kept_dynamic and not all(is_dynamic(t) for t in op.result_types):
-      raise NoRule("a reduction whose result loses a dynamic dimension")
-  elif not is_dynamic(out_t):
+  if not is_dynamic(out_t):
     # (A slice of one element of a dynamic dimension: tf2xla reads it at a
     # static index of the padded value, which XLA's padder then defines.)
     raise NoRule("an op whose result of a static shape reads a value of a "
                  "dynamic shape")
-  if name in _ELEMENTWISE:
-    return _elementwise(op, c)
-  size_rules = {"stablehlo.slice": _slice_sizes,
-                "stablehlo.reshape": _reshape_sizes,
-                "stablehlo.broadcast_in_dim": _broadcast_sizes,
-                "stablehlo.transpose": _transpose_sizes,
-                "stablehlo.gather": _gather_sizes}
-  if name in size_rules:
-    sizes_of = size_rules[name](op)
-    static = _static_step(op, c)
-
-    def step(env, *args):
-      data = static(env, *[_data(a) for a in args])
-      return [_wrap(data[0], sizes_of(*args), out_t)]
-    return step
-  if name == "stablehlo.reduce":
-    return _reduce(op, c)
-  raise NoRule("a bounded dynamic shape (tf.where, tf.unique, a "
-               "tf.RaggedTensor...) in this op, which call_tf computes only "
-               "in elementwise ops, slices, reshapes, broadcasts, transposes, "
-               "gathers and reductions")
+  return out_t
 
 
-def _set_dimension_size(op: _ir.Op) -> Callable[..., Any]:
+def set_dimension_size(op: _ir.Op, c: object, rule: Rule) -> Step:
+  """``set_dimension_size``: the value, padded to its new size."""
+  del c, rule
   dim, out_t = op.attrs["dimension"], op.result_types[0]
   bound = out_t.shape[dim]
   rank = len(out_t.shape)
@@ -217,7 +145,9 @@ def _set_dimension_size(op: _ir.Op) -> Callable[..., Any]:
   return step
 
 
-def _get_dimension_size(op: _ir.Op) -> Callable[..., Any]:
+def get_dimension_size(op: _ir.Op, c: object, rule: Rule) -> Step:
+  """``get_dimension_size``: a dynamic dimension's size, else the bound."""
+  del c, rule
   dim = op.attrs["dimension"]
   operand_t = op.operand_types[0]
   dtype = op.result_types[0].dtype
@@ -230,9 +160,11 @@ def _get_dimension_size(op: _ir.Op) -> Callable[..., Any]:
   return step
 
 
-def _elementwise(op: _ir.Op, c: Compiler) -> Step:
-  static = _static_step(op, c)
-  out_t = op.result_types[0]
+def elementwise(op: _ir.Op, c: object, rule: Rule) -> Step:
+  """An elementwise op: the result has the shape (and sizes) of the
+  operands."""
+  out_t = _one_dynamic_result(op)
+  static = rule(op, c)
   rank = len(out_t.shape)
 
   def step(env, *args):
@@ -242,6 +174,23 @@ def _elementwise(op: _ir.Op, c: Compiler) -> Step:
     data = static(env, *[_data(a) for a in args])
     return [_wrap(data[0], sizes, out_t)]
   return step
+
+
+def _sized(sizes: Callable[[_ir.Op], Callable[..., Sequence[Any]]]
+           ) -> Callable[[_ir.Op, object, Rule], Step]:
+  """The padded form of an op whose result's sizes are ``sizes(op)`` of
+  its operands: the op's rule on the data, the bound's shape."""
+  def padded(op: _ir.Op, c: object, rule: Rule) -> Step:
+    out_t = _one_dynamic_result(op)
+    sizes_of = sizes(op)
+    static = rule(op, c)
+
+    def step(env, *args):
+      data = static(env, *[_data(a) for a in args])
+      return [_wrap(data[0], sizes_of(*args), out_t)]
+    return step
+  padded.__doc__ = sizes.__doc__
+  return padded
 
 
 def _slice_sizes(op: _ir.Op) -> Callable[..., Sequence[Any]]:
@@ -330,15 +279,19 @@ def _gather_sizes(op: _ir.Op) -> Callable[..., Sequence[Any]]:
   return sizes_of
 
 
-def _reduce(op: _ir.Op, c: Compiler) -> Step:
+def reduce(op: _ir.Op, c: object, rule: Rule) -> Step:
   """A reduction: the padding of reduced dimensions replaced by the
   initial values, which change nothing."""
+  operand_t = op.operand_types[0]
+  kept_dynamic = any(d for i, d in enumerate(operand_t.dynamic or ())
+                     if i not in set(op.attrs["dimensions"]))
+  if kept_dynamic and not all(is_dynamic(t) for t in op.result_types):
+    raise NoRule("a reduction whose result loses a dynamic dimension")
   n = len(op.operands) // 2
   dims = tuple(op.attrs["dimensions"])
-  operand_t = op.operand_types[0]
   rank = len(operand_t.shape)
   kept = [i for i in range(rank) if i not in dims]
-  static = _static_step(op, c)
+  static = rule(op, c)
   out_types = op.result_types
   extreme = _extreme_region(op) if n == 1 else None
 
@@ -366,6 +319,14 @@ def _reduce(op: _ir.Op, c: Compiler) -> Step:
     out_sizes = [sizes[i] for i in kept]
     return [_wrap(o, out_sizes, t) for o, t in zip(outs, out_types)]
   return step
+
+
+# The padded forms of the ops whose result's sizes follow their operands'.
+slice_ = _sized(_slice_sizes)
+reshape = _sized(_reshape_sizes)
+broadcast_in_dim = _sized(_broadcast_sizes)
+transpose = _sized(_transpose_sizes)
+gather = _sized(_gather_sizes)
 
 
 def _extreme_region(op: _ir.Op) -> str | None:

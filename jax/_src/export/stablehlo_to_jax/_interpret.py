@@ -15,7 +15,8 @@
 
 :class:`Compiler` turns each :class:`~._ir.Op` into a step, a Python
 function of the op's operand values that returns its result values, made by
-the op's rule in :mod:`._rules`. A rule decides at compile time whether it
+the op's rule (registered in :mod:`._registry`; :meth:`~._registry.Registry.step`
+dispatches). A rule decides at compile time whether it
 can express the op exactly (its attributes, its regions' patterns); where it
 cannot, it raises :class:`NoRule`, and the compiler records the op as
 unsupported. A :class:`CompiledBlock` evaluates its steps in order; values of
@@ -32,16 +33,17 @@ results are live (a sort whose order of ties matters only for its payloads).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 import contextlib
 import functools
 from typing import Any
 
 from jax._src import config
 from jax._src.export.stablehlo_to_jax import _derivatives
-from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 from jax.typing import ArrayLike
+import numpy as np
 
 
 NoRule = _ir.NoRule
@@ -85,7 +87,7 @@ class Compiler:
   """Compiles the functions of a module, recording ops without a rule."""
 
   def __init__(self, funcs: Mapping[str, _ir.Func],
-               rules: Mapping[str, Callable[[_ir.Op, Compiler], Step]],
+               rules: _registry.Registry,
                entry: str = "main",
                derivatives: _derivatives.DerivativeRules | None = None,
                follow_default_precision: bool = False):
@@ -208,6 +210,35 @@ class Compiler:
       walk(f.body)
     return found
 
+  def constant(self, value: int) -> Any:
+    """The NumPy value of `value` where it is a constant of the module, or
+    a conversion, broadcast or reshape of one; else None."""
+    if value in self.constants:
+      return np.asarray(self.constants[value])
+    op = self.defining.get(value)
+    if op is None or len(op.operands) != 1 or not op.result_types:
+      return None
+    t = op.result_types[0]
+    if op.name not in ("stablehlo.convert", "stablehlo.broadcast_in_dim",
+                       "stablehlo.reshape") or not isinstance(
+                           t, _ir.TensorType) or any(t.dynamic):
+      return None
+    inner = self.constant(op.operands[0])
+    if inner is None:
+      return None
+    if op.name == "stablehlo.convert":
+      if np.iscomplexobj(inner) and not np.issubdtype(t.dtype,
+                                                      np.complexfloating):
+        return None
+      return inner.astype(t.dtype)
+    if op.name == "stablehlo.reshape":
+      return inner.reshape(t.shape)
+    dims = op.attrs["broadcast_dimensions"]
+    shape = [1] * len(t.shape)
+    for i, d in enumerate(dims):
+      shape[d] = inner.shape[i]
+    return np.broadcast_to(inner.reshape(shape), t.shape)
+
   def derivative_record(self) -> _derivatives.DerivativeRecord:
     """What the compiled ops say of JAX's derivative of the program."""
     return _derivatives.DerivativeRecord(
@@ -216,8 +247,7 @@ class Compiler:
         replaced=frozenset(self.replaced))
 
   def op(self, op: _ir.Op) -> Step:
-    rule = self.rules.get(op.name)
-    key = op.name
+    key = _registry.key(op)
     if op.location:
       self.located[op.location].add(op.name)
     if (not self._in_region and _derivatives.is_branching(op)
@@ -228,15 +258,9 @@ class Compiler:
       uncomputable = _ir.uncomputable_type(op)
       if uncomputable:
         raise NoRule(uncomputable)
-      if _dynamic.has_dynamic_shapes(op):
-        return _dynamic.rule(op, self)
-      if rule is None:
-        raise NoRule("no rule for this op")
-      step = rule(op, self)
+      step = self.rules.step(op, self)
       return self._callers_step(op) or step
     except NoRule as e:
-      if op.name == "stablehlo.custom_call":
-        key = f"stablehlo.custom_call @{op.attrs.get('call_target_name')}"
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
 
@@ -307,7 +331,7 @@ def keeping_64_bit_types() -> contextlib.AbstractContextManager[object] | None:
   return None if explicit is None else explicit("allow")
 
 
-def _may_have_effects(op: _ir.Op, rules: Mapping[str, Any]) -> bool:
+def _may_have_effects(op: _ir.Op, rules: _registry.Registry) -> bool:
   """Whether `op` may do more than compute its results."""
   return (op.name not in rules or not op.results
           or bool(op.attrs.get("has_side_effect")))

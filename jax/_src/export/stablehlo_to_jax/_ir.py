@@ -67,8 +67,8 @@ class TokenType:
 # The type of a value: what :func:`read_type` reads.
 Type = Union[TensorType, TupleType, TokenType]
 # The value of an attribute: what :func:`read_attr` reads.
-AttrValue = Union[np.ndarray, bool, int, float, str, tuple["AttrValue", ...],
-                  dict[str, "AttrValue"]]
+AttrValue = Union[np.ndarray, bool, int, float, str, bytes,
+                  tuple["AttrValue", ...], dict[str, "AttrValue"]]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -104,6 +104,20 @@ class Func:
   name: str
   body: Block
   result_types: tuple[Type, ...]
+
+
+# The attribute of a custom call's Op that holds its other attributes as
+# text: ((name, text), ...).
+ATTRIBUTE_TEXTS = "_attribute_texts"
+
+
+def _attribute_text(a: ir.Attribute) -> str | None:
+  """An attribute as MLIR prints it; None where that is not UTF-8 text (a
+  binary ``backend_config``)."""
+  try:
+    return str(a)
+  except (RuntimeError, UnicodeDecodeError):
+    return None
 
 
 class NoRule(Exception):
@@ -347,7 +361,12 @@ def read_attr(a: ir.Attribute, table: dict[str, np.dtype]) -> AttrValue:
               ir.DenseBoolArrayAttr):
     if isa(a, cls):
       return tuple(cls(a))
-  for cls in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr,
+  if isa(a, ir.StringAttr):
+    try:
+      return ir.StringAttr(a).value
+    except (RuntimeError, UnicodeDecodeError):  # (bytes, not UTF-8 text)
+      return bytes(ir.StringAttr(a).value_bytes)
+  for cls in (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr,
               ir.FlatSymbolRefAttr):
     if isa(a, cls):
       return cls(a).value
@@ -435,7 +454,8 @@ class _Reader:
     returns: tuple[int, ...] = ()
     for op in blk.operations:
       name = op.operation.name
-      if name in ("stablehlo.return", "func.return", "mhlo.return"):
+      if name in ("stablehlo.return", "func.return", "mhlo.return",
+                  "sdy.return"):
         returns = tuple(self.value(v) for v in op.operands)
         continue
       ops.append(self.op(op))
@@ -445,10 +465,15 @@ class _Reader:
     operation = op.operation
     attrs = {}
     try:
-      names = list(operation.attributes)
+      names = [n if isinstance(n, str) else n.name
+               for n in operation.attributes]
       for n in names:
-        n = n if isinstance(n, str) else n.name
         attrs[n] = read_attr(operation.attributes[n], self.table)
+      if operation.name == "stablehlo.custom_call":
+        # Its attributes as MLIR prints them, for a rule that writes the
+        # call again (._custom_calls).
+        attrs[ATTRIBUTE_TEXTS] = tuple(sorted(
+            (n, _attribute_text(operation.attributes[n])) for n in names))
     except TypeError:
       # Attributes the bindings cannot give (complex dense elements):
       # read them from the operation's assembly.
@@ -463,8 +488,7 @@ class _Reader:
                     if len(r.blocks))
     if any(len(r.blocks) > 1 for r in operation.regions):
       raise UnreadableModule(f"a region with several blocks in {operation.name}")
-    text = (operation.get_asm(large_elements_limit=8) if self.with_text
-            else "")
+    text = _asm(operation) if self.with_text else ""
     text = text if len(text) < 300 else text[:300] + "..."
     return Op(operation.name, operands, operand_types, results, result_types,
               attrs, regions, text, location_name(operation.location))
@@ -475,6 +499,14 @@ class _Reader:
       raise UnreadableModule(f"attributes of {operation.name}")
     ty = read_type(operation.results[0].type, self.table)
     return {"value": _dense_from_text(operation.get_asm(), ty)}
+
+
+def _asm(operation: ir.Operation) -> str:
+  """The operation's assembly, for messages."""
+  try:
+    return operation.get_asm(large_elements_limit=8)
+  except (RuntimeError, UnicodeDecodeError):  # (a binary attribute)
+    return f"{operation.name} (an operation whose text is not UTF-8)"
 
 
 def attribute_text(make: Callable[[], ir.Attribute]) -> str:

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import jax
 from jax import lax
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax._ir import NoRule
 import ml_dtypes
 import numpy as np
@@ -100,6 +101,7 @@ class _Features:
     return lax.div(total, self.full(self.count, np.shape(total)))
 
 
+@_registry.rule("stablehlo.batch_norm_inference")
 def batch_norm_inference_rule(op: Op, c: object):
   """``batch_norm_inference``: XLA's ``x * s + (offset - mean * s)``."""
   del c
@@ -116,6 +118,7 @@ def batch_norm_inference_rule(op: Op, c: object):
   return step
 
 
+@_registry.rule("stablehlo.batch_norm_training")
 def batch_norm_training_rule(op: Op, c: object):
   """``batch_norm_training``: XLA's mean and ``E[x^2] - E[x]^2``."""
   del c
@@ -134,6 +137,7 @@ def batch_norm_training_rule(op: Op, c: object):
   return step
 
 
+@_registry.rule("stablehlo.batch_norm_grad")
 def batch_norm_grad_rule(op: Op, c: object):
   """``batch_norm_grad``: XLA's expansion of the gradients."""
   del c
@@ -157,10 +161,3 @@ def batch_norm_grad_rule(op: Op, c: object):
     i6 = lax.sub(lax.sub(i1, f.spread(grad_offset)), i5)
     return f.rounded(lax.mul(scaled, i6), grad_scale, grad_offset)
   return step
-
-
-RULES = {
-    "stablehlo.batch_norm_inference": batch_norm_inference_rule,
-    "stablehlo.batch_norm_training": batch_norm_training_rule,
-    "stablehlo.batch_norm_grad": batch_norm_grad_rule,
-}

@@ -13,6 +13,10 @@
 # limitations under the License.
 """One rule per StableHLO op: the op as ``jax.lax`` operations.
 
+Each rule is registered right above its definition (``@rule(name)``, see
+:mod:`._registry`), with the padded form of the op where it may have values
+of a bounded dynamic shape (:mod:`._dynamic`).
+
 A rule ``rule(op, compiler)`` runs once, when the module is parsed: it reads
 the op's attributes and regions and returns a step ``step(env, *operands)``
 that computes the op's results with ``lax`` operations (``env`` holds the
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import functools
+import inspect
+import re
 from typing import Any
 
 from jax._src import config
@@ -39,12 +45,13 @@ from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
+from jax._src.export.stablehlo_to_jax import _barrier
+from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
-from jax._src.export.stablehlo_to_jax import _normalization
+from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax import _rng
-from jax._src.export.stablehlo_to_jax import _shape_operands
 from jax._src.export.stablehlo_to_jax import _sort
 import jax
 from jax import lax
@@ -54,6 +61,7 @@ import numpy as np
 NoRule = _interpret.NoRule
 Op = _ir.Op
 Compiler = _interpret.Compiler
+rule = _registry.rule
 
 
 def _dtype(op: Op, i: int = 0) -> np.dtype:
@@ -68,9 +76,39 @@ def _shape(op: Op, i: int = 0) -> tuple[int, ...]:
 
 
 def _check_accuracy(op: Op) -> None:
+  """NoRule for an op asking for an accuracy its rule cannot pass on."""
   acc = op.attrs.get("result_accuracy")
   if acc is not None and "DEFAULT" not in str(acc):
     raise NoRule(f"result_accuracy {acc}")
+
+
+_ACCURACY_MODE = re.compile(r"result_accuracy_mode<(\w+)>")
+_TOLERANCES = {name: re.compile(rf"\b{name} = ([-+0-9.eE]+)")
+               for name in ("atol", "rtol", "ulps")}
+
+
+def _accuracy(op: Op, fn: Callable[..., Any]) -> dict[str, Any]:
+  """``fn``'s keyword arguments for the op's ``result_accuracy``: none for
+  the default, else lax's ``accuracy``, whose lowering writes the same
+  attribute (XLA then computes the op to that accuracy)."""
+  acc = op.attrs.get("result_accuracy")
+  if acc is None or "DEFAULT" in str(acc):
+    return {}
+  text = str(acc)
+  mode = _ACCURACY_MODE.search(text)
+  takes = "accuracy" in inspect.signature(fn).parameters
+  if mode is None or not takes or not hasattr(lax, "AccuracyMode"):
+    raise NoRule(f"result_accuracy {text} (this JAX's "
+                 f"lax.{getattr(fn, '__name__', fn)} takes no accuracy)")
+  if mode.group(1) == "HIGHEST":
+    return {"accuracy": lax.AccuracyMode.HIGHEST}
+  if mode.group(1) == "TOLERANCE":
+    values = {name: float(m.group(1)) if (m := pattern.search(text)) else 0
+              for name, pattern in _TOLERANCES.items()}
+    return {"accuracy": lax.Tolerance(atol=values["atol"],
+                                      rtol=values["rtol"],
+                                      ulps=int(values["ulps"]))}
+  raise NoRule(f"result_accuracy {text}")
 
 
 def _is_complex(t: Any) -> bool:
@@ -87,8 +125,8 @@ def _is_float(dtype: Any) -> bool:
 def _unary(fn: Callable[[Any], Any]) -> Callable[[Op, Compiler], Any]:
   def rule(op: Op, c: Compiler):
     del c
-    _check_accuracy(op)
-    return lambda env, x: [fn(x)]
+    kwargs = _accuracy(op, fn)
+    return lambda env, x: [fn(x, **kwargs)]
   return rule
 
 
@@ -98,6 +136,29 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
     _check_accuracy(op)
     return lambda env, x, y: [fn(x, y)]
   return rule
+
+
+# The elementwise ops that are their lax function (those whose rule is more
+# are registered with it, below).
+for _name, _fn in {
+    "negate": lax.neg, "sign": lax.sign, "exponential": lax.exp,
+    "exponential_minus_one": lax.expm1, "log": lax.log,
+    "log_plus_one": lax.log1p, "sqrt": lax.sqrt, "rsqrt": lax.rsqrt,
+    "tan": lax.tan, "tanh": lax.tanh, "floor": lax.floor, "ceil": lax.ceil,
+    "is_finite": lax.is_finite, "not": lax.bitwise_not,
+    "popcnt": lax.population_count, "count_leading_zeros": lax.clz}.items():
+  rule(f"stablehlo.{_name}", padded=_dynamic.elementwise)(_unary(_fn))
+for _name, _fn in {
+    "subtract": lax.sub, "divide": lax.div, "atan2": lax.atan2,
+    "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+    "shift_left": lax.shift_left,
+    "shift_right_arithmetic": lax.shift_right_arithmetic,
+    "shift_right_logical": lax.shift_right_logical,
+    "complex": lax.complex}.items():
+  rule(f"stablehlo.{_name}", padded=_dynamic.elementwise)(_binary(_fn))
+# An op that StableHLO lacks, kept as MHLO by the HLO conversion: erf
+# (XLA's HLO op; lax's erf is CHLO's, which XLA lowers to the same function).
+rule("mhlo.erf", padded=_dynamic.elementwise)(_unary(lax.erf))
 
 
 def _is_narrow_float(t: _ir.TensorType) -> bool:
@@ -113,10 +174,11 @@ def _as_op_where(name: str, fn: Callable[..., Any],
   derivative)."""
   def rule(op: Op, c: Compiler):
     del c
-    _check_accuracy(op)
     if where(op.operand_types[0]):
+      _check_accuracy(op)
       return lambda env, *xs: [_as_op.apply(name, *xs)]
-    return lambda env, *xs: [fn(*xs)]
+    kwargs = _accuracy(op, fn)
+    return lambda env, *xs: [fn(*xs, **kwargs)]
   return rule
 
 
@@ -131,6 +193,24 @@ def _not_of_complex(rule: Callable[[Op, Compiler], Any], why: str
   return checked
 
 
+rule("stablehlo.maximum", padded=_dynamic.elementwise)(
+    _as_op_where("maximum", lax.max, _is_complex))
+rule("stablehlo.minimum", padded=_dynamic.elementwise)(
+    _as_op_where("minimum", lax.min, _is_complex))
+rule("stablehlo.cosine", padded=_dynamic.elementwise)(
+    _as_op_where("cosine", lax.cos, _is_complex))
+rule("stablehlo.sine", padded=_dynamic.elementwise)(
+    _as_op_where("sine", lax.sin, _is_complex))
+rule("stablehlo.logistic", padded=_dynamic.elementwise)(
+    _as_op_where("logistic", lax.logistic, _is_narrow_float))
+rule("stablehlo.cbrt", padded=_dynamic.elementwise)(_not_of_complex(
+    _unary(lax.cbrt), "lax.cbrt takes no complex numbers"))
+rule("stablehlo.remainder", padded=_dynamic.elementwise)(_not_of_complex(
+    _binary(lax.rem), "lax.rem takes no complex numbers; XLA:CPU aborts the "
+    "process on it"))
+
+
+@rule("stablehlo.abs", padded=_dynamic.elementwise)
 def _abs_rule(op: Op, c: Compiler):
   """``abs``: of complex numbers, the op itself; of 2- and 4-bit integers
   (which lax.abs does not take) in 8 bits, whose wrapping is the same."""
@@ -156,6 +236,14 @@ def _on_booleans(fn: Callable[[Any, Any], Any],
   return rule
 
 
+# On booleans, add is or and multiply is and (the specification).
+rule("stablehlo.add", padded=_dynamic.elementwise)(
+    _on_booleans(lax.add, lax.bitwise_or))
+rule("stablehlo.multiply", padded=_dynamic.elementwise)(
+    _on_booleans(lax.mul, lax.bitwise_and))
+
+
+@rule("stablehlo.power", padded=_dynamic.elementwise)
 def _power_rule(op: Op, c: Compiler):
   del c
   _check_accuracy(op)
@@ -205,6 +293,7 @@ def _integer_power(x: jax.Array, y: jax.Array) -> jax.Array:
   return lax.select(lax.lt(y, zero), inverse, acc)
 
 
+@rule("stablehlo.real", padded=_dynamic.elementwise)
 def _real_rule(op: Op, c: Compiler):
   del c
   if _is_complex(op.operand_types[0]):
@@ -212,6 +301,7 @@ def _real_rule(op: Op, c: Compiler):
   return lambda env, x: [x]
 
 
+@rule("stablehlo.imag", padded=_dynamic.elementwise)
 def _imag_rule(op: Op, c: Compiler):
   del c
   if _is_complex(op.operand_types[0]):
@@ -220,10 +310,16 @@ def _imag_rule(op: Op, c: Compiler):
 
 
 def _round_rule(method: lax.RoundingMethod):
-  def rule(op: Op, c: Compiler):
+  def round_rule(op: Op, c: Compiler):
     del op, c
     return lambda env, x: [lax.round(x, method)]
-  return rule
+  return round_rule
+
+
+rule("stablehlo.round_nearest_afz", padded=_dynamic.elementwise)(
+    _round_rule(lax.RoundingMethod.AWAY_FROM_ZERO))
+rule("stablehlo.round_nearest_even", padded=_dynamic.elementwise)(
+    _round_rule(lax.RoundingMethod.TO_NEAREST_EVEN))
 
 
 _COMPARE = {"EQ": lax.eq, "NE": lax.ne, "LT": lax.lt, "LE": lax.le,
@@ -268,22 +364,26 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
   return _COMPARE[direction]
 
 
+@rule("stablehlo.compare", padded=_dynamic.elementwise)
 def _compare_rule(op: Op, c: Compiler):
   del c
   fn = _compare_fn(op)
   return lambda env, x, y: [fn(x, y)]
 
 
+@rule("stablehlo.select", padded=_dynamic.elementwise)
 def _select_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, p, x, y: [lax.select(p, x, y)]
 
 
+@rule("stablehlo.clamp", padded=_dynamic.elementwise)
 def _clamp_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, lo, x, hi: [lax.clamp(lo, x, hi)]
 
 
+@rule("stablehlo.convert", padded=_dynamic.elementwise)
 def _convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
@@ -299,6 +399,7 @@ def _convert_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.convert_element_type(real(x), dtype)]
 
 
+@rule("stablehlo.bitcast_convert")
 def _bitcast_convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
@@ -313,6 +414,7 @@ def _bitcast_convert_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
 
 
+@rule("stablehlo.reduce_precision")
 def _reduce_precision_rule(op: Op, c: Compiler):
   del c
   e, m = op.attrs["exponent_bits"], op.attrs["mantissa_bits"]
@@ -338,6 +440,7 @@ _WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
                                         np.complex128))
 
 
+@rule("stablehlo.constant")
 def _constant_rule(op: Op, c: Compiler):
   value = op.attrs["value"]
   c.constants[op.results[0]] = value
@@ -346,36 +449,42 @@ def _constant_rule(op: Op, c: Compiler):
   return lambda env: [value]
 
 
+@rule("stablehlo.iota")
 def _iota_rule(op: Op, c: Compiler):
   del c
   dtype, shape, dim = _dtype(op), _shape(op), op.attrs["iota_dimension"]
   return lambda env: [lax.broadcasted_iota(dtype, shape, dim)]
 
 
+@rule("stablehlo.broadcast_in_dim", padded=_dynamic.broadcast_in_dim)
 def _broadcast_in_dim_rule(op: Op, c: Compiler):
   del c
   shape, dims = _shape(op), op.attrs["broadcast_dimensions"]
   return lambda env, x: [lax.broadcast_in_dim(x, shape, dims)]
 
 
+@rule("stablehlo.broadcast")
 def _broadcast_rule(op: Op, c: Compiler):
   del c
   sizes = op.attrs["broadcast_sizes"]
   return lambda env, x: [lax.broadcast(x, sizes)]
 
 
+@rule("stablehlo.reshape", padded=_dynamic.reshape)
 def _reshape_rule(op: Op, c: Compiler):
   del c
   shape = _shape(op)
   return lambda env, x: [lax.reshape(x, shape)]
 
 
+@rule("stablehlo.transpose", padded=_dynamic.transpose)
 def _transpose_rule(op: Op, c: Compiler):
   del c
   perm = op.attrs["permutation"]
   return lambda env, x: [lax.transpose(x, perm)]
 
 
+@rule("stablehlo.slice", padded=_dynamic.slice_)
 def _slice_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -400,6 +509,7 @@ def _clamped_indices(indices: Sequence[Any], shape: Sequence[int],
   return out
 
 
+@rule("stablehlo.dynamic_slice")
 def _dynamic_slice_rule(op: Op, c: Compiler):
   del c
   sizes = op.attrs["slice_sizes"]
@@ -411,6 +521,7 @@ def _dynamic_slice_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.dynamic_update_slice")
 def _dynamic_update_slice_rule(op: Op, c: Compiler):
   del c
   shape, sizes = op.operand_types[0].shape, op.operand_types[1].shape
@@ -421,12 +532,14 @@ def _dynamic_update_slice_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.concatenate")
 def _concatenate_rule(op: Op, c: Compiler):
   del c
   dim = op.attrs["dimension"]
   return lambda env, *xs: [lax.concatenate(xs, dim)]
 
 
+@rule("stablehlo.pad")
 def _pad_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -435,33 +548,42 @@ def _pad_rule(op: Op, c: Compiler):
   return lambda env, x, v: [lax.pad(x, v, config)]
 
 
+@rule("stablehlo.reverse")
 def _reverse_rule(op: Op, c: Compiler):
   del c
   dims = op.attrs["dimensions"]
   return lambda env, x: [lax.rev(x, dims)]
 
 
+@rule("stablehlo.tuple")
 def _tuple_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, *xs: [tuple(xs)]
 
 
+@rule("stablehlo.get_tuple_element")
 def _get_tuple_element_rule(op: Op, c: Compiler):
   del c
   i = op.attrs["index"]
   return lambda env, t: [t[i]]
 
 
+@rule("mhlo.copy")
 def _identity_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, *xs: list(xs)
 
 
+@rule("stablehlo.optimization_barrier")
 def _optimization_barrier_rule(op: Op, c: Compiler):
-  del op, c
-  return lambda env, *xs: list(lax.optimization_barrier(xs))
+  """A barrier of each value (``_barrier``: JAX transposes it)."""
+  del c
+  if not all(isinstance(t, _ir.TensorType) for t in op.operand_types):
+    raise NoRule("an optimization barrier of tuples or tokens")
+  return lambda env, *xs: [_barrier.barrier(x) for x in xs]
 
 
+@rule("stablehlo.get_dimension_size", padded=_dynamic.get_dimension_size)
 def _get_dimension_size_rule(op: Op, c: Compiler):
   del c
   size = np.array(op.operand_types[0].shape[op.attrs["dimension"]],
@@ -469,6 +591,7 @@ def _get_dimension_size_rule(op: Op, c: Compiler):
   return lambda env, x: [_const(size)]
 
 
+@rule("stablehlo.set_dimension_size", padded=_dynamic.set_dimension_size)
 def _set_dimension_size_rule(op: Op, c: Compiler):
   dim = op.attrs["dimension"]
   size = c.constants.get(op.operands[1])
@@ -478,17 +601,20 @@ def _set_dimension_size_rule(op: Op, c: Compiler):
   return lambda env, x, s: [x]
 
 
+@rule("func.call")
 def _call_rule(op: Op, c: Compiler):
   callee = c.func(op.attrs["callee"])
   return lambda env, *xs: callee(*xs)
 
 
+@rule("stablehlo.composite")
 def _composite_rule(op: Op, c: Compiler):
   """A composite is its decomposition, a function of the module."""
   callee = c.func(op.attrs["decomposition"])
   return lambda env, *xs: callee(*xs)
 
 
+@rule("stablehlo.map")
 def _map_rule(op: Op, c: Compiler):
   """The computation of scalars, over every element: ``jax.vmap`` of it.
 
@@ -507,12 +633,14 @@ def _map_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.async_start")
 def _async_start_rule(op: Op, c: Compiler):
   """The body, run now: its results are the future's."""
   body = c.block(op.regions[0])
   return lambda env, *xs: [tuple(body(*xs, outer=env))]
 
 
+@rule("stablehlo.async_done")
 def _async_done_rule(op: Op, c: Compiler):
   del op, c
   return lambda env, future: list(future)
@@ -579,6 +707,7 @@ def _dot_algorithm(op: Op) -> lax.DotAlgorithmPreset:
                f"{', '.join(_CPU_DOT_PRESETS)})")
 
 
+@rule("stablehlo.dot_general")
 def _dot_general_rule(op: Op, c: Compiler):
   d = op.attrs["dot_dimension_numbers"]
   dims = ((d["lhs_contracting_dimensions"], d["rhs_contracting_dimensions"]),
@@ -590,6 +719,7 @@ def _dot_general_rule(op: Op, c: Compiler):
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
 
+@rule("stablehlo.dot")
 def _dot_rule(op: Op, c: Compiler):
   lhs_rank = len(op.operand_types[0].shape)
   dims = (((lhs_rank - 1,), (0,)), ((), ()))
@@ -598,6 +728,7 @@ def _dot_rule(op: Op, c: Compiler):
       x, y, dims, precision=precision, preferred_element_type=preferred)]
 
 
+@rule("stablehlo.convolution")
 def _convolution_rule(op: Op, c: Compiler):
   a = op.attrs
   d = a["dimension_numbers"]
@@ -637,6 +768,7 @@ _LINALG_TYPES = frozenset(np.dtype(d) for d in (
     np.float32, np.float64, np.complex64, np.complex128))
 
 
+@rule("stablehlo.cholesky")
 def _cholesky_rule(op: Op, c: Compiler):
   del c
   if op.operand_types[0].dtype not in _LINALG_TYPES:
@@ -669,6 +801,7 @@ def _cholesky_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.triangular_solve")
 def _triangular_solve_rule(op: Op, c: Compiler):
   del c
   a = op.attrs
@@ -682,6 +815,7 @@ def _triangular_solve_rule(op: Op, c: Compiler):
   return lambda env, m, b: [lax.linalg.triangular_solve(m, b, **kw)]
 
 
+@rule("stablehlo.fft")
 def _fft_rule(op: Op, c: Compiler):
   del c
   typ = {"FFT": lax.FftType.FFT, "IFFT": lax.FftType.IFFT,
@@ -691,22 +825,35 @@ def _fft_rule(op: Op, c: Compiler):
   return lambda env, x: [lax.fft(x, typ, lengths)]
 
 
-def _custom_call_rule(op: Op, c: Compiler):
-  target = op.attrs.get("call_target_name")
+def pure_custom_call(op: Op) -> None:
+  """NoRule for a custom call that declares side effects."""
   if op.attrs.get("has_side_effect"):
     raise NoRule("a custom call with side effects")
-  if target == "Qr":
-    # XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
-    # (JAX has no derivative of geqrf or householder_product.)
-    c.no_derivative.add(f"stablehlo.custom_call @{target}")
-    return lambda env, x: [tuple(linalg.geqrf(x))]
-  if target == "ProductOfElementaryHouseholderReflectors":
-    c.no_derivative.add(f"stablehlo.custom_call @{target}")
-    return lambda env, x, taus: [linalg.householder_product(x, taus)]
-  raise NoRule(f"custom call target {target!r} has no JAX equivalent "
-               "(or none with the same results)")
 
 
+@rule("stablehlo.custom_call @Qr")
+def _qr_custom_call_rule(op: Op, c: Compiler):
+  """XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
+
+  (JAX has no derivative of geqrf or householder_product.)
+  """
+  pure_custom_call(op)
+  c.no_derivative.add("stablehlo.custom_call @Qr")
+  if len(op.results) == 2:  # (jax.export's; tf2xla's is one tuple)
+    return lambda env, x: list(linalg.geqrf(x))
+  return lambda env, x: [tuple(linalg.geqrf(x))]
+
+
+@rule("stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
+def _householder_product_custom_call_rule(op: Op, c: Compiler):
+  """XLA's product of Householder reflectors, as lax's."""
+  pure_custom_call(op)
+  c.no_derivative.add(
+      "stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
+  return lambda env, x, taus: [linalg.householder_product(x, taus)]
+
+
+@rule("stablehlo.rng_bit_generator")
 def _rng_bit_generator_rule(op: Op, c: Compiler):
   """The op itself (``_rng``), for every key and result type.
 
@@ -759,6 +906,7 @@ def _region_fn(c: Compiler, block: _ir.Block):
     return c.block(block)
 
 
+@rule("stablehlo.reduce", padded=_dynamic.reduce)
 def _reduce_rule(op: Op, c: Compiler):
   n = len(op.operands) // 2
   dims = tuple(op.attrs["dimensions"])
@@ -799,6 +947,13 @@ def _window_attrs(op: Op, rank: int) -> dict[str, Any]:
               window_dilation=tuple(a.get("window_dilations") or ones))
 
 
+def _scalar_constant(c: Compiler, value: int) -> np.ndarray | None:
+  """A scalar constant of the module (see ``Compiler.constant``)."""
+  found = c.constant(value)
+  return None if found is None or found.shape else found
+
+
+@rule("stablehlo.reduce_window")
 def _reduce_window_rule(op: Op, c: Compiler):
   n = len(op.operands) // 2
   kw = _window_attrs(op, len(op.operand_types[0].shape))
@@ -806,6 +961,12 @@ def _reduce_window_rule(op: Op, c: Compiler):
   kind = _binary_region(body) if n == 1 else None
   if kind in _MONOIDS:
     fn = _MONOIDS[kind]
+    # A constant initial value given as itself: lax then sees a monoid of
+    # its identity (a sum of 0: reduce_window_sum, which JAX transposes).
+    init_value = _scalar_constant(c, op.operands[1])
+    if init_value is not None:
+      return lambda env, x, init: [lax.reduce_window(
+          x, _const(init_value), fn, **kw)]
     return lambda env, x, init: [lax.reduce_window(x, init, fn, **kw)]
   region = _region_fn(c, body)
 
@@ -818,6 +979,7 @@ def _reduce_window_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.select_and_scatter")
 def _select_and_scatter_rule(op: Op, c: Compiler):
   select, scatter = op.regions
   if _binary_region(scatter) != "stablehlo.add":
@@ -887,6 +1049,7 @@ def _renumber(dims: Sequence[int], index_vector_dim: int) -> tuple[int, ...]:
   return tuple(d - 1 if d > index_vector_dim else d for d in dims)
 
 
+@rule("stablehlo.gather", padded=_dynamic.gather)
 def _gather_rule(op: Op, c: Compiler):
   del c
   d = op.attrs["dimension_numbers"]
@@ -919,6 +1082,7 @@ _SCATTERS = {"stablehlo.add": lax.scatter_add, "stablehlo.multiply":
              "stablehlo.minimum": lax.scatter_min}
 
 
+@rule("stablehlo.scatter")
 def _scatter_rule(op: Op, c: Compiler):
   del c
   if len(op.operands) != 3:
@@ -994,6 +1158,7 @@ def _sort_key(x: Any, descending: bool) -> Any:
   return lax.bitwise_not(x) if descending else x
 
 
+@rule("stablehlo.sort")
 def _sort_rule(op: Op, c: Compiler):
   body, = op.regions
   rank = len(_shape(op))
@@ -1059,24 +1224,30 @@ def _one_comparison_of_operand_0(op: Op) -> bool:
 def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
   """The sort as itself: :data:`._sort.sort_p` with the op's comparator."""
   body, = op.regions
-  free = _ir.free_values(body)
-  if free:
-    raise NoRule(f"a comparator that reads {len(free)} values of the "
-                 "enclosing function")
+  # Values of the enclosing function the comparator reads (jnp.sort's
+  # constants, which MLIR hoists out of the region): constants only, which
+  # the comparator's lowering writes into the region again.
+  captured = {v: c.constants.get(v) for v in _ir.free_values(body)}
+  computed = [v for v, x in captured.items() if x is None]
+  if computed:
+    raise NoRule(f"a comparator that reads {len(computed)} values the "
+                 "enclosing function computes at run time")
   # The operands XLA keeps (it drops those whose results are not used).
   kept = [op.operands[0]] + [x for x, r in zip(op.operands[1:],
                                                op.results[1:]) if r in c.live]
   if all(x in c.maybe_constant for x in kept):
     raise NoRule("a sort of constants (XLA constant-folds it, in another "
                  "order of ties than it sorts at run time)")
-  if not stable and len(kept) == 2 and kept[1] in c.maybe_constant:
+  if (not stable and len(kept) == 2 and kept[1] in c.maybe_constant
+      and not _ascending(body)):
     raise NoRule("an unstable sort of keys and one constant payload (XLA "
                  "may rewrite it, an argsort, as TopK, which orders ties by "
                  "index, where a transformed sort keeps std::sort's order)")
   with c.reduction_region():
     compiled = c.block(body)
   comparator = _sort.Comparator(
-      compiled, len(body.args),
+      functools.partial(compiled, outer=captured) if captured else compiled,
+      len(body.args),
       text=", ".join(o.name.removeprefix("stablehlo.") for o in body.ops))
 
   def step(env, *xs):
@@ -1086,6 +1257,26 @@ def _comparator_sort(op: Op, c: Compiler, dim: int, stable: bool):
   return step
 
 
+def _ascending(body: _ir.Block) -> bool:
+  """Whether a comparator is surely ascending: its result a ``LT``/``LE``
+  comparison of a value of its first operand with one of its second.
+
+  (XLA rewrites only descending sorts as TopK.)
+  """
+  reads: dict[int, set[int]] = {a: {i} for i, a in enumerate(body.args)}
+  for op in body.ops:
+    for r in op.results:
+      reads[r] = set().union(*(reads.get(v, set()) for v in op.operands))
+  last = body.ops[-1] if body.ops else None
+  if (last is None or last.name != "stablehlo.compare"
+      or last.results != body.returns
+      or last.attrs["comparison_direction"] not in ("LT", "LE")):
+    return False
+  lhs, rhs = (reads.get(v, set()) for v in last.operands)
+  return lhs == {0} and rhs == {1}
+
+
+@rule("stablehlo.while")
 def _while_rule(op: Op, c: Compiler):
   cond_block, body_block = op.regions
   cond, body = c.block(cond_block), c.block(body_block)
@@ -1115,6 +1306,7 @@ def _while_rule(op: Op, c: Compiler):
   return step
 
 
+@rule("stablehlo.if")
 def _if_rule(op: Op, c: Compiler):
   true_block, false_block = op.regions
   t, f = c.block(true_block), c.block(false_block)
@@ -1125,7 +1317,24 @@ def _if_rule(op: Op, c: Compiler):
   return step
 
 
+def _constant_case(op: Op, c: Compiler, index: int):
+  """A case of a constant index: its branch only (the other branches, a
+  module's code for other platforms, need no rule); its results that the
+  branch returns as constants are constants (the index of a later case)."""
+  n = len(op.regions)
+  block = op.regions[index if 0 <= index < n else n - 1]
+  compiled = c.block(block)
+  for r, v in zip(op.results, block.returns):
+    if v in c.constants:
+      c.constants[r] = c.constants[v]
+  return lambda env, index: list(compiled(outer=env))
+
+
+@rule("stablehlo.case")
 def _case_rule(op: Op, c: Compiler):
+  index = c.constants.get(op.operands[0])
+  if index is not None:
+    return _constant_case(op, c, int(np.asarray(index)))
   branches = [c.block(b) for b in op.regions]
   n = len(branches)
 
@@ -1139,142 +1348,3 @@ def _case_rule(op: Op, c: Compiler):
     return list(lax.switch(index, [functools.partial(
         lambda b: tuple(b(outer=env)), b) for b in branches]))
   return step
-
-
-def _elementwise_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The elementwise ops' rules: lax's functions."""
-  unary = {
-      "abs": lax.abs, "negate": lax.neg, "sign": lax.sign,
-      "exponential": lax.exp, "exponential_minus_one": lax.expm1,
-      "log": lax.log, "log_plus_one": lax.log1p, "logistic": lax.logistic,
-      "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt,
-      "sine": lax.sin, "cosine": lax.cos, "tan": lax.tan, "tanh": lax.tanh,
-      "floor": lax.floor, "ceil": lax.ceil, "is_finite": lax.is_finite,
-      "not": lax.bitwise_not, "popcnt": lax.population_count,
-      "count_leading_zeros": lax.clz,
-  }
-  # Ops that StableHLO lacks, kept as MHLO by the HLO conversion: erf (XLA's
-  # HLO op; lax's erf is CHLO's, which XLA lowers to the same function).
-  mhlo_unary = {"erf": lax.erf}
-  binary = {
-      "add": lax.add, "subtract": lax.sub, "multiply": lax.mul,
-      "divide": lax.div, "remainder": lax.rem, "power": lax.pow,
-      "maximum": lax.max, "minimum": lax.min, "atan2": lax.atan2,
-      "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
-      "shift_left": lax.shift_left,
-      "shift_right_arithmetic": lax.shift_right_arithmetic,
-      "shift_right_logical": lax.shift_right_logical,
-      "complex": lax.complex,
-  }
-  rules: dict[str, Callable[[Op, Compiler], Any]] = {}
-  rules.update({f"stablehlo.{k}": _unary(v) for k, v in unary.items()})
-  rules.update({f"stablehlo.{k}": _binary(v) for k, v in binary.items()})
-  rules.update({f"mhlo.{k}": _unary(v) for k, v in mhlo_unary.items()})
-  rules.update(_elementwise_rules_of_their_own())
-  return rules
-
-
-def _elementwise_rules_of_their_own() -> dict[str, Callable[[Op, Compiler],
-                                                            Any]]:
-  """The elementwise ops whose rule is more than their lax function."""
-  return {
-      # On booleans, add is or and multiply is and (the specification).
-      "stablehlo.add": _on_booleans(lax.add, lax.bitwise_or),
-      "stablehlo.multiply": _on_booleans(lax.mul, lax.bitwise_and),
-      "stablehlo.power": _power_rule,
-      "stablehlo.maximum": _as_op_where("maximum", lax.max, _is_complex),
-      "stablehlo.minimum": _as_op_where("minimum", lax.min, _is_complex),
-      "stablehlo.abs": _abs_rule,
-      "stablehlo.cosine": _as_op_where("cosine", lax.cos, _is_complex),
-      "stablehlo.sine": _as_op_where("sine", lax.sin, _is_complex),
-      "stablehlo.logistic": _as_op_where("logistic", lax.logistic,
-                                         _is_narrow_float),
-      "stablehlo.cbrt": _not_of_complex(_unary(lax.cbrt), "lax.cbrt takes "
-                                        "no complex numbers"),
-      "stablehlo.remainder": _not_of_complex(_binary(lax.rem), "lax.rem "
-                                             "takes no complex numbers; "
-                                             "XLA:CPU aborts the process "
-                                             "on it"),
-      "stablehlo.real": _real_rule,
-      "stablehlo.imag": _imag_rule,
-      "stablehlo.round_nearest_afz": _round_rule(
-          lax.RoundingMethod.AWAY_FROM_ZERO),
-      "stablehlo.round_nearest_even": _round_rule(
-          lax.RoundingMethod.TO_NEAREST_EVEN),
-      "stablehlo.compare": _compare_rule,
-      "stablehlo.select": _select_rule,
-      "stablehlo.clamp": _clamp_rule,
-      "stablehlo.convert": _convert_rule,
-      "stablehlo.bitcast_convert": _bitcast_convert_rule,
-      "stablehlo.reduce_precision": _reduce_precision_rule,
-  }
-
-
-def _shape_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the ops that make, reshape, slice or pass values on."""
-  return {
-      "stablehlo.constant": _constant_rule,
-      "stablehlo.iota": _iota_rule,
-      "stablehlo.broadcast_in_dim": _broadcast_in_dim_rule,
-      "stablehlo.broadcast": _broadcast_rule,
-      "stablehlo.reshape": _reshape_rule,
-      "stablehlo.transpose": _transpose_rule,
-      "stablehlo.slice": _slice_rule,
-      "stablehlo.dynamic_slice": _dynamic_slice_rule,
-      "stablehlo.dynamic_update_slice": _dynamic_update_slice_rule,
-      "stablehlo.concatenate": _concatenate_rule,
-      "stablehlo.pad": _pad_rule,
-      "stablehlo.reverse": _reverse_rule,
-      "stablehlo.tuple": _tuple_rule,
-      "stablehlo.get_tuple_element": _get_tuple_element_rule,
-      "mhlo.copy": _identity_rule,
-      "stablehlo.optimization_barrier": _optimization_barrier_rule,
-      "stablehlo.get_dimension_size": _get_dimension_size_rule,
-      "stablehlo.set_dimension_size": _set_dimension_size_rule,
-      **_shape_operands.RULES,
-  }
-
-
-def _linalg_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of the products, convolutions, factorizations, FFTs and batch
-  normalization."""
-  return {
-      "stablehlo.dot_general": _dot_general_rule,
-      "stablehlo.dot": _dot_rule,
-      "stablehlo.convolution": _convolution_rule,
-      "stablehlo.cholesky": _cholesky_rule,
-      "stablehlo.triangular_solve": _triangular_solve_rule,
-      "stablehlo.fft": _fft_rule,
-      **_normalization.RULES,
-  }
-
-
-def _region_rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """The rules of calls, control flow, and the ops with regions or targets."""
-  return {
-      "func.call": _call_rule,
-      "stablehlo.composite": _composite_rule,
-      "stablehlo.map": _map_rule,
-      "stablehlo.async_start": _async_start_rule,
-      "stablehlo.async_done": _async_done_rule,
-      "stablehlo.custom_call": _custom_call_rule,
-      "stablehlo.rng_bit_generator": _rng_bit_generator_rule,
-      "stablehlo.reduce": _reduce_rule,
-      "stablehlo.reduce_window": _reduce_window_rule,
-      "stablehlo.select_and_scatter": _select_and_scatter_rule,
-      "stablehlo.gather": _gather_rule,
-      "stablehlo.scatter": _scatter_rule,
-      "stablehlo.sort": _sort_rule,
-      "stablehlo.while": _while_rule,
-      "stablehlo.if": _if_rule,
-      "stablehlo.case": _case_rule,
-  }
-
-
-def _rules() -> dict[str, Callable[[Op, Compiler], Any]]:
-  """Every op's rule, by the op's name: the families' tables merged."""
-  return {**_elementwise_rules(), **_shape_rules(), **_linalg_rules(),
-          **_region_rules()}
-
-
-RULES = _rules()

@@ -26,11 +26,12 @@ op has no rule (JAX shapes are static), and the reason says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 import dataclasses
 
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax._ir import NoRule
 import numpy as np
 
@@ -63,19 +64,21 @@ def _as_static(op: Op, c: Compiler, name: str, keep: Sequence[int],
       op, name=name, operands=tuple(op.operands[i] for i in keep),
       operand_types=tuple(op.operand_types[i] for i in keep),
       attrs={**op.attrs, **attrs})
-  step = c.rules[name](static, c)
+  step = c.rules.step(static, c)
 
   def run(env, *operands):
     return step(env, *[operands[i] for i in keep])
   return run
 
 
+@_registry.rule("stablehlo.dynamic_iota")
 def dynamic_iota_rule(op: Op, c: Compiler) -> Step:
   """``iota`` of the constant output shape."""
   _result_shape(op, _constant(op, c, 0, "output shape"), "output shape")
   return _as_static(op, c, "stablehlo.iota", (), {})
 
 
+@_registry.rule("stablehlo.dynamic_broadcast_in_dim")
 def dynamic_broadcast_in_dim_rule(op: Op, c: Compiler) -> Step:
   """``broadcast_in_dim`` to the constant output dimensions."""
   shape = _constant(op, c, 1, "output dimensions")
@@ -83,12 +86,14 @@ def dynamic_broadcast_in_dim_rule(op: Op, c: Compiler) -> Step:
   return _as_static(op, c, "stablehlo.broadcast_in_dim", (0,), {})
 
 
+@_registry.rule("stablehlo.dynamic_reshape")
 def dynamic_reshape_rule(op: Op, c: Compiler) -> Step:
   """``reshape`` to the constant output shape."""
   _result_shape(op, _constant(op, c, 1, "output shape"), "output shape")
   return _as_static(op, c, "stablehlo.reshape", (0,), {})
 
 
+@_registry.rule("stablehlo.dynamic_pad")
 def dynamic_pad_rule(op: Op, c: Compiler) -> Step:
   """``pad`` by the constant low, high and interior padding."""
   low, high, interior = (_constant(op, c, i, what) for i, what in (
@@ -99,6 +104,7 @@ def dynamic_pad_rule(op: Op, c: Compiler) -> Step:
       "interior_padding": tuple(interior.tolist())})
 
 
+@_registry.rule("stablehlo.dynamic_gather")
 def dynamic_gather_rule(op: Op, c: Compiler) -> Step:
   """``gather`` of the constant slice sizes."""
   sizes = _constant(op, c, 2, "slice sizes")
@@ -106,18 +112,9 @@ def dynamic_gather_rule(op: Op, c: Compiler) -> Step:
                     {"slice_sizes": tuple(sizes.tolist())})
 
 
+@_registry.rule("stablehlo.dynamic_conv")
 def dynamic_conv_rule(op: Op, c: Compiler) -> Step:
   """``convolution`` with the constant padding."""
   padding = _constant(op, c, 2, "padding")
   return _as_static(op, c, "stablehlo.convolution", (0, 1),
                     {"padding": padding})
-
-
-RULES: dict[str, Callable[[Op, Compiler], Step]] = {
-    "stablehlo.dynamic_iota": dynamic_iota_rule,
-    "stablehlo.dynamic_broadcast_in_dim": dynamic_broadcast_in_dim_rule,
-    "stablehlo.dynamic_reshape": dynamic_reshape_rule,
-    "stablehlo.dynamic_pad": dynamic_pad_rule,
-    "stablehlo.dynamic_gather": dynamic_gather_rule,
-    "stablehlo.dynamic_conv": dynamic_conv_rule,
-}

@@ -13,9 +13,11 @@
 # limitations under the License.
 """Every JAX internal the StableHLO interpreter uses that moves.
 
-The interpreter (:mod:`jax._src.export.stablehlo_to_jax`) and the
-transformations of ``Exported.call`` (:mod:`jax._src.export.transforms`)
-call these functions instead of the internals, so that what differs between
+The interpreter (:mod:`jax._src.export.stablehlo_to_jax`) and its callers
+(the transformations of ``Exported.call``, :mod:`jax._src.export.transforms`,
+whose questions to ``jax.export`` are asked in
+:mod:`jax._src.export.transforms.exported`) call these functions instead of
+the internals, so that what differs between
 JAX releases lives here, found by feature detection, never by version
 numbers. :func:`check` verifies that each internal is still there, with the
 shape this module expects; the test suite runs it against every supported
@@ -27,15 +29,16 @@ Nothing here imports TensorFlow or ``jax.experimental``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-import dataclasses
 import inspect
 from typing import Any
 
 from jax._src import core
+from jax._src.interpreters import ad
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src import util
+from jax.typing import ArrayLike
 
 
 class InternalsChangedError(RuntimeError):
@@ -132,44 +135,29 @@ def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
   return mlir.shape_tensor(sizes)
 
 
-def call_exported_primitive() -> core.Primitive:
-  """``jax.export``'s call primitive (``_export.call_exported_p``)."""
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  return _export.call_exported_p
+def inline_calls(module: ir.Module) -> None:
+  """Inlines the module's function calls into their callers, in place (the
+  MLIR inliner alone: no canonicalization, which could change values)."""
+  from jax._src.lib.mlir import passmanager  # pylint: disable=g-import-not-at-top
+  # (In the module's own context: refinement may have made it in another.)
+  passmanager.PassManager.parse(
+      "builtin.module(inline{default-pipeline=})",
+      context=module.context).run(module.operation)
 
 
-def exported_platform_check_disabled(exported: Any) -> bool:
-  """Whether ``exported`` was exported without its platform check."""
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  return (_export.DisabledSafetyCheck.platform()
-          in exported.disabled_safety_checks)
+def initialize_lapack() -> None:
+  """Loads jaxlib's LAPACK kernels, which its ``lapack_*`` custom calls run
+  (as JAX's own lowerings do before writing one)."""
+  from jax._src.lib import lapack  # pylint: disable=g-import-not-at-top
+  lapack._lapack.initialize()  # pylint: disable=protected-access
 
 
-def export_pieces_missing() -> list[str]:
-  """What the transformations of ``Exported.call`` need and this JAX lacks.
-
-  ``jax.vmap`` and forward mode of ``Exported.call``
-  (:mod:`jax._src.export.transforms`) interpret the serialized module: they
-  need its call primitive, its serialized VJPs, the arguments its module
-  keeps, and its platforms.
-  """
-  from jax._src.export import _export  # pylint: disable=g-import-not-at-top
-  missing = []
-  if not isinstance(getattr(_export, "call_exported_p", None), core.Primitive):
-    missing.append("jax._src.export._export.call_exported_p")
-  for name in ("has_vjp", "vjp", "call"):
-    if not callable(getattr(_export.Exported, name, None)):
-      missing.append(f"jax.export.Exported.{name}")
-  fields = {f.name for f in dataclasses.fields(_export.Exported)}
-  for name in ("module_kept_var_idx", "platforms", "nr_devices",
-               "ordered_effects", "unordered_effects",
-               "disabled_safety_checks", "mlir_module_serialized"):
-    if name not in fields:
-      missing.append(f"jax.export.Exported.{name}")
-  if not callable(getattr(getattr(_export, "DisabledSafetyCheck", None),
-                          "platform", None)):
-    missing.append("jax.export.DisabledSafetyCheck.platform")
-  return missing
+def zero_tangent(x: ArrayLike) -> ad.Zero:
+  """A symbolic zero tangent for the primal value `x`."""
+  from_primal = getattr(ad.Zero, "from_primal_value", None)
+  if from_primal is not None:
+    return from_primal(x)
+  return ad.Zero(typeof(x).to_tangent_aval())
 
 
 def check() -> list[str]:
@@ -197,4 +185,7 @@ def check() -> list[str]:
     need(hasattr(mlir, name), f"jax._src.interpreters.mlir.{name}")
   need(hasattr(mlir_extension(), "deserialize_portable_artifact"),
        "jaxlib's mlir.deserialize_portable_artifact")
-  return missing + export_pieces_missing()
+  from jax._src.lib import lapack  # pylint: disable=g-import-not-at-top
+  need(callable(getattr(getattr(lapack, "_lapack", None), "initialize",
+                        None)), "jaxlib's lapack._lapack.initialize")
+  return missing

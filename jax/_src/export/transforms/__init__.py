@@ -25,6 +25,8 @@
   serialized VJP, as before).
 * :mod:`.linear`: the linear call whose transpose is a VJP, of which the
   JVP rule's tangents are made.
+* :mod:`.exported`: what they ask of ``jax.export`` (the interpreter reads
+  StableHLO and asks ``jax.export`` nothing).
 * :mod:`.errors`: the messages.
 
 Nothing here imports TensorFlow or ``jax.experimental``; see

@@ -85,7 +85,10 @@ def exported_forward_mode_error(name: str) -> ValueError:
       "the "
       f"highest-order VJP it was serialized with. {_NOT_DIFFERENTIATED}. "
       "Serialize with a higher vjp_order: serialize(vjp_order=k) allows "
-      "derivatives up to order k, in both modes (jax.hessian needs 2).")
+      "derivatives up to order k, in both modes (jax.hessian needs 2). "
+      "Where JAX cannot serialize a VJP (reverse mode of a lax.while_loop), "
+      "export the forward-mode derivative itself: "
+      "jax.export.export(jax.jit(lambda x, t: jax.jvp(f, (x,), (t,)))).")
 
 
 def exported_forward_mode_interpret_error(name: str, reason: str

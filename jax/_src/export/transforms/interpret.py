@@ -38,7 +38,7 @@ from jax._src.export import stablehlo_to_jax
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax._src.export.transforms import errors
-import numpy as np
+from jax._src.export.transforms import exported as exported_api
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +69,14 @@ def _first_line(e: BaseException) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _program(module_bytes: bytes, nr_platform_args: int,
-             shapes: tuple[tuple[int, ...], ...]
+             shapes: tuple[tuple[int, ...], ...], platform_index: int = 0
              ) -> stablehlo_to_jax.Program | str:
-  """The module refined for ``shapes`` and interpreted, or why not."""
+  """The module refined for ``shapes`` and interpreted, or why not; a
+  module for several platforms, for the one of ``platform_index``."""
   try:
-    text = refined_module.refined_module_text(module_bytes,
-                                              nr_platform_args, shapes)
+    text = refined_module.refined_module_text(
+        module_bytes, nr_platform_args, shapes,
+        platform_index if nr_platform_args else None)
   except Exception as e:  # pylint: disable=broad-except
     return (f"its shapes cannot be refined for arguments of shapes "
             f"{list(shapes)} ({_first_line(e)})")
@@ -113,7 +115,7 @@ def _platform_index(exported: jax.export.Exported) -> int:
   platform = jax.export.default_export_platform()
   if platform in platforms:
     return platforms.index(platform)
-  if compat.exported_platform_check_disabled(exported):
+  if exported_api.platform_check_disabled(exported):
     return 0
   raise errors.exported_platform_error(exported.fun_name, platforms,
                                        (platform,))
@@ -122,7 +124,7 @@ def _platform_index(exported: jax.export.Exported) -> int:
 def _refusal(exported: jax.export.Exported,
              avals: Sequence[core.ShapedArray]) -> str | None:
   """Why the module cannot be interpreted for ``avals``, before reading it."""
-  if missing := compat.export_pieces_missing():
+  if missing := exported_api.pieces_missing():
     return f"this jax's jax.export lacks {', '.join(missing)}"
   if exported.nr_devices != 1:
     return (f"it was exported for {exported.nr_devices} devices, and the "
@@ -167,7 +169,7 @@ def module_function(exported: jax.export.Exported,
     kept = tuple(exported.module_kept_var_idx)
     shapes = tuple(tuple(avals[i].shape) for i in kept)
     found = _program(exported.mlir_module_serialized, nr_platform_args,
-                     shapes)
+                     shapes, index)
   if isinstance(found, str):
     logger.debug("jax.export: %s of %s cannot use its module as JAX "
                  "operations: %s", purpose, exported.fun_name, found)
@@ -175,12 +177,11 @@ def module_function(exported: jax.export.Exported,
   logger.debug("jax.export: %s of %s uses its module as JAX operations",
                purpose, exported.fun_name)
   jitted = _jitted(found)
-  prefix = [np.int32(index)] if nr_platform_args else []
   out_avals = tuple(exported.out_avals)
   float0_outs = tuple(a.dtype == jax.dtypes.float0 for a in out_avals)
 
   def fun(*args: jax.Array) -> list[jax.Array | None]:
-    outs = jitted(*prefix, *(args[i] for i in kept))
+    outs = jitted(*(args[i] for i in kept))
     return [None if f0 else stablehlo_to_jax.with_dtype(o, a.dtype)
             for o, a, f0 in zip(outs, out_avals, float0_outs)]
   return ModuleFunction(fun, float0_outs,

@@ -39,11 +39,8 @@ from jax._src import util
 # The JAX internals that the StableHLO interpreter uses too live with it
 # (it imports neither TensorFlow nor jax2tf); call_tf_lib uses them from here.
 from jax._src.export.stablehlo_to_jax.compat import aval_to_ir_type as aval_to_ir_type
-from jax._src.export.stablehlo_to_jax.compat import call_exported_primitive as call_exported_primitive
 from jax._src.export.stablehlo_to_jax.compat import check as _jax_interpreter_missing
 from jax._src.export.stablehlo_to_jax.compat import deserialize_module as deserialize_module
-from jax._src.export.stablehlo_to_jax.compat import export_pieces_missing as export_pieces_missing
-from jax._src.export.stablehlo_to_jax.compat import exported_platform_check_disabled as exported_platform_check_disabled
 from jax._src.export.stablehlo_to_jax.compat import InternalsChangedError as InternalsChangedError
 from jax._src.export.stablehlo_to_jax.compat import mlir_extension as mlir_extension
 from jax._src.export.stablehlo_to_jax.compat import refine_polymorphic_shapes as refine_polymorphic_shapes
@@ -51,6 +48,8 @@ from jax._src.export.stablehlo_to_jax.compat import register_batching_rule as re
 from jax._src.export.stablehlo_to_jax.compat import register_cache as register_cache
 from jax._src.export.stablehlo_to_jax.compat import shape_tensor as shape_tensor
 from jax._src.export.stablehlo_to_jax.compat import typeof as typeof
+# What the transformations of Exported.call ask of jax.export.
+from jax._src.export.transforms.exported import pieces_missing as export_pieces_missing
 from jax import tree_util
 
 if TYPE_CHECKING:
@@ -344,6 +343,47 @@ def watch_variables(variables: Sequence[Any]) -> None:
   if watch is not None:
     for v in variables:
       watch(v)
+
+
+def runs_with_xla_eagerly(callable_tf: object) -> bool:
+  """Whether ``callable_tf`` is a ``tf.function(jit_compile=True)``.
+
+  TF runs such a function with XLA eagerly too, so its eager results are
+  XLA's (where XLA and TF's graph disagree on a result that holds no
+  value, XLA's shape). True also for a ``tf.function`` whose setting this
+  TensorFlow does not say where it was read (``_jit_compile``): then
+  ``call_tf`` checks its results against the graph, a few milliseconds.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not isinstance(callable_tf, tf.types.experimental.PolymorphicFunction):
+    return False
+  return bool(getattr(callable_tf, "_jit_compile", True))
+
+
+def uncapture_constants(graph: object) -> None:
+  """Makes the constants ``graph`` captured by value plain constants.
+
+  A ``FuncGraph`` captures a small eager tensor (TF's threshold: 128
+  elements) as a ``Const`` op, but also lists it among its inputs, so the
+  function takes it as an argument (its ``captured_inputs``) and XLA, which
+  compiles the function for argument specs, sees a parameter where the
+  graph has a constant. Removed from the inputs and the captures, the
+  ``Const`` stays in the graph as any constant does. Nothing if TF moved
+  its captures (``check`` names them).
+
+  Args:
+    graph: the ``FuncGraph`` being traced (anything else: nothing done).
+  """
+  captures = getattr(graph, "_function_captures", None)
+  by_value = getattr(captures, "by_val_internal", None)
+  inputs = getattr(graph, "inputs", None)
+  if by_value is None or not hasattr(captures, "pop") or not isinstance(
+      inputs, list):
+    return
+  for key, internal in list(by_value.items()):
+    if getattr(internal, "graph", None) is graph and internal.op.type == "Const":
+      captures.pop(key, is_by_ref=False)
+      inputs[:] = [t for t in inputs if t is not internal]
 
 
 def set_stack_traces(ops: Sequence[Any]) -> None:
@@ -641,6 +681,11 @@ def _tf_graph_missing() -> list[str]:
     need(hasattr(graph, name), f"tf.Graph.{name}")
   need(hasattr(func_graph.FuncGraph, "watch_variable"),
        "tensorflow FuncGraph.watch_variable")
+  with func_graph.FuncGraph("call_tf_check").as_default() as fgraph:
+    captures = getattr(fgraph, "_function_captures", None)
+    need(hasattr(captures, "by_val_internal") and hasattr(captures, "pop")
+         and isinstance(getattr(fgraph, "inputs", None), list),
+         "tensorflow FuncGraph._function_captures.by_val_internal, pop")
   need(hasattr(pywrap_tf_session, "TF_SetOpStackTrace"),
        "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():
@@ -691,7 +736,8 @@ def op_determinism_enabled() -> bool | None:
 
 # The groups `check` runs, in order.
 _CHECKS: tuple[Callable[[], list[str]], ...] = (
-    _jax_interpreter_missing, _jax_core_missing, _jax_export_missing,
+    _jax_interpreter_missing, export_pieces_missing, _jax_core_missing,
+    _jax_export_missing,
     _jax_transforms_missing, _tf_pfor_missing, _tf_graph_missing, _tf_compiler_ir_missing)
 
 

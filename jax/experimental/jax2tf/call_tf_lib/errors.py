@@ -19,6 +19,7 @@ Each message says what went wrong, with the values involved, and what to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
+import re
 from typing import TYPE_CHECKING
 
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
@@ -382,6 +383,21 @@ def traced_without_autograph_error(e: Exception) -> CallTfTraceError:
       "concrete tensors.)")
 
 
+def results_structure_error(first: object, now: object) -> CallTfTraceError:
+  """Two runs of one call's TF function returned other result structures."""
+  return CallTfTraceError(
+      "call_tf runs the TensorFlow function more than once for one call "
+      "(eagerly and traced into a graph, for jax.jit, jax.vmap and JAX's "
+      "derivatives), and two runs returned results of different "
+      f"structures: first {first}, then {now}. A list and a tuple of the "
+      "same results are the same structure here, as they are to "
+      "TensorFlow's tf.while_loop (which returns its loop_vars' list in a "
+      "graph where it returns the body's tuple eagerly); other differences "
+      "are not. Return the same structure (the same dict keys, the same "
+      "number of results) every time, for example by building it from the "
+      "values tf.while_loop or tf.cond return.")
+
+
 def no_tf_gradient_error(op_type: str, forward: bool
                          ) -> CallTfDerivativeError:
   """A derivative through an op type TF has no gradient for."""
@@ -397,6 +413,57 @@ def no_tf_gradient_error(op_type: str, forward: bool
       "InplaceAdd and InplaceUpdate: tf.tensor_scatter_nd_add and "
       "tf.tensor_scatter_nd_update, which have gradients), or give it one "
       "with tf.custom_gradient.")
+
+
+def derivative_failed_error(forward: bool, e: BaseException
+                            ) -> CallTfDerivativeError:
+  """TensorFlow failed running a derivative function ``call_tf`` made.
+
+  The forward-mode tangents and the reverse-mode VJP are TF functions that
+  ``call_tf`` builds from TF's gradients of the function; TF's own error
+  there (an ``InvalidArgumentError`` of its executor) would say nothing of
+  ``call_tf`` or of the op.
+
+  Args:
+    forward: the tangent function (else the VJP).
+    e: TensorFlow's error.
+  """
+  mode = ("Forward-mode differentiation (jax.jvp, jax.jacfwd, jax.hessian)"
+          if forward else "Reverse-mode differentiation (jax.grad, jax.vjp, "
+          "jax.jacrev, jax.hessian)")
+  nodes = list(dict.fromkeys(a or b for a, b in _NODE_RE.findall(str(e))))
+  where = (" at " + ", ".join(f"node '{n}'" for n in nodes[:3])
+           if nodes else "")
+  return CallTfDerivativeError(
+      f"{mode} of call_tf: TensorFlow failed{where} running the "
+      f"{'tangent' if forward else 'VJP'} function that call_tf built from "
+      "TensorFlow's gradients of the function "
+      f"({type(e).__name__}: {_tf_error_line(e)}). The node names the op of "
+      "the function (or of its gradient) where TensorFlow failed. This is "
+      "call_tf's error, not a wrong number: report it at "
+      "https://github.com/jax-ml/jax/issues/11753 with the function; "
+      + ("reverse mode (jax.jacrev, jax.vjp) may compute the derivative "
+         "meanwhile." if forward else "forward mode (jax.jacfwd, jax.jvp) "
+         "may compute the derivative meanwhile."))
+
+
+def _tf_error_line(e: BaseException) -> str:
+  """The line of a TF executor's error that says what failed.
+
+  Its first lines are "Graph execution error:" and "Detected at node ...
+  defined at", then the Python traceback of the node, then the reason.
+  """
+  for line in str(e).splitlines():
+    text = line.strip()
+    if (text and line == line.lstrip() and not text.startswith(
+        ("Graph execution error", "Detected at node", "File ", "[["))):
+      return text
+  return first_line(e)
+
+
+# A node TensorFlow's executor names in its errors ("[[{{node Foo}}]]",
+# "Detected at node 'Foo'").
+_NODE_RE = re.compile(r"node '([^']+)'|\{\{node ([^}]+)\}\}")
 
 
 def tensorflow_version_error(version: str, minimum: tuple[int, int],

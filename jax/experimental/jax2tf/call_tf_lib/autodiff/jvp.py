@@ -48,12 +48,15 @@ from jax._src import core
 from jax._src.export.transforms import linear
 from jax.experimental.jax2tf.call_tf_lib.autodiff import tf_jvp
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path as stablehlo_path
 from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
 from jax import tree_util
+import numpy as np
+import tensorflow as tf
 
 
 def define_jvp(make_call: jax.custom_jvp,
@@ -84,6 +87,7 @@ def define_jvp(make_call: jax.custom_jvp,
   """
   tangent_call = _TangentCall(call_tf, callable_tf, vmap_method=vmap_method,
                               call_tf_graph=call_tf_graph)
+  xla_eagerly = compat.runs_with_xla_eagerly(callable_tf)
   undecorated = make_call.fun
 
   def one_call(call: traces.CallTraces, *args: Any) -> Any:
@@ -99,10 +103,14 @@ def define_jvp(make_call: jax.custom_jvp,
         may_use_stablehlo=stablehlo_path.may_use(vmap_method, call_tf_graph),
         probe=functools.partial(_probe, one_call,
                                 core.unsafe_am_i_under_a_jit()))
-    return linear.linear_jvp(lambda *args: call_once(rule_traces.current, *args),
-                      tangent_call, vjp_bwd,
-                      differentiable=rule_traces.differentiable)(
-                          primals, tangents)
+    # (The primal reads rule_traces.current when it runs: differentiable
+    # may replace it first.)
+    empties = _GraphShapedEmpties(
+        lambda *args: call_once(rule_traces.current, *args), tangent_call,
+        rule_traces.may_use_stablehlo or xla_eagerly)
+    return linear.linear_jvp(empties.primal, empties.tangent_call, vjp_bwd,
+                             differentiable=rule_traces.differentiable)(
+                                 primals, tangents)
 
   call_once.defjvp(call_jvp, symbolic_zeros=True)
 
@@ -110,6 +118,94 @@ def define_jvp(make_call: jax.custom_jvp,
   def call(*args: Any) -> Any:
     return call_once(traces.CallTraces(), *args)
   return call
+
+
+class _GraphShapedEmpties:
+  """A JVP rule's eager values, each empty result as TF's graph has it.
+
+  The tangents (and, transposed, the cotangents) of the call are TF's
+  derivatives of its graph, where a result that holds no value has the
+  graph's shape (see ``tf_function.empty``). An eager run of the function
+  may give such a result another shape than its graph: a
+  ``tf.function(jit_compile=True)`` computes, with XLA, the whole matrix of
+  vectors that ``SelfAdjointEigV2(compute_v=False)`` says it does not
+  return (``(0,)`` in its graph), and its tangent. Under JAX's derivatives
+  the call's value and tangents are its graph's, so that they agree.
+  Under ``jax.jit`` they are already; and where the eager results come from
+  TF's kernels, the eager call gave those that hold no value their graph's
+  shape (TF's kernels give them a scalar: ``tf_function.empty``).
+  """
+
+  def __init__(self, call: Callable[..., object],
+               tangent_call: Callable[[object, object], Sequence[jax.Array]],
+               check: bool):
+    """Initializes it.
+
+    Args:
+      call: the call's primal, of its arguments.
+      tangent_call: its tangents (see :class:`_TangentCall`).
+      check: whether to look at the graph's shapes: where the call's probe
+        traced the function (the call's trace is then a lookup), or where
+        the function runs with XLA eagerly (a trace of its own, a few
+        milliseconds).
+    """
+    self._call = call
+    self._tangent_call = tangent_call
+    self._check = check
+    self._flat: list[jax.ShapeDtypeStruct] | None = None
+
+  def primal(self, *args: object) -> object:
+    """The call's results, empties shaped as the graph's."""
+    return self.results(self._call(*args), args)
+
+  def tangent_call(self, args: object, tangents_tree: object
+                   ) -> Sequence[jax.Array]:
+    """The tangents of the results with a tangent space, likewise."""
+    return self.tangents(self._tangent_call(args, tangents_tree), args)
+
+  def _graph(self, args: Sequence[object]
+             ) -> list[jax.ShapeDtypeStruct] | None:
+    """The flat graph avals, None under jit or where there are none."""
+    if not self._check or core.unsafe_am_i_under_a_jit():
+      return None
+    if self._flat is None:
+      try:
+        self._flat = tree_util.tree_leaves(
+            jax.eval_shape(self._call, *args))
+      except (errors.CallTfTraceError, errors.CallTfDynamicShapeError):
+        # No graph shapes (a symbolic tensor used as a Python value, a
+        # size that depends on values): eagerly TF's derivatives run the
+        # function on concrete tensors, as the probe says (see _probe).
+        self._flat = []
+    return self._flat
+
+  def results(self, outs: object, args: Sequence[object]) -> object:
+    """The primal results, empties shaped as the graph's."""
+    flat, tree = tree_util.tree_flatten(outs)
+    graph = self._graph(args) if flat else None
+    if not graph or len(graph) != len(flat):
+      return outs
+    return tree.unflatten(_shaped(flat, graph))
+
+  def tangents(self, tangents: Sequence[jax.Array], args: Sequence[object]
+               ) -> Sequence[jax.Array]:
+    """The tangents of the results with a tangent space, flat, likewise."""
+    graph = self._graph(args)
+    if not graph:
+      return tangents
+    graph = [g for g in graph if linear.has_tangent_space(g.dtype)]
+    if len(graph) != len(tangents):
+      return tangents
+    return _shaped(list(tangents), graph)
+
+
+def _shaped(values: list[jax.Array], graph: Sequence[jax.ShapeDtypeStruct]
+            ) -> list[jax.Array]:
+  """``values``, each one whose graph aval is empty and whose shape is
+  another replaced by an empty array of the graph's shape."""
+  return [jax.numpy.zeros(g.shape, g.dtype)
+          if 0 in g.shape and tuple(np.shape(v)) != tuple(g.shape) else v
+          for v, g in zip(values, graph)]
 
 
 class _TangentCall:
@@ -138,7 +234,12 @@ class _TangentCall:
           tf_jvp.tf_jvp_function(self._callable_tf),
           vmap_method=dispatch.vjp_vmap_method(self._vmap_method),
           call_tf_graph=self._call_tf_graph)
-    return self._made(args, tangents)
+    try:
+      return self._made(args, tangents)
+    except tf.errors.OpError as e:
+      # TF's executor failed running the tangent function (eagerly; under
+      # jit it runs compiled): call_tf's error, naming the node.
+      raise errors.derivative_failed_error(True, e) from e
 
 
 # probe(traces, flat_primals, primals_tree): the call reading ``traces``, as a

@@ -384,11 +384,19 @@ def _double_vjp(tape: tf.GradientTape, outs: Sequence[tf.Tensor],
     vjps = tape.gradient(
         outs, [a for a, _ in watched], output_gradients=us,
         unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    dot = tf.add_n([tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
-                                  if v.dtype.is_complex else v * t)
-                    for v, (_, t) in zip(vjps, watched)])
+    dot = tf.add_n(_in_one_dtype(
+        [tf.reduce_sum(tf.math.real(v * tf.math.conj(t))
+                       if v.dtype.is_complex else v * t)
+         for v, (_, t) in zip(vjps, watched)]))
   return outer.gradient(dot, us,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
+
+
+def _in_one_dtype(values: Sequence[tf.Tensor]) -> list[tf.Tensor]:
+  """Real scalars of several float dtypes (arguments of several precisions),
+  cast to the widest of them, so that ``tf.add_n`` can sum them."""
+  widest = max((v.dtype for v in values), key=lambda d: d.size)
+  return [tf.cast(v, widest) for v in values]
 
 
 # TF's message for an op type without a registered gradient.
@@ -422,6 +430,10 @@ def _dense_tangent(tape: tf.GradientTape,
   grads = tape.gradient(out, sources,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
   if all(g is None for g in grads):
+    # Unconnected, or connected only through a gradient kernel TF does not
+    # differentiate (its tangent is not zero, but TF has none).
+    if (dropped := _undifferentiated_gradient_on_path(out, sources)):
+      raise errors.no_tf_gradient_error(dropped, forward=True)
     return tf.zeros_like(out)
   if out.dtype.is_complex or any(a.dtype.is_complex for a in sources):
     raise errors.tangent_unknown_error(
@@ -451,13 +463,64 @@ def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
     cotangent = tf.reshape(tf.one_hot(i, n, dtype=out.dtype), tf.shape(out))
     grads = tape.gradient(out, sources, output_gradients=cotangent,
                           unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    value = tf.add_n([tf.reduce_sum(tf.convert_to_tensor(g) * t)
+    # Each argument's part in its own dtype, summed in the output's: an
+    # output may have another dtype than the arguments (a bilinear
+    # tf.image.resize of float64 images is float32).
+    value = tf.add_n([tf.cast(tf.reduce_sum(tf.convert_to_tensor(g) * t),
+                              out.dtype)
                       for g, (_, t) in zip(grads, watched)])
     return i + 1, rows.write(i, value)
   _, rows = tf.while_loop(lambda i, _: i < n, row,
                           (tf.constant(0), tf.TensorArray(out.dtype, size=n)),
                           maximum_iterations=n)
   return tf.reshape(rows.stack(), tf.shape(out))
+
+
+# Gradient kernels TF declares not differentiable (tf.no_gradient) although
+# they are smooth in their float inputs: the tangent of a result that
+# depends on the arguments only through one is not zero, but TF's reverse
+# mode finds the result unconnected (ResizeBilinearGrad: TF has no second
+# derivative of a bilinear resize). Forward mode through one is refused,
+# naming it, rather than zero. (Under jit, JAX's derivative of the
+# function's module has that second derivative.)
+UNDIFFERENTIATED_GRADIENTS = frozenset({"ResizeBilinearGrad"})
+
+
+def _undifferentiated_gradient_on_path(out: tf.Tensor,
+                                       sources: Sequence[tf.Tensor]
+                                       ) -> str | None:
+  """The type of an op of :data:`UNDIFFERENTIATED_GRADIENTS` between
+  ``sources`` and ``out`` in a graph, or None (eagerly: None)."""
+  if tf.executing_eagerly() or not hasattr(out, "op"):
+    return None
+  source_ops = {id(s.op) for s in sources if hasattr(s, "op")}
+  depends: dict[int, bool] = {}
+
+  def reaches_sources(op: tf.Operation) -> bool:
+    stack, seen = [op], set()
+    while stack:
+      o = stack.pop()
+      if id(o) in source_ops:
+        return True
+      if id(o) in seen:
+        continue
+      seen.add(id(o))
+      stack += [t.op for t in o.inputs]
+    return False
+
+  stack, seen = [out.op], set()
+  while stack:
+    op = stack.pop()
+    if id(op) in seen:
+      continue
+    seen.add(id(op))
+    if op.type in UNDIFFERENTIATED_GRADIENTS:
+      if id(op) not in depends:
+        depends[id(op)] = reaches_sources(op)
+      if depends[id(op)]:
+        return op.type
+    stack += [t.op for t in op.inputs]
+  return None
 
 
 def _ops_without_gradient(graph: tf.Graph) -> list[str]:

@@ -40,6 +40,7 @@ from jax.experimental.jax2tf.call_tf_lib import tf_overrides
 from jax import tree_util
 from jax.typing import ArrayLike
 import numpy as np
+import tensorflow as tf
 
 # TF's message for an op type without a registered gradient.
 _NO_GRADIENT_RE = re.compile(r"gradient registry has no entry for: (\w+)")
@@ -158,8 +159,17 @@ def vjp_in_jax_convention(vjp_call: Callable[[Any, Any], Any], args_jax: Any,
 
   Returns:
     The argument cotangents, in JAX's convention.
+
+  Raises:
+    errors.CallTfDerivativeError: TensorFlow failed running the VJP's
+      function (its executor's error, which names no op of ``call_tf``'s).
   """
   is_leaf = lambda x: x is None
-  cts = vjp_call(args_jax, tree_util.tree_map(_conj, ct_res_jax,
-                                              is_leaf=is_leaf))
+  try:
+    cts = vjp_call(args_jax, tree_util.tree_map(_conj, ct_res_jax,
+                                                is_leaf=is_leaf))
+  except tf.errors.OpError as e:
+    # TF's executor failed running the VJP function (eagerly; under jit it
+    # runs compiled): call_tf's error, naming the node.
+    raise errors.derivative_failed_error(False, e) from e
   return tree_util.tree_map(_conj, cts, is_leaf=is_leaf)

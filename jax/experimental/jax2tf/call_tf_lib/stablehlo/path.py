@@ -59,7 +59,7 @@ from jax._src import config
 from jax._src import core
 from jax._src import dtypes
 from jax._src.export import stablehlo_to_jax
-from jax._src.export.stablehlo_to_jax import module as refined_module
+from jax._src.export.transforms import interpret
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import transposable as transposable_lib
@@ -70,7 +70,6 @@ from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import persistent_cache
 from jax.experimental.jax2tf.call_tf_lib.tf_function import xla_fidelity
 from jax.experimental.jax2tf.call_tf_lib import vmap_methods
-from jax import lax
 from jax import numpy as jnp
 import numpy as np
 import tensorflow as tf
@@ -515,40 +514,16 @@ def lookup(function_flat_tf: tf.types.experimental.GenericFunction,
   return found
 
 
-@functools.lru_cache(maxsize=64)
-def _module_program(module_bytes: bytes, nr_platform_args: int,
-                    in_shapes: tuple[tuple[int, ...], ...]
-                    ) -> stablehlo_to_jax.Program | Refusal:
-  """The interpreted module for static shapes, or why there is none."""
-  try:
-    text = refined_module.refined_module_text(module_bytes,
-                                              nr_platform_args, in_shapes)
-  except Exception as e:  # pylint: disable=broad-except
-    return Refusal(f"its shapes cannot be refined ({type(e).__name__}: {e})")
-  return _parse(text, of_tf=False)
-
-
-compat.register_cache(_module_program,
-                      "call_tf: interpreted embedded modules")
-
-
-@functools.lru_cache(maxsize=64)
-def _jitted_program(program: stablehlo_to_jax.Program
-                    ) -> Callable[..., tuple[jax.Array, ...]]:
-  """``program`` as one ``jax.jit`` function (see :attr:`Interpreted._jitted`)."""
-  return jax.jit(lambda *a: tuple(program(*a)), inline=True)
-
-
-compat.register_cache(_jitted_program, "call_tf: compiled embedded modules")
-
-
 def exported_program(exported: jax_export.Exported,
                      in_avals: Sequence[core.ShapedArray], *, purpose: str
                      ) -> Callable[..., list[jax.Array]] | None:
   """A ``jax.export.Exported``'s module as JAX primitives, for static shapes.
 
   For the modules :mod:`.embed` embeds (restored jax2tf functions): the
-  module is refined for the argument shapes, and interpreted.
+  module as ``Exported.call``'s transformations read it
+  (``jax._src.export.transforms.interpret.module_function``, the one
+  adapter of an exported module to a JAX function), the branch of the
+  platform it runs on for a module exported for several.
 
   Args:
     exported: the module.
@@ -559,37 +534,15 @@ def exported_program(exported: jax_export.Exported,
     A function of the operands returning the flat results, or None if the
     module cannot be interpreted (logged at debug level, with the reason).
   """
-  shapes = tuple(tuple(a.shape) for a in in_avals)
-  platforms = tuple(exported.platforms)
-  nr_platform_args = 1 if len(platforms) > 1 else 0
-  if not all(core.is_constant_shape(s) for s in shapes):
-    found: stablehlo_to_jax.Program | Refusal = Refusal(
-        "its argument shapes are not static")
-  else:
-    found = _module_program(exported.mlir_module_serialized,
-                            nr_platform_args, shapes)
-  if isinstance(found, Refusal):
+  try:
+    found = interpret.module_function(exported, in_avals, purpose=purpose)
+  except ValueError as e:  # exported for other platforms than this one's
+    found = str(e)
+  if isinstance(found, str):
     logger.debug("call_tf: %s of %s cannot use its StableHLO module as JAX "
-                 "primitives: %s", purpose, exported.fun_name, found.reason)
+                 "primitives: %s", purpose, exported.fun_name, found)
     return None
-  logger.debug("call_tf: %s of %s uses its StableHLO module, as JAX "
-               "primitives", purpose, exported.fun_name)
-  out_avals = exported.out_avals
-  jitted = _jitted_program(found)
-  if nr_platform_args:
-    # The module's branch of the platform each lowering targets (several
-    # in a multi-platform jax.export of the caller).
-    branches = {p: functools.partial(jitted, np.int32(i))
-                for i, p in enumerate(platforms)}
-    run = lambda *operands: lax.platform_dependent(*operands, **branches)
-  else:
-    run = jitted
-
-  def fun(*operands):
-    outs = run(*operands)
-    return [stablehlo_to_jax.with_dtype(o, a.dtype)
-            for o, a in zip(outs, out_avals)]
-  return fun
+  return found
 
 
 def stablehlo_of_tf(function_flat_tf: tf.types.experimental.GenericFunction,

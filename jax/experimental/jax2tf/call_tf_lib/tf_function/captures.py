@@ -62,6 +62,22 @@ def captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
   return res
 
 
+def keep_constants_constant() -> None:
+  """Makes the small tensors the function being traced captures constants.
+
+  Called by ``call_tf``'s flat callable where it traces the TF function: an
+  eager tensor the function uses (``k = tf.constant(3)``, then
+  ``tf.math.top_k(x, k)``) is a constant of its graph, but TF passes it to
+  the function as an argument too, and XLA then compiled ``top_k``'s result
+  to a dynamic size (under ``jax.jit`` a refusal, and for its derivatives
+  "Error compiling TensorFlow function") where TF's own ``jit_compile``
+  runs it. Eager tensors do not change, so the constant is the value.
+  Variables and large tensors stay captured; eagerly nothing is traced.
+  """
+  if not tf.executing_eagerly():
+    compat.uncapture_constants(tf.compat.v1.get_default_graph())
+
+
 def executing_eagerly_outside_functions() -> bool:
   """Whether the program is in TF2 eager mode (not in a TF1 graph)."""
   with tf.init_scope():

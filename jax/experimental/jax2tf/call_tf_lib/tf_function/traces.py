@@ -62,6 +62,7 @@ import weakref
 from jax._src import core
 from jax._src import tree_util
 from jax.experimental.jax2tf.call_tf_lib import compat
+from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
@@ -285,6 +286,53 @@ class CallTraces:
 # The call whose traces TraceCache.reuse reads (per thread and context).
 _CURRENT_CALL: contextvars.ContextVar[CallTraces | None] = (
     contextvars.ContextVar("call_tf_current_call", default=None))
+
+
+def results_structure(first: tree_util.PyTreeDef | None,
+                      now: tree_util.PyTreeDef) -> tree_util.PyTreeDef:
+  """The structure of a call's results, checked on a run of its function.
+
+  One call runs the TF function more than once: eagerly (the Python function
+  itself) and traced (its graph, for ``jax.jit``, ``jax.vmap`` and the
+  derivatives), and TensorFlow itself does not return the same containers
+  both ways: ``tf.while_loop`` returns the body's structure eagerly (the
+  tuple it returns) and its ``loop_vars``' in a graph (the list it was
+  given). A list and a tuple of the same results are one structure here,
+  as they are to TensorFlow's own ``while_loop``; everything else (dict
+  keys, lengths, nesting, other containers) must agree. The results'
+  leaves then line up, and the call returns the structure of its first
+  run, the one the user's code saw: the Python function's eagerly, its
+  graph's under ``jax.jit``.
+
+  Args:
+    first: the structure of the call's first run, None if this is the
+      first.
+    now: the structure of this run's results.
+
+  Returns:
+    ``first`` (``now`` if there is none).
+
+  Raises:
+    errors.CallTfTraceError: the structures differ otherwise than in lists
+      and tuples.
+  """
+  if first is None or first == now:
+    return now
+  if _lists_as_tuples(first) != _lists_as_tuples(now):
+    raise errors.results_structure_error(first, now)
+  return first
+
+
+def _lists_as_tuples(treedef: tree_util.PyTreeDef) -> tree_util.PyTreeDef:
+  """``treedef`` with every list a tuple, other containers as they are."""
+  def convert(node: object) -> object:
+    if type(node) in (list, tuple):
+      return tuple(convert(n) for n in node)
+    if type(node) is dict:
+      return {k: convert(v) for k, v in node.items()}
+    return node  # a leaf, None, or another container (compared as it is)
+  return tree_util.tree_structure(
+      convert(treedef.unflatten([0] * treedef.num_leaves)))
 
 
 def fingerprint(concrete_fn: tf.types.experimental.ConcreteFunction

@@ -1,0 +1,256 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A custom call of a module as itself: its values are the call's, exactly.
+
+``jax.export`` writes the linear algebra of ``lax.linalg`` as custom calls
+of the platform's libraries (LAPACK's ``lapack_spotrf_ffi`` on the CPU),
+with results that are more than the ``lax`` operation's (info codes, the
+untouched triangle of the operand, pivots as LAPACK numbers them). No
+``lax`` operation computes those results in every case (a failed
+factorization's partial results and info code). :data:`call_p` is the call
+itself: its lowering writes the same custom call again, so that its values
+are the call's bit for bit, in every case;
+
+* its batching rule writes the call on the batched operands, for targets
+  whose kernels treat leading dimensions as a batch (the call JAX writes
+  for ``jax.vmap`` of the ``lax`` operation): the batch is the most major
+  dimension of every operand and result, the call's layouts extended so;
+* its derivative is the ``lax`` operation's, given by the target's rule as
+  a function of the call's operands, its results and the operands'
+  tangents (:class:`Tangents`): computed from the call's own results, so
+  that a decomposition's tangents belong to the very factors it returned
+  (an eigenvector's sign is the call's).
+
+A call is described by a :class:`Call`: its target, its attributes as text
+(parsed again when it is lowered), its results' types, and how many batch
+dimensions were added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+import re
+from typing import Any
+
+import jax
+from jax._src import core
+from jax._src import dispatch
+from jax._src.export.stablehlo_to_jax import compat
+from jax._src.interpreters import ad
+from jax._src.interpreters import batching
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax.typing import ArrayLike
+import numpy as np
+
+# ``tangents(call, operands, results, operand_tangents)`` -> one tangent per
+# result (None where the result has none: integers; NO_DERIVATIVE where the
+# lax operation that wrote the call has none); operand tangents are arrays
+# (zeros where JAX's are symbolic).
+Tangents = Callable[["Call", Sequence[jax.Array], Sequence[jax.Array],
+                     Sequence[jax.Array]], Sequence[jax.Array | None]]
+
+# ``transpose(call, cotangents, operands)`` -> one cotangent per operand
+# (None where it has none): the transpose of a call linear in the operands
+# that are ``ad.UndefinedPrimal`` (the others are known values); a result's
+# cotangent is None where it is zero.
+Transpose = Callable[["Call", Sequence[Any], Sequence[Any]],
+                     Sequence[jax.Array | None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+  """A custom call, as the module writes it, and its batch.
+
+  Attributes:
+    target: its ``call_target_name``.
+    attributes: its attributes as MLIR prints them, ``((name, text), ...)``.
+    results: each result's shape and dtype, unbatched.
+    batch: the sizes of the batch dimensions added before every operand's
+      and result's (the most major ones).
+    tangents: the derivative of the ``lax`` operation that wrote the call,
+      or None where JAX has none.
+    no_derivative: why it has none, for the error (with ``tangents`` None).
+    batchable: whether the target's kernel treats leading dimensions as a
+      batch.
+    leading: how many leading operands the call itself does not take: the
+      values its derivative is taken with respect to (a fused call: the
+      matrix whose factors the call combines).
+    transpose: for a call linear in some operands (a solve, in its
+      right-hand side), the transpose of the linear map, or None.
+    live: for each result, whether the module uses it: a result whose
+      derivative the target's rule does not know (:data:`NO_DERIVATIVE`)
+      refuses a derivative if it is used, and has none if not.
+  """
+  target: str
+  attributes: tuple[tuple[str, str], ...]
+  results: tuple[tuple[tuple[int, ...], np.dtype], ...]
+  batch: tuple[int, ...] = ()
+  tangents: Tangents | None = None
+  no_derivative: str = ""
+  batchable: bool = True
+  leading: int = 0
+  live: tuple[bool, ...] = ()
+  transpose: Transpose | None = None
+
+  def attribute(self, name: str) -> str | None:
+    return dict(self.attributes).get(name)
+
+  def batched(self, size: int) -> Call:
+    return dataclasses.replace(self, batch=(size, *self.batch))
+
+  @property
+  def out_avals(self) -> list[core.ShapedArray]:
+    return [core.ShapedArray((*self.batch, *shape), dtype)
+            for shape, dtype in self.results]
+
+
+class _NoDerivative:
+  """A result's tangent where JAX has no derivative of it."""
+
+  def __repr__(self) -> str:
+    return "NO_DERIVATIVE"
+
+
+NO_DERIVATIVE = _NoDerivative()
+
+
+def apply(call: Call, *operands: ArrayLike) -> list[jax.Array]:
+  """The custom call `call` of `operands`: its results."""
+  return call_p.bind(*operands, call=call)
+
+
+call_p = core.Primitive("stablehlo_custom_call")
+call_p.multiple_results = True
+
+
+@call_p.def_abstract_eval
+def _abstract_eval(*operands, call: Call):
+  del operands
+  return call.out_avals
+
+
+_LAYOUT = re.compile(r"dense<(\[[^\]]*\]|\d*)>\s*:\s*tensor<\d*xindex>")
+
+
+def _layouts_text(text: str, added: int) -> str:
+  """``operand_layouts``/``result_layouts`` with `added` batch dimensions,
+  each the most major (``[0, 1]`` becomes ``[1, 2, 0]`` for one)."""
+  def extend(match: re.Match[str]) -> str:
+    body = match.group(1)
+    if body.startswith("["):
+      dims = [int(d) for d in body[1:-1].split(",") if d.strip()]
+    else:
+      dims = [int(body)] if body else []
+    new = [d + added for d in dims] + list(range(added - 1, -1, -1))
+    return f"dense<{new}> : tensor<{len(new)}xindex>"
+  return _LAYOUT.sub(extend, text)
+
+
+_NUM_BATCH_DIMS = re.compile(r'num_batch_dims = "(\d+)"')
+
+
+def _batched_attributes(call: Call) -> dict[str, str]:
+  """The call's attributes for its batched operands."""
+  added = len(call.batch)
+  out = {}
+  for name, text in call.attributes:
+    if added and name in ("operand_layouts", "result_layouts"):
+      text = _layouts_text(text, added)
+    elif added and name == "mhlo.frontend_attributes":
+      text = _NUM_BATCH_DIMS.sub(
+          lambda m: f'num_batch_dims = "{int(m.group(1)) + added}"', text)
+    elif added and name == "sdy.sharding_rule":
+      continue  # (a rule for the unbatched ranks; one device needs none)
+    out[name] = text
+  return out
+
+
+def _lower(ctx, *operands, call: Call):
+  if call.target.startswith("lapack_"):
+    compat.initialize_lapack()
+  attributes = {name: ir.Attribute.parse(text)
+                for name, text in _batched_attributes(call).items()}
+  results = [compat.aval_to_ir_type(ctx.module_context, a)
+             for a in ctx.avals_out]
+  op = ir.Operation.create("stablehlo.custom_call", results=results,
+                           operands=list(operands[call.leading:]),
+                           attributes=attributes)
+  return op.results
+
+
+def _batch(args, dims, *, call: Call):
+  if not call.batchable:
+    raise NotImplementedError(
+        f"jax.vmap of the custom call {call.target!r}: its kernel does not "
+        "take a batch")
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  moved = [batching.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
+  return call_p.bind(*moved, call=call.batched(size)), [0] * len(
+      call.results)
+
+
+def _instantiate(primal: jax.Array, tangent: jax.Array | ad.Zero
+                 ) -> jax.Array:
+  if type(tangent) is ad.Zero:  # pylint: disable=unidiomatic-typecheck
+    return jax.numpy.zeros(primal.shape, primal.dtype)
+  return tangent
+
+
+def _jvp(primals, tangents, *, call: Call):
+  results = call_p.bind(*primals, call=call)
+  if all(type(t) is ad.Zero for t in tangents):  # pylint: disable=unidiomatic-typecheck
+    return results, [compat.zero_tangent(r) for r in results]
+  if call.tangents is None:
+    raise NotImplementedError(
+        f"Differentiation of the custom call {call.target!r}: "
+        f"{call.no_derivative or 'JAX has no derivative of it'}.")
+  operand_tangents = [_instantiate(p, t) for p, t in zip(primals, tangents)]
+  out = call.tangents(call, primals, results, operand_tangents)
+  return results, [_tangent(call, i, r, t)
+                   for i, (r, t) in enumerate(zip(results, out))]
+
+
+def _tangent(call: Call, i: int, result: jax.Array,
+             tangent: jax.Array | _NoDerivative | None
+             ) -> jax.Array | ad.Zero:
+  if tangent is None:
+    return compat.zero_tangent(result)
+  if tangent is NO_DERIVATIVE:
+    if not call.live or call.live[i]:
+      raise NotImplementedError(
+          f"Differentiation of result {i} of the custom call "
+          f"{call.target!r}: {call.no_derivative or 'JAX has no derivative of it'}.")
+    return compat.zero_tangent(result)  # (the module does not use it)
+  return tangent
+
+
+def _transpose(cts, *operands, call: Call):
+  if call.transpose is None:
+    raise NotImplementedError(
+        f"Transposing the custom call {call.target!r}: it is not linear in "
+        "its operands")
+  cts = [None if type(ct) is ad.Zero else ct for ct in cts]  # pylint: disable=unidiomatic-typecheck
+  if all(ct is None for ct in cts):
+    return [None] * len(operands)
+  return list(call.transpose(call, cts, operands))
+
+
+call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
+ad.primitive_transposes[call_p] = _transpose
+mlir.register_lowering(call_p, _lower)
+batching.primitive_batchers[call_p] = _batch
+ad.primitive_jvps[call_p] = _jvp

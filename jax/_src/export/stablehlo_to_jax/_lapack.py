@@ -1,0 +1,601 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The LAPACK custom calls ``jax.export`` writes on the CPU.
+
+JAX lowers ``lax.linalg``'s operations on the CPU to jaxlib's LAPACK
+kernels (``lapack_<t><routine>_ffi``, ``<t>`` one of ``s d c z``). Each
+rule here writes the call itself (:mod:`._custom_calls`: its values, info
+codes, pivots and untouched triangles are the call's, its batch one call)
+and gives it the derivative of the ``lax`` operation that wrote it,
+computed from the call's own results:
+
+=================  =============================  ===========================
+routine            written by                     derivative
+=================  =============================  ===========================
+``potrf``          ``lax.linalg.cholesky``        ``cholesky``'s
+``getrf``          ``lax.linalg.lu``              ``lu``'s
+``syevd/heevd``    ``lax.linalg.eigh``            ``eigh``'s
+``gesdd/gesvd``    ``lax.linalg.svd``             ``svd``'s (not of the full
+                                                  vectors of a non-square
+                                                  matrix, as JAX)
+``geev``           ``lax.linalg.eig``             of the eigenvalues (as JAX)
+``geqrf``          ``lax.linalg.qr`` (and         ``qr``'s, where ``orgqr``
+``orgqr/ungqr``    ``geqrf``,                     follows ``geqrf`` (the
+                   ``householder_product``)       compact factors alone: none)
+``trsm``           ``lax.linalg.triangular_solve``  ``triangular_solve``'s
+``gtsv``           ``lax.linalg.tridiagonal_solve``  ``tridiagonal_solve``'s
+``gees``           ``lax.linalg.schur``           none (JAX has none)
+``gehrd``          ``lax.linalg.hessenberg``      none (JAX has none)
+``sytrd/hetrd``    ``lax.linalg.tridiagonal``     none (JAX has none)
+=================  =============================  ===========================
+
+Where a factorization fails (its info code is not 0), the tangents of its
+results are NaN: JAX's lowering replaces those results by NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+import functools
+
+import jax
+from jax import lax
+from jax._src.interpreters import ad
+from jax._src.export.stablehlo_to_jax import _custom_calls
+from jax._src.export.stablehlo_to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
+import jax.numpy as jnp
+import numpy as np
+
+NoRule = _ir.NoRule
+Op = _ir.Op
+Compiler = _interpret.Compiler
+Call = _custom_calls.Call
+NO_DERIVATIVE = _custom_calls.NO_DERIVATIVE
+_HIGHEST = lax.Precision.HIGHEST
+_TYPES = {"s": np.float32, "d": np.float64, "c": np.complex64,
+          "z": np.complex128}
+
+
+# Matrix helpers (batched: the last two dimensions are the matrix).
+
+def _mT(x: jax.Array) -> jax.Array:
+  return jnp.swapaxes(x, -1, -2)
+
+
+def _H(x: jax.Array) -> jax.Array:
+  return jnp.conj(_mT(x)) if jnp.iscomplexobj(x) else _mT(x)
+
+
+def _mm(a: jax.Array, b: jax.Array) -> jax.Array:
+  return jnp.matmul(a, b, precision=_HIGHEST)
+
+
+def _tril(x: jax.Array, k: int = 0) -> jax.Array:
+  return jnp.tril(x, k)
+
+
+def _triu(x: jax.Array, k: int = 0) -> jax.Array:
+  return jnp.triu(x, k)
+
+
+def _eye_like(x: jax.Array, n: int) -> jax.Array:
+  return jnp.eye(n, dtype=x.dtype)
+
+
+def _hermitian_of_lower(t: jax.Array) -> jax.Array:
+  """The Hermitian matrix whose lower triangle is `t`'s (a routine that
+  reads one triangle reads that; the diagonal's imaginary part is not
+  read)."""
+  if jnp.iscomplexobj(t):
+    r, i = jnp.real(t), jnp.imag(t)
+    return lax.complex(_tril(r) + _mT(_tril(r, -1)),
+                       _tril(i, -1) - _mT(_tril(i, -1)))
+  return _tril(t) + _mT(_tril(t, -1))
+
+
+def _read_lower(x: jax.Array, lower: bool) -> jax.Array:
+  """The triangle a routine reads, as the lower one."""
+  return x if lower else _H(x)
+
+
+def _nan_where_failed(t: jax.Array, info: jax.Array) -> jax.Array:
+  """`t` where the call succeeded (info 0), NaN where it failed."""
+  ok = lax.eq(info, lax.full_like(info, 0))
+  ok = lax.broadcast_in_dim(ok, t.shape, tuple(range(info.ndim)))
+  return jnp.where(ok, t, jnp.full_like(t, jnp.nan))
+
+
+# The calls' attributes.
+
+def _config(op: Op) -> dict[str, _ir.AttrValue]:
+  config = op.attrs.get("mhlo.backend_config", {})
+  if not isinstance(config, dict):
+    raise NoRule(f"a backend_config other than a dictionary: {config!r}")
+  return config
+
+
+def _char(op: Op, name: str, allowed: str) -> str:
+  value = _config(op).get(name)
+  if not isinstance(value, int) or chr(value) not in allowed:
+    raise NoRule(f"its attribute {name}={value!r} (known: "
+                 f"{', '.join(allowed)})")
+  return chr(value)
+
+
+def _call(op: Op, c: Compiler, tangents: _custom_calls.Tangents | None,
+          no_derivative: str = "", leading: int = 0,
+          transpose: _custom_calls.Transpose | None = None) -> Call:
+  """The :class:`Call` of `op`."""
+  if op.attrs.get("has_side_effect"):
+    raise NoRule("a custom call with side effects")
+  if op.attrs.get("api_version", 4) != 4:
+    raise NoRule(f"api_version {op.attrs.get('api_version')} (the typed "
+                 "FFI's is 4)")
+  texts = op.attrs.get(_ir.ATTRIBUTE_TEXTS)
+  if texts is None:
+    raise NoRule("its attributes' text was not kept (a copy of the module "
+                 "made by an older reader)")
+  if any(text is None for _, text in texts):
+    raise NoRule("an attribute that is not UTF-8 text")
+  results = []
+  for t in op.result_types:
+    if not isinstance(t, _ir.TensorType):
+      raise NoRule(f"a result of type {t}")
+    results.append((tuple(t.shape), np.dtype(t.dtype)))
+  return Call(op.attrs["call_target_name"], texts,
+              tuple(results), tangents=tangents, no_derivative=no_derivative,
+              leading=leading, live=tuple(r in c.live for r in op.results),
+              transpose=transpose)
+
+
+def _step(call: Call) -> _registry.Step:
+  return lambda env, *xs: _custom_calls.apply(call, *xs)
+
+
+Routine = Callable[[Op, Compiler, str], _registry.Step]
+
+
+def _register(routines: Sequence[str], types: str = "sdcz"
+              ) -> Callable[[Routine], Routine]:
+  """Registers a rule ``rule(op, c, t)`` (``t`` the type letter) for
+  ``lapack_<t><routine>_ffi`` of each type and routine."""
+  def decorate(rule: Routine) -> Routine:
+    for routine in routines:
+      for t in types:
+        _registry.rule(f"stablehlo.custom_call @lapack_{t}{routine}_ffi")(
+            functools.partial(_typed, rule=rule, t=t))
+    return rule
+  return decorate
+
+
+def _typed(op: Op, c: Compiler, *, rule: Routine, t: str) -> _registry.Step:
+  return rule(op, c, t)
+
+
+# Cholesky.
+
+@_register(["potrf"])
+def _potrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``potrf``: ``(factor, info)``; the other triangle untouched."""
+  lower = _char(op, "uplo", "LU") == "L"
+  return _step(_call(op, c, functools.partial(_potrf_tangents, lower=lower)))
+
+
+def _potrf_tangents(call, xs, ys, dxs, *, lower: bool):
+  del call, xs
+  (out, info), (dx,) = ys, dxs
+  l = _tril(_read_lower(out, lower))
+  l_dot = _cholesky_tangent(l, _hermitian_of_lower(_read_lower(dx, lower)))
+  n = out.shape[-1]
+  mask = jnp.tril(jnp.ones((n, n), bool)) if lower else jnp.triu(
+      jnp.ones((n, n), bool))
+  t = jnp.where(mask, l_dot if lower else _H(l_dot), dx)
+  return [_nan_where_failed(t, info), None]
+
+
+def _cholesky_tangent(l: jax.Array, sigma_dot: jax.Array) -> jax.Array:
+  """``cholesky``'s tangent (Murray, arXiv:1602.07527) at the factor `l`."""
+  n = l.shape[-1]
+  tmp = lax.linalg.triangular_solve(l, sigma_dot, left_side=False,
+                                    transpose_a=True, conjugate_a=True,
+                                    lower=True)
+  x = lax.linalg.triangular_solve(l, tmp, left_side=True, transpose_a=False,
+                                  lower=True)
+  phi = _tril(x) / (1 + _eye_like(x, n))
+  return _mm(l, phi)
+
+
+# LU.
+
+@_register(["getrf"])
+def _getrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``getrf``: ``(lu, pivots (1-based), info)``."""
+  return _step(_call(op, c, _getrf_tangents))
+
+
+def _getrf_tangents(call, xs, ys, dxs):
+  del call, xs
+  (lu, pivots, _), (dx,) = ys, dxs
+  m, n = lu.shape[-2:]
+  perm = lax.linalg.lu_pivots_to_permutation(pivots - 1, m)
+  pdx = jnp.take_along_axis(dx, perm[..., :, None], axis=-2)
+  k = min(m, n)
+  eye_m = jnp.eye(m, dtype=lu.dtype)
+  l = jnp.pad(_tril(lu[..., :, :k], -1),
+              [(0, 0)] * (lu.ndim - 1) + [(0, m - k)]) + eye_m
+  u_eye = jnp.pad(jnp.eye(n - k, dtype=lu.dtype), ((k, 0), (k, 0)))
+  u = jnp.pad(_triu(lu[..., :k, :]),
+              [(0, 0)] * (lu.ndim - 2) + [(0, n - k), (0, 0)]) + u_eye
+  la = lax.linalg.triangular_solve(l, pdx, left_side=True, lower=True,
+                                   unit_diagonal=True)
+  lau = lax.linalg.triangular_solve(u, la, left_side=False, lower=False)
+  lu_dot = _mm(l, _tril(lau, -1)) + _mm(_triu(lau), u)
+  return [lu_dot, None, None]
+
+
+# Symmetric and Hermitian eigendecomposition.
+
+@_register(["syevd"], "sd")
+@_register(["heevd"], "cz")
+def _syevd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``syevd``/``heevd``: ``(eigenvectors, eigenvalues, info)``."""
+  lower = _char(op, "uplo", "LU") == "L"
+  if _char(op, "mode", "VN") != "V":
+    return _step(_call(op, c, None, "eigenvalues without eigenvectors "
+                       "(JAX writes none)"))
+  return _step(_call(op, c, functools.partial(_syevd_tangents, lower=lower)))
+
+
+def _syevd_tangents(call, xs, ys, dxs, *, lower: bool):
+  del call, xs
+  (v, w, info), (dx,) = ys, dxs
+  a_dot = _hermitian_of_lower(_read_lower(dx, lower))
+  n = v.shape[-1]
+  wc = w.astype(v.dtype)
+  eye = jnp.eye(n, dtype=v.dtype)
+  delta = wc[..., None, :] - wc[..., :, None]
+  f = 1 / (delta + eye) - eye
+  vav = _mm(_mm(_H(v), a_dot), v)
+  dv = _mm(v, f * vav)
+  dw = jnp.real(jnp.diagonal(vav, axis1=-2, axis2=-1))
+  return [_nan_where_failed(dv, info), _nan_where_failed(dw, info), None]
+
+
+# Singular value decomposition.
+
+@_register(["gesdd", "gesvd"])
+def _gesdd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``gesdd``/``gesvd``: ``(overwritten input, s, u, vt, info)``."""
+  mode = _char(op, "mode", "ASN")
+  return _step(_call(op, c, functools.partial(_gesdd_tangents, mode=mode),
+                     "the input the routine "
+                     "overwrites, the vectors of an SVD computed without "
+                     "them, and the full vectors of a non-square matrix "
+                     "(JAX has no derivative of those)"))
+
+
+def _gesdd_tangents(call, xs, ys, dxs, *, mode: str):
+  del call
+  (a,), (_, s, u, vt, info), (dx,) = xs, ys, dxs
+  m, n = a.shape[-2:]
+  k = min(m, n)
+  if mode == "N":
+    u_k, _, vt_k = lax.linalg.svd(a, full_matrices=False, compute_uv=True)
+  else:
+    u_k, vt_k = u[..., :, :k], vt[..., :k, :]
+  v_k = _H(vt_k)
+  ds_mat = _mm(_mm(_H(u_k), dx), v_k)
+  ds = jnp.real(jnp.diagonal(ds_mat, axis1=-2, axis2=-1))
+  vectors = [NO_DERIVATIVE, NO_DERIVATIVE]
+  if mode == "S" or (mode == "A" and m == n):
+    du, dvt = _svd_vector_tangents(a, dx, s, u_k, vt_k, ds_mat)
+    vectors = [_nan_where_failed(du, info), _nan_where_failed(dvt, info)]
+  return [NO_DERIVATIVE, _nan_where_failed(ds, info), *vectors, None]
+
+
+def _svd_vector_tangents(a, da, s, u, vt, ds_mat):
+  """``svd``'s tangents of ``u`` and ``vt`` (reduced), as JAX's rule."""
+  dtype = a.dtype
+  ut, v = _H(u), _H(vt)
+  s_dim = s[..., None, :]
+  s_diffs = (s_dim + _mT(s_dim)) * (s_dim - _mT(s_dim))
+  eye = jnp.eye(s.shape[-1], dtype=s.dtype)
+  f = 1 / (s_diffs + eye) - eye
+  dss = s_dim.astype(dtype) * ds_mat
+  sds = _mT(s_dim.astype(dtype)) * ds_mat
+  s_zeros = (s == 0).astype(s.dtype)
+  s_inv = 1 / (s + s_zeros) - s_zeros
+  s_inv_mat = s_inv[..., :, None] * eye
+  dudv_diag = .5 * (ds_mat - _H(ds_mat)) * s_inv_mat.astype(dtype)
+  du = _mm(u, f.astype(dtype) * (dss + _H(dss)) + dudv_diag)
+  dv = _mm(v, f.astype(dtype) * (sds + _H(sds)))
+  m, n = a.shape[-2:]
+  if m > n:
+    dav = _mm(da, v)
+    du = du + (dav - _mm(u, _mm(ut, dav))) / s_dim.astype(dtype)
+  if n > m:
+    dahu = _mm(_H(da), u)
+    dv = dv + (dahu - _mm(v, _mm(vt, dahu))) / s_dim.astype(dtype)
+  return du, _H(dv)
+
+
+# Nonsymmetric eigendecomposition.
+
+@_register(["geev"])
+def _geev_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``geev``: ``(w, vl, vr, info)``; of real matrices ``(wr, wi, vl, vr,
+  info)``."""
+  _char(op, "compute_left", "VN")
+  right = _char(op, "compute_right", "VN") == "V"
+  return _step(_call(op, c, functools.partial(
+      _geev_tangents, real=t in "sd", right=right),
+                     "the eigenvectors of a nonsymmetric matrix (JAX "
+                     "differentiates them only where "
+                     "lax.linalg.eig(enable_eigvec_derivs=True) asks)"))
+
+
+def _geev_tangents(call, xs, ys, dxs, *, real: bool, right: bool):
+  del call
+  (a,), (dx,) = xs, dxs
+  *_, vr, info = ys
+  if not right:
+    vr = lax.linalg.eig(a, compute_left_eigenvectors=False,
+                        compute_right_eigenvectors=True)[-1]
+  da = dx.astype(vr.dtype)
+  dw = jnp.sum(jnp.linalg.solve(vr, da) * _mT(vr), axis=-1)
+  dw = _nan_where_failed(dw, info)
+  values = [jnp.real(dw), jnp.imag(dw)] if real else [dw]
+  return [*values, NO_DERIVATIVE, NO_DERIVATIVE, None]
+
+
+# Triangular and tridiagonal solves.
+
+@_register(["trsm"])
+def _trsm_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``trsm``: the solution of a triangular system."""
+  for name, allowed in (("side", "LR"), ("uplo", "LU"), ("trans_x", "NTC"),
+                        ("diag", "UN")):
+    _char(op, name, allowed)
+  if len(op.operands) != 2:
+    raise NoRule(f"a trsm of {len(op.operands)} operands (JAX writes 2)")
+  flags = {name: _char(op, name, "LRUNTC")
+           for name in ("side", "uplo", "trans_x", "diag")}
+  return _step(_call(op, c, functools.partial(_trsm_tangents, **flags),
+                     transpose=functools.partial(_trsm_transpose, **flags)))
+
+
+def _trsm_transpose(call, cts, operands, *, side, uplo, trans_x, diag):
+  """The transpose of ``b -> solve(a, b)`` (``a`` known)."""
+  del call
+  (ct,), (a, b) = cts, operands
+  if ct is None:
+    return [None, None]
+  if ad.is_undefined_primal(a) or not ad.is_undefined_primal(b):
+    raise NotImplementedError("a triangular solve is linear in its "
+                              "right-hand side only")
+  return [None, lax.linalg.triangular_solve(
+      a, ct, left_side=side == "L", lower=uplo == "L",
+      transpose_a=trans_x == "N", conjugate_a=trans_x == "C",
+      unit_diagonal=diag == "U")]
+
+
+def _trsm_tangents(call, xs, ys, dxs, *, side, uplo, trans_x, diag):
+  del call
+  (a, _), (x,), (da, db) = xs, ys, dxs
+  left, lower, unit = side == "L", uplo == "L", diag == "U"
+  transpose, conjugate = trans_x != "N", trans_x == "C"
+  k = (-1 if lower else 1) if unit else 0
+  da = _tril(da, k) if lower else _triu(da, k)
+  op_da = _H(da) if conjugate else (_mT(da) if transpose else da)
+  rhs = db - (_mm(op_da, x) if left else _mm(x, op_da))
+  return [lax.linalg.triangular_solve(
+      a, rhs, left_side=left, lower=lower, transpose_a=transpose,
+      conjugate_a=conjugate, unit_diagonal=unit)]
+
+
+@_register(["gtsv"])
+def _gtsv_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``gtsv``: ``(dl, d, du (overwritten), x, info)``."""
+  call = _call(op, c, _gtsv_tangents, "the factors the routine overwrites "
+               "its diagonals with", transpose=_gtsv_transpose)
+  if not any(call.live[:3] + call.live[4:]):
+    return _step(call)
+
+  def step(env, dl, d, du, b):
+    # The factors and the info code depend on the diagonals only (the
+    # pivots compare them): computed again for a zero right-hand side, so
+    # that they do not depend on it (a solve is linear in it, and JAX then
+    # transposes it).
+    *_, x, _ = _custom_calls.apply(call, dl, d, du, b)
+    *factors, _, info = _custom_calls.apply(call, dl, d, du,
+                                            jnp.zeros_like(b))
+    return [*factors, x, info]
+  return step
+
+
+def _gtsv_transpose(call, cts, operands):
+  """The transpose of ``b -> solve(T, b)`` (the diagonals known)."""
+  dl, d, du, b = operands
+  if (any(ad.is_undefined_primal(x) for x in (dl, d, du))
+      or not ad.is_undefined_primal(b)):
+    raise NotImplementedError("a tridiagonal solve is linear in its "
+                              "right-hand side only")
+  del call
+  *factor_cts, ct, _ = cts
+  if any(x is not None for x in factor_cts):
+    raise NotImplementedError("a cotangent of the factors gtsv overwrites "
+                              "its diagonals with")
+  if ct is None:
+    return [None] * 4
+  # T^T's diagonals: its lower one is T's upper one shifted down, and back.
+  zero = jnp.zeros_like(d[..., :1])
+  dl_t = jnp.concatenate([zero, du[..., :-1]], axis=-1)
+  du_t = jnp.concatenate([dl[..., 1:], zero], axis=-1)
+  return [None, None, None, lax.linalg.tridiagonal_solve(dl_t, d, du_t, ct)]
+
+
+def _tridiagonal_product(dl, d, du, b):
+  y = d[..., :, None] * b
+  y = y.at[..., 1:, :].add(dl[..., 1:, None] * b[..., :-1, :])
+  return y.at[..., :-1, :].add(du[..., :-1, None] * b[..., 1:, :])
+
+
+def _gtsv_tangents(call, xs, ys, dxs):
+  del call
+  (dl, d, du, _), (*_, x, info), (ddl, dd, ddu, db) = xs, ys, dxs
+  rhs = db - _tridiagonal_product(ddl, dd, ddu, x)
+  dx = lax.linalg.tridiagonal_solve(dl, d, du, rhs)
+  return [NO_DERIVATIVE] * 3 + [_nan_where_failed(dx, info), None]
+
+
+# QR: geqrf, then orgqr/ungqr of its factors.
+
+@_register(["geqrf"])
+def _geqrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``geqrf``: ``(R above the diagonal, reflectors below; taus)``."""
+  return _step(_call(op, c, _geqrf_tangents, "the Householder reflectors "
+                     "of a QR factorization (JAX differentiates its Q, "
+                     "from orgqr, and its R)"))
+
+
+def _qr_tangents(x: jax.Array, dx: jax.Array, q: jax.Array, r: jax.Array
+                 ) -> tuple[jax.Array, jax.Array]:
+  """``qr``'s reduced tangents ``(dq, dr)`` (JAX's rule), `q` m x k, `r`
+  k x n."""
+  m, n = x.shape[-2:]
+  if m < n:
+    dq, dr1 = _thin_qr_tangents(q, r[..., :, :m], dx[..., :, :m])
+    dr2 = _mm(_H(dq), x[..., :, m:]) + _mm(_H(q), dx[..., :, m:])
+    return dq, jnp.concatenate([dr1, dr2], axis=-1)
+  return _thin_qr_tangents(q, r, dx)
+
+
+def _thin_qr_tangents(q, r, dx):
+  dx_rinv = lax.linalg.triangular_solve(r, dx)
+  qt_dx_rinv = _mm(_H(q), dx_rinv)
+  lower = _tril(qt_dx_rinv, -1)
+  do = lower - _H(lower)
+  n = r.shape[-1]
+  eye = jnp.eye(n, dtype=do.dtype)
+  do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(do.dtype))
+  return _mm(q, do - qt_dx_rinv) + dx_rinv, _mm(qt_dx_rinv - do, r)
+
+
+def _reduced_qr(x, g, taus):
+  """The reduced ``(q, r)`` of geqrf's factors of `x`."""
+  m, n = x.shape[-2:]
+  k = min(m, n)
+  q = lax.linalg.householder_product(g[..., :, :k], taus)
+  return q, _triu(g[..., :k, :])
+
+
+def _geqrf_tangents(call, xs, ys, dxs):
+  del call
+  (x,), (g, taus), (dx,) = xs, ys, dxs
+  q, r = _reduced_qr(x, g, taus)
+  _, dr = _qr_tangents(x, dx, q, r)
+  m, n = x.shape[-2:]
+  dr = jnp.pad(dr, [(0, 0)] * (dr.ndim - 2) + [(0, m - dr.shape[-2]), (0, 0)])
+  upper = jnp.triu(jnp.ones((m, n), bool))
+  # The reflectors below the diagonal and the taus have no derivative:
+  # NaN, so that no use of theirs passes for one.
+  return [jnp.where(upper, dr, jnp.full_like(dr, jnp.nan)),
+          jnp.full_like(taus, jnp.nan)]
+
+
+@_register(["orgqr"], "sd")
+@_register(["ungqr"], "cz")
+def _orgqr_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``orgqr``/``ungqr``: Q of Householder reflectors; of a geqrf's
+  factors of a matrix, with ``qr``'s derivative with respect to it."""
+  source = _qr_source(op, c)
+  if source is None:
+    return _step(_call(op, c, None, "the product of Householder "
+                       "reflectors other than a QR factorization's (JAX has "
+                       "no derivative of lax.linalg.householder_product)"))
+  call = _call(op, c, _orgqr_tangents, "the full Q of a tall matrix (this "
+               "rule differentiates the reduced QR only)", leading=1)
+
+  def step(env, g, taus):
+    return _custom_calls.apply(call, env[source], g, taus)
+  return step
+
+
+def _qr_source(op: Op, c: Compiler) -> int | None:
+  """The matrix whose geqrf factors `op` multiplies, or None."""
+  taus_op = c.defining.get(op.operands[1])
+  g = op.operands[0]
+  g_op = c.defining.get(g)
+  if g_op is not None and g_op.name == "stablehlo.slice":
+    # (Of a wide matrix, the reflectors of its leading square.)
+    if (any(g_op.attrs.get("start_indices", ()))
+        or any(s != 1 for s in g_op.attrs.get("strides") or ())):
+      return None
+    g = g_op.operands[0]
+    g_op = c.defining.get(g)
+  elif g_op is not None and g_op.name == "stablehlo.pad":
+    pad_value = c.constants.get(g_op.operands[1])
+    if (pad_value is None or np.any(np.asarray(pad_value) != 0)
+        or any(g_op.attrs.get("edge_padding_low", ()))
+        or any(g_op.attrs.get("interior_padding", ()))):
+      return None
+    g = g_op.operands[0]
+    g_op = c.defining.get(g)
+  if (g_op is None or g_op is not taus_op
+      or _registry.key(g_op) not in _GEQRF
+      or g != g_op.results[0] or op.operands[1] != g_op.results[1]):
+    return None
+  return g_op.operands[0]
+
+
+_GEQRF = frozenset(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
+                   for t in "sdcz")
+
+
+def _orgqr_tangents(call, xs, ys, dxs):
+  (x, g, taus), (q_out,), (dx, _, _) = xs, ys, dxs
+  m, n = x.shape[-2:]
+  if q_out.shape[-1] != min(m, n):
+    return [NO_DERIVATIVE]
+  del call
+  _, r = _reduced_qr(x, g[..., :, :n], taus)
+  dq, _ = _qr_tangents(x, dx, q_out, r)
+  return [dq]
+
+
+# The factorizations JAX has no derivative of.
+
+@_register(["gees"])
+def _gees_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``gees``: the Schur form, vectors, eigenvalues, info."""
+  _char(op, "sort", "N")
+  return _step(_call(op, c, None, "JAX has no derivative of "
+                     "lax.linalg.schur"))
+
+
+@_register(["gehrd"])
+def _gehrd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``gehrd``: the Hessenberg form and reflectors, info."""
+  return _step(_call(op, c, None, "JAX has no derivative of "
+                     "lax.linalg.hessenberg"))
+
+
+@_register(["sytrd"], "sd")
+@_register(["hetrd"], "cz")
+def _sytrd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+  """``sytrd``/``hetrd``: the tridiagonal form, reflectors, info."""
+  return _step(_call(op, c, None, "JAX has no derivative of "
+                     "lax.linalg.tridiagonal"))
