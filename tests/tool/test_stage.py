@@ -1164,6 +1164,10 @@ def test_real_queue_no_marker_or_fork_word_reaches_upstream(root, release,
                      "refs/heads/call-tf-vmap-*").split():
     changed = _git(repo, "diff", "--name-only", f"jax-v{release.version}",
                    branch).split()
+    if not changed:
+      # A commit that did not apply changes nothing (the test above says
+      # so); `git grep` of no path would search upstream's whole tree.
+      continue
     proc = subprocess.run([*_GIT, "grep", "-n", "-e", "stage-with", "-e",
                            "# stage:", "-e", "call_tf_lib", branch, "--",
                            *changed], cwd=repo, capture_output=True,
