@@ -746,3 +746,21 @@ def test_second_derivative_of_a_bilinear_resize_refused_or_right():
                              atol=2e-3 * np.abs(want).max())
   np.testing.assert_allclose(jax.jit(jax.grad(fun))(x), g.numpy(),
                              rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("resize", [
+    lambda x: tf.image.resize(x, [5, 7], "bilinear"),
+    lambda x: tf.compat.v1.image.resize_bilinear(x[None], [5, 7])[0],
+])
+def test_second_derivative_of_a_linear_bilinear_resize_is_zero(resize):
+  # A bilinear resize is linear: its gradient (ResizeBilinearGrad) reads the
+  # image only for its shape, so the Hessian is zero, eagerly and under
+  # jit, as TF's tapes say; not refused.
+  def f(x):
+    return tf.reduce_sum(resize(x) * tf.constant(0.5))
+  x = np.random.default_rng(4).standard_normal((3, 4, 1)).astype(np.float32)
+  fun = jax2tf.call_tf(f)
+  for h in (jax.hessian(fun), jax.jit(jax.hessian(fun))):
+    got = h(x)
+    assert got.shape == x.shape + x.shape
+    np.testing.assert_array_equal(got, np.zeros_like(got))

@@ -482,15 +482,29 @@ def _jacobian_tangent(tape: tf.GradientTape, out: tf.Tensor,
 # mode finds the result unconnected (ResizeBilinearGrad: TF has no second
 # derivative of a bilinear resize). Forward mode through one is refused,
 # naming it, rather than zero. (Under jit, JAX's derivative of the
-# function's module has that second derivative.)
-UNDIFFERENTIATED_GRADIENTS = frozenset({"ResizeBilinearGrad"})
+# function's module has that second derivative.) Each maps to the inputs
+# its result is smooth in: ResizeBilinearGrad reads only the shape of its
+# second input (the original image).
+UNDIFFERENTIATED_GRADIENTS: dict[str, tuple[int, ...]] = {
+    "ResizeBilinearGrad": (0,)}
+
+# Ops whose result depends on their input's shape only, never its values:
+# a value reached only through them does not depend on the arguments.
+_SHAPE_ONLY = frozenset({"Shape", "ShapeN", "Size", "Rank", "ZerosLike",
+                         "OnesLike", "BroadcastGradientArgs"})
 
 
 def _undifferentiated_gradient_on_path(out: tf.Tensor,
                                        sources: Sequence[tf.Tensor]
                                        ) -> str | None:
   """The type of an op of :data:`UNDIFFERENTIATED_GRADIENTS` between
-  ``sources`` and ``out`` in a graph, or None (eagerly: None)."""
+  ``sources`` and ``out`` in a graph, or None (eagerly: None).
+
+  Only the values of an op's smooth inputs count: one that reaches the
+  sources only through a shape (a bilinear resize's gradient of a linear
+  function reads the image's shape) has a zero derivative, which TF's
+  answer of "unconnected" gives right.
+  """
   if tf.executing_eagerly() or not hasattr(out, "op"):
     return None
   source_ops = {id(s.op) for s in sources if hasattr(s, "op")}
@@ -502,7 +516,7 @@ def _undifferentiated_gradient_on_path(out: tf.Tensor,
       o = stack.pop()
       if id(o) in source_ops:
         return True
-      if id(o) in seen:
+      if id(o) in seen or o.type in _SHAPE_ONLY:
         continue
       seen.add(id(o))
       stack += [t.op for t in o.inputs]
@@ -516,7 +530,9 @@ def _undifferentiated_gradient_on_path(out: tf.Tensor,
     seen.add(id(op))
     if op.type in UNDIFFERENTIATED_GRADIENTS:
       if id(op) not in depends:
-        depends[id(op)] = reaches_sources(op)
+        depends[id(op)] = any(
+            reaches_sources(op.inputs[i].op)
+            for i in UNDIFFERENTIATED_GRADIENTS[op.type])
       if depends[id(op)]:
         return op.type
     stack += [t.op for t in op.inputs]
