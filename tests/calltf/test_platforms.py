@@ -45,13 +45,14 @@ from . import platform_export
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _families() -> list[str]:
+def _families(every: bool) -> list[str]:
   """The families exported: the first of each op matrix group.
 
-  Every family with ``JAX_FORK_PLATFORM_EXPORT_ALL=1``.
+  Every family (not heavy) in the full run (``--full-run``, passed by
+  ``python build/fork.py test --full``).
   """
   fams = [f for f in cases.FAMILIES if not f.heavy]
-  if os.environ.get("JAX_FORK_PLATFORM_EXPORT_ALL") == "1":
+  if every:
     return [f.name for f in fams]
   first: dict[str, str] = {}
   for f in fams:
@@ -81,9 +82,15 @@ def _run_worker(families: list[str]) -> tuple[list[dict], int, str]:
   return records, proc.returncode, proc.stderr[-3000:]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+  if "family" in metafunc.fixturenames:
+    metafunc.parametrize(
+        "family", _families(metafunc.config.getoption("--full-run")))
+
+
 @pytest.fixture(scope="module")
-def exported():
-  return _run_worker(_families())
+def exported(full_run):
+  return _run_worker(_families(full_run))
 
 
 def test_the_export_process_exits_cleanly(exported):
@@ -94,7 +101,6 @@ def test_the_export_process_exits_cleanly(exported):
   assert records
 
 
-@pytest.mark.parametrize("family", _families())
 def test_every_transformation_lowers_for_every_platform(exported, family):
   records, _, stderr = exported
   mine = [r for r in records if r["family"] == family]
