@@ -25,10 +25,15 @@ inputs and the outputs it gave. :func:`run` checks every entry:
   same module on this machine (bit for bit, a NaN matching a NaN), and the
   stored ``expected_outputs`` (to the float type's tolerance; the
   factors of a decomposition, free up to a sign or a phase per vector,
-  compared after normalizing it);
-* of a CPU module with inputs: ``jax.vmap`` of it equals a loop, and its
+  compared by invariants);
+* a CUDA or ROCm module the engine expresses is run on this machine too
+  (its GPU libraries' calls computed by the rules' LAPACK calls and
+  ``lax`` operations): its results are the stored ``expected_outputs``
+  the GPU gave, to tolerance or by invariants (XLA cannot run it here);
+* of a CPU, CUDA or ROCm module: ``jax.vmap`` of it equals a loop, and its
   ``jax.jvp`` (the engine's own derivative of the module) equals a central
-  difference of the module, or the derivative is refused by name.
+  difference of the module, or the derivative is refused by name (of a
+  module without inputs: of its custom call's operands).
 
 ``python -m tests.stablehlo.backcompat --write`` rewrites the coverage
 table in ``docs/stablehlo.md`` (between its back-compat markers), which
@@ -267,11 +272,21 @@ def _svd_matches(got, want) -> bool:
 
 
 # The files whose outputs are decompositions, free up to a sign, a phase
-# or a basis: compared with the stored ones by invariants.
+# or a basis: compared with the stored ones by invariants (a GPU module's
+# run here: its decomposition LAPACK's, the stored one the GPU's).
 _INVARIANT = {
     "cpu_eigh_lapack_syev": lambda got, want, inputs: _eigh_matches(got, want),
+    "cuda_eigh_cusolver_syev": lambda got, want, inputs: _eigh_matches(
+        got, want),
+    "gpu_eigh_solver_syev": lambda got, want, inputs: _eigh_matches(got, want),
+    "rocm_eigh_hipsolver_syev": lambda got, want, inputs: _eigh_matches(
+        got, want),
     "cpu_eig_lapack_geev": lambda got, want, inputs: _eig_matches(got, want),
     "cpu_svd_lapack_gesdd": lambda got, want, inputs: _svd_matches(got, want),
+    "cuda_svd_cusolver_gesvd": lambda got, want, inputs: _svd_matches(
+        got, want),
+    "rocm_svd_hipsolver_gesvd": lambda got, want, inputs: _svd_matches(
+        got, want),
     "cpu_schur_lapack_gees": lambda got, want, inputs: _schur_matches(
         got, want, inputs[0]),
 }
@@ -297,11 +312,14 @@ def _matches_stored(entry: Entry, got: Sequence[np.ndarray]) -> str | None:
 
 # The gauge-free functions of each decomposition's results, whose
 # derivatives a central difference checks (a vector's phase is free).
-_SMOOTH = {
-    "cpu_svd_lapack_gesdd": lambda u, s, vt: (
-        s, (u[..., :s.shape[-1]] * s[..., None, :]) @ vt[..., :s.shape[-1],
-                                                         :]),
-}
+def _svd_smooth(u, s, vt):
+  k = s.shape[-1]
+  return s, (u[..., :k] * s[..., None, :]) @ vt[..., :k, :]
+
+
+_SMOOTH = {"cpu_svd_lapack_gesdd": _svd_smooth,
+           "cuda_svd_cusolver_gesvd": _svd_smooth,
+           "rocm_svd_hipsolver_gesvd": _svd_smooth}
 
 
 def _perturbed(x: np.ndarray, k: int) -> np.ndarray:
@@ -402,10 +420,16 @@ def check(entry: Entry) -> Outcome:
       out.refused = {k: v.split(" (in: ")[0] for k, v in
                      program.reasons.items()}
       return out
-    if entry.platform != "cpu":
+    if entry.platform not in RUN_HERE:
       return out
     _run_checks(entry, program, out)
   return out
+
+
+# The platforms whose modules are run on this machine (a CPU's): the CPU's
+# (compared with XLA running them too), the GPUs' (their libraries' calls
+# computed by the rules; compared with the outputs the GPU stored).
+RUN_HERE = ("cpu", "cuda", "rocm")
 
 
 def _run_checks(entry: Entry, program: stablehlo_to_jax.Program,
@@ -416,7 +440,7 @@ def _run_checks(entry: Entry, program: stablehlo_to_jax.Program,
   except Exception as e:  # pylint: disable=broad-except
     out.failures.append(f"call: {_first_line(e)}")
     return
-  xla = _xla_run(entry)
+  xla = _xla_run(entry) if entry.platform == "cpu" else got
   if not all(_same(g, x) for g, x in zip(got, xla)):
     out.failures.append("call: differs from XLA running the module")
   elif (why := _matches_stored(entry, got)) is not None:
@@ -473,7 +497,7 @@ def _file_row(file: str, items: list[tuple[Entry, Outcome]]) -> str:
   refused_jvp = sorted({o.jvp_refused.rsplit(": ", 1)[-1].rstrip(".")
                         for _, o in items if o.jvp_refused})
   if items and all(not e.data["inputs"] for e, _ in items) and expressed \
-      and items[0][0].platform == "cpu" and len(checks) > 1:
+      and items[0][0].platform in RUN_HERE and len(checks) > 1:
     checks.append("(vmap, jvp: of its custom call's operands)")
   failing = [f"{e.key}: {'; '.join(o.failures)}" for e, o in items
              if o.failures]
@@ -502,9 +526,9 @@ def table(outcomes: dict[str, Outcome]) -> str:
     ok = sum(not o.refused and not o.unreadable for _, o in items)
     lines.append(f"- {label}: {ok} of {len(items)} modules expressed, "
                  f"{len(items) - ok} refused with the reason")
-  lines += ["", "| file | platform | entries | expressed | checked (CPU: "
-            "entries whose call, vmap, jvp (float64, complex128) matched) | "
-            "refused: op, reason |",
+  lines += ["", "| file | platform | entries | expressed | checked (CPU, "
+            "CUDA, ROCm, run on the CPU: entries whose call, vmap, jvp "
+            "(float64, complex128) matched) | refused: op, reason |",
             "|---|---|---|---|---|---|"]
   lines += [_file_row(f, items) for f, items in sorted(files.items())]
   return "\n".join(lines) + "\n"

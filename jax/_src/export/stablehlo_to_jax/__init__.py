@@ -53,7 +53,8 @@ Its modules:
 * What ``jax.export`` writes beyond the specification:
   :mod:`._custom_calls` (a custom call written again as itself),
   :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s
-  operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
+  operations), :mod:`._gpu_solver` (cuSOLVER's and hipSOLVER's calls as
+  LAPACK's, the GPU libraries' other calls as ``lax`` operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
   (sharding and placement, on one device).
 * :mod:`.module`: a serialized shape-polymorphic module refined for static
   argument shapes.
@@ -81,6 +82,7 @@ from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _lapack  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _gpu_solver  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _normalization  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _rules  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _shape_operands  # noqa: F401  # pylint: disable=unused-import

@@ -35,6 +35,14 @@ are the call's bit for bit, in every case;
 A call is described by a :class:`Call`: its target, its attributes as text
 (parsed again when it is lowered), its results' types, and how many batch
 dimensions were added.
+
+A GPU library's call whose routine is LAPACK's (cuSOLVER's ``potrf`` is
+LAPACK's: the same operands, results, info codes and untouched triangle)
+is a :class:`Call` of the LAPACK routine with the GPU call as its
+:class:`Native` form: on the CPU the call is LAPACK's, on the GPU
+platform of its library the module's own call (its results converted to
+LAPACK's order where they differ), and on any other platform lowering it
+raises :class:`NotImplementedError`, naming it.
 """
 
 from __future__ import annotations
@@ -72,6 +80,28 @@ Transpose = Callable[["Call", Sequence[Any], Sequence[Any]],
 
 
 @dataclasses.dataclass(frozen=True)
+class Native:
+  """A GPU library's call that a :class:`Call` of LAPACK's routine stands
+  for: on its platform, the call itself is written.
+
+  Attributes:
+    target: the module's ``call_target_name``.
+    attributes: its attributes as MLIR prints them.
+    platform: the platform its library runs on (``"cuda"``, ``"rocm"``).
+    results: its results' shapes and dtypes, unbatched.
+    form: how its results differ from LAPACK's: ``""`` (they are
+      LAPACK's), ``"vectors swapped"`` (an SVD of the transpose: results 2
+      and 3 are LAPACK's 3 and 2) or ``"v"`` (an SVD whose result 3 is
+      ``V``, LAPACK's the adjoint ``V^H``).
+  """
+  target: str
+  attributes: tuple[tuple[str, str], ...]
+  platform: str
+  results: tuple[tuple[tuple[int, ...], np.dtype], ...]
+  form: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class Call:
   """A custom call, as the module writes it, and its batch.
 
@@ -94,6 +124,9 @@ class Call:
     live: for each result, whether the module uses it: a result whose
       derivative the target's rule does not know (:data:`NO_DERIVATIVE`)
       refuses a derivative if it is used, and has none if not.
+    native: the GPU library's call this call of a LAPACK routine stands
+      for, written instead on its platform; None for a call written as
+      itself everywhere.
   """
   target: str
   attributes: tuple[tuple[str, str], ...]
@@ -105,6 +138,14 @@ class Call:
   leading: int = 0
   live: tuple[bool, ...] = ()
   transpose: Transpose | None = None
+  native: Native | None = None
+
+  @property
+  def name(self) -> str:
+    """The call as the module names it, for messages."""
+    if self.native is None:
+      return repr(self.target)
+    return f"{self.native.target!r} (as LAPACK's {self.target!r})"
 
   def attribute(self, name: str) -> str | None:
     return dict(self.attributes).get(name)
@@ -179,23 +220,62 @@ def _batched_attributes(call: Call) -> dict[str, str]:
   return out
 
 
+def _write(ctx, operands, target_call: Call, avals) -> list[ir.Value]:
+  attributes = {name: ir.Attribute.parse(text)
+                for name, text in _batched_attributes(target_call).items()}
+  results = [compat.aval_to_ir_type(ctx.module_context, a) for a in avals]
+  op = ir.Operation.create("stablehlo.custom_call", results=results,
+                           operands=list(operands), attributes=attributes)
+  return list(op.results)
+
+
 def _lower(ctx, *operands, call: Call):
   if call.target.startswith("lapack_"):
     compat.initialize_lapack()
-  attributes = {name: ir.Attribute.parse(text)
-                for name, text in _batched_attributes(call).items()}
-  results = [compat.aval_to_ir_type(ctx.module_context, a)
-             for a in ctx.avals_out]
-  op = ir.Operation.create("stablehlo.custom_call", results=results,
-                           operands=list(operands[call.leading:]),
-                           attributes=attributes)
-  return op.results
+  return _write(ctx, operands[call.leading:], call, ctx.avals_out)
+
+
+def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
+  """On a platform other than the CPU: a GPU library's call on its own
+  platform, as itself; a LAPACK routine that stands for one elsewhere
+  refused (the CPU's calls written as themselves, as on the CPU)."""
+  native = call.native
+  if native is None:
+    return _lower(ctx, *operands, call=call)
+  if native.platform != platform:
+    raise NotImplementedError(
+        f"The custom call {native.target!r} on {platform}: it is a "
+        f"{native.platform} library's call, which the interpreter computes "
+        f"on the CPU (as LAPACK's {call.target!r}) and on {native.platform} "
+        "(as itself), not on other platforms")
+  as_native = dataclasses.replace(call, target=native.target,
+                                  attributes=native.attributes)
+  avals = [core.ShapedArray((*call.batch, *shape), dtype)
+           for shape, dtype in native.results]
+  results = _write(ctx, operands[call.leading:], as_native, avals)
+  if native.form == "vectors swapped":
+    results[2], results[3] = results[3], results[2]
+  elif native.form == "v":
+    results[3] = _adjoint(results[3], avals[3])
+  elif native.form:
+    raise AssertionError(native.form)
+  return results
+
+
+def _adjoint(x: ir.Value, aval: core.ShapedArray) -> ir.Value:
+  """The conjugate transpose of the matrices `x` (of type `aval`)."""
+  from jax._src.lib.mlir.dialects import hlo  # pylint: disable=g-import-not-at-top
+  nb = aval.ndim - 2
+  x = hlo.transpose(x, mlir.dense_int_array((*range(nb), nb + 1, nb)))
+  if np.issubdtype(aval.dtype, np.complexfloating):
+    x = hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
+  return x
 
 
 def _batch(args, dims, *, call: Call):
   if not call.batchable:
     raise NotImplementedError(
-        f"jax.vmap of the custom call {call.target!r}: its kernel does not "
+        f"jax.vmap of the custom call {call.name}: its kernel does not "
         "take a batch")
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
   moved = [batching.bdim_at_front(a, d, size) for a, d in zip(args, dims)]
@@ -216,7 +296,7 @@ def _jvp(primals, tangents, *, call: Call):
     return results, [compat.zero_tangent(r) for r in results]
   if call.tangents is None:
     raise NotImplementedError(
-        f"Differentiation of the custom call {call.target!r}: "
+        f"Differentiation of the custom call {call.name}: "
         f"{call.no_derivative or 'JAX has no derivative of it'}.")
   operand_tangents = [_instantiate(p, t) for p, t in zip(primals, tangents)]
   out = call.tangents(call, primals, results, operand_tangents)
@@ -233,7 +313,7 @@ def _tangent(call: Call, i: int, result: jax.Array,
     if not call.live or call.live[i]:
       raise NotImplementedError(
           f"Differentiation of result {i} of the custom call "
-          f"{call.target!r}: {call.no_derivative or 'JAX has no derivative of it'}.")
+          f"{call.name}: {call.no_derivative or 'JAX has no derivative of it'}.")
     return compat.zero_tangent(result)  # (the module does not use it)
   return tangent
 
@@ -241,7 +321,7 @@ def _tangent(call: Call, i: int, result: jax.Array,
 def _transpose(cts, *operands, call: Call):
   if call.transpose is None:
     raise NotImplementedError(
-        f"Transposing the custom call {call.target!r}: it is not linear in "
+        f"Transposing the custom call {call.name}: it is not linear in "
         "its operands")
   cts = [None if type(ct) is ad.Zero else ct for ct in cts]  # pylint: disable=unidiomatic-typecheck
   if all(ct is None for ct in cts):
@@ -252,5 +332,9 @@ def _transpose(cts, *operands, call: Call):
 call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
 ad.primitive_transposes[call_p] = _transpose
 mlir.register_lowering(call_p, _lower)
+for _platform in ("cuda", "rocm", "tpu"):
+  mlir.register_lowering(
+      call_p, functools.partial(_lower_off_cpu, platform=_platform),
+      platform=_platform)
 batching.primitive_batchers[call_p] = _batch
 ad.primitive_jvps[call_p] = _jvp

@@ -518,16 +518,24 @@ def _geqrf_tangents(call, xs, ys, dxs):
 
 @_register(["orgqr"], "sd")
 @_register(["ungqr"], "cz")
-def _orgqr_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
+def _orgqr_rule(op: Op, c: Compiler, t: str,
+                form: Callable[[Call], Call] = lambda call: call
+                ) -> _registry.Step:
   """``orgqr``/``ungqr``: Q of Householder reflectors; of a geqrf's
-  factors of a matrix, with ``qr``'s derivative with respect to it."""
+  factors of a matrix, with ``qr``'s derivative with respect to it.
+
+  `form` makes the call of `op` (a GPU library's call: LAPACK's, standing
+  for it; see ._gpu_solver).
+  """
   source = _qr_source(op, c)
   if source is None:
-    return _step(_call(op, c, None, "the product of Householder "
-                       "reflectors other than a QR factorization's (JAX has "
-                       "no derivative of lax.linalg.householder_product)"))
-  call = _call(op, c, _orgqr_tangents, "the full Q of a tall matrix (this "
-               "rule differentiates the reduced QR only)", leading=1)
+    return _step(form(_call(op, c, None, "the product of Householder "
+                            "reflectors other than a QR factorization's (JAX "
+                            "has no derivative of "
+                            "lax.linalg.householder_product)")))
+  call = form(_call(op, c, _orgqr_tangents, "the full Q of a tall matrix "
+                    "(this rule differentiates the reduced QR only)",
+                    leading=1))
 
   def step(env, g, taus):
     return _custom_calls.apply(call, env[source], g, taus)
@@ -561,8 +569,11 @@ def _qr_source(op: Op, c: Compiler) -> int | None:
   return g_op.operands[0]
 
 
-_GEQRF = frozenset(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
-                   for t in "sdcz")
+# (And the GPU libraries' geqrf, whose routine is LAPACK's: ._gpu_solver.)
+_GEQRF = frozenset([*(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
+                      for t in "sdcz"),
+                    "stablehlo.custom_call @cusolver_geqrf_ffi",
+                    "stablehlo.custom_call @hipsolver_geqrf_ffi"])
 
 
 def _orgqr_tangents(call, xs, ys, dxs):

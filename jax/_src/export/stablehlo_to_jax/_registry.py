@@ -92,22 +92,29 @@ PADDED_ONLY_IN = (
     "slices, reshapes, broadcasts, transposes, gathers and reductions")
 
 
-# The libraries of other platforms whose custom calls JAX writes: the
-# interpreter has rules for the CPU's (LAPACK), whose results it checks.
+# The libraries of other platforms whose custom calls JAX writes, and what
+# the interpreter has rules for: LAPACK's calls (the CPU's), and the GPU
+# libraries' calls whose routines are LAPACK's or lax operations.
+_GPU_RULES = ("it has rules for the calls JAX writes now whose routines are "
+              "LAPACK's (potrf, getrf, geqrf, orgqr, syevd, sytrd, gesvd, "
+              "gesdd, gesvdj) or lax operations (LU pivots, gtsv2, "
+              "threefry2x32)")
 _PLATFORM_LIBRARIES = (
-    (("cusolver_", "cusparse_", "cu_", "cublas"), "a CUDA library's"),
-    (("hipsolver_", "hipsparse_", "hip_", "rocsolver"), "a ROCm library's"),
-    (("Eigh", "LuDecomposition", "Svd", "TopK"), "a TPU's"),
+    (("cusolver_", "cusparse_", "cu_", "cublas"), "a CUDA library's",
+     _GPU_RULES),
+    (("hipsolver_", "hipsparse_", "hip_", "rocsolver"), "a ROCm library's",
+     _GPU_RULES),
+    (("Eigh", "LuDecomposition", "Svd", "TopK"), "a TPU's",
+     "it has rules for the CPU's LAPACK calls, whose results it can check"),
 )
 
 
 def _unknown_custom_call(target: object) -> str:
   """The reason a custom call of `target` has no rule."""
-  for prefixes, library in _PLATFORM_LIBRARIES:
+  for prefixes, library, rules in _PLATFORM_LIBRARIES:
     if isinstance(target, str) and target.startswith(prefixes):
       return (f"custom call target {target!r}: {library} call, which the "
-              "interpreter has no rule for (it has rules for the CPU's "
-              "LAPACK calls, whose results it can check); an artifact "
+              f"interpreter has no rule for ({rules}); an artifact "
               "exported for the CPU (platforms=('cpu', ...)) batches and "
               "differentiates on the CPU")
   return (f"custom call target {target!r} has no JAX equivalent (or none "

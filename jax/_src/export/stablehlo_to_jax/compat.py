@@ -152,6 +152,17 @@ def initialize_lapack() -> None:
   lapack._lapack.initialize()  # pylint: disable=protected-access
 
 
+def threefry2x32_p() -> core.Primitive:
+  """JAX's ``threefry2x32`` primitive (in ``jax._src.random`` since 0.7,
+  ``jax._src.prng`` before)."""
+  try:
+    from jax._src.random import threefry2x32  # pylint: disable=g-import-not-at-top
+    return threefry2x32.threefry2x32_p
+  except ImportError:
+    from jax._src import prng  # pylint: disable=g-import-not-at-top
+    return prng.threefry2x32_p
+
+
 def zero_tangent(x: ArrayLike) -> ad.Zero:
   """A symbolic zero tangent for the primal value `x`."""
   from_primal = getattr(ad.Zero, "from_primal_value", None)

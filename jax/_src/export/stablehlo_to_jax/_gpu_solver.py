@@ -1,0 +1,342 @@
+# Copyright 2026 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The GPU libraries' custom calls ``jax.export`` writes for CUDA and ROCm.
+
+JAX lowers ``lax.linalg``'s operations on a GPU to jaxlib's cuSOLVER and
+hipSOLVER kernels (``cusolver_<routine>_ffi``, ``hipsolver_<routine>_ffi``),
+whose routines are LAPACK's: the same operands, the same results in the
+same layout (factors in place, the triangle not read left as it was,
+pivots numbered from 1, an info code that is LAPACK's). Each such call is
+a call of the LAPACK routine (:mod:`._lapack`: batched as one call,
+differentiated as the ``lax`` operation that wrote it) with the GPU call
+as its native form (:class:`._custom_calls.Native`): computed by LAPACK on
+the CPU, by the call itself on its own GPU platform.
+
+========================  ===========================  ====================
+GPU call                  LAPACK routine                written by
+========================  ===========================  ====================
+``potrf``                 ``potrf`` (``lower``:        ``cholesky``
+                          ``uplo``)
+``getrf``                 ``getrf``                     ``lu``
+``geqrf``, ``orgqr``      ``geqrf``, ``orgqr/ungqr``    ``qr``
+``syevd`` (any            ``syevd/heevd``               ``eigh``
+``algorithm``)
+``sytrd``                 ``sytrd/hetrd``               ``tridiagonal``
+``gesvd``, ``gesdd``,     ``gesdd`` (``gesvd``'s        ``svd``
+``gesvdj``                ``transposed`` and
+                          ``gesvdj``'s ``V``: LAPACK's
+                          results reordered, adjoint)
+========================  ===========================  ====================
+
+Where a decomposition is free (an eigenvector's sign, a singular vector's
+phase, the basis of a repeated eigenvalue's space), LAPACK's is a
+decomposition of the same matrix, not necessarily the GPU's; the other
+results are the GPU's to rounding. Where a factorization fails, its info
+code is LAPACK's (which the GPU libraries share: JAX's lowering compares
+it with 0) and its partial factors LAPACK's.
+
+The calls that are ``lax`` operations themselves:
+
+* ``cu_lu_pivots_to_permutation``/``hip_lu_pivots_to_permutation``: the
+  permutation of LU's row swaps (0-based), as the kernel computes it (a
+  swap out of range skipped);
+* ``cusparse_gtsv2_ffi``: ``lax.linalg.tridiagonal_solve`` (a singular
+  system's solution NaN);
+* ``cu_threefry2x32_ffi``/``hip_threefry2x32_ffi``: JAX's ``threefry2x32``
+  primitive, bit for bit on every platform.
+
+An SVD without its vectors (``compute_uv`` false), whose vector results
+are placeholders, is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import dataclasses
+import functools
+
+import jax
+from jax import lax
+from jax._src.export.stablehlo_to_jax import _custom_calls
+from jax._src.export.stablehlo_to_jax import _interpret
+from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _lapack
+from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import compat
+import jax.numpy as jnp
+import numpy as np
+
+NoRule = _ir.NoRule
+Op = _ir.Op
+Compiler = _interpret.Compiler
+Call = _custom_calls.Call
+
+_LIBRARIES = {"cusolver": "cuda", "hipsolver": "rocm"}
+_TYPE_LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+                 np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+_CONFIG = "mhlo.backend_config"
+
+
+def _type_letter(op: Op) -> str:
+  t = op.operand_types[0]
+  dtype = np.dtype(t.dtype) if isinstance(t, _ir.TensorType) else None
+  if dtype not in _TYPE_LETTERS:
+    raise NoRule(f"an operand of type {t} (LAPACK's routines take float32, "
+                 "float64, complex64 and complex128)")
+  return _TYPE_LETTERS[dtype]
+
+
+def _flag(op: Op, name: str, default: bool | None = None) -> bool:
+  value = _lapack._config(op).get(name, default)  # pylint: disable=protected-access
+  if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
+    raise NoRule(f"its attribute {name}={value!r} (a boolean)")
+  return bool(value)
+
+
+def _known_config(op: Op, known: Sequence[str]) -> None:
+  unknown = sorted(set(_lapack._config(op)) - set(known))  # pylint: disable=protected-access
+  if unknown:
+    raise NoRule(f"its attributes {', '.join(unknown)}, which this rule does "
+                 "not know")
+
+
+def _config_text(config: dict[str, str]) -> str:
+  return "{" + ", ".join(f"{k} = {ord(v)} : ui8"
+                         for k, v in sorted(config.items())) + "}"
+
+
+def _as_lapack(call: Call, routine: str, t: str, config: dict[str, str],
+               form: str = "") -> Call:
+  """`call` (the GPU library's, as the module writes it) as a call of
+  LAPACK's ``routine`` with `config`, standing for it."""
+  library = call.target.split("_", 1)[0]
+  native = _custom_calls.Native(call.target, call.attributes,
+                                _LIBRARIES[library], call.results, form)
+  target = f"lapack_{t}{routine}_ffi"
+  attributes = dict(call.attributes)
+  if attributes.get("call_target_name") != f'"{call.target}"':
+    raise NoRule("a call whose target's text is not its name")
+  attributes["call_target_name"] = f'"{target}"'
+  attributes[_CONFIG] = _config_text(config)
+  results, live = list(call.results), list(call.live)
+  if form == "vectors swapped":
+    results[2], results[3] = results[3], results[2]
+    live[2], live[3] = live[3], live[2]
+  elif form == "v":
+    shape, dtype = results[3]
+    results[3] = ((*shape[:-2], shape[-1], shape[-2]), dtype)
+  return dataclasses.replace(
+      call, target=target,
+      attributes=tuple(sorted(attributes.items())), results=tuple(results),
+      live=tuple(live), native=native)
+
+
+def _register(routine: str) -> ...:
+  """Registers a rule for ``cusolver_<routine>_ffi`` and
+  ``hipsolver_<routine>_ffi``."""
+  def decorate(rule):
+    for library in _LIBRARIES:
+      _registry.rule(f"stablehlo.custom_call @{library}_{routine}_ffi")(rule)
+    return rule
+  return decorate
+
+
+def _step(call: Call, form: str = "") -> _registry.Step:
+  """The step of `call` (LAPACK's), its results in the GPU call's order."""
+  def step(env, *xs):
+    ys = list(_custom_calls.apply(call, *xs))
+    if form == "vectors swapped":
+      ys[2], ys[3] = ys[3], ys[2]
+    elif form == "v":
+      ys[3] = _lapack._H(ys[3])  # pylint: disable=protected-access
+    return ys
+  return step
+
+
+@_register("potrf")
+def _potrf_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``potrf``: ``(factor, info)``, LAPACK's."""
+  t = _type_letter(op)
+  _known_config(op, ["lower"])
+  lower = _flag(op, "lower")
+  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
+      _lapack._potrf_tangents, lower=lower))  # pylint: disable=protected-access
+  return _step(_as_lapack(call, "potrf", t, {"uplo": "L" if lower else "U"}))
+
+
+@_register("getrf")
+def _getrf_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``getrf``: ``(lu, pivots (1-based), info)``, LAPACK's."""
+  t = _type_letter(op)
+  _known_config(op, [])
+  call = _lapack._call(op, c, _lapack._getrf_tangents)  # pylint: disable=protected-access
+  return _step(_as_lapack(call, "getrf", t, {}))
+
+
+@_register("geqrf")
+def _geqrf_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``geqrf``: ``(R and reflectors, taus)``, LAPACK's."""
+  t = _type_letter(op)
+  _known_config(op, [])
+  call = _lapack._call(op, c, _lapack._geqrf_tangents, "the Householder "  # pylint: disable=protected-access
+                       "reflectors of a QR factorization (JAX differentiates "
+                       "its Q, from orgqr, and its R)")
+  return _step(_as_lapack(call, "geqrf", t, {}))
+
+
+@_register("orgqr")
+def _orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``orgqr`` (``ungqr`` of complex matrices): LAPACK's."""
+  t = _type_letter(op)
+  _known_config(op, [])
+  routine = "orgqr" if t in "sd" else "ungqr"
+  return _lapack._orgqr_rule(  # pylint: disable=protected-access
+      op, c, t, form=lambda call: _as_lapack(call, routine, t, {}))
+
+
+@_register("syevd")
+def _syevd_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``syevd``: ``(eigenvectors, eigenvalues, info)``, LAPACK's
+  ``syevd/heevd``'s (whatever its ``algorithm``: the decomposition)."""
+  t = _type_letter(op)
+  _known_config(op, ["lower", "algorithm"])
+  lower = _flag(op, "lower")
+  algorithm = _lapack._config(op).get("algorithm", 0)  # pylint: disable=protected-access
+  if algorithm not in (0, 1, 2):
+    raise NoRule(f"its algorithm={algorithm!r} (known: 0 default, 1 QR, 2 "
+                 "Jacobi)")
+  if len(op.result_types) != 3:
+    raise NoRule(f"a syevd of {len(op.result_types)} results (JAX writes 3)")
+  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
+      _lapack._syevd_tangents, lower=lower))  # pylint: disable=protected-access
+  routine = "syevd" if t in "sd" else "heevd"
+  return _step(_as_lapack(call, routine, t,
+                          {"mode": "V", "uplo": "L" if lower else "U"}))
+
+
+@_register("sytrd")
+def _sytrd_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``sytrd``: ``(tridiagonal form and reflectors, d, e, taus, info)``,
+  LAPACK's ``sytrd/hetrd``'s."""
+  t = _type_letter(op)
+  _known_config(op, ["lower"])
+  lower = _flag(op, "lower")
+  call = _lapack._call(op, c, None, "JAX has no derivative of "  # pylint: disable=protected-access
+                       "lax.linalg.tridiagonal")
+  routine = "sytrd" if t in "sd" else "hetrd"
+  return _step(_as_lapack(call, routine, t, {"uplo": "L" if lower else "U"}))
+
+
+def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
+  """An SVD: ``(overwritten input, s, u, vt, info)`` (``gesvdj``: ``v``;
+  ``gesvd`` of the transpose: ``vt`` and ``u`` swapped), LAPACK
+  ``gesdd``'s."""
+  t = _type_letter(op)
+  _known_config(op, ["compute_uv", "full_matrices"]
+                + ([] if jacobi else ["transposed"]))
+  if not _flag(op, "compute_uv", True):
+    raise NoRule("an SVD without its vectors (compute_uv false: the call's "
+                 "vector results are placeholders of the GPU kernel's)")
+  full = _flag(op, "full_matrices", True)
+  transposed = not jacobi and _flag(op, "transposed", False)
+  if len(op.result_types) != 5:
+    raise NoRule(f"an SVD of {len(op.result_types)} results (JAX writes 5)")
+  mode = "A" if full else "S"
+  form = "v" if jacobi else ("vectors swapped" if transposed else "")
+  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
+      _lapack._gesdd_tangents, mode=mode), "the input the routine "  # pylint: disable=protected-access
+                       "overwrites and the full vectors of a non-square "
+                       "matrix (JAX has no derivative of those)")
+  call = _as_lapack(call, "gesdd", t, {"mode": mode}, form)
+  (m, n), k = call.results[0][0][-2:], min(call.results[0][0][-2:])
+  u_shape, vt_shape = call.results[2][0][-2:], call.results[3][0][-2:]
+  want = ((m, m), (n, n)) if full else ((m, k), (k, n))
+  if (u_shape, vt_shape) != want:
+    raise NoRule(f"an SVD of a {m}x{n} matrix with vectors of shapes "
+                 f"{u_shape} and {vt_shape} (LAPACK's: {want[0]}, {want[1]})")
+  return _step(call, form)
+
+
+for _library in _LIBRARIES:
+  for _routine in ("gesvd", "gesdd"):
+    _registry.rule(f"stablehlo.custom_call @{_library}_{_routine}_ffi")(
+        functools.partial(_svd_rule, jacobi=False))
+  _registry.rule(f"stablehlo.custom_call @{_library}_gesvdj_ffi")(
+      functools.partial(_svd_rule, jacobi=True))
+
+
+# The calls that are lax operations.
+
+@_registry.rule("stablehlo.custom_call @cu_lu_pivots_to_permutation",
+                "stablehlo.custom_call @hip_lu_pivots_to_permutation")
+def _lu_pivots_to_permutation_rule(op: Op, c: Compiler) -> _registry.Step:
+  """The permutation of LU's row swaps ``pivots`` (0-based; the last
+  dimension): the identity's entries swapped in order, a swap out of
+  range skipped (the kernel's)."""
+  del c
+  (t,), (r,) = op.operand_types, op.result_types
+  if not (isinstance(t, _ir.TensorType) and isinstance(r, _ir.TensorType)
+          and np.dtype(t.dtype) == np.int32 and np.dtype(r.dtype) == np.int32
+          and len(t.shape) >= 1 and tuple(r.shape[:-1]) == tuple(
+              t.shape[:-1])):
+    raise NoRule(f"operand {t} and result {r} (JAX writes int32 pivots and "
+                 "permutations of the same batch)")
+  k, m = t.shape[-1], r.shape[-1]
+  if k > m:
+    raise NoRule(f"{k} swaps of a permutation of {m} (the kernel writes "
+                 "out of its result)")
+  return lambda env, pivots: [_lu_pivots_to_permutation(pivots, m)]
+
+
+def _lu_pivots_to_permutation(pivots: jax.Array, m: int) -> jax.Array:
+  k = pivots.shape[-1]
+  iota = lax.broadcasted_iota(np.int32, (*pivots.shape[:-1], m),
+                              pivots.ndim - 1)
+
+  def swap(i, perm):
+    j = lax.dynamic_index_in_dim(pivots, i, axis=-1, keepdims=True)
+    j = jnp.where((j >= 0) & (j < m), j, i)
+    x = lax.dynamic_index_in_dim(perm, i, axis=-1, keepdims=True)
+    y = jnp.take_along_axis(perm, j, axis=-1)
+    return jnp.where(iota == i, y, jnp.where(iota == j, x, perm))
+  return lax.fori_loop(0, k, swap, iota)
+
+
+@_registry.rule("stablehlo.custom_call @cusparse_gtsv2_ffi",
+                "stablehlo.custom_call @hipsparse_gtsv2_ffi")
+def _gtsv2_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``gtsv2``: the solution of a tridiagonal system,
+  ``lax.linalg.tridiagonal_solve``'s (NaN where it is singular)."""
+  del c
+  _known_config(op, [])
+  if len(op.operands) != 4 or len(op.result_types) != 1:
+    raise NoRule("a gtsv2 of other than 4 operands and 1 result (JAX writes "
+                 "those)")
+  return lambda env, dl, d, du, b: [
+      lax.linalg.tridiagonal_solve(dl, d, du, b)]
+
+
+@_registry.rule("stablehlo.custom_call @cu_threefry2x32_ffi",
+                "stablehlo.custom_call @hip_threefry2x32_ffi")
+def _threefry2x32_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``threefry2x32`` of keys and counts of one shape: JAX's primitive."""
+  del c
+  types = (*op.operand_types, *op.result_types)
+  if (len(op.operands) != 4 or len(op.result_types) != 2 or not all(
+      isinstance(t, _ir.TensorType) and np.dtype(t.dtype) == np.uint32
+      and tuple(t.shape) == tuple(types[0].shape) for t in types)):
+    raise NoRule("other than 4 uint32 operands and 2 results of one shape "
+                 "(JAX writes those)")
+  threefry2x32_p = compat.threefry2x32_p()
+  return lambda env, *xs: list(threefry2x32_p.bind(*xs))
