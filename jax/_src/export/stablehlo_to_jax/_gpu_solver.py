@@ -116,8 +116,21 @@ def _config_text(config: dict[str, str]) -> str:
                          for k, v in sorted(config.items())) + "}"
 
 
-def _as_lapack(call: Call, routine: str, t: str, config: dict[str, str],
-               form: str = "") -> Call:
+def _layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
+  """The layouts JAX writes for LAPACK's calls: arrays of the operand's
+  rank column-major (batch dimensions most major), the others
+  row-major."""
+  def layout(r: int) -> list[int]:
+    if r == matrix_rank and r >= 2:
+      return [r - 2, r - 1, *range(r - 3, -1, -1)]
+    return list(range(r - 1, -1, -1))
+  return "[" + ", ".join(
+      f"dense<{layout(r) if r else ''}> : tensor<{r}xindex>".replace(
+          "dense<[]>", "dense<>") for r in ranks) + "]"
+
+
+def _as_lapack(op: Op, call: Call, routine: str, t: str,
+               config: dict[str, str], form: str = "") -> Call:
   """`call` (the GPU library's, as the module writes it) as a call of
   LAPACK's ``routine`` with `config`, standing for it."""
   library = call.target.split("_", 1)[0]
@@ -136,6 +149,12 @@ def _as_lapack(call: Call, routine: str, t: str, config: dict[str, str],
   elif form == "v":
     shape, dtype = results[3]
     results[3] = ((*shape[:-2], shape[-1], shape[-2]), dtype)
+  # LAPACK's kernels read and write column-major matrices (a GPU call of
+  # the transpose has row-major ones): its layouts are JAX's for LAPACK.
+  ranks = [len(t.shape) for t in op.operand_types]
+  attributes["operand_layouts"] = _layouts_text(ranks, max(ranks))
+  attributes["result_layouts"] = _layouts_text(
+      [len(shape) for shape, _ in results], max(ranks))
   return dataclasses.replace(
       call, target=target,
       attributes=tuple(sorted(attributes.items())), results=tuple(results),
@@ -172,7 +191,7 @@ def _potrf_rule(op: Op, c: Compiler) -> _registry.Step:
   lower = _flag(op, "lower")
   call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
       _lapack._potrf_tangents, lower=lower))  # pylint: disable=protected-access
-  return _step(_as_lapack(call, "potrf", t, {"uplo": "L" if lower else "U"}))
+  return _step(_as_lapack(op, call, "potrf", t, {"uplo": "L" if lower else "U"}))
 
 
 @_register("getrf")
@@ -181,7 +200,7 @@ def _getrf_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, [])
   call = _lapack._call(op, c, _lapack._getrf_tangents)  # pylint: disable=protected-access
-  return _step(_as_lapack(call, "getrf", t, {}))
+  return _step(_as_lapack(op, call, "getrf", t, {}))
 
 
 @_register("geqrf")
@@ -192,7 +211,7 @@ def _geqrf_rule(op: Op, c: Compiler) -> _registry.Step:
   call = _lapack._call(op, c, _lapack._geqrf_tangents, "the Householder "  # pylint: disable=protected-access
                        "reflectors of a QR factorization (JAX differentiates "
                        "its Q, from orgqr, and its R)")
-  return _step(_as_lapack(call, "geqrf", t, {}))
+  return _step(_as_lapack(op, call, "geqrf", t, {}))
 
 
 @_register("orgqr")
@@ -202,7 +221,7 @@ def _orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
   _known_config(op, [])
   routine = "orgqr" if t in "sd" else "ungqr"
   return _lapack._orgqr_rule(  # pylint: disable=protected-access
-      op, c, t, form=lambda call: _as_lapack(call, routine, t, {}))
+      op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}))
 
 
 @_register("syevd")
@@ -221,7 +240,7 @@ def _syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
       _lapack._syevd_tangents, lower=lower))  # pylint: disable=protected-access
   routine = "syevd" if t in "sd" else "heevd"
-  return _step(_as_lapack(call, routine, t,
+  return _step(_as_lapack(op, call, routine, t,
                           {"mode": "V", "uplo": "L" if lower else "U"}))
 
 
@@ -235,7 +254,7 @@ def _sytrd_rule(op: Op, c: Compiler) -> _registry.Step:
   call = _lapack._call(op, c, None, "JAX has no derivative of "  # pylint: disable=protected-access
                        "lax.linalg.tridiagonal")
   routine = "sytrd" if t in "sd" else "hetrd"
-  return _step(_as_lapack(call, routine, t, {"uplo": "L" if lower else "U"}))
+  return _step(_as_lapack(op, call, routine, t, {"uplo": "L" if lower else "U"}))
 
 
 def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
@@ -254,11 +273,15 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
     raise NoRule(f"an SVD of {len(op.result_types)} results (JAX writes 5)")
   mode = "A" if full else "S"
   form = "v" if jacobi else ("vectors swapped" if transposed else "")
+  # (gesvdj computes full vectors for a reduced SVD of up to 32 rows or
+  # columns, which JAX's lowering slices: their leading min(m, n) have
+  # the reduced SVD's derivative, the others NaN.)
   call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._gesdd_tangents, mode=mode), "the input the routine "  # pylint: disable=protected-access
-                       "overwrites and the full vectors of a non-square "
-                       "matrix (JAX has no derivative of those)")
-  call = _as_lapack(call, "gesdd", t, {"mode": mode}, form)
+      _lapack._gesdd_tangents, mode=mode, completion_nan=jacobi),  # pylint: disable=protected-access
+                       "the input the routine overwrites and the full "
+                       "vectors of a non-square matrix (JAX has no "
+                       "derivative of those)")
+  call = _as_lapack(op, call, "gesdd", t, {"mode": mode}, form)
   (m, n), k = call.results[0][0][-2:], min(call.results[0][0][-2:])
   u_shape, vt_shape = call.results[2][0][-2:], call.results[3][0][-2:]
   want = ((m, m), (n, n)) if full else ((m, k), (k, n))

@@ -287,7 +287,13 @@ def _gesdd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
                      "(JAX has no derivative of those)"))
 
 
-def _gesdd_tangents(call, xs, ys, dxs, *, mode: str):
+def _gesdd_tangents(call, xs, ys, dxs, *, mode: str,
+                    completion_nan: bool = False):
+  """``svd``'s tangents; with `completion_nan`, of full vectors of a
+  non-square matrix too: those of its reduced vectors, NaN in the columns
+  of ``u`` and rows of ``vt`` past ``min(m, n)`` (an arbitrary orthonormal
+  completion, which has none: a GPU's reduced SVD computes full vectors
+  and slices them)."""
   del call
   (a,), (_, s, u, vt, info), (dx,) = xs, ys, dxs
   m, n = a.shape[-2:]
@@ -300,8 +306,13 @@ def _gesdd_tangents(call, xs, ys, dxs, *, mode: str):
   ds_mat = _mm(_mm(_H(u_k), dx), v_k)
   ds = jnp.real(jnp.diagonal(ds_mat, axis1=-2, axis2=-1))
   vectors = [NO_DERIVATIVE, NO_DERIVATIVE]
-  if mode == "S" or (mode == "A" and m == n):
+  if mode == "S" or (mode == "A" and (m == n or completion_nan)):
     du, dvt = _svd_vector_tangents(a, dx, s, u_k, vt_k, ds_mat)
+    if mode == "A" and m != n:
+      du = jnp.concatenate([du, jnp.full((*du.shape[:-1], m - k), jnp.nan,
+                                         du.dtype)], axis=-1)
+      dvt = jnp.concatenate([dvt, jnp.full((*dvt.shape[:-2], n - k, n),
+                                           jnp.nan, dvt.dtype)], axis=-2)
     vectors = [_nan_where_failed(du, info), _nan_where_failed(dvt, info)]
   return [NO_DERIVATIVE, _nan_where_failed(ds, info), *vectors, None]
 

@@ -1,0 +1,275 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""The GPU libraries' custom calls (``._gpu_solver``) on the CPU.
+
+JAX lowers a function for CUDA and ROCm on any machine: each function here
+is exported for a GPU (its module holds cuSOLVER's, hipSOLVER's, cuSPARSE's
+or the PRNG's calls), read by the engine and run on the CPU, where it must
+equal the same function run natively on the CPU (to tolerance; a
+decomposition free up to signs or phases by invariants), ``jax.vmap`` must
+equal a loop and ``jax.jvp`` the native function's. The shapes JAX's test
+data does not hold are here: wide and tall matrices (``gesvd`` of the
+transpose), reduced vectors (``gesvdj`` without them, more than 32 rows),
+the upper triangle, batches, out-of-range pivots. On the GPU platform
+itself the engine writes the module's own call again; elsewhere lowering
+it is refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+from jax import lax
+from jax._src import config
+from jax._src.export import stablehlo_to_jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+_PLATFORMS = ("cuda", "rocm")
+
+
+def _program(f: Callable, args, platform: str) -> stablehlo_to_jax.Program:
+  exported = jax.export.export(jax.jit(f), platforms=[platform])(*args)
+  program = stablehlo_to_jax.parse(exported.mlir_module())
+  assert not program.unsupported, program.reasons
+  return program
+
+
+def _targets(f: Callable, args, platform: str) -> str:
+  return jax.export.export(jax.jit(f), platforms=[platform])(
+      *args).mlir_module()
+
+
+def _close(got, want, tol=1e-9):
+  got, want = np.asarray(got), np.asarray(want)
+  assert got.shape == want.shape and got.dtype == want.dtype, (
+      got.shape, got.dtype, want.shape, want.dtype)
+  if not np.issubdtype(want.dtype, np.number):  # (float0: no tangent)
+    return
+  scale = max(float(np.max(np.abs(want), initial=0.0)), 1.0)
+  np.testing.assert_allclose(got, want, rtol=0, atol=tol * scale)
+
+
+def _rng_matrix(shape, dtype=np.float64, seed=0):
+  rng = np.random.default_rng(seed)
+  x = rng.standard_normal(shape)
+  if np.issubdtype(dtype, np.complexfloating):
+    x = x + 1j * rng.standard_normal(shape)
+  return x.astype(dtype)
+
+
+def _spd(shape, dtype=np.float64):
+  x = _rng_matrix(shape, dtype)
+  n = shape[-1]
+  return (x @ np.conj(np.swapaxes(x, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+def _check(f: Callable, args, platform: str, *, smooth: Callable | None = None,
+           tol: float = 1e-9, jvp: bool = True):
+  """``f`` exported for `platform`, run by the engine here: its values, its
+  batch and its derivative, against ``f`` here (``smooth``: the
+  gauge-free functions of its results compared)."""
+  smooth = smooth or (lambda *outs: outs)
+  program = _program(f, args, platform)
+  run = lambda *a: tuple(smooth(*program(*a)))  # noqa: E731
+  native = lambda *a: tuple(smooth(*jax.tree.leaves(f(*a))))  # noqa: E731
+  for g, w in zip(jax.jit(run)(*args), native(*args), strict=True):
+    _close(g, w, tol)
+  batch = [np.stack([a, (a * 1.5).astype(a.dtype)]) for a in args]
+  got = jax.jit(jax.vmap(run))(*batch)
+  for k in range(2):
+    for g, w in zip(got, run(*[b[k] for b in batch]), strict=True):
+      _close(np.asarray(g)[k], w, tol)
+  if jvp:
+    tangents = [_rng_matrix(a.shape, a.dtype, seed=1) for a in args]
+    try:
+      _, want = jax.jvp(native, tuple(args), tuple(tangents))
+    except NotImplementedError:
+      # JAX has none (the full vectors of a non-square matrix): the engine
+      # refuses, or (a GPU's full vectors, whose leading ones are the
+      # reduced SVD's) its derivative of the gauge-free results is a
+      # central difference's.
+      h = 1e-6
+      want = [(np.asarray(p) - np.asarray(m)) / (2 * h) for p, m in zip(
+          run(*[a + h * t for a, t in zip(args, tangents)]),
+          run(*[a - h * t for a, t in zip(args, tangents)]))]
+      try:
+        _, got = jax.jvp(run, tuple(args), tuple(tangents))
+      except NotImplementedError as e:
+        assert "Differentiation of" in str(e)
+        return
+      for g, w in zip(got, want, strict=True):
+        _close(g, w, 1e-5)
+      return
+    _, got = jax.jvp(run, tuple(args), tuple(tangents))
+    for g, w in zip(got, want, strict=True):
+      _close(g, w, 1e-7)
+
+
+def _svd_smooth(u, s, vt):
+  k = s.shape[-1]
+  return s, (u[..., :k] * s[..., None, :]) @ vt[..., :k, :]
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+  with config.enable_x64(True):
+    yield
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cholesky(platform, dtype):
+  _check(jnp.linalg.cholesky, [_spd((2, 4, 4), dtype)], platform)
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3), (2, 4, 4)])
+def test_lu_and_its_permutation(platform, shape):
+  _check(lax.linalg.lu, [_rng_matrix(shape)], platform)
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("shape,mode", [((5, 3), "reduced"), ((3, 5),
+                                                              "reduced"),
+                                        ((2, 4, 4), "complete")])
+def test_qr(platform, shape, mode):
+  _check(lambda x: jnp.linalg.qr(x, mode=mode), [_rng_matrix(shape)],
+         platform)
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eigh(platform, lower, dtype):
+  f = lambda x: lax.linalg.eigh(x, lower=lower)  # noqa: E731
+  _check(f, [_rng_matrix((2, 4, 4), dtype)], platform)
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("algorithm", [None, lax.linalg.SvdAlgorithm.QR])
+@pytest.mark.parametrize("shape,full", [((4, 4), True), ((3, 5), True),
+                                        ((5, 3), True), ((3, 5), False),
+                                        ((5, 3), False)])
+def test_svd(platform, algorithm, shape, full):
+  """``gesvdj`` (the default) and ``gesvd`` (of the transpose, for a wide
+  matrix), full and reduced vectors."""
+  f = lambda x: lax.linalg.svd(x, full_matrices=full, algorithm=algorithm)  # noqa: E731
+  text = _targets(f, [_rng_matrix(shape)], platform)
+  assert ("gesvd_ffi" if algorithm else "gesvdj_ffi") in text
+  if algorithm and shape[0] < shape[1]:
+    assert "transposed = true" in text
+  _check(f, [_rng_matrix((2, *shape), np.complex128)], platform,
+         smooth=_svd_smooth)
+
+
+def test_svd_without_full_vectors_of_a_large_matrix():
+  """``gesvdj`` in its economic mode (both sizes over 32)."""
+  f = lambda x: jnp.linalg.svd(x, full_matrices=False)  # noqa: E731
+  x = _rng_matrix((40, 34))
+  assert "full_matrices = false" in _targets(f, [x], "cuda")
+  _check(f, [x], "cuda", smooth=_svd_smooth, jvp=False)
+
+
+def test_svd_without_vectors_is_refused_by_name():
+  f = lambda x: jnp.linalg.svd(x, compute_uv=False)  # noqa: E731
+  exported = jax.export.export(jax.jit(f), platforms=["cuda"])(
+      _rng_matrix((3, 3)))
+  program = stablehlo_to_jax.parse(exported.mlir_module())
+  assert "stablehlo.custom_call @cusolver_gesvdj_ffi" in program.unsupported
+  assert "without its vectors" in " ".join(program.reasons.values())
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal(platform, lower):
+  f = lambda x: lax.linalg.tridiagonal(x, lower=lower)  # noqa: E731
+  _check(f, [_rng_matrix((2, 4, 4), np.complex128)], platform, jvp=False)
+
+
+def test_tridiagonal_solve():
+  args = [_rng_matrix((2, 5), seed=s) for s in range(3)]
+  args[1] = args[1] + 4  # (diagonally dominant)
+  args.append(_rng_matrix((2, 5, 3), seed=3))
+  assert "cusparse_gtsv2_ffi" in _targets(lax.linalg.tridiagonal_solve, args,
+                                          "cuda")
+  _check(lax.linalg.tridiagonal_solve, args, "cuda")
+
+
+def _kernel_permutation(pivots: np.ndarray, m: int) -> np.ndarray:
+  """jaxlib's GPU kernel: swaps applied in order, those out of range
+  skipped."""
+  out = np.empty((*pivots.shape[:-1], m), np.int32)
+  for index in np.ndindex(*pivots.shape[:-1]):
+    perm = list(range(m))
+    for i, j in enumerate(pivots[index]):
+      if 0 <= j < m:
+        perm[i], perm[j] = perm[j], perm[i]
+    out[index] = perm
+  return out
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+def test_lu_pivots_to_permutation_as_the_kernel(platform):
+  rng = np.random.default_rng(0)
+  pivots = rng.integers(-2, 9, size=(3, 2, 5)).astype(np.int32)
+  f = lambda p: lax.linalg.lu_pivots_to_permutation(p, 7)  # noqa: E731
+  program = _program(f, [pivots], platform)
+  np.testing.assert_array_equal(program(pivots)[0],
+                                _kernel_permutation(pivots, 7))
+  program = _program(f, [pivots[0]], platform)
+  got = jax.vmap(lambda p: program(p)[0])(pivots)
+  np.testing.assert_array_equal(got, _kernel_permutation(pivots, 7))
+
+
+@pytest.mark.parametrize("platform", _PLATFORMS)
+def test_threefry2x32_bit_for_bit(platform):
+  def f(key):
+    return jax.random.bits(jax.random.wrap_key_data(key, impl="threefry2x32"),
+                           (3, 5))
+  keys = np.array([[0, 42], [7, 1 << 31]], np.uint32)
+  with config.threefry_gpu_kernel_lowering(True):
+    text = _targets(f, [keys[0]], platform)
+    program = _program(f, [keys[0]], platform)
+  assert "threefry2x32_ffi" in text
+  for key in keys:
+    np.testing.assert_array_equal(program(key)[0], f(key))
+  np.testing.assert_array_equal(jax.vmap(lambda k: program(k)[0])(keys),
+                                jax.vmap(f)(keys))
+
+
+def test_on_its_gpu_the_engine_writes_the_modules_call_again():
+  """Exported again for CUDA, the engine's program holds cuSOLVER's call
+  itself (batched under vmap: a batch dimension added, most major);
+  for TPU, it is refused by name."""
+  x = _rng_matrix((3, 5), np.complex128)
+  f = lambda x: lax.linalg.svd(x, algorithm=lax.linalg.SvdAlgorithm.QR)  # noqa: E731
+  program = _program(f, [x], "cuda")
+  again = _targets(jax.vmap(lambda a: program(a)), [np.stack([x, x])],
+                   "cuda")
+  assert "lapack_" not in again
+  assert ("stablehlo.custom_call @cusolver_gesvd_ffi(%arg0) {"
+          "mhlo.backend_config = {compute_uv = true, full_matrices = true, "
+          "transposed = true}") in again
+  assert "(tensor<2x3x5xcomplex<f64>>) -> (tensor<2x3x5xcomplex<f64>>" in again
+  program = _program(jnp.linalg.cholesky, [_spd((3, 3))], "rocm")
+  assert "@hipsolver_potrf_ffi" in _targets(lambda a: program(a),
+                                            [_spd((3, 3))], "rocm")
+  for platform in ("tpu", "cuda"):
+    with pytest.raises(NotImplementedError,
+                       match=f"'hipsolver_potrf_ffi' on {platform}"):
+      _targets(lambda a: program(a), [_spd((3, 3))], platform)
