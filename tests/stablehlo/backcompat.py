@@ -420,7 +420,7 @@ def check(entry: Entry) -> Outcome:
       out.refused = {k: v.split(" (in: ")[0] for k, v in
                      program.reasons.items()}
       return out
-    if entry.platform not in RUN_HERE:
+    if entry.platform not in RUN_HERE and entry.file not in RUN_HERE:
       return out
     _run_checks(entry, program, out)
   return out
@@ -429,7 +429,9 @@ def check(entry: Entry) -> Outcome:
 # The platforms whose modules are run on this machine (a CPU's): the CPU's
 # (compared with XLA running them too), the GPUs' (their libraries' calls
 # computed by the rules; compared with the outputs the GPU stored).
-RUN_HERE = ("cpu", "cuda", "rocm")
+# A TPU's modules whose custom calls are lax operations that the CPU
+# computes by the same definition are run here too.
+RUN_HERE = ("cpu", "cuda", "rocm", "tpu_Lu", "tpu_Qr")
 
 
 def _run_checks(entry: Entry, program: stablehlo_to_jax.Program,
@@ -496,8 +498,10 @@ def _file_row(file: str, items: list[tuple[Entry, Outcome]]) -> str:
       checks.append(f"{check} {n}")
   refused_jvp = sorted({o.jvp_refused.rsplit(": ", 1)[-1].rstrip(".")
                         for _, o in items if o.jvp_refused})
-  if items and all(not e.data["inputs"] for e, _ in items) and expressed \
-      and items[0][0].platform in RUN_HERE and len(checks) > 1:
+  run_here = bool(items) and (items[0][0].platform in RUN_HERE
+                              or items[0][0].file in RUN_HERE)
+  if (run_here and all(not e.data["inputs"] for e, _ in items) and expressed
+      and len(checks) > 1):
     checks.append("(vmap, jvp: of its custom call's operands)")
   failing = [f"{e.key}: {'; '.join(o.failures)}" for e, o in items
              if o.failures]

@@ -185,13 +185,15 @@ def test_svd_without_full_vectors_of_a_large_matrix():
   _check(f, [x], "cuda", smooth=_svd_smooth, jvp=False)
 
 
-def test_svd_without_vectors_is_refused_by_name():
-  f = lambda x: jnp.linalg.svd(x, compute_uv=False)  # noqa: E731
-  exported = jax.export.export(jax.jit(f), platforms=["cuda"])(
-      _rng_matrix((3, 3)))
-  program = stablehlo_to_jax.parse(exported.mlir_module())
-  assert "stablehlo.custom_call @cusolver_gesvdj_ffi" in program.unsupported
-  assert "without its vectors" in " ".join(program.reasons.values())
+@pytest.mark.parametrize("platform", _PLATFORMS)
+@pytest.mark.parametrize("algorithm", [None, lax.linalg.SvdAlgorithm.QR])
+@pytest.mark.parametrize("shape", [(2, 4, 4), (3, 5), (5, 3)])
+def test_svd_without_vectors(platform, algorithm, shape):
+  """The singular values alone (``compute_uv`` false: the call's vector
+  results placeholders, which the module does not read)."""
+  f = lambda x: lax.linalg.svd(x, compute_uv=False, algorithm=algorithm)  # noqa: E731
+  assert "compute_uv = false" in _targets(f, [_rng_matrix(shape)], platform)
+  _check(f, [_rng_matrix(shape, np.complex128)], platform)
 
 
 @pytest.mark.parametrize("platform", _PLATFORMS)
@@ -266,6 +268,16 @@ def test_on_its_gpu_the_engine_writes_the_modules_call_again():
           "mhlo.backend_config = {compute_uv = true, full_matrices = true, "
           "transposed = true}") in again
   assert "(tensor<2x3x5xcomplex<f64>>) -> (tensor<2x3x5xcomplex<f64>>" in again
+  for f, call in [
+      (lambda x: lax.linalg.svd(x, compute_uv=False),
+       "@cusolver_gesvdj_ffi(%arg0) {mhlo.backend_config = {compute_uv = "
+       "false"),
+      (lambda x: lax.linalg.svd(x, full_matrices=False),
+       "@cusolver_gesvdj_ffi(%arg0) {mhlo.backend_config = {compute_uv = "
+       "true")]:
+    program = _program(f, [x], "cuda")
+    again = _targets(lambda a: program(a), [x], "cuda")  # noqa: B023
+    assert call in again and "lapack_" not in again
   program = _program(jnp.linalg.cholesky, [_spd((3, 3))], "rocm")
   assert "@hipsolver_potrf_ffi" in _targets(lambda a: program(a),
                                             [_spd((3, 3))], "rocm")
@@ -273,3 +285,12 @@ def test_on_its_gpu_the_engine_writes_the_modules_call_again():
     with pytest.raises(NotImplementedError,
                        match=f"'hipsolver_potrf_ffi' on {platform}"):
       _targets(lambda a: program(a), [_spd((3, 3))], platform)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3), (2, 4, 4)])
+def test_a_tpus_lu_decomposition(shape):
+  """TPU's ``LuDecomposition``, which ``lax.linalg.lu`` writes: on the CPU,
+  its LU (partial pivoting, 0-based pivots, the permutation)."""
+  x = _rng_matrix(shape)
+  assert "@LuDecomposition" in _targets(lax.linalg.lu, [x], "tpu")
+  _check(lax.linalg.lu, [x], "tpu")

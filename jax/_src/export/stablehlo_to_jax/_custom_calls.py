@@ -91,8 +91,10 @@ class Native:
     results: its results' shapes and dtypes, unbatched.
     form: how its results differ from LAPACK's: ``""`` (they are
       LAPACK's), ``"vectors swapped"`` (an SVD of the transpose: results 2
-      and 3 are LAPACK's 3 and 2) or ``"v"`` (an SVD whose result 3 is
-      ``V``, LAPACK's the adjoint ``V^H``).
+      and 3 are LAPACK's 3 and 2), ``"v"`` (an SVD whose result 3 is
+      ``V``, LAPACK's the adjoint ``V^H``) or ``"no vectors"`` (an SVD
+      without vectors: results 2 and 3 are placeholders the module does
+      not read, of other shapes than LAPACK's, zeros).
   """
   target: str
   attributes: tuple[tuple[str, str], ...]
@@ -257,6 +259,9 @@ def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
     results[2], results[3] = results[3], results[2]
   elif native.form == "v":
     results[3] = _adjoint(results[3], avals[3])
+  elif native.form == "no vectors":  # (placeholders the kernel leaves)
+    for i in (2, 3):
+      results[i] = mlir.full_like_aval(ctx, 0, ctx.avals_out[i])
   elif native.form:
     raise AssertionError(native.form)
   return results

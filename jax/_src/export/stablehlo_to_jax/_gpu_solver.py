@@ -56,8 +56,9 @@ The calls that are ``lax`` operations themselves:
 * ``cu_threefry2x32_ffi``/``hip_threefry2x32_ffi``: JAX's ``threefry2x32``
   primitive, bit for bit on every platform.
 
-An SVD without its vectors (``compute_uv`` false), whose vector results
-are placeholders, is refused.
+An SVD without its vectors (``compute_uv`` false) is LAPACK's without
+them; the GPU call's placeholder vector results (which its kernel does
+not write) zeros, refused where the module reads them.
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
     raise NoRule("a call whose target's text is not its name")
   attributes["call_target_name"] = f'"{target}"'
   attributes[_CONFIG] = _config_text(config)
+  # (A sharding rule of the GPU call's results' shapes; one device needs
+  # none.)
+  attributes.pop("sdy.sharding_rule", None)
   results, live = list(call.results), list(call.live)
   if form == "vectors swapped":
     results[2], results[3] = results[3], results[2]
@@ -149,6 +153,12 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
   elif form == "v":
     shape, dtype = results[3]
     results[3] = ((*shape[:-2], shape[-1], shape[-2]), dtype)
+  elif form == "no vectors":  # (LAPACK's shapes: its FFI writes none)
+    (*batch, m, n), dtype = results[0]
+    k = min(m, n)
+    full = config.get("mode") != "S" and _flag(op, "full_matrices", True)
+    results[2] = ((*batch, m, m if full else k), dtype)
+    results[3] = ((*batch, n if full else k, n), dtype)
   # LAPACK's kernels read and write column-major matrices (a GPU call of
   # the transpose has row-major ones): its layouts are JAX's for LAPACK.
   ranks = [len(t.shape) for t in op.operand_types]
@@ -179,6 +189,10 @@ def _step(call: Call, form: str = "") -> _registry.Step:
       ys[2], ys[3] = ys[3], ys[2]
     elif form == "v":
       ys[3] = _lapack._H(ys[3])  # pylint: disable=protected-access
+    elif form == "no vectors":  # (the GPU call's placeholders: unread)
+      for i in (2, 3):
+        shape, dtype = call.native.results[i]
+        ys[i] = jnp.zeros(shape, dtype)
     return ys
   return step
 
@@ -264,15 +278,19 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["compute_uv", "full_matrices"]
                 + ([] if jacobi else ["transposed"]))
-  if not _flag(op, "compute_uv", True):
-    raise NoRule("an SVD without its vectors (compute_uv false: the call's "
-                 "vector results are placeholders of the GPU kernel's)")
-  full = _flag(op, "full_matrices", True)
-  transposed = not jacobi and _flag(op, "transposed", False)
   if len(op.result_types) != 5:
     raise NoRule(f"an SVD of {len(op.result_types)} results (JAX writes 5)")
+  full = _flag(op, "full_matrices", True)
+  transposed = not jacobi and _flag(op, "transposed", False)
   mode = "A" if full else "S"
   form = "v" if jacobi else ("vectors swapped" if transposed else "")
+  if not _flag(op, "compute_uv", True):
+    # The vector results are placeholders the kernel does not write.
+    if any(r in c.live for r in op.results[2:4]):
+      raise NoRule("an SVD without its vectors (compute_uv false) whose "
+                   "placeholder vector results the module reads (the GPU "
+                   "kernel does not write them)")
+    mode, form = "N", "no vectors"
   # (gesvdj computes full vectors for a reduced SVD of up to 32 rows or
   # columns, which JAX's lowering slices: their leading min(m, n) have
   # the reduced SVD's derivative, the others NaN.)
@@ -285,6 +303,8 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   (m, n), k = call.results[0][0][-2:], min(call.results[0][0][-2:])
   u_shape, vt_shape = call.results[2][0][-2:], call.results[3][0][-2:]
   want = ((m, m), (n, n)) if full else ((m, k), (k, n))
+  if mode == "N":
+    return _step(call, form)
   if (u_shape, vt_shape) != want:
     raise NoRule(f"an SVD of a {m}x{n} matrix with vectors of shapes "
                  f"{u_shape} and {vt_shape} (LAPACK's: {want[0]}, {want[1]})")

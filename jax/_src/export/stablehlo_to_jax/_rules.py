@@ -844,6 +844,20 @@ def _qr_custom_call_rule(op: Op, c: Compiler):
   return lambda env, x: [tuple(linalg.geqrf(x))]
 
 
+@rule("stablehlo.custom_call @LuDecomposition")
+def _lu_custom_call_rule(op: Op, c: Compiler):
+  """XLA's LU with partial pivoting (TPU's), as ``lax.linalg.lu``, which
+  writes it: ``(lu, pivots, permutation)``, both 0-based (on a TPU the
+  call itself; elsewhere the platform's LU of the same definition: of a
+  matrix with an exactly zero pivot, LAPACK's factors, with the column
+  below it unscaled, where a TPU's may be inf or NaN)."""
+  del c
+  pure_custom_call(op)
+  if len(op.results) == 3:  # (jax.export's; older ones write one tuple)
+    return lambda env, x: list(lax.linalg.lu(x))
+  return lambda env, x: [tuple(lax.linalg.lu(x))]
+
+
 @rule("stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
 def _householder_product_custom_call_rule(op: Op, c: Compiler):
   """XLA's product of Householder reflectors, as lax's."""
