@@ -201,13 +201,16 @@ def _sorted_values(w: np.ndarray) -> np.ndarray:
   return w[..., np.lexsort((np.round(w.imag, 6), np.round(w.real, 6)))]
 
 
-def _clusters(w: np.ndarray, tol: float) -> list[np.ndarray]:
-  """The indices of equal eigenvalues (to `tol`), cluster by cluster."""
+def _clusters(w: np.ndarray, tol: float, noise: float = 0.0
+              ) -> list[np.ndarray]:
+  """The indices of equal eigenvalues (to `tol` relative, or within
+  `noise`: the rounding of the largest), cluster by cluster."""
   left = list(range(len(w)))
   out = []
   while left:
     i = left[0]
-    same = [j for j in left if abs(w[j] - w[i]) <= tol * max(1, abs(w[i]))]
+    same = [j for j in left
+            if abs(w[j] - w[i]) <= max(tol * max(1, abs(w[i])), noise)]
     out.append(np.array(same))
     left = [j for j in left if j not in same]
   return out
@@ -227,9 +230,14 @@ def _spans_match(w_got, v_got, w_want, v_want, tol) -> bool:
   for wg, vg, ww, vw in zip(*[np.reshape(a, (-1, *np.shape(a)[-k:]))
                               for a, k in ((w_got, 1), (v_got, 2),
                                            (w_want, 1), (v_want, 2))]):
-    for c in _clusters(ww, 1e-3):
+    # (Eigenvalues apart by less than the rounding of the largest are
+    # equal: a singular float32 matrix's zero ones, which are noise.)
+    noise = 10 * _tolerance(ww.dtype) * max(
+        1.0, float(np.max(np.abs(ww), initial=0.0)))
+    for c in _clusters(ww, 1e-3, noise):
       near = [j for j in range(len(wg)) if min(
-          abs(wg[j] - ww[i]) for i in c) <= 1e-3 * max(1, abs(ww[c[0]]))]
+          abs(wg[j] - ww[i]) for i in c) <= max(
+              1e-3 * max(1, abs(ww[c[0]])), noise)]
       if len(near) != len(c):
         return False
       if not _close(_projector(vg[:, near]), _projector(vw[:, c])):

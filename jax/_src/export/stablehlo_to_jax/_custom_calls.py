@@ -94,7 +94,8 @@ class Native:
       and 3 are LAPACK's 3 and 2), ``"v"`` (an SVD whose result 3 is
       ``V``, LAPACK's the adjoint ``V^H``) or ``"no vectors"`` (an SVD
       without vectors: results 2 and 3 are placeholders the module does
-      not read, of other shapes than LAPACK's, zeros).
+      not read, of other shapes than LAPACK's, zeros); ``"cpu only"``: an
+      older call the interpreter computes on the CPU only.
   """
   target: str
   attributes: tuple[tuple[str, str], ...]
@@ -244,6 +245,11 @@ def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
   native = call.native
   if native is None:
     return _lower(ctx, *operands, call=call)
+  if native.form == "cpu only":
+    raise NotImplementedError(
+        f"The custom call {native.target!r} on {platform}: the interpreter "
+        f"computes this older call on the CPU only (as LAPACK's "
+        f"{call.target!r})")
   if native.platform != platform:
     raise NotImplementedError(
         f"The custom call {native.target!r} on {platform}: it is a "

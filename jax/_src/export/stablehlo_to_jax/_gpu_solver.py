@@ -383,3 +383,71 @@ def _threefry2x32_rule(op: Op, c: Compiler) -> _registry.Step:
                  "(JAX writes those)")
   threefry2x32_p = compat.threefry2x32_p()
   return lambda env, *xs: list(threefry2x32_p.bind(*xs))
+
+
+# hipSOLVER's older eigendecompositions (api_version 2: their attributes an
+# opaque descriptor), in JAX's test data.
+
+_LEGACY_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64),
+                 2: np.dtype(np.complex64), 3: np.dtype(np.complex128)}
+_HIPSOLVER_FILL_MODE_LOWER = 122
+
+
+@_registry.rule("stablehlo.custom_call @hipsolver_syevd",
+                "stablehlo.custom_call @hipsolver_syevj")
+def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``hipsolver_syevd``/``syevj`` (api_version 2): ``(eigenvectors,
+  eigenvalues, info, workspace)``; its descriptor ``(type, fill mode,
+  batch, n, lwork)`` as five int32. LAPACK's ``syevd/heevd`` on the CPU
+  (the workspace, which the module does not read, zeros); on no other
+  platform."""
+  if op.attrs.get("has_side_effect") or op.attrs.get("api_version") != 2:
+    raise NoRule("an older hipSOLVER call other than the api_version 2 "
+                 "one JAX wrote")
+  config = op.attrs.get("backend_config")
+  if isinstance(config, str):
+    config = config.encode("latin-1")
+  if not isinstance(config, bytes) or len(config) != 20:
+    raise NoRule(f"a descriptor of {type(config).__name__} {config!r} (JAX "
+                 "wrote five int32: type, fill mode, batch, n, lwork)")
+  type_code, fill, batch, n, _ = np.frombuffer(config, "<i4").tolist()
+  (a,), results = op.operand_types, op.result_types
+  if not (isinstance(a, _ir.TensorType) and len(a.shape) >= 2
+          and len(results) == 4 and _LEGACY_TYPES.get(type_code) == np.dtype(
+              a.dtype) and tuple(a.shape[-2:]) == (n, n)
+          and int(np.prod(a.shape[:-2])) == batch):
+    raise NoRule(f"a descriptor (type {type_code}, batch {batch}, n {n}) "
+                 f"that does not describe its operand {a}, or other than 4 "
+                 "results")
+  if fill != _HIPSOLVER_FILL_MODE_LOWER:
+    raise NoRule(f"its fill mode {fill} (JAX wrote the lower triangle's, "
+                 f"{_HIPSOLVER_FILL_MODE_LOWER})")
+  if op.results[3] in c.live:
+    raise NoRule("its workspace result, which the module reads")
+  t = _TYPE_LETTERS[np.dtype(a.dtype)]
+  routine = "syevd" if t in "sd" else "heevd"
+  rank = len(a.shape)
+  lapack_results = tuple((tuple(r.shape), np.dtype(r.dtype))
+                         for r in results[:3])
+  attributes = (  # (as the typed FFI's calls of JAX's modules read)
+      ("call_target_name", f'"lapack_{t}{routine}_ffi"'),
+      (_CONFIG, _config_text({"mode": "V", "uplo": "L"})),
+      ("operand_layouts", _layouts_text([rank], rank)),
+      ("output_operand_aliases", "[#stablehlo.output_operand_alias<"
+       "output_tuple_indices = [0], operand_index = 0, "
+       "operand_tuple_indices = []>]"),
+      ("result_layouts", _layouts_text([rank, rank - 1, rank - 2], rank)))
+  texts = op.attrs.get(_ir.ATTRIBUTE_TEXTS) or ()
+  native = _custom_calls.Native(
+      op.attrs["call_target_name"], tuple(texts), "", tuple(
+          (tuple(r.shape), np.dtype(r.dtype)) for r in results), "cpu only")
+  call = Call(f"lapack_{t}{routine}_ffi", attributes, lapack_results,
+              tangents=functools.partial(_lapack._syevd_tangents,  # pylint: disable=protected-access
+                                         lower=True),
+              live=tuple(r in c.live for r in op.results[:3]), native=native)
+  work_shape, work_dtype = native.results[3]
+
+  def step(env, x):
+    v, w, info = _custom_calls.apply(call, x)
+    return [v, w, info, jnp.zeros(work_shape, work_dtype)]
+  return step
