@@ -56,6 +56,11 @@ The calls that are ``lax`` operations themselves:
 * ``cu_threefry2x32_ffi``/``hip_threefry2x32_ffi``: JAX's ``threefry2x32``
   primitive, bit for bit on every platform.
 
+hipSOLVER's older ``hipsolver_syevd``/``hipsolver_syevj`` (api_version
+2, their attributes an opaque descriptor, in JAX's test data) are
+LAPACK's ``syevd`` on the CPU only. (TPU's ``LuDecomposition`` is
+``lax.linalg.lu``'s, in :mod:`._rules`, beside ``Qr``.)
+
 An SVD without its vectors (``compute_uv`` false) is LAPACK's without
 them; the GPU call's placeholder vector results (which its kernel does
 not write) zeros, refused where the module reads them.
