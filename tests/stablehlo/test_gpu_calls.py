@@ -38,7 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore")
+# The lowerings checked are the default release's; older releases' JAX
+# writes older GPU targets for some (descriptors as operands), which the
+# engine refuses by name.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore"),
+    pytest.mark.skipif(not jax.__version__.startswith("0.12"),
+                       reason="the GPU lowerings of the default release")]
 _PLATFORMS = ("cuda", "rocm")
 
 

@@ -68,7 +68,7 @@ not write) zeros, refused where the module reads them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import dataclasses
 import functools
 
@@ -176,7 +176,8 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
       live=tuple(live), native=native)
 
 
-def _register(routine: str) -> ...:
+def _register(routine: str
+              ) -> Callable[[_registry.Rule], _registry.Rule]:
   """Registers a rule for ``cusolver_<routine>_ffi`` and
   ``hipsolver_<routine>_ffi``."""
   def decorate(rule):
