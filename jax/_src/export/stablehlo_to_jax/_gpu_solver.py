@@ -43,8 +43,9 @@ Where a decomposition is free (an eigenvector's sign, a singular vector's
 phase, the basis of a repeated eigenvalue's space), LAPACK's is a
 decomposition of the same matrix, not necessarily the GPU's; the other
 results are the GPU's to rounding. Where a factorization fails, its info
-code is LAPACK's (which the GPU libraries share: JAX's lowering compares
-it with 0) and its partial factors LAPACK's.
+code is LAPACK's, zero where the GPU's is zero (JAX's lowering compares
+it with 0; a Jacobi solver's code for no convergence is another nonzero
+one), and its partial factors LAPACK's.
 
 The calls that are ``lax`` operations themselves:
 
