@@ -124,7 +124,7 @@ def entries() -> list[Entry]:
       continue
     module = importlib.import_module(f"{PACKAGE}.{info.name}")
     for attr in sorted(dir(module)):
-      if attr.startswith("data_"):
+      if attr.startswith("data_") or attr == "data":  # (tpu_Eigh: `data`)
         found += [Entry(info.name, key, data)
                   for key, data in _walk(getattr(module, attr), [attr])]
   return found

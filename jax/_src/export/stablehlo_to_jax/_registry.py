@@ -105,7 +105,10 @@ _PLATFORM_LIBRARIES = (
     (("hipsolver_", "hipsparse_", "hip_", "rocsolver"), "a ROCm library's",
      _GPU_RULES),
     (("Eigh", "LuDecomposition", "Svd", "TopK"), "a TPU's",
-     "it has rules for the CPU's LAPACK calls, whose results it can check"),
+     "it has rules for the TPU's calls that lax operations write and the "
+     "CPU computes by the same definition: Qr, LuDecomposition, "
+     "ApproxTopK; Eigh is XLA's Jacobi solver, whose eigenvectors' signs "
+     "and order no lax operation reproduces"),
 )
 
 
