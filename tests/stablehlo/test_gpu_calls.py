@@ -29,6 +29,7 @@ it is refused by name.
 from __future__ import annotations
 
 from collections.abc import Callable
+import re
 
 import jax
 from jax import lax
@@ -310,3 +311,48 @@ def test_a_tpus_lu_decomposition(shape):
   x = _rng_matrix(shape)
   assert "@LuDecomposition" in _targets(lax.linalg.lu, [x], "tpu")
   _check(lax.linalg.lu, [x], "tpu")
+
+
+def _calls(text: str) -> list[str]:
+  """A module's custom calls: target, attributes and types, without the
+  value names, locations and sharding rules."""
+  out = []
+  for line in text.splitlines():
+    if "stablehlo.custom_call @" not in line:
+      continue
+    line = re.sub(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?custom>",
+                  "", line.strip())
+    line = re.sub(r"\s*loc\(#loc\d*\)$", "", line)
+    line = re.sub(r"^%[\w:#]+ = ", "", line)
+    out.append(re.sub(r"\((%[\w#]+(, )?)+\)", "(...)", line, count=1))
+  return out
+
+
+@pytest.mark.parametrize("name,f,shape", [
+    ("cholesky", lambda x: jnp.linalg.cholesky(x @ x.T + 4 * jnp.eye(4)),
+     (4, 4)),
+    ("lu", lax.linalg.lu, (3, 5)),
+    ("qr", jnp.linalg.qr, (5, 3)),
+    ("eigh", lambda x: jnp.linalg.eigh(x, UPLO="U"), (4, 4)),
+    ("svd", jnp.linalg.svd, (3, 5)),
+    ("svd QR", lambda x: lax.linalg.svd(x, algorithm=_QR), (3, 5)),
+    ("svd QR without vectors",
+     lambda x: lax.linalg.svd(x, compute_uv=False, algorithm=_QR), (3, 5)),
+    ("svd without vectors", lambda x: lax.linalg.svd(x, compute_uv=False),
+     (5, 3)),
+    ("tridiagonal", lax.linalg.tridiagonal, (4, 4))])
+@pytest.mark.parametrize("platform", _PLATFORMS)
+def test_batched_on_its_gpu_the_calls_are_jaxs_own(name, f, shape, platform):
+  """``vmap`` of the engine's program, exported for the GPU, writes the
+  very calls JAX writes for the batched function (but for their sharding
+  rules, which one device does not need)."""
+  del name
+  x = _rng_matrix(shape, np.float32)
+  program = _program(f, [x], platform)
+  batch = np.stack([x, 2 * x, 3 * x])
+  engine = _calls(_targets(jax.vmap(lambda a: program(a)), [batch],
+                           platform))
+  # (The LU pivots' permutation is lax operations, not the kernel.)
+  jax_own = [c for c in _calls(_targets(jax.vmap(f), [batch], platform))
+             if "lu_pivots_to_permutation" not in c]
+  assert engine and engine == jax_own

@@ -223,9 +223,19 @@ def _batched_attributes(call: Call) -> dict[str, str]:
   return out
 
 
-def _write(ctx, operands, target_call: Call, avals) -> list[ir.Value]:
+def _write(ctx, operands, target_call: Call, avals,
+           unbatched: Sequence[int] = ()) -> list[ir.Value]:
+  """The custom call `target_call` of `operands`; the results `unbatched`
+  keep their unbatched layout (placeholders a kernel does not write)."""
+  texts = _batched_attributes(target_call)
+  if unbatched and "result_layouts" in texts:
+    old = [m.group(0) for m in _LAYOUT.finditer(
+        dict(target_call.attributes)["result_layouts"])]
+    new = [m.group(0) for m in _LAYOUT.finditer(texts["result_layouts"])]
+    texts["result_layouts"] = "[" + ", ".join(
+        old[i] if i in unbatched else t for i, t in enumerate(new)) + "]"
   attributes = {name: ir.Attribute.parse(text)
-                for name, text in _batched_attributes(target_call).items()}
+                for name, text in texts.items()}
   results = [compat.aval_to_ir_type(ctx.module_context, a) for a in avals]
   op = ir.Operation.create("stablehlo.custom_call", results=results,
                            operands=list(operands), attributes=attributes)
@@ -258,9 +268,14 @@ def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
         "(as itself), not on other platforms")
   as_native = dataclasses.replace(call, target=native.target,
                                   attributes=native.attributes)
-  avals = [core.ShapedArray((*call.batch, *shape), dtype)
-           for shape, dtype in native.results]
-  results = _write(ctx, operands[call.leading:], as_native, avals)
+  # (An SVD without vectors has scalar placeholders, which JAX's lowering
+  # does not batch.)
+  unbatched = [i for i in (2, 3) if native.form == "no vectors"
+               and not native.results[i][0]]
+  avals = [core.ShapedArray(
+      (*([] if i in unbatched else call.batch), *shape), dtype)
+           for i, (shape, dtype) in enumerate(native.results)]
+  results = _write(ctx, operands[call.leading:], as_native, avals, unbatched)
   if native.form == "vectors swapped":
     results[2], results[3] = results[3], results[2]
   elif native.form == "v":
