@@ -339,15 +339,19 @@ def _perturbed(x: np.ndarray, k: int) -> np.ndarray:
 def _lifted(entry: Entry) -> tuple[stablehlo_to_jax.Program,
                                    list[np.ndarray]] | None:
   """For a module without inputs (it makes its custom call's operands from
-  iotas), the module with those operands its arguments, and random
-  arguments: its rules can then be batched and differentiated."""
+  iotas), the module with those operands (or those of the function call
+  that holds it) its arguments, and random arguments: its rules can then
+  be batched and differentiated."""
   from jax._src.export.stablehlo_to_jax import _ir  # pylint: disable=g-import-not-at-top
   shapes = [tuple(np.shape(x)) for x in entry.data["inputs"]]
   copy = stablehlo_to_jax.read(refined_module.refined_module_text(
       entry.data["mlir_module_serialized"], 0, shapes))
   main = copy.funcs[copy.main]
+  # (Or, where the custom call is in a function main calls, that call.)
   call = next((op for op in main.body.ops
-               if op.name == "stablehlo.custom_call"), None)
+               if op.name == "stablehlo.custom_call"), None) or next(
+                   (op for op in main.body.ops if op.name == "func.call"),
+                   None)
   if call is None:
     return None
   lifted = set(call.operands)
