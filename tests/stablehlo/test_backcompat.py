@@ -16,7 +16,9 @@
 Every file and data entry: read and expressed or refused with the reason;
 a CPU module run (XLA's results bit for bit, the stored ones to
 tolerance or by invariants), batched (``vmap`` equals a loop) and
-differentiated (``jvp`` equals a central difference, or refused by name).
+differentiated (``jvp`` equals a central difference, or refused by name);
+a CUDA or ROCm module (and TPU's LU and QR) run here by the rules, equal
+to the outputs its platform stored, batched and differentiated so.
 Never a Python error, an unreadable module without its reason, or a wrong
 number. The coverage table in ``docs/stablehlo.md`` is the run's.
 """
@@ -57,6 +59,23 @@ def test_every_cpu_module_is_expressed_and_run(outcomes):
   assert len(cpu) >= 40, sorted(cpu)
   not_run = {n: (o.refused, o.unreadable) for n, o in cpu.items()
              if "call" not in o.checks}
+  assert not not_run, not_run
+
+
+def test_every_gpu_module_is_expressed_and_run_here(outcomes):
+  """The CUDA and ROCm modules (their libraries' calls computed by the
+  rules) and TPU's LU and QR run on this machine, equal to the outputs
+  the GPU or TPU stored."""
+  if not jax.__version__.startswith(_TABLE_RELEASE):
+    pytest.skip(f"older releases' data hold older GPU targets (the table "
+                f"is of jax {_TABLE_RELEASE}'s)")
+  by_name = {e.name: e for e in _ENTRIES}
+  here = {n: o for n, o in outcomes.items()
+          if by_name[n].platform in ("cuda", "rocm")
+          or by_name[n].file in ("tpu_Lu", "tpu_Qr")}
+  assert len(here) >= 70, sorted(here)
+  not_run = {n: (o.refused, o.unreadable, o.failures)
+             for n, o in here.items() if "call" not in o.checks}
   assert not not_run, not_run
 
 
