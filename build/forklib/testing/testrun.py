@@ -39,7 +39,9 @@ in a venv of its own, with the wheel built once per release.
 
 The default release also runs NO_TF_PATHS in a venv without TensorFlow
 (NO_TF: the wheel, jaxlib and flatbuffers, as a jax.export user has them),
-where jax.export's transformations must work as they do with TensorFlow.
+where jax.export's transformations must work as they do with TensorFlow;
+its FULL run then leaves NO_TF_ONLY_PATHS (the interpreter's conformance
+cases) to that run.
 
 Runs go JOBS at a time (`--jobs N`), longest first, at most one in full
 mode; each one's output is printed whole when it ends (`run_all`).
