@@ -429,15 +429,37 @@ THETA = np.array([.7, 1.3], np.float32)
 
 
 def _right_or_refused(compute, expected, tol, errors, *names):
-  """`compute()` is `expected`, or raises one of `errors` naming `names`."""
+  """`compute()` is `expected()`, or raises one of `errors` naming `names`.
+
+  `expected` is called only for an answer (a TF reference can cost more
+  than the refusal).
+  """
   try:
     got = compute()
   except errors as e:
     assert all(n in str(e) for n in names), e
   else:
-    assert_close(got, expected, tol)
+    assert_close(got, expected(), tol)
 
 
+def test_tfp_ode_gradient_right():
+  # Was: zeros. Reverse mode of one solve: TF's gradient of the solver.
+  f = _tfp_ode()
+  x = tf.constant(THETA)
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    total = tf.reduce_sum(f(x))
+  expected = tape.gradient(total, x).numpy()
+  assert np.abs(expected).max() > .1
+  grad = jax.grad(lambda v: jnp.sum(call_tf(f)(v)))(THETA)
+  assert_close(grad, expected, 2e-3)
+
+
+# A Jacobian solves the ODE and its adjoint once per element (the
+# sequential retry), minutes on 2 cores: the full run's. The default run
+# keeps the gradient (above), the refusal under jit (below) and the op
+# matrix's tfp_ode value, vmap and jvp.
+@pytest.mark.full_run
 def test_tfp_ode_jacobian_eagerly_right_or_refused():
   # Was: zeros, for jacrev and jacfwd.
   f = _tfp_ode()
@@ -447,25 +469,23 @@ def test_tfp_ode_jacobian_eagerly_right_or_refused():
     # pfor vectorizes neither the gradient of the solver's while loop nor
     # its gradient's gradient today: refused, naming the op and the loop,
     # which works.
-    _right_or_refused(lambda: transform(call_tf(f))(THETA), expected, 2e-3,
-                      call_tf_errors.CallTfVectorizationError,
+    _right_or_refused(lambda: transform(call_tf(f))(THETA), lambda: expected,
+                      2e-3, call_tf_errors.CallTfVectorizationError,
                       "StatelessWhile", "vmap_method='sequential'")
     jac = transform(call_tf(f, vmap_method="sequential"))(THETA)
     assert_close(jac, expected, 2e-3)
-  grad = jax.grad(lambda x: jnp.sum(call_tf(f)(x)))(THETA)
-  assert_close(grad, expected.sum((0, 1)), 2e-3)
 
 
 def test_tfp_ode_jacobian_under_jit_right_or_refused():
   # Was: zeros. XLA cannot compile the gradient of the solver's while loop,
   # whose number of steps is not bounded.
   f = _tfp_ode()
-  expected = _tf_jacobian(f, THETA)
   # pfor cannot vectorize that gradient and XLA cannot compile it unbatched
   # either, so no vmap_method runs it under jit: the refusal says so, and
   # points outside jit, where "sequential" works (above).
-  _right_or_refused(lambda: jax.jit(jax.jacrev(call_tf(f)))(THETA), expected,
-                    2e-3, call_tf_errors.CallTfVectorizationError,
+  _right_or_refused(lambda: jax.jit(jax.jacrev(call_tf(f)))(THETA),
+                    lambda: _tf_jacobian(f, THETA), 2e-3,
+                    call_tf_errors.CallTfVectorizationError,
                     "StatelessWhile", "Under jax.jit no vmap_method runs it",
                     "outside jax.jit")
 

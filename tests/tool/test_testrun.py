@@ -266,7 +266,8 @@ def test_run_all_marks_the_runs_of_the_full_run_releases(monkeypatch):
   seen = []
 
   def fake_release(project, release, mode, *, pytest_args, tests_dir,
-                   wheels=None, out=None, full_run=False):
+                   wheels=None, out=None, full_run=False,
+                   with_no_tf_run=False):
     seen.append((release.version, mode, full_run))
     return testrun.Row(release=release, mode=mode, python="3.x")
 
@@ -280,6 +281,40 @@ def test_run_all_marks_the_runs_of_the_full_run_releases(monkeypatch):
   assert {m for v, m, f in seen if f} >= {testrun.FULL, testrun.NO_TF}
 
 
+@pytest.mark.parametrize("versions", [[], ["0.12.0.1"]])
+def test_the_conformance_runs_once_per_release(monkeypatch, versions):
+  """A FULL run leaves NO_TF_ONLY_PATHS to the release's NO_TF run where
+  the plan has one (`test`), and runs them where it has none
+  (`test --upstream V`)."""
+  seen = {}
+
+  def fake_release(project, release, mode, *, pytest_args, tests_dir,
+                   wheels=None, out=None, full_run=False,
+                   with_no_tf_run=False):
+    seen[(release.version, mode)] = with_no_tf_run
+    return testrun.Row(release=release, mode=mode, python="3.x")
+
+  monkeypatch.setattr(testrun, "run_release", fake_release)
+  runs = testrun.plan(MANIFEST, versions, full=False)
+  testrun.run_all(None, runs, pytest_args=[], tests_dir=None, jobs=1)
+  default = MANIFEST.default().version
+  assert seen[(default, testrun.FULL)] == (not versions)
+  assert ((default, testrun.NO_TF) in seen) == (not versions)
+
+
+
+def test_a_full_run_with_a_no_tf_run_ignores_what_that_runs(monkeypatch):
+  ignored = [f"--ignore={p}" for p in testrun.NO_TF_ONLY_PATHS]
+  for with_no_tf_run in (False, True):
+    args = _fork_suite_args(monkeypatch, testrun.FULL, False,
+                            with_no_tf_run=with_no_tf_run)
+    assert all((i in args) == with_no_tf_run for i in ignored), args
+  assert not set(ignored) & set(_fork_suite_args(
+      monkeypatch, testrun.NO_TF, False, with_no_tf_run=True))
+  for path in testrun.NO_TF_ONLY_PATHS:  # what NO_TF runs
+    assert any(path.startswith(p) for p in testrun.NO_TF_PATHS)
+
+
 @pytest.mark.parametrize("mode,full_run,passed", [
     (testrun.FULL, True, True), (testrun.NO_TF, True, True),
     (testrun.SMOKE, True, False), (testrun.SMOKE_FORK, True, False),
@@ -291,7 +326,7 @@ def test_run_release_passes_the_full_run_option(monkeypatch, mode, full_run,
   assert args[-1] == "-x"  # (the caller's arguments kept)
 
 
-def _fork_suite_args(monkeypatch, mode, full_run):
+def _fork_suite_args(monkeypatch, mode, full_run, with_no_tf_run=False):
   """The fork suite's pytest arguments of `run_release` (nothing built)."""
   import contextlib  # pylint: disable=g-import-not-at-top
   got = []
@@ -316,7 +351,7 @@ def _fork_suite_args(monkeypatch, mode, full_run):
   row = testrun.run_release(
       Project(pathlib.Path(__file__).resolve().parents[2]),
       MANIFEST.default(), mode, pytest_args=["-x"], tests_dir=None,
-      wheels=Wheels(), full_run=full_run)
+      wheels=Wheels(), full_run=full_run, with_no_tf_run=with_no_tf_run)
   assert row.ok, row.status
   return got
 

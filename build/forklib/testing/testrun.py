@@ -39,7 +39,9 @@ in a venv of its own, with the wheel built once per release.
 
 The default release also runs NO_TF_PATHS in a venv without TensorFlow
 (NO_TF: the wheel, jaxlib and flatbuffers, as a jax.export user has them),
-where jax.export's transformations must work as they do with TensorFlow.
+where jax.export's transformations must work as they do with TensorFlow;
+its FULL run then leaves NO_TF_ONLY_PATHS (the interpreter's conformance
+cases) to that run.
 
 Runs go JOBS at a time (`--jobs N`), longest first, at most one in full
 mode; each one's output is printed whole when it ends (`run_all`).
@@ -75,6 +77,12 @@ NO_TF = "jax.export, no TensorFlow"
 # upstream-style test of the pull request that brings them.
 NO_TF_PATHS = ("tests/export", "tests/stablehlo",
                "tests/upstream/export_call_transforms_test.py")
+# What the FULL run leaves to the NO_TF run of the same release, where the
+# plan has one: the interpreter's conformance cases (about 4 minutes), whose
+# engine imports no TensorFlow (tests/test_layout.py), so that TensorFlow
+# beside it changes nothing they compute. `test --upstream V` (FULL alone)
+# runs them.
+NO_TF_ONLY_PATHS = ("tests/stablehlo/test_conformance.py",)
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",
@@ -202,7 +210,7 @@ def log_dir_of(release: Release, mode: str = FULL) -> pathlib.Path:
 def run_release(project: Project, release: Release, mode: str, *,
                 pytest_args: list[str], tests_dir: pathlib.Path | None,
                 wheels: Wheels | None = None, out: TextIO | None = None,
-                full_run: bool = False) -> Row:
+                full_run: bool = False, with_no_tf_run: bool = False) -> Row:
   """Builds, installs and tests one release; never raises a ForkError.
 
   Args:
@@ -216,9 +224,14 @@ def run_release(project: Project, release: Release, mode: str, *,
     out: where the suites' output goes (default: stdout and stderr).
     full_run: in FULL and NO_TF mode, also the suite's tests marked
       `full_run` (FULL_RUN_ARG).
+    with_no_tf_run: the release also has a NO_TF run, to which a FULL run
+      leaves NO_TF_ONLY_PATHS.
   """
   if full_run and mode in (FULL, NO_TF):
     pytest_args = [FULL_RUN_ARG, *pytest_args]
+  if with_no_tf_run and mode == FULL:
+    pytest_args = [*(f"--ignore={p}" for p in NO_TF_ONLY_PATHS),
+                   *pytest_args]
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
   log_dir = log_dir_of(release, mode)
@@ -412,6 +425,7 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
   ones fill in beside the long ones.
   """
   wheels = Wheels(project)
+  no_tf = frozenset(r.version for r, m in runs if m == NO_TF)
   if jobs <= 1 or len(runs) <= 1:
     rows = []
     for release, mode in runs:
@@ -420,7 +434,8 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
       rows.append(run_release(project, release, mode,
                               pytest_args=pytest_args, tests_dir=tests_dir,
                               wheels=wheels,
-                              full_run=release.version in full_run))
+                              full_run=release.version in full_run,
+                              with_no_tf_run=release.version in no_tf))
     return rows
   print_lock = threading.Lock()
 
@@ -432,7 +447,8 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
     with open(path, "w", encoding="utf-8") as out:
       row = run_release(project, release, mode, pytest_args=pytest_args,
                         tests_dir=tests_dir, wheels=wheels, out=out,
-                        full_run=release.version in full_run)
+                        full_run=release.version in full_run,
+                        with_no_tf_run=release.version in no_tf)
     with print_lock:
       print(f"\n===== jax {release.label} on Python {row.python} ({mode}):"
             f" {row.status}, {row.seconds / 60:.1f} min; output of {path}:",
