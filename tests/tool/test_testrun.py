@@ -282,7 +282,7 @@ def test_run_all_marks_the_runs_of_the_full_run_releases(monkeypatch):
 
 
 @pytest.mark.parametrize("versions", [[], ["0.12.0.1"]])
-def test_the_conformance_runs_once_per_release(monkeypatch, versions):
+def test_the_interpreters_tests_run_once_per_release(monkeypatch, versions):
   """A FULL run leaves NO_TF_ONLY_PATHS to the release's NO_TF run where
   the plan has one (`test`), and runs them where it has none
   (`test --upstream V`)."""

@@ -40,8 +40,8 @@ in a venv of its own, with the wheel built once per release.
 The default release also runs NO_TF_PATHS in a venv without TensorFlow
 (NO_TF: the wheel, jaxlib and flatbuffers, as a jax.export user has them),
 where jax.export's transformations must work as they do with TensorFlow;
-its FULL run then leaves NO_TF_ONLY_PATHS (the interpreter's conformance
-cases) to that run.
+its FULL run then leaves NO_TF_ONLY_PATHS (the interpreter's own tests)
+to that run.
 
 Runs go JOBS at a time (`--jobs N`), longest first, at most one in full
 mode; each one's output is printed whole when it ends (`run_all`).
@@ -78,11 +78,12 @@ NO_TF = "jax.export, no TensorFlow"
 NO_TF_PATHS = ("tests/export", "tests/stablehlo",
                "tests/upstream/export_call_transforms_test.py")
 # What the FULL run leaves to the NO_TF run of the same release, where the
-# plan has one: the interpreter's conformance cases (about 4 minutes), whose
-# engine imports no TensorFlow (tests/test_layout.py), so that TensorFlow
-# beside it changes nothing they compute. `test --upstream V` (FULL alone)
-# runs them.
-NO_TF_ONLY_PATHS = ("tests/stablehlo/test_conformance.py",)
+# plan has one: the interpreter's own tests (its conformance cases, JAX's
+# back-compat data, the GPU and TPU calls: about 6 minutes), whose engine
+# imports no TensorFlow (tests/test_layout.py), so that TensorFlow beside
+# it changes nothing they compute. `test --upstream V` (FULL alone) runs
+# them.
+NO_TF_ONLY_PATHS = ("tests/stablehlo",)
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",
