@@ -193,6 +193,31 @@ def test_svd(platform, algorithm, shape, full):
          smooth=_svd_smooth)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+def test_full_vectors_past_the_leading_ones_are_not_differentiated(shape):
+  """``gesvdj``'s full vectors of a non-square matrix, read past the
+  leading ``min(m, n)`` (a projector on the null space): their completion
+  has no derivative, so forward and reverse mode refuse (a NaN tangent of
+  a constant would vanish in reverse mode: a wrong gradient)."""
+  k = min(shape)
+
+  def f(x):
+    u, _, vh = lax.linalg.svd(x, full_matrices=True)
+    if shape[0] > k:
+      rest = u[:, k:]
+      return jnp.sum(rest @ jnp.conj(rest.T) @ x * x)
+    rest = jnp.conj(vh[k:, :].T)
+    return jnp.sum(x @ (rest @ jnp.conj(rest.T)) * x)
+  x = _rng_matrix(shape)
+  program = _program(f, [x], "cuda")
+  run = lambda a: program(a)[0]  # noqa: E731
+  np.testing.assert_allclose(jax.jit(run)(x), f(x), atol=1e-9)
+  with pytest.raises(NotImplementedError, match="Differentiation of"):
+    jax.jvp(run, (x,), (x,))
+  with pytest.raises(NotImplementedError, match="Differentiation of"):
+    jax.grad(run)(x)
+
+
 def test_svd_without_full_vectors_of_a_large_matrix():
   """``gesvdj`` in its economic mode (both sizes over 32)."""
   f = lambda x: jnp.linalg.svd(x, full_matrices=False)  # noqa: E731

@@ -298,11 +298,16 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
                    "placeholder vector results the module reads (the GPU "
                    "kernel does not write them)")
     mode, form = "N", "no vectors"
-  # (gesvdj computes full vectors for a reduced SVD of up to 32 rows or
-  # columns, which JAX's lowering slices: their leading min(m, n) have
-  # the reduced SVD's derivative, the others NaN.)
+  # gesvdj computes full vectors for a reduced SVD of up to 32 rows or
+  # columns, which JAX's lowering slices: their leading min(m, n) have the
+  # reduced SVD's derivative. The others (an arbitrary completion) have
+  # none, so only where the module reads nothing but those leading ones
+  # (NaN, never read, stands for the rest); otherwise differentiating the
+  # vectors is refused (a constant's cotangent would be dropped silently
+  # in reverse mode).
+  completion = jacobi and full and _reads_leading_vectors_only(op, c)
   call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._gesdd_tangents, mode=mode, completion_nan=jacobi),  # pylint: disable=protected-access
+      _lapack._gesdd_tangents, mode=mode, completion_nan=completion),  # pylint: disable=protected-access
                        "the input the routine overwrites and the full "
                        "vectors of a non-square matrix (JAX has no "
                        "derivative of those)")
@@ -347,6 +352,63 @@ def _lu_pivots_to_permutation_rule(op: Op, c: Compiler) -> _registry.Step:
     raise NoRule(f"{k} swaps of a permutation of {m} (the kernel writes "
                  "out of its result)")
   return lambda env, pivots: [_lu_pivots_to_permutation(pivots, m)]
+
+
+def _reads_leading_vectors_only(op: Op, c: Compiler) -> bool:
+  """Whether the module reads ``gesvdj``'s full vectors of a non-square
+  matrix (``u`` of a tall one, ``v`` of a wide one) only through slices of
+  their leading ``min(m, n)`` vectors, as JAX's lowering of a reduced SVD
+  does with a GPU's full vectors (after a transpose and a conjugation,
+  elementwise, for ``v``)."""
+  m, n = op.operand_types[0].shape[-2:]
+  k = min(m, n)
+  rank = len(op.operand_types[0].shape)
+  u, v = op.results[2:4]
+  # Each value that holds the completion: the axis its vectors index (the
+  # columns of u and v at first).
+  axis = {val: rank - 1 for val, size in ((u, m), (v, n)) if size > k}
+  users: dict[int, list[Op]] = {}
+  returned: set[int] = set()
+
+  def walk(block) -> None:
+    returned.update(block.returns)
+    for o in block.ops:
+      for x in o.operands:
+        users.setdefault(x, []).append(o)
+      for r in o.regions:
+        walk(r)
+  for f in c.funcs.values():
+    walk(f.body)
+  work = list(axis)
+  while work:
+    val = work.pop()
+    if val in returned:
+      return False
+    for o in users.get(val, ()):
+      name = o.name.removeprefix("stablehlo.")
+      if name == "slice":
+        if int(o.attrs["limit_indices"][axis[val]]) > k:
+          return False
+        continue
+      if name == "transpose":
+        new_axis = list(o.attrs["permutation"]).index(axis[val])
+      elif name in _POSITIONWISE and len(o.results) == 1:
+        if any(axis.get(x, axis[val]) != axis[val] for x in o.operands):
+          return False
+        new_axis = axis[val]
+      else:
+        return False
+      (result,) = o.results
+      if axis.setdefault(result, new_axis) != new_axis:
+        return False
+      work.append(result)
+  return True
+
+
+# Ops whose result's element at each position is computed from the
+# operands' elements at that position alone.
+_POSITIONWISE = frozenset({"real", "imag", "negate", "complex", "convert",
+                           "copy"})
 
 
 def _lu_pivots_to_permutation(pivots: jax.Array, m: int) -> jax.Array:
