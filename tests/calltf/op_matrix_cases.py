@@ -1177,7 +1177,7 @@ FAMILIES: tuple[Family, ...] = (
                "TFP's adjoint (a while loop of data-dependent trip count) "
                "is refused under jit and vectorized by no method: each "
                "derivative column is a known refusal or gap, whose "
-               "sequential retry solves the ODE per element, 2 to 10 "
+               "sequential retry solves the ODE per element, 0.5 to 10 "
                "minutes a case on the shared 2-core machine; the default "
                "run proves the solve, its batching and its tangents "
                "(value, jit, vmap, jit(vmap), jvp), and refusals and gaps "

@@ -153,8 +153,8 @@ def initialize_lapack() -> None:
 
 
 def threefry2x32_p() -> core.Primitive:
-  """JAX's ``threefry2x32`` primitive (in ``jax._src.random`` since 0.7,
-  ``jax._src.prng`` before)."""
+  """JAX's ``threefry2x32`` primitive (in ``jax._src.random`` in newer
+  releases, as 0.12; ``jax._src.prng`` in older ones, as 0.9)."""
   try:
     from jax._src.random import threefry2x32  # pylint: disable=g-import-not-at-top
     return threefry2x32.threefry2x32_p
