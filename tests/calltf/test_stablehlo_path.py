@@ -764,3 +764,18 @@ def test_second_derivative_of_a_linear_bilinear_resize_is_zero(resize):
     got = h(x)
     assert got.shape == x.shape + x.shape
     np.testing.assert_array_equal(got, np.zeros_like(got))
+
+
+def test_second_derivative_through_a_bilinear_resize_beside_other_terms():
+  # TF's tangent of the gradient is connected through x**3 and leaves out
+  # the resize's term (ResizeBilinearGrad has no gradient): refused, not
+  # the other terms alone (review).
+  def f(x):
+    return (tf.reduce_sum(tf.image.resize(x, [5, 7], "bilinear") ** 3)
+            + tf.reduce_sum(x ** 3))
+  x = np.random.default_rng(5).standard_normal((3, 4, 1)).astype(np.float32)
+  fun = jax2tf.call_tf(f)
+  with pytest.raises(errors.CallTfDerivativeError, match="ResizeBilinearGrad"):
+    jax.hessian(fun)(x)
+  with pytest.raises(errors.CallTfDerivativeError, match="ResizeBilinearGrad"):
+    jax.jvp(jax.grad(fun), (x,), (np.ones_like(x),))

@@ -221,6 +221,19 @@ class _AccumulatorChoices:
   """
   max_signatures: int = _MAX_SIGNATURES
   exact: dict[_SignatureKey, bool] = dataclasses.field(default_factory=dict)
+  # Per signature, of an eager call: the gradient kernel TF does not
+  # differentiate on a path from the arguments, or None (see _tangents).
+  dropped: dict[_SignatureKey, str | None] = dataclasses.field(
+      default_factory=dict)
+
+  def dropped_kernel(self, key: _SignatureKey,
+                     find: Callable[[], str | None]) -> str | None:
+    """The kernel kept for ``key``, found with ``find()`` if none is."""
+    if key not in self.dropped:
+      if len(self.dropped) >= self.max_signatures:
+        self.dropped.clear()
+      self.dropped[key] = find()
+    return self.dropped[key]
 
   def choose(self, key: _SignatureKey, decide: Callable[[], bool]) -> bool:
     """The choice kept for ``key``, made with ``decide()`` if there is none.
@@ -271,6 +284,13 @@ def _tangents(callable_tf: Callable[..., Any], choices: _AccumulatorChoices,
     errors.CallTfDerivativeError: an op on the way has no gradient of its
       gradient.
   """
+  if tf.executing_eagerly():
+    # Eager tensors keep no graph to look for a kernel TF does not
+    # differentiate (_dense_tangent looks in a graph): a trace of its own.
+    if (dropped := choices.dropped_kernel(
+        _signature_key(args_tf, tangents_tf),
+        lambda: _dropped_in_a_trace(callable_tf, args_tf, tangents_tf))):
+      raise errors.no_tf_gradient_error(dropped, forward=True)
   with (tf_overrides.slice_gradient_outside_xla(),
         tf_overrides.custom_gradients_recorded_as_eagerly()):
     try:
@@ -292,6 +312,34 @@ def _tangents(callable_tf: Callable[..., Any], choices: _AccumulatorChoices,
       if _NO_GRADIENT_RE.search(str(e)) is None:
         raise
       return _tangents_from_jacobians(callable_tf, args_tf, tangents_tf)
+
+
+def _dropped_in_a_trace(callable_tf: Callable[..., Any], args_tf: Any,
+                        tangents_tf: Any) -> str | None:
+  """A kernel of UNDIFFERENTIATED_GRADIENTS between the arguments with
+  tangents and an output, in a trace of ``callable_tf`` (never run), or
+  None (also where it does not trace: its eager call then says why)."""
+  flat_args, args_tree = tree_util.tree_flatten(args_tf)
+  has_tangent = [t is not None for t in _flat_tangents(tangents_tf)]
+  found: list[str | None] = [None]
+
+  def probe(*flat):
+    outs = [tf.convert_to_tensor(r) for r in tf.nest.flatten(
+        callable_tf(*args_tree.unflatten(list(flat))))]
+    sources = [a for a, t in zip(flat, has_tangent) if t]
+    for o in outs:
+      if (dropped := _undifferentiated_gradient_on_path(o, sources)):
+        found[0] = dropped
+        break
+    return outs
+
+  specs = [tf.TensorSpec(a.shape, a.dtype) for a in flat_args]
+  try:
+    with _caching_device_kept():
+      tf.function(probe, autograph=False).get_concrete_function(*specs)
+  except Exception:  # pylint: disable=broad-except
+    return None
+  return found[0]
 
 
 def _tangents_from_jacobians(callable_tf: Callable[..., Any], args_tf: Any,
@@ -419,22 +467,26 @@ def _dense_tangent(tape: tf.GradientTape,
   to the arguments gets the tangent reverse mode gives it, ``J t`` with
   ``J`` TF's Jacobian (:func:`_jacobian_tangent`).
 
+  A gradient kernel TF does not differentiate (``ResizeBilinearGrad``) on
+  a path from the arguments leaves its term out of every tangent TF
+  computes, connected or not (its forward mode and its reverse mode alike):
+  such a tangent is refused, naming the op.
+
   Raises:
-    errors.CallTfDerivativeError: the tangent of a complex output is unknown.
+    errors.CallTfDerivativeError: the tangent of a complex output is
+      unknown, or TF's leaves out a term (above).
   """
-  if jvp is not None:
-    return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
   if out.shape.num_elements() == 0:
     return tf.zeros(out.shape, out.dtype)  # (holds no value)
   sources = [a for a, _ in watched]
+  if (dropped := _undifferentiated_gradient_on_path(out, sources)):
+    raise errors.no_tf_gradient_error(dropped, forward=True)
+  if jvp is not None:
+    return tf.convert_to_tensor(jvp)  # a gather's gradient: IndexedSlices
   grads = tape.gradient(out, sources,
                         unconnected_gradients=tf.UnconnectedGradients.NONE)
   if all(g is None for g in grads):
-    # Unconnected, or connected only through a gradient kernel TF does not
-    # differentiate (its tangent is not zero, but TF has none).
-    if (dropped := _undifferentiated_gradient_on_path(out, sources)):
-      raise errors.no_tf_gradient_error(dropped, forward=True)
-    return tf.zeros_like(out)
+    return tf.zeros_like(out)  # (unconnected: above, not through a kernel)
   if out.dtype.is_complex or any(a.dtype.is_complex for a in sources):
     raise errors.tangent_unknown_error(
         index, [] if tf.executing_eagerly()
