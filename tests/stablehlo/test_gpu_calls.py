@@ -193,6 +193,21 @@ def test_svd(platform, algorithm, shape, full):
          smooth=_svd_smooth)
 
 
+def test_a_gpu_call_of_other_layouts_is_refused():
+  """A rule reads the GPU call's matrices in the layouts JAX writes: a
+  module whose call has others (the transpose, for a potrf) is refused by
+  name, not computed on the other triangle."""
+  text = _targets(jnp.linalg.cholesky, [_spd((2, 4, 4))], "cuda")
+  assert "operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>]" in text
+  assert not stablehlo_to_jax.parse(text).unsupported
+  other = text.replace(
+      "operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>]",
+      "operand_layouts = [dense<[2, 1, 0]> : tensor<3xindex>]")
+  program = stablehlo_to_jax.parse(other)
+  assert program.unsupported == ("stablehlo.custom_call @cusolver_potrf_ffi",)
+  assert "operand_layouts" in str(program.reasons)
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
 def test_full_vectors_past_the_leading_ones_are_not_differentiated(shape):
   """``gesvdj``'s full vectors of a non-square matrix, read past the

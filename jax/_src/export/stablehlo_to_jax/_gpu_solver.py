@@ -72,6 +72,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import functools
+import re
 
 import jax
 from jax import lax
@@ -136,6 +137,12 @@ def _layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
           "dense<[]>", "dense<>") for r in ranks) + "]"
 
 
+def _layouts(text: str) -> list[list[int]]:
+  """The layouts of a ``*_layouts`` attribute's text, as lists."""
+  return [[int(d) for d in re.findall(r"\d+", inner)]
+          for inner in re.findall(r"dense<([^>]*)>", text)]
+
+
 def _as_lapack(op: Op, call: Call, routine: str, t: str,
                config: dict[str, str], form: str = "") -> Call:
   """`call` (the GPU library's, as the module writes it) as a call of
@@ -167,7 +174,18 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
     results[3] = ((*batch, n if full else k, n), dtype)
   # LAPACK's kernels read and write column-major matrices (a GPU call of
   # the transpose has row-major ones): its layouts are JAX's for LAPACK.
+  # The GPU call's own must be those the rule assumes (JAX's), or its
+  # matrices would be read transposed.
   ranks = [len(t.shape) for t in op.operand_types]
+  matrix_rank = -1 if _flag(op, "transposed", False) else max(ranks)
+  for name, of in (("operand_layouts", ranks),
+                   ("result_layouts", [len(t.shape) for t in
+                                       op.result_types])):
+    given = dict(call.attributes).get(name)
+    if given is not None and _layouts(given) != _layouts(
+        _layouts_text(of, matrix_rank)):
+      raise NoRule(f"a call with {name} {given} (JAX writes "
+                   f"{_layouts_text(of, matrix_rank)})")
   attributes["operand_layouts"] = _layouts_text(ranks, max(ranks))
   attributes["result_layouts"] = _layouts_text(
       [len(shape) for shape, _ in results], max(ranks))
