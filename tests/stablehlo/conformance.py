@@ -699,12 +699,17 @@ def another_instruction_set(environ: Mapping[str, str],
   than in `environ`, and what it is.
 
   Where `environ`'s ``XLA_FLAGS`` limits the instruction set
-  (``--xla_cpu_max_isa``), the same without the limit (the CPU's widest);
-  else, on a CPU with AVX-512 (`flags`), with ``--xla_cpu_max_isa=AVX2``;
-  else None (nothing wider than AVX2 to compare with).
+  (``--xla_cpu_max_isa``), the same without the limit (the CPU's widest),
+  unless the limit is AVX2 or wider on a CPU without AVX-512 (`flags`),
+  where that is the same one; else, on a CPU with AVX-512, with
+  ``--xla_cpu_max_isa=AVX2``; else None (nothing wider than AVX2 to
+  compare with).
   """
   words = environ.get("XLA_FLAGS", "").split()
   limits = [w for w in words if w.split("=", 1)[0] == _MAX_ISA]
+  if limits and "avx512f" not in flags and all(
+      w.split("=", 1)[-1].upper().startswith("AVX") for w in limits):
+    return None
   if limits:
     rest = [w for w in words if w not in limits]
     return ({**environ, "XLA_FLAGS": " ".join(rest)},

@@ -234,7 +234,10 @@ def test_a_case_with_a_tolerance_is_close_even_where_its_bits_match():
 @pytest.mark.parametrize("flags,cpu,expected", [
     ("", {"avx2", "avx512f"}, "--xla_cpu_max_isa=AVX2"),
     ("--xla_foo=1", {"avx2", "avx512f"}, "--xla_foo=1 --xla_cpu_max_isa=AVX2"),
-    ("--xla_cpu_max_isa=AVX2 --xla_foo=1", {"avx2"}, "--xla_foo=1"),
+    ("--xla_cpu_max_isa=AVX2 --xla_foo=1", {"avx2", "avx512f"},
+     "--xla_foo=1"),
+    ("--xla_cpu_max_isa=AVX2 --xla_foo=1", {"avx2"}, None),
+    ("--xla_cpu_max_isa=SSE4_2", {"avx2"}, ""),
     ("", {"avx2"}, None),
 ])
 def test_another_instruction_set(flags, cpu, expected):
