@@ -292,21 +292,30 @@ def _summary_line(output: str) -> str:
   return ""
 
 
+def _report_records(path: pathlib.Path) -> tuple[list[dict], bool]:
+  """The whole records of the plugin's report, in order, and whether a
+  line that is not whole (the process died, or the disk filled, while it
+  was written) ended it."""
+  records = []
+  if path.exists():
+    for line in path.read_text(encoding="utf-8",
+                               errors="replace").splitlines():
+      try:
+        records.append(json.loads(line))
+      except json.JSONDecodeError:
+        return records, True
+  return records, False
+
+
 def report_seconds(path: pathlib.Path) -> dict[str, float]:
   """Seconds per test file of the plugin's report (setup, call and
   teardown of its tests: a session fixture's time goes to the test that
   first needs it); the slowest first."""
   seconds: dict[str, float] = {}
-  if path.exists():
-    for line in path.read_text(encoding="utf-8",
-                               errors="replace").splitlines():
-      try:
-        record = json.loads(line)
-      except json.JSONDecodeError:
-        break
-      if "nodeid" in record and "seconds" in record:
-        file = record["nodeid"].split("::", 1)[0]
-        seconds[file] = seconds.get(file, 0.) + record["seconds"]
+  for record in _report_records(path)[0]:
+    if "nodeid" in record and "seconds" in record:
+      file = record["nodeid"].split("::", 1)[0]
+      seconds[file] = seconds.get(file, 0.) + record["seconds"]
   return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
@@ -320,20 +329,16 @@ def read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
   """
   outcomes: dict[str, tuple[str, str]] = {}
   started = None
-  if path.exists():
-    for line in path.read_text(encoding="utf-8",
-                               errors="replace").splitlines():
-      try:
-        record = json.loads(line)
-      except json.JSONDecodeError:
-        started = started or f"(a test after the last whole line of {path})"
-        break
-      if "start" in record:
-        started = record["start"]
-      else:
-        outcomes[record["nodeid"]] = (record["outcome"], record["message"])
-        if record["nodeid"] == started:
-          started = None
+  records, torn = _report_records(path)
+  for record in records:
+    if "start" in record:
+      started = record["start"]
+    else:
+      outcomes[record["nodeid"]] = (record["outcome"], record["message"])
+      if record["nodeid"] == started:
+        started = None
+  if torn:
+    started = started or f"(a test after the last whole line of {path})"
   return outcomes, started
 
 
