@@ -533,6 +533,46 @@ def restored_gradient_function(op_type: str) -> Any | None:
       "found")
 
 
+def custom_gradient_function(op_type: str) -> tuple[str, str] | None:
+  """The gradient function a ``tf.custom_gradient`` was given, by name.
+
+  ``tf.custom_gradient`` in a graph registers, under the op's
+  ``_gradient_op_type``, a function (``internal_grad_fn``) whose closure
+  holds one (``tape_grad_fn``) whose closure holds the function it was
+  given.
+
+  Returns:
+    ``(module, qualified name)`` of that function, or None where the
+    registry has no such chain for ``op_type`` (another override, or TF
+    moved it: then the override is not recognized, and TF's gradients are
+    used, as for any other).
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  try:
+    fn = registry.lookup(op_type) if registry is not None else None
+  except LookupError:
+    return None
+  for wrapper in ("internal_grad_fn", "tape_grad_fn"):
+    if not getattr(fn, "__qualname__", "").endswith(
+        f"_graph_mode_decorator.<locals>.{wrapper}"):
+      return None
+    inner = [c.cell_contents for c in getattr(fn, "__closure__", None) or ()
+             if _cell_is_function(c)]
+    if len(inner) != 1:
+      return None
+    fn, = inner
+  return (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))
+
+
+def _cell_is_function(cell: Any) -> bool:
+  try:
+    return callable(cell.cell_contents) and hasattr(cell.cell_contents,
+                                                    "__code__")
+  except ValueError:  # an empty cell
+    return False
+
+
 # The module whose _gen_gradient_func wraps restored gradient functions.
 _SAVED_MODEL_LOADER = "tensorflow.python.saved_model.function_deserialization"
 
@@ -690,8 +730,14 @@ def _tf_graph_missing() -> list[str]:
        "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():
     op = tf.constant(0.).op
+    silu = tf.nn.silu(tf.constant([1.])).op
   need(isinstance(getattr(op, "_is_stateful", None), bool),
        "tf.Operation._is_stateful")
+  override = silu.node_def.attr.get("_gradient_op_type")
+  need(override is not None and (custom_gradient_function(
+      override.s.decode()) or ("",))[0] == "tensorflow.python.ops.nn_impl",
+       "tf.custom_gradient's registered gradient functions "
+       "(_graph_mode_decorator's internal_grad_fn, tape_grad_fn)")
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")
