@@ -361,6 +361,12 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
                  "gradient of %s is not its derivative at some points",
                  getattr(fn, "__name__", fn), ", ".join(sorted(_GRADIENT_WRONG)))
     return None
+  if not interp.transposable:
+    logger.debug("call_tf: reverse-mode differentiation of %s uses "
+                 "TensorFlow's VJP: JAX cannot transpose its module (a "
+                 "while loop whose trip count depends on the data, or a "
+                 "reduction with a region of its own); forward mode is "
+                 "JAX's", getattr(fn, "__name__", fn))
   out_avals = [v.aval for v in eqn.outvars]
 
   def fun(*flat):

@@ -230,7 +230,8 @@ def _softplus_select_jvp(primals, tangents):
 
 
 def cumulative_product(axis: int, reverse: bool, exclusive: bool,
-                       window: dict[str, Any]) -> Callable[..., jax.Array]:
+                       window: dict[str, Any], differentiable: bool = True
+                       ) -> Callable[..., jax.Array]:
   """tf2xla's cumulative product, with its derivative in a form JAX transposes.
 
   The value is the module's ``reduce_window`` of ``*`` from 1 (``window``:
@@ -238,11 +239,14 @@ def cumulative_product(axis: int, reverse: bool, exclusive: bool,
   derivative is JAX's of ``lax.cumprod`` along ``axis`` (of the input
   with a 1 before it, or after it in ``reverse``, where ``exclusive``),
   which is the derivative at zeros too and which JAX transposes (it cannot
-  transpose the derivative of a ``reduce_window`` of ``*``).
+  transpose the derivative of a ``reduce_window`` of ``*``). Not
+  ``differentiable`` (integers, complex numbers): the value alone.
   """
-  @jax.custom_jvp
-  def f(x):
+  def value(x):
     return lax.reduce_window(x, np.array(1, x.dtype), lax.mul, **window)
+  if not differentiable:
+    return value
+  f = jax.custom_jvp(value)
 
   def cumulative(x):
     if exclusive:
@@ -365,6 +369,8 @@ def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
   padding = (tuple((int(lo), int(hi)) for lo, hi in np.asarray(a["padding"]))
              if a.get("padding") is not None else ((0, 0),) * rank)
   axes = [i for i in range(rank) if dims[i] != 1 or padding[i] != (0, 0)]
+  if not axes:  # (an inclusive product along an axis of size 1: x itself)
+    axes = [i for i in range(rank) if shape[i] == 1][:1]
   if len(axes) != 1 or dims[axes[0]] != shape[axes[0]] or shape[axes[0]] < 1:
     return None
   axis, = axes
@@ -410,12 +416,12 @@ class TfDerivatives:
       if not _softplus_input(op, compiler):
         return None  # (the inner select: the outer one's rule ignores it)
       return lambda env, p, a, b: [_softplus_select(p, a, b)]
-    if (EXACT_BY_RULE.get(op_type) == op.name
-        and dtypes.issubdtype(dtype, np.floating)):
+    if EXACT_BY_RULE.get(op_type) == op.name:
       found = cumulative_window(op, compiler)
       if found is None:
         return None
-      product = cumulative_product(*found)
+      product = cumulative_product(
+          *found, differentiable=dtypes.issubdtype(dtype, np.floating))
       return lambda env, x, init: [product(x)]
     if op.name == "stablehlo.select":
       special = select_of_x(op_type, dtype)
