@@ -380,8 +380,10 @@ class _Family:
     }[transform]
     if transform in ("jit(jacrev)", "jit(jacfwd)") and vmap_method is None:
       jacobian = jax.jacrev if transform == "jit(jacrev)" else jax.jacfwd
-      jitted = self._jitted[transform] = jax.jit(jacobian(g))
-      run = lambda: jitted(self.x)  # noqa: E731
+      jitted = jax.jit(jacobian(g))
+      result = _tree_map_deep(np.asarray, jitted(self.x))
+      self._jitted[transform] = jitted  # (where it ran: not if refused)
+      return result
     return _tree_map_deep(np.asarray, run())
 
   def agreement(self) -> dict[str, Any] | None:
@@ -391,7 +393,7 @@ class _Family:
     (TF's gradients, or JAX's of the module), also where ties, kinks and
     zeros make conventions differ (`cases.kinks`). Runs the compiled
     functions of the two cases (they ran in this process); None where
-    either did not run here.
+    either did not run here, or was refused.
     """
     import numpy as np
     fwd, rev = (self._jitted.get(t) for t in ("jit(jacfwd)", "jit(jacrev)"))

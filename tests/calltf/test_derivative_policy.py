@@ -240,12 +240,13 @@ def tf_autodiff(monkeypatch) -> collections.Counter:
     (lambda x: tf.linalg.band_part(tf.reshape(x, [2, 2]), -1, 0),
      [1., 2., 3., 4.]),
     (tf.nn.silu, [0., -30., 2., 1e-3]),
-], ids=["softplus", "band_part", "silu"])
+    (tf.nn.softsign, [0., -30., 2., 1e-3]),
+], ids=["softplus", "band_part", "silu", "softsign"])
 def test_branches_jax_differentiates_as_tf_take_the_module(
     f_tf, point, tf_autodiff):
   """Softplus's selects (with TF's gradient from its input), MatrixBandPart's
-  and tf.nn.silu's custom gradient: JAX differentiates the module, both
-  ways, as TF's gradient."""
+  select, Softsign's abs and tf.nn.silu's custom gradient: JAX
+  differentiates the module, both ways, as TF's gradient."""
   x = np.array(point, np.float32)
   expected = _tf_jacobian(f_tf, x).reshape(np.shape(f_tf(x)) + x.shape)
   used = tf_autodiff["tf"]

@@ -105,7 +105,9 @@ ALLOWED = {
 # Relu6's clamp (0 at both bounds in both), LeakyRelu's select (no
 # non-finite branch), Sign's sign (0), MatrixBandPart's select of the
 # band or a constant 0 (TF's gradient is the band of the cotangent, JAX's
-# transpose of the select).
+# transpose of the select), Softsign's abs (x / (|x| + 1): at 0 the abs's
+# derivative is multiplied by x, so JAX's derivative is SoftsignGrad's
+# 1 / (|x| + 1)^2 everywhere).
 SAFE_BRANCHES = {
     **{t: frozenset({op}) for t, op in LOWERED_TO.items()},
     "Select": frozenset({"stablehlo.select"}),
@@ -114,6 +116,7 @@ SAFE_BRANCHES = {
     "LeakyRelu": frozenset({"stablehlo.select"}),
     "Sign": frozenset({"stablehlo.sign"}),
     "MatrixBandPart": frozenset({"stablehlo.select"}),
+    "Softsign": frozenset({"stablehlo.abs"}),
 }
 
 
