@@ -1064,7 +1064,9 @@ def forward_markdown(results: dict[str, dict]) -> list[str]:
       "`jit(jacfwd)` and `jit(jacrev)` give one Jacobian: compared at each "
       "family's point with zeros and ties (`op_matrix_cases.kinks`: every "
       "third element 0, pairs tied), where conventions at kinks would "
-      f"show, in {len(compared)} families (the others refuse one of them): "
+      f"show, in {len(compared)} families (the other "
+      f"{len(agree) - len(compared)} refuse one of the two, or did not run "
+      "them): "
       + (f"{len(differ)} differ: " + ", ".join(differ) if differ
          else "all agree") + ".", "",
       "The forward columns (`jit(jacfwd)`, `jacfwd`, `jit(hessian)`, "
