@@ -275,13 +275,6 @@ def _cache_of(callable_tf: Callable
     return {}
 
 
-def _traced(callable_tf: Callable) -> Callable:
-  """What a trace of ``callable_tf`` calls: a ``tf.function``'s Python
-  function, so that a ``jax2tf.convert`` inside converts again (its earlier
-  traces are TensorFlow's, and record no ``jax.export.Exported``)."""
-  return getattr(callable_tf, "python_function", callable_tf)
-
-
 def _concrete_function(callable_tf: Callable,
                        args_treedef: tree_util.PyTreeDef,
                        args_flat_sig_tf: Sequence[tf.TensorSpec]
@@ -289,25 +282,47 @@ def _concrete_function(callable_tf: Callable,
                                   list[jax.export.Exported]]:
   """The concrete function of ``callable_tf`` of flat arguments.
 
+  A ``tf.function``'s own traces are reused (its Python runs once per
+  signature, for call_tf's general path as for this).
+
   Args:
-    callable_tf: the TF function given to ``call_tf``.
+    callable_tf: the TF function given to ``call_tf``, or its Python
+      function (:func:`_retraced`).
     args_treedef: the pytree of its arguments.
     args_flat_sig_tf: the flat argument specs (None for symbolic sizes).
 
   Returns:
     The traced ``tf.function`` of the flat arguments, and the
     ``jax.export.Exported`` of each function ``jax2tf.convert`` converted
-    in the trace (a function restored from a SavedModel converts none).
+    in the trace (none where TensorFlow reused a trace, or for a function
+    restored from a SavedModel).
   """
-  fun = _traced(callable_tf)
-
   def flat_fun(*args_flat):
-    return fun(*args_treedef.unflatten(args_flat))
+    return callable_tf(*args_treedef.unflatten(args_flat))
   with (jax2tf_internal.inside_call_tf(),
         jax2tf_internal.exported_functions() as made):
     concrete = tf.function(flat_fun, autograph=False).get_concrete_function(
         *args_flat_sig_tf)
   return concrete, made
+
+
+def _retraced(callable_tf: Callable, walker: _GraphWalker,
+              op: tf.Operation) -> Callable | None:
+  """What to trace again to collect module ``op``'s ``Exported``, or None.
+
+  Module ``op`` has a live gradient (a ``tf.custom_gradient`` of this
+  process: ``jax2tf.convert``'s) but its conversion ran in a trace
+  TensorFlow made before (a ``tf.function`` called before): its Python
+  function converts again. Not for a function restored from a SavedModel
+  (whose gradient was saved, or not: then it has none), nor a disabled
+  gradient.
+  """
+  if (walker.gradient_disabled is not None
+      or id(op) not in walker.gradient_op_types
+      or not compat.python_gradient_registered(
+          walker.gradient_op_types[id(op)].decode())):
+    return None
+  return getattr(callable_tf, "python_function", None)
 
 
 def _input_sources(concrete_fn: tf.types.experimental.ConcreteFunction
@@ -383,7 +398,7 @@ def _live_vjp(callable_tf: Callable, args_treedef: tree_util.PyTreeDef,
   Raises:
     NotEmbeddableError: the gradient exported no module, or several.
   """
-  fun = _traced(callable_tf)
+  fun = getattr(callable_tf, "python_function", callable_tf)
 
   def flat_gradient(*args_flat):
     with tf.GradientTape() as tape:
@@ -449,6 +464,9 @@ def _embeddable_module(callable_tf: Callable,
       op, fun_name, _saved_vjp_op(walker, op))
   live_vjp = None
   primal_module = op.get_attr("module")
+  if (not exported.has_vjp() and not made
+      and (retraced := _retraced(callable_tf, walker, op)) is not None):
+    made = _concrete_function(retraced, args_treedef, args_flat_sig_tf)[1]
   if (not exported.has_vjp() and walker.gradient_disabled is None
       and any(e.mlir_module_serialized == primal_module for e in made)):
     # Converted in this trace: its gradient is jax2tf's, in this process.
