@@ -396,7 +396,7 @@ def _live_vjp(callable_tf: Callable, args_treedef: tree_util.PyTreeDef,
     returning the operands' cotangents.
 
   Raises:
-    NotEmbeddableError: the gradient exported no module, or several.
+    NotEmbeddableError: the gradient exported no module.
   """
   fun = getattr(callable_tf, "python_function", callable_tf)
 
@@ -413,12 +413,11 @@ def _live_vjp(callable_tf: Callable, args_treedef: tree_util.PyTreeDef,
         jax2tf_internal.exported_functions() as made):
     tf.function(flat_gradient, autograph=False).get_concrete_function(
         *args_flat_sig_tf)
-  vjps = {e.mlir_module_serialized: e for e in made
-          if e.mlir_module_serialized != primal_module}
-  if len(vjps) != 1:
-    raise NotEmbeddableError(
-        f"its gradient exported {len(vjps)} modules, not one")
-  return next(iter(vjps.values()))
+  # The gradient converts the VJP after the trace converted the function
+  # again (whose module some releases serialize otherwise in another trace).
+  if not made or made[-1].mlir_module_serialized == primal_module:
+    raise NotEmbeddableError("its gradient exported no module")
+  return made[-1]
 
 
 def _function_name(callable_tf: Callable) -> str:
