@@ -68,17 +68,26 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
+# The start of the error of JAX's shape refinement (``mlir``'s), which the
+# call itself raises for the same module and shapes.
+_REFINEMENT_ERROR = "Error refining shapes."
+
+
 @functools.lru_cache(maxsize=64)
 def _program(module_bytes: bytes, nr_platform_args: int,
              shapes: tuple[tuple[int, ...], ...], platform_index: int = 0
-             ) -> stablehlo_to_jax.Program | str:
-  """The module refined for ``shapes`` and interpreted, or why not; a
+             ) -> stablehlo_to_jax.Program | str | ValueError:
+  """The module refined for ``shapes`` and interpreted, or why not (a
+  string), or the call's own error where JAX's shape refinement of the
+  module fails for ``shapes`` (a shape assertion of its constraints); a
   module for several platforms, for the one of ``platform_index``."""
   try:
     text = refined_module.refined_module_text(
         module_bytes, nr_platform_args, shapes,
         platform_index if nr_platform_args else None)
   except Exception as e:  # pylint: disable=broad-except
+    if isinstance(e, ValueError) and str(e).startswith(_REFINEMENT_ERROR):
+      return e
     return (f"its shapes cannot be refined for arguments of shapes "
             f"{list(shapes)} ({_first_line(e)})")
   try:
@@ -104,49 +113,60 @@ def _jitted(program: stablehlo_to_jax.Program
 compat.register_cache(_jitted, "jax.export: jitted interpreted modules")
 
 
-def _primary(exported: jax.export.Exported) -> str | None:
+def _primary(exported: jax.export.Exported) -> str:
   """The platform whose branch decides whether the module can be read.
 
   The machine's, if the module was exported for it (its branch runs here
-  eagerly); else the module's first. None where its platform check is
-  disabled: its first branch runs everywhere, as ``Exported.call`` runs it.
+  eagerly); else the module's first.
   """
-  if exported_api.platform_check_disabled(exported):
-    return None
   platform = jax.export.default_export_platform()
   return platform if platform in exported.platforms else exported.platforms[0]
 
 
 def _branch_programs(exported: jax.export.Exported,
                      shapes: tuple[tuple[int, ...], ...]
-                     ) -> dict[str | None, stablehlo_to_jax.Program | str]:
-  """Each platform's branch of the module, read (or why not), by platform;
-  one, under None, where the platform check is disabled."""
+                     ) -> dict[str, stablehlo_to_jax.Program | str]:
+  """Each platform's branch of the module, read (or why not), by platform.
+
+  Raises:
+    ValueError: ``Exported.call``'s error where JAX's shape refinement of
+      the module fails for ``shapes`` (the shape constraints of a
+      polymorphic module).
+  """
   n = platforms_lib.nr_platform_args(exported.platforms)
-  if exported_api.platform_check_disabled(exported):
-    return {None: _program(exported.mlir_module_serialized, n, shapes, 0)}
-  return {p: _program(exported.mlir_module_serialized, n, shapes, i)
-          for i, p in enumerate(exported.platforms)}
+  found = {p: _program(exported.mlir_module_serialized, n, shapes, i)
+           for i, p in enumerate(exported.platforms)}
+  for f in found.values():
+    if isinstance(f, ValueError):
+      raise ValueError(str(f))  # (the call's error: a new one each time)
+  return found
 
 
 def _staged(exported: jax.export.Exported,
-            programs: dict[str | None, stablehlo_to_jax.Program | str],
+            programs: dict[str, stablehlo_to_jax.Program | str],
             out_avals: Sequence[core.ShapedArray], purpose: str
             ) -> Callable[..., tuple[jax.Array, ...]]:
-  """The branches as one function, the platform's chosen at lowering."""
-  if None in programs:
-    program = programs[None]
-    assert isinstance(program, stablehlo_to_jax.Program)
-    return _jitted(program)
+  """The branches as one function, the platform's chosen at lowering.
+
+  For a platform the module was not exported for, ``Exported.call``'s
+  error; where its platform check is disabled, the first platform's branch
+  (as ``Exported.call`` runs it there; each platform it was exported for
+  still runs its own).
+  """
   name = exported.fun_name
   branches = {
       p: _jitted(program) if isinstance(program, stablehlo_to_jax.Program)
       else platforms_lib.refusal(platforms_lib.message_template(
           errors.exported_branch_error(name, p, purpose, program)), out_avals)
       for p, program in programs.items()}
-  default = platforms_lib.refusal(platforms_lib.message_template(str(
-      errors.exported_platform_error(name, exported.platforms,
-                                     (platforms_lib.LOWERED,)))), out_avals)
+  if exported_api.platform_check_disabled(exported):
+    default = branches[exported.platforms[0]]
+    if len(branches) == 1:
+      return default
+  else:
+    default = platforms_lib.refusal(platforms_lib.message_template(str(
+        errors.exported_platform_error(name, exported.platforms,
+                                       (platforms_lib.LOWERED,)))), out_avals)
   return platforms_lib.select(branches, default)
 
 
@@ -191,6 +211,11 @@ def module_function(exported: jax.export.Exported,
     module was not exported for it raises ``Exported.call``'s error there
     (or, eagerly, when run), and for a branch the interpreter cannot read
     it says why.
+
+  Raises:
+    ValueError: ``Exported.call``'s error where JAX's shape refinement of
+      the module fails for ``avals`` (the shape constraints of a
+      polymorphic module).
   """
   kept = tuple(exported.module_kept_var_idx)
   found: stablehlo_to_jax.Program | str | None = _refusal(exported, avals)
