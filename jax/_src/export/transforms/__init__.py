@@ -25,6 +25,9 @@
   serialized VJP, as before).
 * :mod:`.linear`: the linear call whose transpose is a VJP, of which the
   JVP rule's tangents are made.
+* :mod:`.platforms`: which platform's branch of a module runs, chosen
+  where JAX lowers the program; a platform the module lacks refused by
+  name there.
 * :mod:`.exported`: what they ask of ``jax.export`` (the interpreter reads
   StableHLO and asks ``jax.export`` nothing).
 * :mod:`.errors`: the messages.

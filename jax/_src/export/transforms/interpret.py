@@ -39,6 +39,7 @@ from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.stablehlo_to_jax import module as refined_module
 from jax._src.export.transforms import errors
 from jax._src.export.transforms import exported as exported_api
+from jax._src.export.transforms import platforms as platforms_lib
 
 logger = logging.getLogger(__name__)
 
@@ -67,17 +68,26 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
+# The start of the error of JAX's shape refinement (``mlir``'s), which the
+# call itself raises for the same module and shapes.
+_REFINEMENT_ERROR = "Error refining shapes."
+
+
 @functools.lru_cache(maxsize=64)
 def _program(module_bytes: bytes, nr_platform_args: int,
              shapes: tuple[tuple[int, ...], ...], platform_index: int = 0
-             ) -> stablehlo_to_jax.Program | str:
-  """The module refined for ``shapes`` and interpreted, or why not; a
+             ) -> stablehlo_to_jax.Program | str | ValueError:
+  """The module refined for ``shapes`` and interpreted, or why not (a
+  string), or the call's own error where JAX's shape refinement of the
+  module fails for ``shapes`` (a shape assertion of its constraints); a
   module for several platforms, for the one of ``platform_index``."""
   try:
     text = refined_module.refined_module_text(
         module_bytes, nr_platform_args, shapes,
         platform_index if nr_platform_args else None)
   except Exception as e:  # pylint: disable=broad-except
+    if isinstance(e, ValueError) and str(e).startswith(_REFINEMENT_ERROR):
+      return e
     return (f"its shapes cannot be refined for arguments of shapes "
             f"{list(shapes)} ({_first_line(e)})")
   try:
@@ -103,22 +113,61 @@ def _jitted(program: stablehlo_to_jax.Program
 compat.register_cache(_jitted, "jax.export: jitted interpreted modules")
 
 
-def _platform_index(exported: jax.export.Exported) -> int:
-  """The index of the platform the module runs on in ``exported.platforms``.
+def _primary(exported: jax.export.Exported) -> str:
+  """The platform whose branch decides whether the module can be read.
+
+  The machine's, if the module was exported for it (its branch runs here
+  eagerly); else the module's first.
+  """
+  platform = jax.export.default_export_platform()
+  return platform if platform in exported.platforms else exported.platforms[0]
+
+
+def _branch_programs(exported: jax.export.Exported,
+                     shapes: tuple[tuple[int, ...], ...]
+                     ) -> dict[str, stablehlo_to_jax.Program | str]:
+  """Each platform's branch of the module, read (or why not), by platform.
 
   Raises:
-    ValueError: ``Exported.call``'s error, if it was exported for other
-      platforms (unless its platform check is disabled; then the first, as
-      ``Exported.call`` does).
+    ValueError: ``Exported.call``'s error where JAX's shape refinement of
+      the module fails for ``shapes`` (the shape constraints of a
+      polymorphic module).
   """
-  platforms = tuple(exported.platforms)
-  platform = jax.export.default_export_platform()
-  if platform in platforms:
-    return platforms.index(platform)
+  n = platforms_lib.nr_platform_args(exported.platforms)
+  found = {p: _program(exported.mlir_module_serialized, n, shapes, i)
+           for i, p in enumerate(exported.platforms)}
+  for f in found.values():
+    if isinstance(f, ValueError):
+      raise ValueError(str(f))  # (the call's error: a new one each time)
+  return found
+
+
+def _staged(exported: jax.export.Exported,
+            programs: dict[str, stablehlo_to_jax.Program | str],
+            out_avals: Sequence[core.ShapedArray], purpose: str
+            ) -> Callable[..., tuple[jax.Array, ...]]:
+  """The branches as one function, the platform's chosen at lowering.
+
+  For a platform the module was not exported for, ``Exported.call``'s
+  error; where its platform check is disabled, the first platform's branch
+  (as ``Exported.call`` runs it there; each platform it was exported for
+  still runs its own).
+  """
+  name = exported.fun_name
+  branches = {
+      p: _jitted(program) if isinstance(program, stablehlo_to_jax.Program)
+      else platforms_lib.refusal(platforms_lib.message_template(
+          errors.exported_branch_error(name, p, purpose, program)), out_avals)
+      for p, program in programs.items()}
   if exported_api.platform_check_disabled(exported):
-    return 0
-  raise errors.exported_platform_error(exported.fun_name, platforms,
-                                       (platform,))
+    default = branches[exported.platforms[0]]
+    if len(branches) == 1:
+      return default
+  else:
+    default = platforms_lib.refusal(platforms_lib.message_template(str(
+        errors.exported_platform_error(name, exported.platforms,
+                                       (platforms_lib.LOWERED,)))), out_avals)
+  return platforms_lib.select(branches, default)
 
 
 def _refusal(exported: jax.export.Exported,
@@ -156,27 +205,31 @@ def module_function(exported: jax.export.Exported,
 
   Returns:
     The function, or why there is none (for an error message): symbolic
-    shapes, effects, several devices, an op without an exact rule.
+    shapes, effects, several devices, an op without an exact rule (in the
+    branch of the machine's platform, or the module's first). The
+    function chooses its branch where JAX lowers it: for a platform the
+    module was not exported for it raises ``Exported.call``'s error there
+    (or, eagerly, when run), and for a branch the interpreter cannot read
+    it says why.
 
   Raises:
-    ValueError: the module was exported for other platforms
-      (``Exported.call``'s error).
+    ValueError: ``Exported.call``'s error where JAX's shape refinement of
+      the module fails for ``avals`` (the shape constraints of a
+      polymorphic module).
   """
+  kept = tuple(exported.module_kept_var_idx)
   found: stablehlo_to_jax.Program | str | None = _refusal(exported, avals)
   if found is None:
-    index = _platform_index(exported)
-    nr_platform_args = 1 if len(exported.platforms) > 1 else 0
-    kept = tuple(exported.module_kept_var_idx)
-    shapes = tuple(tuple(avals[i].shape) for i in kept)
-    found = _program(exported.mlir_module_serialized, nr_platform_args,
-                     shapes, index)
+    programs = _branch_programs(
+        exported, tuple(tuple(avals[i].shape) for i in kept))
+    found = programs[_primary(exported)]
   if isinstance(found, str):
     logger.debug("jax.export: %s of %s cannot use its module as JAX "
                  "operations: %s", purpose, exported.fun_name, found)
     return found
   logger.debug("jax.export: %s of %s uses its module as JAX operations",
                purpose, exported.fun_name)
-  jitted = _jitted(found)
+  jitted = _staged(exported, programs, found.out_avals, purpose)
   out_avals = tuple(exported.out_avals)
   float0_outs = tuple(a.dtype == jax.dtypes.float0 for a in out_avals)
 

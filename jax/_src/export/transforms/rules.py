@@ -57,11 +57,25 @@ from jax._src import core
 from jax._src import dtypes
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.transforms import errors
+from jax._src.export.transforms import exported as exported_api
 from jax._src.export.transforms import interpret
 from jax._src.export.transforms import linear
 from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
+
+
+def _element_avals(args: Sequence[Any], dims: Sequence[int | None]
+                   ) -> list[core.ShapedArray]:
+  """The avals of one element of each argument (its batch axis removed)."""
+  avals = []
+  for a, d in zip(args, dims):
+    aval = compat.typeof(a)
+    shape = tuple(aval.shape)
+    if d is not None:
+      shape = shape[:d] + shape[d + 1:]
+    avals.append(core.ShapedArray(shape, aval.dtype))
+  return avals
 
 
 def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
@@ -82,17 +96,17 @@ def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
     NotImplementedError: the module cannot be expressed as JAX operations
       (symbolic argument shapes, effects, several devices, an op the
       interpreter has no exact rule for); the message says which.
-    ValueError: the module was exported for other platforms.
+    ValueError: ``Exported.call``'s errors, of one element (a dtype, rank
+      or static dimension other than the module's, arguments that break
+      the shape constraints of a polymorphic module), or where it is
+      lowered for a platform the module was not exported for.
   """
   size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
   kept = set(exported.module_kept_var_idx)
-  avals = []
-  for a, d in zip(args, dims):
-    aval = compat.typeof(a)
-    shape = tuple(aval.shape)
-    if d is not None:
-      shape = shape[:d] + shape[d + 1:]
-    avals.append(core.ShapedArray(shape, aval.dtype))
+  avals = _element_avals(args, dims)
+  # (What the call checks of its arguments, which JAX checks for it where
+  # it binds the call, and not where it batches it: of each element.)
+  exported_api.check_arguments(exported, avals)
   fun = interpret.module_function(exported, avals, purpose="jax.vmap")
   if isinstance(fun, str):
     raise errors.exported_batching_error(exported.fun_name, fun)

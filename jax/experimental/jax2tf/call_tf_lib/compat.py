@@ -497,6 +497,24 @@ def hlo_of_concrete_function(
   return getter(stage="hlo_serialized", platform_name=platform)
 
 
+def _registered_gradient(op_type: str) -> Any | None:
+  """The gradient function registered under ``op_type``, or None.
+
+  Raises:
+    InternalsChangedError: TF's gradient registry is not where it was.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  if registry is None or not hasattr(registry, "lookup"):
+    raise internals_changed(
+        "tensorflow.python.framework.ops._gradient_registry",
+        "the gradient of a jax2tf function cannot be found")
+  try:
+    return registry.lookup(op_type)
+  except LookupError:
+    return None
+
+
 def restored_gradient_function(op_type: str) -> Any | None:
   """The concrete gradient function TF's SavedModel loader registered.
 
@@ -509,16 +527,8 @@ def restored_gradient_function(op_type: str) -> Any | None:
     InternalsChangedError: a gradient is registered, but not in the form
       this module can read; guessing "no gradient" would mislead the user.
   """
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  registry = getattr(tf_ops, "_gradient_registry", None)
-  if registry is None or not hasattr(registry, "lookup"):
-    raise internals_changed(
-        "tensorflow.python.framework.ops._gradient_registry",
-        "the gradient saved with a jax2tf SavedModel cannot be "
-        "found")
-  try:
-    gradient = registry.lookup(op_type)
-  except LookupError:
+  gradient = _registered_gradient(op_type)
+  if gradient is None:
     return None
   if getattr(gradient, "__module__", "") != _SAVED_MODEL_LOADER:
     return None  # a gradient registered in Python, not restored from disk
@@ -533,6 +543,15 @@ def restored_gradient_function(op_type: str) -> Any | None:
       "found")
 
 
+def python_gradient_registered(op_type: str) -> bool:
+  """Whether a Python function (a ``tf.custom_gradient`` of this process,
+  not one restored from a SavedModel) is registered as gradient
+  ``op_type``."""
+  gradient = _registered_gradient(op_type)
+  return (gradient is not None
+          and getattr(gradient, "__module__", "") != _SAVED_MODEL_LOADER)
+
+
 def custom_gradient_function(op_type: str) -> tuple[str, str] | None:
   """The gradient function a ``tf.custom_gradient`` was given, by name.
 
@@ -544,15 +563,13 @@ def custom_gradient_function(op_type: str) -> tuple[str, str] | None:
   Returns:
     ``(module, qualified name)`` of that function, or None where the
     registry has no such chain for ``op_type`` (another override, or TF
-    moved it: then the override is not recognized, and TF's gradients are
-    used, as for any other).
+    moved the chain: then the override is not recognized, and TF's
+    gradients are used, as for any other).
+
+  Raises:
+    InternalsChangedError: TF's gradient registry is not where it was.
   """
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  registry = getattr(tf_ops, "_gradient_registry", None)
-  try:
-    fn = registry.lookup(op_type) if registry is not None else None
-  except LookupError:
-    return None
+  fn = _registered_gradient(op_type)
   for wrapper in ("internal_grad_fn", "tape_grad_fn"):
     if not getattr(fn, "__qualname__", "").endswith(
         f"_graph_mode_decorator.<locals>.{wrapper}"):

@@ -123,12 +123,22 @@ def exported_from_module_op(op: tf.Operation, fun_name: str,
       None if vjp_attrs is None else _AttrsKey(vjp_attrs))
 
 
+def _hashable(value: object) -> object:
+  return tuple(map(_hashable, value)) if isinstance(value, list) else value
+
+
 class _AttrsKey:
-  """Module attributes as a cache key: equal when the modules are equal."""
+  """Module attributes as a cache key: equal when every attribute is.
+
+  The module's bytes alone do not say its platforms (a module serialized
+  for one platform has no platform argument, whichever it is), its types
+  or its disabled checks.
+  """
 
   def __init__(self, attrs: dict[str, Any]):
     self.attrs = attrs
-    self._key = (attrs["module"], attrs["version"])
+    self._key = tuple((name, _hashable(value))
+                      for name, value in sorted(attrs.items()))
 
   def __eq__(self, other: object) -> bool:
     return isinstance(other, _AttrsKey) and self._key == other._key
