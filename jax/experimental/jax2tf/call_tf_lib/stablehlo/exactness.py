@@ -16,11 +16,15 @@
 Differentiating the module (:mod:`.path`) with JAX's rules gives
 TensorFlow's gradients only where no op of the TF graph has a TF gradient
 that differs from the derivative of its lowering (:func:`gradient_mismatch_ops`):
-stop/prevent gradient, custom gradients, ops without a registered gradient,
-and ops whose TF gradient takes other values at ties, kinks or through
-straight-through estimators. :func:`differentiable` gives the call as a
-function JAX may differentiate, or None where TF's derivatives are needed;
-and whether JAX can also transpose it (not through a loop).
+stop/prevent gradient, custom gradients (but TF's own that are the
+derivative, :data:`EXACT_CUSTOM_GRADIENTS`), ops without a registered
+gradient, and ops whose TF gradient takes other values at ties, kinks or
+through straight-through estimators. :func:`differentiable` gives the call
+as a function JAX may differentiate, or None where TF's derivatives are
+needed; and whether JAX can also transpose it (not through a loop whose
+trip count depends on the data). Forward and reverse mode take one
+derivative: where TF's gradient is wrong (``Cumprod`` at zeros) the module
+takes the derivative, and only where JAX transposes it too.
 """
 
 from __future__ import annotations

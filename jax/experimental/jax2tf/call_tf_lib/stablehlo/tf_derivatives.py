@@ -39,9 +39,11 @@ need not be:
 tf2xla records the type and name of the TF op each instruction lowers in
 its metadata, and the module's locations carry the name. Given the TF op
 type of each location name, :meth:`TfDerivatives.rule` gives the ops of
-``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu`` and ``Elu`` as
-``jax.custom_jvp``\\ s of the same ``lax`` operations with TF's gradients
-(the values are the module's), and the interpreter records the other
+``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu``, ``Elu`` and
+``Softplus`` as ``jax.custom_jvp``\\ s of the same ``lax`` operations with
+TF's gradients (the values are the module's), the ``reduce_window`` of
+``Cumprod`` (whose TF gradient is wrong at zeros) the derivative in a form
+JAX transposes, and the interpreter records the other
 branches and kinks (``DerivativeRecord.branching``): a module whose
 branches and kinks are all of TF ops whose gradient JAX's derivative is
 (:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
@@ -265,6 +267,7 @@ def cumulative_product(axis: int, reverse: bool, exclusive: bool,
     return f(x), ty
   return f
 
+
 _FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Relu", "stablehlo.maximum"): _relu_max,
     ("Maximum", "stablehlo.maximum"): _first_max,
@@ -409,7 +412,8 @@ class TfDerivatives:
 
   def rule(self, op: stablehlo_to_jax.Op, compiler: stablehlo_to_jax.Compiler
            ) -> stablehlo_to_jax.Step | None:
-    """``op``'s step with TF's gradient, where its TF op needs one."""
+    """``op``'s step with TF's gradient (or, for :data:`EXACT_BY_RULE`,
+    the derivative), where its TF op needs one."""
     op_type = self.op_types.get(op.location)
     dtype = _result_dtype(op)
     if op_type is None or dtype is None:
