@@ -567,3 +567,56 @@ def g(c: "Any") -> int:
   return c
 """
   assert _any_annotations(text) == 6
+
+
+# One owner of "a StableHLO module as a JAX function": only it reads a
+# module into a program or refines one; only one module says how many
+# platform arguments a module takes.
+MODULE_FUNCTION = "jax._src.export.transforms.function"
+_OWNED_CALLS = {
+    ("stablehlo_to_jax", "parse"): MODULE_FUNCTION,
+    ("refine", "refined_module"): MODULE_FUNCTION,
+    ("refine", "refined_module_text"): MODULE_FUNCTION,
+}
+PLATFORM_ARGUMENTS = "jax._src.export.transforms.platforms"
+
+
+def _owned_call_problems(modules: dict[str, pathlib.Path]) -> list[str]:
+  """Calls of what one module owns, made elsewhere; and platform-argument
+  counts (``len(platforms) > 1``) computed outside their one owner."""
+  problems = []
+  for name, path in modules.items():
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+      if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and isinstance(node.func.value, ast.Name)):
+        owner = _OWNED_CALLS.get((node.func.value.id, node.func.attr))
+        if owner is not None and name != owner:
+          problems.append(f"{name}:{node.lineno} calls "
+                          f"{node.func.value.id}.{node.func.attr} "
+                          f"(only {owner} does)")
+      if (isinstance(node, ast.Compare) and name != PLATFORM_ARGUMENTS
+          and re.fullmatch(r"len\([\w.]*platforms\) > 1",
+                           ast.unparse(node))):
+        problems.append(f"{name}:{node.lineno} counts platform arguments "
+                        f"(only {PLATFORM_ARGUMENTS}.nr_platform_args does)")
+  return problems
+
+
+def test_one_module_owns_a_module_as_a_jax_function(root):
+  assert not _owned_call_problems(_all_modules(root))
+
+
+def test_the_ownership_check_catches_a_second_owner(root, tmp_path):
+  base = tmp_path / "jax" / "experimental" / "jax2tf" / "call_tf_lib"
+  base.mkdir(parents=True)
+  (base / "__init__.py").write_text("")
+  (base / "second.py").write_text(
+      "from jax._src.export import stablehlo_to_jax\n"
+      "def f(m, platforms):\n"
+      "  n = 1 if len(platforms) > 1 else 0\n"
+      "  return stablehlo_to_jax.parse(m), n\n")
+  problems = sorted(_owned_call_problems(_modules(tmp_path)))
+  assert len(problems) == 2, problems
+  assert "counts platform arguments" in problems[0]
+  assert "calls stablehlo_to_jax.parse" in problems[1]

@@ -871,3 +871,30 @@ def test_sort_total_order_of_narrow_floats(ty, dtype):
   np.testing.assert_array_equal(
       np.asarray(jax.jit(prog)(x)[0]).view(np.int16),
       np.asarray(expected[0]).view(np.int16))
+
+
+_BITS_OF_F64 = """
+func.func public @main(%a: tensor<2xf64>) -> tensor<2xi64> {
+  %0 = stablehlo.bitcast_convert %a : (tensor<2xf64>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+"""
+
+
+def test_a_64_bit_argument_without_x64_is_refused_or_given_as_words():
+  """Without jax_enable_x64 a 64-bit argument would reach the module in 32
+  bits (a jax.jit argument is rounded): refused, unless given as 32-bit
+  words, which keep every bit."""
+  program = s2j.parse(_BITS_OF_F64)
+  x = np.array([1.5, 1e300], np.float64)
+  with config.enable_x64(False):
+    for call in (program, jax.jit(lambda a: program(a))):
+      with pytest.raises(ValueError, match="without jax_enable_x64"):
+        call(x)
+    words, wide = s2j.narrow_64_bit(x)
+    bits = jax.jit(lambda w: program(w, wide=(wide,))[0])(words)
+    # (The i64 result comes back as JAX has it without x64: its low word.)
+    np.testing.assert_array_equal(np.asarray(bits),
+                                  x.view(np.int64).astype(np.int32))
+  with config.enable_x64(True):
+    np.testing.assert_array_equal(np.asarray(program(x)[0]), x.view(np.int64))

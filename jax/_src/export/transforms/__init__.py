@@ -17,9 +17,14 @@
 ``jax.custom_vjp``, which forward mode cannot differentiate.
 ``jax._src.export._export`` hooks these modules in:
 
-* :mod:`.interpret`: an exported module, refined for static shapes, as a
-  function of JAX operations (the StableHLO interpreter,
-  :mod:`jax._src.export.stablehlo_to_jax`).
+* :mod:`.function`: a StableHLO module as a JAX function
+  (``ModuleFunction``), the one owner of that for every user (these rules,
+  and ``call_tf``): refinement for static shapes (:mod:`.refine`), the
+  platform branch (:mod:`.platforms`), the derivative policy, the caches;
+  read by the StableHLO interpreter
+  (:mod:`jax._src.export.stablehlo_to_jax`).
+* :mod:`.refine`: a serialized module's shapes, refined for static
+  argument shapes and a platform, named, computed.
 * :mod:`.rules`: the batching rule (JAX's ``vmap`` of that function) and the
   JVP rule (forward mode from the serialized VJPs; reverse mode is the
   serialized VJP, as before).

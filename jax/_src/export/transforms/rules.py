@@ -18,7 +18,7 @@
 rule is :func:`jvp`.
 
 Batching: JAX's ``vmap`` of the module as JAX operations
-(:mod:`.interpret`), exact for any pure module, any ``in_axes``, nested
+(:mod:`.function`), exact for any pure module, any ``in_axes``, nested
 ``vmap`` and a symbolic batch size; the module's own shapes must be static.
 
 Derivatives come only from what was serialized, never from JAX's rules
@@ -58,7 +58,7 @@ from jax._src import dtypes
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.transforms import errors
 from jax._src.export.transforms import exported as exported_api
-from jax._src.export.transforms import interpret
+from jax._src.export.transforms import function as module_function
 from jax._src.export.transforms import linear
 from jax import numpy as jnp
 from jax import tree_util
@@ -107,7 +107,7 @@ def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
   # (What the call checks of its arguments, which JAX checks for it where
   # it binds the call, and not where it batches it: of each element.)
   exported_api.check_arguments(exported, avals)
-  fun = interpret.module_function(exported, avals, purpose="jax.vmap")
+  fun = module_function.exported_call(exported, avals, purpose="jax.vmap")
   if isinstance(fun, str):
     raise errors.exported_batching_error(exported.fun_name, fun)
   # Only the arguments the module keeps enter it (float0 cotangents, unused
@@ -209,7 +209,7 @@ def forward_mode(call: Callable[..., Any], exported: Any,
         *args, *map(_zeros, out_avals), *full_t))
     return [r for r, h in zip(res[len(args):], has_t) if h]
 
-  fun = interpret.module_function(
+  fun = module_function.exported_call(
       vjp, [*arg_avals, *(core.ShapedArray(a.shape, a.dtype if h
                                            else dtypes.float0)
                           for a, h in zip(out_avals, has_t))],
