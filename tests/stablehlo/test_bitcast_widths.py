@@ -167,3 +167,18 @@ def test_bitcasts_between_widths_are_xlas_bit_for_bit():
       (a, b) for a in _TYPES for b in _TYPES if a != b}
   assert {a for a, _ in cases} == {b for _, b in cases} == {
       t for types in _TYPES.values() for t in types}
+
+
+def test_bitcasts_of_booleans_to_another_type_are_refused_by_name():
+  # (An i1 is 1 bit wide; lax bitcasts no booleans. To an i8 it raised
+  # lax's TypeError at the call.)
+  for t_in, t_out in [("tensor<2x8xi1>", "tensor<2xi8>"),
+                      ("tensor<2xui8>", "tensor<2x8xi1>"),
+                      ("tensor<2x4xi1>", "tensor<2xi4>"),
+                      ("tensor<2x16xi1>", "tensor<2xf16>")]:
+    program = s2j.parse(
+        f"module {{\nfunc.func public @main(%a: {t_in}) -> ({t_out}) {{\n"
+        f"  %0 = stablehlo.bitcast_convert %a : ({t_in}) -> {t_out}\n"
+        f"  return %0 : {t_out}\n}}\n}}\n")
+    assert "bitcast of booleans to another width" in program.reasons[
+        "stablehlo.bitcast_convert"], (t_in, t_out)

@@ -422,18 +422,20 @@ def _unsigned(bits: int) -> np.dtype:
                   else f"uint{bits}")
 
 
-def _bitcast_to_width(x: Any, dtype: np.dtype) -> Any:
+def _bitcast_to_width(x: jax.Array | np.ndarray, dtype: np.dtype
+                      ) -> jax.Array | np.ndarray:
   """XLA's bitcast of `x` to `dtype`, of another bit width, composed.
 
   Composed of bitcasts between types of one width and integer shifts, so
   that every shape is one shape refinement resolves: JAX's lowering of
   ``lax.bitcast_convert_type`` between widths gives its result a shape
   that refinement cannot resolve under a symbolic batch ("Error refining
-  shapes"). Bit for bit XLA's (measured, every pair of widths and every
-  kind of type; NaN payloads, negative zeros and subnormal numbers are
-  bits like any other here: no float arithmetic touches them).
-  Computed in unsigned integers of at least 8 bits (XLA:CPU computes
-  little with 2-bit integers).
+  shapes"). Bit for bit XLA's (every pair of widths, each type from and
+  to another width: ``tests/stablehlo/test_bitcast_widths.py``; NaN
+  payloads, negative zeros and subnormal numbers are bits like any other
+  here: no float arithmetic touches them). Shifted in unsigned integers of
+  at least 8 bits: no op but a conversion and a bitcast of 2- or 4-bit
+  integers reaches XLA (XLA:CPU fails some ops of 2-bit integers).
 
   Args:
     x: the operand; of narrow words, its last dimension the words of one
@@ -469,7 +471,8 @@ def _bitcast_to_width(x: Any, dtype: np.dtype) -> Any:
   return _bitcast_same_width(out, dtype)
 
 
-def _bitcast_same_width(x: Any, dtype: np.dtype) -> Any:
+def _bitcast_same_width(x: jax.Array | np.ndarray, dtype: np.dtype
+                        ) -> jax.Array | np.ndarray:
   if np.dtype(x.dtype) == dtype:
     return x
   return lax.bitcast_convert_type(x, dtype)
