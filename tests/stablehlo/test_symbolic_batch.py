@@ -289,12 +289,15 @@ def _against_a_loop(e: backcompat.Entry, program, inputs):
   batch = [np.stack([backcompat._perturbed(x, k) if np.issubdtype(  # pylint: disable=protected-access
       x.dtype, np.inexact) else x + x.dtype.type(k) for k in range(6)])
            for x in inputs]
+  loop = _loop(program, batch, 1)  # (each element by itself)
+  assert len({w.tobytes() for w in loop[0]}) == 6  # (each its own bits)
   once = _roundtrip(jax.vmap(run), *_specs(inputs, (c,)))
   for n in (1, 3):
     got = once.call(*[b[:n] for b in batch])
-    assert_close(list(got), _loop(program, [b[:n] for b in batch], 1), 0.)
+    assert_close(list(got), [w[:n] for w in loop], 0.)
   for got_one, want in zip(got, e.data["expected_outputs"]):
     assert backcompat._same(np.asarray(got_one)[0], want)  # pylint: disable=protected-access
   twice = _roundtrip(jax.vmap(jax.vmap(run)), *_specs(inputs, (c, d)))
   nested = [b.reshape(3, 2, *b.shape[1:]) for b in batch]
-  assert_close(list(twice.call(*nested)), _loop(program, nested, 2), 0.)
+  assert_close(list(twice.call(*nested)),
+               [w.reshape(3, 2, *w.shape[1:]) for w in loop], 0.)
