@@ -27,7 +27,9 @@ export is), and nested (``vmap`` of ``vmap``, two symbolic sizes):
   symbolic batch), against a loop of the module, and under static
   batches of 0 and 1;
 * every module of JAX's back-compat test data that one device runs here
-  (:mod:`.backcompat`), against the engine's static batch of it.
+  (:mod:`.backcompat`), against the engine's static batch of it (the one
+  whose bitcasts change widths with batches of 1 and 3 and nested, against
+  a loop of it and its recorded results).
 
 The default run takes a representative of each path (the full run,
 ``--full-run``, every program and module).
