@@ -22,10 +22,14 @@ export is), and nested (``vmap`` of ``vmap``, two symbolic sizes):
   ``Exported.call``, against ``jax.vmap`` of the original function;
 * a module for each rule that writes an op itself (``_as_op``, ``_sort``,
   ``_rng``, ``_barrier``, ``_chlo``, ``_annotations``,
-  ``_shape_operands``), against a loop of the module, and under static
+  ``_shape_operands``) and for the bitcast between types of different
+  widths (composed: JAX's own lowering of it cannot be refined under a
+  symbolic batch), against a loop of the module, and under static
   batches of 0 and 1;
 * every module of JAX's back-compat test data that one device runs here
-  (:mod:`.backcompat`), against the engine's static batch of it.
+  (:mod:`.backcompat`), against the engine's static batch of it (the one
+  whose bitcasts change widths with batches of 1 and 3 and nested, against
+  a loop of it and its recorded results).
 
 The default run takes a representative of each path (the full run,
 ``--full-run``, every program and module).
@@ -40,10 +44,10 @@ from __future__ import annotations
 
 import jax
 from jax import export
-from jax import lax
 from jax._src import config
 from jax._src.export import stablehlo_to_jax as s2j
 from jax._src.export.transforms import exported as exported_api
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -177,6 +181,16 @@ _MODULES = {
   %s = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
   %0 = stablehlo.dynamic_broadcast_in_dim %a, %s, dims = [1] : (tensor<3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>"""), [_normal((3,))]),
+    "_rules: bitcast_convert between widths": (_module(
+        "%a: tensor<3xf64>, %b: tensor<2x4xui8>, %c: tensor<5x2xi4>",
+        "tensor<3x2xui32>, tensor<2xf32>, tensor<5xi8>", """
+  %0 = stablehlo.bitcast_convert %a : (tensor<3xf64>) -> tensor<3x2xui32>
+  %1 = stablehlo.bitcast_convert %b : (tensor<2x4xui8>) -> tensor<2xf32>
+  %2 = stablehlo.bitcast_convert %c : (tensor<5x2xi4>) -> tensor<5xi8>
+  return %0, %1, %2 : tensor<3x2xui32>, tensor<2xf32>, tensor<5xi8>"""),
+        [_normal((3,), np.float64),
+         _rng.integers(0, 256, (3, 2, 2, 4)).astype(np.uint8),
+         _rng.integers(-8, 8, (3, 2, 5, 2)).astype(ml_dtypes.int4)]),
 }
 
 
@@ -228,10 +242,12 @@ _DEFAULT_FILES = ("cuda_svd_cusolver_gesvd", "rocm_eigh_hipsolver_syev",
                   "stablehlo_dynamic_approx_top_k",
                   "stablehlo_dynamic_rng_bit_generator",
                   "annotate_data_placement")
-# A module whose widening bitcast (ui32 pairs to ui64) JAX's own lowering
-# writes with a symbolic shape that shape refinement cannot resolve: JAX's
-# export of jax.vmap of lax.bitcast_convert_type fails the same way.
-_JAX_LIMITATION = {"stablehlo_dynamic_rng_bit_generator"}
+# Modules whose bitcasts change the width of their element type (ui32
+# pairs to ui64 and back; JAX's own lowering of such a bitcast cannot be
+# refined under a symbolic batch, the engine's composition can): batches
+# of 1 and 3 and nested, of distinct keys, against a loop of the module
+# and the module's recorded results.
+_BITCASTS_OF_WIDTHS = {"stablehlo_dynamic_rng_bit_generator"}
 
 
 def _program_and_inputs(entry: backcompat.Entry):
@@ -259,16 +275,31 @@ def test_backcompat_modules_under_a_symbolic_batch(entry):
     run = lambda *a: program(*a)  # noqa: E731
     batch = [np.stack([backcompat._perturbed(x, k) for k in range(3)])  # pylint: disable=protected-access
              for x in inputs]
-    again = _roundtrip(jax.vmap(run), *_specs(inputs, (c,)))
-    if e.file in _JAX_LIMITATION:
-      with pytest.raises(ValueError, match="Error refining shapes"):
-        again.call(*batch)
-      native = _roundtrip(jax.vmap(lambda k: lax.bitcast_convert_type(
-          k.reshape(2, 2), np.uint64)), jax.ShapeDtypeStruct((c, 4),
-                                                             np.uint32))
-      with pytest.raises(ValueError, match="Error refining shapes"):
-        native.call(np.ones((3, 4), np.uint32))
+    if e.file in _BITCASTS_OF_WIDTHS:
+      _against_a_loop(e, program, inputs)
       return
+    again = _roundtrip(jax.vmap(run), *_specs(inputs, (c,)))
     want = jax.jit(jax.vmap(run))(*batch)
     for got_one, want_one in zip(again.call(*batch), want):
       assert backcompat._same(np.asarray(got_one), np.asarray(want_one))  # pylint: disable=protected-access
+
+
+def _against_a_loop(e: backcompat.Entry, program, inputs):
+  c, d = export.symbolic_shape("c, d")
+  run = lambda *a: program(*a)  # noqa: E731
+  # (Integers, the keys, too: each element its own bits.)
+  batch = [np.stack([backcompat._perturbed(x, k) if np.issubdtype(  # pylint: disable=protected-access
+      x.dtype, np.inexact) else x + x.dtype.type(k) for k in range(6)])
+           for x in inputs]
+  loop = _loop(program, batch, 1)  # (each element by itself)
+  assert len({w.tobytes() for w in loop[0]}) == 6  # (each its own bits)
+  once = _roundtrip(jax.vmap(run), *_specs(inputs, (c,)))
+  for n in (1, 3):
+    got = once.call(*[b[:n] for b in batch])
+    assert_close(list(got), [w[:n] for w in loop], 0.)
+  for got_one, want in zip(got, e.data["expected_outputs"]):
+    assert backcompat._same(np.asarray(got_one)[0], want)  # pylint: disable=protected-access
+  twice = _roundtrip(jax.vmap(jax.vmap(run)), *_specs(inputs, (c, d)))
+  nested = [b.reshape(3, 2, *b.shape[1:]) for b in batch]
+  assert_close(list(twice.call(*nested)),
+               [w.reshape(3, 2, *w.shape[1:]) for w in loop], 0.)
