@@ -381,9 +381,9 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
       summaries.append(summary)
     if unfinished is None or rc in (0, 1):
       if rc not in (0, 1, 5) and not summary:
+        # (Kept with the crashes: the report, read again below, has none.)
         summaries.append(f"pytest exited with {rc}; see {log_path}")
-        outcomes.setdefault(f"{suite}::<pytest>",
-                            ("error", f"pytest exited with {rc}"))
+        crashed[f"{suite}::<pytest>"] = ("error", f"pytest exited with {rc}")
       break
     reason = (f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
     crashed[unfinished] = ("error", f"the test process died ({reason})")
