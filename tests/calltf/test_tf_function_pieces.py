@@ -138,3 +138,23 @@ def test_a_symbolic_tensor_used_as_a_python_value_is_refused_saying_why(f):
     jax.jit(jax2tf.call_tf(f))(x)
   # Wrapped in tf.function, autograph converts it.
   assert jax.jit(jax2tf.call_tf(tf.function(f)))(x).shape == (4,)
+
+
+def test_a_function_capturing_variables_is_warned_about_once(caplog):
+  """Upstream's warning, once per function, counting what it captures
+  (not every captured input's text at every lowering)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  variables = [tf.Variable(np.full((2,), float(i), np.float32))
+               for i in range(7)]
+  f = tf.function(lambda x: x + tf.add_n(variables), autograph=False)
+  x = np.ones((2,), np.float32)
+  with caplog.at_level("WARNING", logger="jax.experimental.jax2tf.call_tf"):
+    for _ in range(2):
+      np.testing.assert_allclose(
+          jax.jit(lambda x: jax2tf.call_tf(f)(x) * 1.)(x), 22.)
+  warnings = [r.getMessage() for r in caplog.records
+              if "works best with a TensorFlow function" in r.getMessage()]
+  assert len(warnings) == 1, warnings
+  assert "captures 7 variables and 0 tensors" in warnings[0]
+  assert warnings[0].endswith(", ...")

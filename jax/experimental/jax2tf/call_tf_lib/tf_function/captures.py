@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import gc
+import logging
 import weakref
 
 from jax.experimental.jax2tf.call_tf_lib import compat
@@ -69,6 +70,43 @@ def captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
 _CAPTURED: weakref.WeakKeyDictionary[
     tf.types.experimental.ConcreteFunction,
     tuple[tf.Variable | tf.Tensor, ...]] = weakref.WeakKeyDictionary()
+
+
+# The logger of call_tf's own messages (upstream's warning was its).
+_CALL_TF_LOGGER = logging.getLogger("jax.experimental.jax2tf.call_tf")
+# How many captured inputs the warning names.
+_NAMED = 5
+_WARNED: weakref.WeakSet[tf.types.experimental.ConcreteFunction] = (
+    weakref.WeakSet())
+
+
+def warn_about_captures(concrete_fn: tf.types.experimental.ConcreteFunction
+                        ) -> None:
+  """Warns, once per function, that it captures variables or tensors.
+
+  Formatted by ``logging`` (only where a handler shows it), with how many
+  it captures and the first names, not every captured input's text.
+
+  Args:
+    concrete_fn: the traced function, which captures inputs.
+  """
+  try:
+    if concrete_fn in _WARNED:
+      return
+    _WARNED.add(concrete_fn)
+  except TypeError:  # not weakly referenceable: warned each time
+    pass
+  objects = captured_objects(concrete_fn)
+  nr_variables = sum(isinstance(c, tf.Variable) for c in objects)
+  names = [getattr(c, "name", "?") for c in objects[:_NAMED]]
+  _CALL_TF_LOGGER.warning(
+      "call_tf works best with a TensorFlow function that does not capture "
+      "variables or tensors from the context. See "
+      "https://github.com/jax-ml/jax/blob/main/jax/experimental/jax2tf/"
+      "README.md#limitations-of-call_tf for a discussion. The function "
+      "captures %d variables and %d tensors: %s%s", nr_variables,
+      len(objects) - nr_variables, ", ".join(names),
+      ", ..." if len(objects) > _NAMED else "")
 
 
 def _captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
