@@ -187,12 +187,42 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
           "backend": jax.default_backend()}
 
 
+class _Timed:
+  """Wall time spent in some functions (exclusive of nested calls of them)."""
+
+  def __init__(self):
+    self.seconds = 0.
+    self._depth = 0
+
+  def wrap(self, owner: Any, name: str) -> None:
+    original = getattr(owner, name)
+
+    def timed(*a, **kw):
+      self._depth += 1
+      t0 = time.perf_counter()
+      try:
+        return original(*a, **kw)
+      finally:
+        self._depth -= 1
+        if not self._depth:
+          self.seconds += time.perf_counter() - t0
+    setattr(owner, name, timed)
+
+
 def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
-  """call_tf's cold first call in parts: JAX's trace (TensorFlow, the
-  interpreter, JAX), lowering, XLA compile."""
+  """call_tf's cold first call in parts: JAX's trace (TensorFlow's trace
+  and tf2xla, the interpreter's reading of the module and its ops run
+  under JAX's trace, the rest of JAX), lowering, XLA compile."""
   import jax  # pylint: disable=g-import-not-at-top
+  from jax._src.export import stablehlo_to_jax  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib  # pylint: disable=g-import-not-at-top
+  interpreter, tf2xla = _Timed(), _Timed()
+  for name in ("read", "parse"):
+    interpreter.wrap(stablehlo_to_jax, name)
+  interpreter.wrap(stablehlo_to_jax.Program, "__call__")
+  tf2xla.wrap(compile_lib, "compile_to_hlo")
   model = build(args.model)
   model.load_weights(args.weights)
   model_fn = call_tf(tf.function(lambda x: model(x, training=False),
@@ -207,11 +237,51 @@ def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
   t2 = time.perf_counter()
   lowered.compile()
   t3 = time.perf_counter()
-  return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
+  return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2,
+          "interpreter_s": interpreter.seconds, "tf2xla_s": tf2xla.seconds}
+
+
+def _worker_per_op(args: argparse.Namespace) -> dict[str, Any]:
+  """The interpreter's cost per op against JAX's own: the module's ops run
+  under a trace (plain, ``vmap``, ``vjp``) by the interpreter, and by JAX
+  replaying the jaxpr they make (``core.jaxpr_as_fun``), best of 3."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from jax._src import core  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf.call_tf_lib.stablehlo import path  # pylint: disable=g-import-not-at-top
+  model = build(args.model)
+  model.load_weights(args.weights)
+  fn = tf.function(lambda x: model(x, training=False), autograph=False,
+                   jit_compile=True)
+  spec = (tf.TensorSpec((1, *SHAPES[args.model]), tf.float32),)
+  program = path.lookup(fn, spec, purpose="benchmark", staged=True).program
+  avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals]
+  closed = jax.make_jaxpr(lambda *a: tuple(program(*a)))(*avals)
+  replay = core.jaxpr_as_fun(closed)
+  batched = [jax.ShapeDtypeStruct((args.batch, *avals[0].shape),
+                                  avals[0].dtype), *avals[1:]]
+  kinds = {
+      "plain": (lambda f: f, avals),
+      "vmap": (lambda f: jax.vmap(f, in_axes=[0] + [None] * (len(avals) - 1)),
+               batched),
+      "vjp": (lambda f: lambda *a: jax.vjp(f, *a)[1](f(*a)), avals)}
+  out: dict[str, Any] = {"ops": len(closed.jaxpr.eqns)}
+  for kind, (transform, in_avals) in kinds.items():
+    for who, run in (("interpreter", lambda *a: tuple(program(*a))),
+                     ("jax", lambda *a: tuple(replay(*a)))):
+      best = float("inf")
+      for _ in range(3):
+        f = (lambda run: lambda *a: run(*a))(run)  # a new function: no cache
+        t0 = time.process_time()
+        jax.make_jaxpr(transform(f))(*in_avals)
+        best = min(best, time.process_time() - t0)
+      out[f"{kind}_{who}_s"] = best
+  return out
 
 
 _WORKERS = {"prepare": _worker_prepare, "floor": _worker_floor,
-            "call": _worker_call, "phases": _worker_phases}
+            "call": _worker_call, "phases": _worker_phases,
+            "per_op": _worker_per_op}
 
 
 def _run_worker(kind: str, backend: str, extra: Sequence[str],
@@ -258,6 +328,8 @@ def _measure(out: pathlib.Path, model: str, transform: str, batch: int,
         row[f"{method}_result"] = np.load(result)
     row["call_tf_phases"] = _run_worker(
         "phases", "tensorflow", [*common, "--method", "call_tf"], timeout)
+    if transform == TRANSFORMS[0]:
+      row["per_op"] = _run_worker("per_op", "tensorflow", common, timeout)
   native, fork = row.pop("native_result", None), row.pop(
       "call_tf_result", None)
   if native is not None and fork is not None:
@@ -332,15 +404,35 @@ def markdown(data: dict[str, Any]) -> str:
         + (f"{v['steady_ratio']:.2f}x" if "steady_ratio" in v else "-")
         + " | " + ("-" if agree is None else f"{agree:.1e}") + " |")
   lines += ["", "call_tf's cold first call in parts (a process of its own: "
-            "`jax.jit(...).trace`, `.lower()`, `.compile()`):", "",
-            "| model | transformation | trace (TF trace, tf2xla, the "
-            "interpreter, JAX's trace) | lowering | XLA compile |",
-            "|---|---|---|---|---|"]
+            "`jax.jit(...).trace`, `.lower()`, `.compile()`). The "
+            "interpreter's share: reading the module (`read`, `parse`) and "
+            "running its ops under JAX's trace (`Program.__call__`, JAX's "
+            "own tracing of the `lax` ops included), part of the trace; "
+            "TF's lowering (tf2xla) is too.", "",
+            "| model | transformation | trace | of it: tf2xla | of it: the "
+            "interpreter | lowering | XLA compile | interpreter < compile |",
+            "|---|---|---|---|---|---|---|---|"]
   for row in data.get("rows", []):
     p = row.get("call_tf_phases", {})
+    below = ("-" if "interpreter_s" not in p or "compile_s" not in p else
+             "yes" if p["interpreter_s"] < p["compile_s"] else "**no**")
     lines.append(f"| {row['model']} | {row['transform']} | "
-                 f"{_s(p.get('trace_s'))} | {_s(p.get('lower_s'))} | "
-                 f"{_s(p.get('compile_s'))} |")
+                 f"{_s(p.get('trace_s'))} | {_s(p.get('tf2xla_s'))} | "
+                 f"{_s(p.get('interpreter_s'))} | {_s(p.get('lower_s'))} | "
+                 f"{_s(p.get('compile_s'))} | {below} |")
+  per_op = [(row["model"], row["per_op"]) for row in data.get("rows", [])
+            if row.get("per_op") and "error" not in row["per_op"]]
+  if per_op:
+    lines += ["", "The interpreter's cost per op: its run of the module's ops "
+              "under a trace, over JAX's own replay of the jaxpr they make "
+              "(CPU time, best of 3; 1.00x: JAX's own per-op cost):", "",
+              "| model | plain | `vmap` | `vjp` |", "|---|---|---|---|"]
+    for model, p in per_op:
+      cells = [f"{p[f'{k}_interpreter_s'] / p[f'{k}_jax_s']:.2f}x "
+               f"({p[f'{k}_interpreter_s'] * 1e3:.0f} ms vs "
+               f"{p[f'{k}_jax_s'] * 1e3:.0f} ms)"
+               for k in ("plain", "vmap", "vjp")]
+      lines.append(f"| {model} | " + " | ".join(cells) + " |")
   errors = [(row["model"], row["transform"], k, r["error"])
             for row in data.get("rows", []) for k, r in row.items()
             if isinstance(r, dict) and "error" in r]
