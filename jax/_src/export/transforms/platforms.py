@@ -30,6 +30,7 @@ read (naming why).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import dataclasses
 import jax
 from jax._src import core
 from jax._src.interpreters import ad
@@ -49,20 +50,23 @@ refused_p = core.Primitive("exported_platform_refused")
 """Stands for a branch that must not run: a platform the module was not
 exported for, or one the interpreter cannot read. Its results are never
 computed: it raises when lowered (or run eagerly), with ``message``, whose
-``{}`` is filled with the platforms lowered for."""
+``{}`` is filled with the platforms lowered for; except where every platform
+lowered for is one of ``unreached``, those whose own branch runs instead
+(releases of JAX before 0.6 lower every branch of ``lax.platform_dependent``
+and leave it to XLA to drop the ones not taken)."""
 refused_p.multiple_results = True
 
 
 def _refused_abstract_eval(*args: core.AbstractValue,
                            out_avals: tuple[core.ShapedArray, ...],
-                           message: str) -> tuple[core.ShapedArray, ...]:
-  del args, message
+                           message: str, unreached: tuple[str, ...]) -> tuple[core.ShapedArray, ...]:
+  del args, message, unreached
   return out_avals
 
 
 def _refused_impl(*args: jax.Array, out_avals: tuple[core.ShapedArray, ...],
-                  message: str) -> list[jax.Array]:
-  del out_avals
+                  message: str, unreached: tuple[str, ...]) -> list[jax.Array]:
+  del out_avals, unreached  # eagerly, only the branch taken runs
   platforms = {d.platform for a in args if isinstance(a, jax.Array)
                for d in a.devices()} or {jax.default_backend()}
   raise ValueError(message.format(tuple(sorted(platforms))))
@@ -70,42 +74,50 @@ def _refused_impl(*args: jax.Array, out_avals: tuple[core.ShapedArray, ...],
 
 def _refused_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value,
                       out_avals: tuple[core.ShapedArray, ...],
-                      message: str) -> list[ir.Value]:
-  del args, out_avals
-  raise ValueError(message.format(tuple(ctx.module_context.platforms)))
+                      message: str, unreached: tuple[str, ...]
+                      ) -> list[ir.Value]:
+  del args
+  lowered_for = tuple(ctx.module_context.platforms)
+  if not set(lowered_for) <= set(unreached):
+    raise ValueError(message.format(lowered_for))
+  # A branch lowered though not taken: its results are never read.
+  return [mlir.full_like_aval(ctx, 0, a) for a in out_avals]
 
 
 def _refused_batching(args: Sequence[jax.Array], dims: Sequence[int | None],
                       *,
                       out_avals: tuple[core.ShapedArray, ...],
-                      message: str
+                      message: str, unreached: tuple[str, ...]
                       ) -> tuple[Sequence[jax.Array], list[None]]:
   del dims  # its results are never computed: unbatched, as any shape
-  return (refused_p.bind(*args, out_avals=out_avals, message=message),
+  return (refused_p.bind(*args, out_avals=out_avals, message=message,
+                         unreached=unreached),
           [None] * len(out_avals))
 
 
 def _refused_jvp(primals: Sequence[jax.Array],
                  tangents: Sequence[jax.Array | ad.Zero], *,
                  out_avals: tuple[core.ShapedArray, ...],
-                 message: str
+                 message: str, unreached: tuple[str, ...]
                  ) -> tuple[Sequence[jax.Array], Sequence[jax.Array]]:
   """Its tangents are refused too: never zeros, which a program that keeps
   only tangents (``jax.jacfwd``) would return unseen."""
-  outs = refused_p.bind(*primals, out_avals=out_avals, message=message)
+  outs = refused_p.bind(*primals, out_avals=out_avals, message=message,
+                        unreached=unreached)
   tangent_avals = tuple(
       core.ShapedArray(a.shape, core.primal_dtype_to_tangent_dtype(a.dtype))
       for a in out_avals)
   tangents_out = refused_p.bind(
       *primals, *map(ad.instantiate_zeros, tangents),
-      out_avals=tangent_avals, message=message)
+      out_avals=tangent_avals, message=message, unreached=unreached)
   return outs, tangents_out
 
 
 def _refused_transpose(cts: Sequence[jax.Array | ad.Zero],
                        *args: jax.Array | ad.UndefinedPrimal,
                        out_avals: tuple[core.ShapedArray, ...],
-                       message: str) -> list[jax.Array | None]:
+                       message: str, unreached: tuple[str, ...]
+                       ) -> list[jax.Array | None]:
   """Its cotangents are refused too, as its tangents are."""
   del out_avals
   linear = [ad.is_undefined_primal(a) for a in args]
@@ -113,7 +125,7 @@ def _refused_transpose(cts: Sequence[jax.Array | ad.Zero],
       *map(ad.instantiate_zeros, cts),
       *(a for a, lin in zip(args, linear) if not lin),
       out_avals=tuple(a.aval for a, lin in zip(args, linear) if lin),
-      message=message))
+      message=message, unreached=unreached))
   return [next(refused) if lin else None for lin in linear]
 
 
@@ -125,7 +137,28 @@ ad.primitive_jvps[refused_p] = _refused_jvp
 ad.primitive_transposes[refused_p] = _refused_transpose
 
 
-def refusal(message: str, out_avals: Sequence[core.ShapedArray]) -> Branch:
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+  """A branch that is refused, with ``message``, where it would run.
+
+  Attributes:
+    message: the error's message; ``{}`` in it becomes the platforms
+      lowered for.
+    out_avals: the avals of the results the other branches give.
+    unreached: the platforms whose own branch runs instead (set by
+      :func:`select`).
+  """
+  message: str
+  out_avals: tuple[core.ShapedArray, ...]
+  unreached: tuple[str, ...] = ()
+
+  def __call__(self, *args: jax.Array) -> tuple[jax.Array, ...]:
+    return tuple(refused_p.bind(*args, out_avals=self.out_avals,
+                                message=self.message,
+                                unreached=self.unreached))
+
+
+def refusal(message: str, out_avals: Sequence[core.ShapedArray]) -> Refusal:
   """A branch that is refused, with ``message``, where it would run.
 
   Args:
@@ -136,9 +169,8 @@ def refusal(message: str, out_avals: Sequence[core.ShapedArray]) -> Branch:
   Returns:
     A function of the module's operands.
   """
-  avals = tuple(core.ShapedArray(a.shape, a.dtype) for a in out_avals)
-  return lambda *args: tuple(refused_p.bind(*args, out_avals=avals,
-                                            message=message))
+  return Refusal(message, tuple(core.ShapedArray(a.shape, a.dtype)
+                                for a in out_avals))
 
 
 def select(branches: dict[str, Branch], default: Branch) -> Branch:
@@ -155,6 +187,13 @@ def select(branches: dict[str, Branch], default: Branch) -> Branch:
     lowered for (a conditional on the platform where JAX lowers for
     several).
   """
+  def unreached_by(branch: Branch, platform: str | None) -> Branch:
+    if not isinstance(branch, Refusal):
+      return branch
+    return dataclasses.replace(branch, unreached=tuple(
+        sorted(p for p in branches if p != platform)))
+  branches = {p: unreached_by(b, p) for p, b in branches.items()}
+  default = unreached_by(default, None)
   return lambda *args: jax.lax.platform_dependent(
       *args, default=default, **branches)
 
