@@ -611,11 +611,16 @@ def test_the_real_plan_accounts_for_every_patch_module_and_test(root):
     assert "11753" not in text.split("\n---\n")[0], pr.name
   breaking = [pr for pr in plan.prs if pr.breaking]
   assert [pr.name for pr in breaking] == ["call-tf-vjp-complex-convention"]
-  # The proposal, then only held pull requests.
+  # The proposal, a JEP held until its issue is opened, then only held pull
+  # requests.
   names = [pr.name for pr in plan.prs]
   proposal = names.index("proposal")
+  assert plan.prs[proposal].jep is not None
+  assert plan.prs[proposal].jep.numbers
+  assert plan.prs[proposal].held == (
+      "" if plan.prs[proposal].jep.issue else stage_plan.JEP_HELD)
   assert all(pr.held for pr in plan.prs[proposal + 1:])
-  assert not any(pr.held for pr in plan.prs[:proposal + 1])
+  assert not any(pr.held for pr in plan.prs[:proposal])
   assert {s.name for s in plan.stays} >= {
       "tf1-graph-mode", "embedded-savedmodels", "pfor-converters",
       "tf-internals"}
@@ -694,14 +699,14 @@ def test_the_proposals_tables_are_this_trees_numbers(root, tmp_path):
   plan = _real_plan(root)
   tables = jep_numbers.render(root, plan)
   assert set(tables) == {"cost", "tests", "speed-cpu", "speed-tpu",
-                         "derivatives"}
+                         "derivatives", "coverage"}
   headers = "\n\n".join(t.split("\n", 1)[0] + "\n|---|\n| old | 1 |"
                         for t in tables.values())
   jep = tmp_path / "jep.md"
   jep.write_text(f"# A proposal\n\n{headers}\n\nThe end.\n")
   problems = jep_numbers.check(root, plan, jep.read_text())
   assert sum("table is not what this tree gives" in p
-             for p in problems) == 5
+             for p in problems) == 6
   assert jep_numbers.write(root, plan, jep) == []
   text = jep.read_text()
   assert text.endswith("\n\nThe end.\n") and "| old |" not in text

@@ -29,7 +29,10 @@ caption paragraph (`*...*`):
   (`benchmarks/exported_call.py`);
 * `derivatives`: where a `custom_jvp` or `stop_gradient` was inlined, JAX's
   derivative of the function, of its interpreted module, and forward mode
-  from the serialized VJP (from the same run).
+  from the serialized VJP (from the same run);
+* `coverage`: JAX's own back-compat artifacts the interpreter expresses, per
+  platform, as the implementation's test writes them into
+  `docs/stablehlo.md` (`python -m tests.stablehlo.backcompat --write`).
 
 Lines and tests are recomputed from the tree, measurements read from their
 files: `stage` refuses a proposal whose tables differ from the rendering
@@ -63,6 +66,12 @@ from forklib.upstreaming import stage_plan
 JEP = "docs/jep/stablehlo-interpreter.md"
 SPEED = "benchmarks/results/exported_call"
 TEST_TIMES = "benchmarks/results/jep/test_times.json"
+COVERAGE = "docs/stablehlo.md"
+_COVERAGE_RE = re.compile(r"^- (?P<platform>\w+): (?P<expressed>\d+) of "
+                          r"(?P<total>\d+) modules expressed, (?P<refused>\d+)"
+                          r" refused", re.MULTILINE)
+_COVERAGE_OF_RE = re.compile(r"^Of jax (?P<version>\S+)'s test data:",
+                             re.MULTILINE)
 TBD = "TBD"
 # Relative differences from native above this are a wrong number.
 TOLERANCE = 1e-4
@@ -107,6 +116,9 @@ TESTS_HEADER = ("| part | test files | test lines | test functions "
 SPEED_HEADER = ("| function, transformation ({platform}) | N | native "
                 "| interpreter | loop rule | loop rule / interpreter "
                 "| interpreter / native |")
+COVERAGE_HEADER = ("| platform | data sets | expressed (batched; "
+                   "differentiated where JAX has a derivative) "
+                   "| refused, by name |")
 DERIVATIVES_HEADER = ("| function | x | JAX's derivative of the function "
                       "| JAX's derivative of its module, interpreted "
                       "| forward mode from the serialized VJP |")
@@ -388,13 +400,30 @@ def render_derivatives(root: pathlib.Path) -> str:
                              "the module exported with `vjp_order=1`.*")
 
 
+def render_coverage(root: pathlib.Path) -> str:
+  text = (root / COVERAGE).read_text(encoding="utf-8")
+  version = _COVERAGE_OF_RE.search(text)
+  rows = list(_COVERAGE_RE.finditer(text))
+  if version is None or not rows:
+    raise KeyError(f"{COVERAGE} has no generated coverage of the back-compat "
+                   "data ('Of jax X's test data:', '- CPU: N of M modules "
+                   "expressed, K refused')")
+  lines = [COVERAGE_HEADER, "|---|---:|---:|---:|"]
+  lines += [f"| {m['platform']} | {m['total']} | {m['expressed']} "
+            f"| {m['refused']} |" for m in rows]
+  return "\n".join(lines) + (
+      f"\n\n*Of the data sets of jax {version['version']}'s back-compat "
+      "tests, as the implementation's test of them counts.*")
+
+
 def render(root: pathlib.Path, plan: stage_plan.Plan) -> dict[str, str]:
   """Every table, by name, as the proposal must hold it."""
   return {"cost": render_cost(root, plan),
           "tests": render_tests(root, plan),
           "speed-cpu": render_speed(root, "cpu"),
           "speed-tpu": render_speed(root, "tpu"),
-          "derivatives": render_derivatives(root)}
+          "derivatives": render_derivatives(root),
+          "coverage": render_coverage(root)}
 
 
 # ---------------------------------------------------------------------------
