@@ -30,7 +30,9 @@ For the design proposal's speed tables: the steady-state time of one
 
 Every transformation is the same expression for all three (the Hessian is
 ``jacrev(jacrev(f))`` for each), and every result is checked against
-native's. Median of ``--repeats`` calls, after a warm-up call that
+native's, all at ``jax_default_matmul_precision="highest"`` (``--precision``).
+The three are timed in turn, round after round, so that a change of the
+machine's load falls on all three. Median of ``--repeats`` calls, after a warm-up call that
 compiles; times in milliseconds.
 
 It also measures the question of derivatives the proposal raises: where a
@@ -79,9 +81,11 @@ SCHEMA = 1
 SIZES: dict[str, dict[str, dict[str, list[int]]]] = {
     "accelerator": {
         "mlp": {"vmap": [10_000, 100_000], "vmap_grad": [10_000, 100_000]},
+        # Second derivatives at N = 10^4 would hold 96 x 32 x 32 x 3 floats
+        # per example at once (12 GB): 3,000 fits a 16 GB chip.
         "lj32": {"vmap": [10_000, 100_000], "vmap_grad": [10_000, 100_000],
-                 "vmap_jacfwd": [1_000, 10_000],
-                 "vmap_hessian": [1_000, 10_000]},
+                 "vmap_jacfwd": [1_000, 3_000],
+                 "vmap_hessian": [1_000, 3_000]},
         "matrix": {"vmap": [1_000, 10_000], "vmap_grad": [1_000, 10_000]},
     },
     "cpu": {
@@ -177,51 +181,77 @@ def loop_rule(args, dims, *, exported):
   return results, (0,) * len(results)
 
 
-def _time(fun: Callable[..., Any], xs: Any, repeats: int
-          ) -> tuple[float, Any]:
-  """The median ms of `repeats` calls of the compiled `fun`, and its
-  result."""
-  out = jax.block_until_ready(fun(xs))  # compiles
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fun(xs))
-    times.append((time.perf_counter() - start) * 1e3)
-  return statistics.median(times), out
-
-
 def _max_rel_err(ref: Any, out: Any) -> float:
   ref, out = np.asarray(ref, np.float64), np.asarray(out, np.float64)
   scale = max(float(np.max(np.abs(ref))), 1e-30)
   return float(np.max(np.abs(ref - out))) / scale if ref.size else 0.
 
 
+def _compiled(row: dict[str, Any], method: str, fun: Callable[..., Any],
+              xs: Any) -> tuple[Callable[..., Any] | None, Any]:
+  """`jax.jit(fun)`, compiled and called once, and its result; None and
+  the error recorded in `row` if it fails (out of memory, say), so that the
+  other methods and rows are still measured."""
+  jitted = jax.jit(fun)
+  try:
+    return jitted, jax.block_until_ready(jitted(xs))
+  except Exception as e:  # pylint: disable=broad-except
+    row[f"{method}_error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return None, None
+
+
 def measure_row(name: str, transform: str, n: int, repeats: int,
                 artifacts: dict[str, export.Exported]) -> dict[str, Any]:
-  """One row: native, interpreter and loop rule, each checked."""
+  """One row: native, interpreter and loop rule, each checked against
+  native, timed in turn round after round (a change of the machine's load
+  falls on all three)."""
   f, shape = _workloads()[name]
   xs = jax.device_put(_examples(name, shape, n))
   call = artifacts[name].call
-  native_ms, ref = _time(jax.jit(_transformed(transform, f)), xs, repeats)
-  interp_ms, out = _time(jax.jit(_transformed(transform, call)), xs, repeats)
   row = {"workload": name, "label": LABELS[name], "transform": transform,
-         "n": n, "native_ms": native_ms, "interpreter_ms": interp_ms,
-         "interpreter_rel_err": _max_rel_err(ref, out),
-         "loop_ms": None, "loop_rel_err": None, "loop_note": ""}
-  del out
+         "n": n, "native_ms": None, "interpreter_ms": None,
+         "interpreter_rel_err": None, "loop_ms": None, "loop_rel_err": None,
+         "loop_note": ""}
+  funs = {}
+  funs["native"], ref = _compiled(row, "native", _transformed(transform, f),
+                                  xs)
+  funs["interpreter"], out = _compiled(
+      row, "interpreter", _transformed(transform, call), xs)
+  if out is not None and ref is not None:
+    row["interpreter_rel_err"] = _max_rel_err(ref, out)
   if transform == "vmap_jacfwd":
     row["loop_note"] = "no forward mode without the interpreter"
-    return row
-  rules = batching.fancy_primitive_batchers
-  saved = rules[_export.call_exported_p]
-  batching.primitive_batchers[_export.call_exported_p] = loop_rule
-  try:
-    loop_ms, out = _time(jax.jit(_transformed(transform, call)), xs,
-                         repeats)
-  finally:
-    rules[_export.call_exported_p] = saved
-  row["loop_ms"] = loop_ms
-  row["loop_rel_err"] = _max_rel_err(ref, out)
+  else:
+    # The loop rule is registered while the loop's program is traced (JAX's
+    # caches cleared first: a batched trace cached for the interpreter would
+    # be reused); the compiled program keeps it. Its program must hold the
+    # loop.
+    rules = batching.fancy_primitive_batchers
+    saved = rules[_export.call_exported_p]
+    jax.clear_caches()
+    batching.primitive_batchers[_export.call_exported_p] = loop_rule
+    try:
+      loop = _transformed(transform, call)
+      funs["loop"], out = _compiled(row, "loop", loop, xs)
+      if funs["loop"] is not None and "stablehlo.while" not in jax.jit(
+          loop).lower(xs).as_text():
+        row["loop_error"] = "the loop rule's program has no loop"
+        funs["loop"] = None
+    finally:
+      rules[_export.call_exported_p] = saved
+    if out is not None and ref is not None:
+      row["loop_rel_err"] = _max_rel_err(ref, out)
+  del out
+  times: dict[str, list[float]] = {m: [] for m, fn in funs.items() if fn}
+  for method in times:  # compiled again if the caches were cleared
+    jax.block_until_ready(funs[method](xs))
+  for _ in range(repeats):
+    for method in times:
+      start = time.perf_counter()
+      jax.block_until_ready(funs[method](xs))
+      times[method].append((time.perf_counter() - start) * 1e3)
+  for method, ts in times.items():
+    row[f"{method}_ms"] = statistics.median(ts)
   return row
 
 
@@ -290,7 +320,9 @@ def run(out_dir: pathlib.Path, sizes_kind: str | None, repeats: int,
       "python": platform_lib.python_version(), "host": platform_lib.node(),
       "cpus": os.cpu_count(), "load_before": load_before,
       "load_after": _load(), "started": started.isoformat(timespec="seconds"),
-      "repeats": repeats, "rows": rows, "derivatives": derivatives(),
+      "repeats": repeats,
+      "precision": jax.config.jax_default_matmul_precision,
+      "rows": rows, "derivatives": derivatives(),
   }
   out_dir.mkdir(parents=True, exist_ok=True)
   path = out_dir / f"{device.platform}.json"
@@ -309,7 +341,12 @@ def main() -> None:
   parser.add_argument("--repeats", type=int, default=7)
   parser.add_argument("--only", nargs="*",
                       help="workloads or workload:transform to run")
+  parser.add_argument("--precision", default="highest",
+                      help="jax_default_matmul_precision for every method "
+                      "(a TPU's default, one bfloat16 pass, makes the loop's "
+                      "and the batched program's rounding differ)")
   args = parser.parse_args()
+  jax.config.update("jax_default_matmul_precision", args.precision)
   path = run(args.out, "quick" if args.quick else args.sizes, args.repeats,
              args.only)
   print(f"wrote {path}")

@@ -356,21 +356,24 @@ def render_speed(root: pathlib.Path, platform: str) -> str:
                  f"| {TBD} |")
     return "\n".join(lines) + f"\n\n*{name}: {TBD}, not measured yet.*"
   for r in data["rows"]:
+    cells = [("failed" if r.get(f"{m}_error") else _ms(r[f"{m}_ms"]))
+             for m in ("native", "interpreter", "loop")]
     lines.append(
         f"| {r['label']}, {TRANSFORMS[r['transform']]} | {_int(r['n'])} "
-        f"| {_ms(r['native_ms'])} | {_ms(r['interpreter_ms'])} "
-        f"| {_ms(r['loop_ms'])} | {_ratio(r['loop_ms'], r['interpreter_ms'])}"
+        f"| {' | '.join(cells)} "
+        f"| {_ratio(r['loop_ms'], r['interpreter_ms'])}"
         f" | {_ratio(r['interpreter_ms'], r['native_ms'])} |")
   worst = max((r[k] for r in data["rows"]
                for k in ("interpreter_rel_err", "loop_rel_err")
-               if r[k] is not None), default=0.)
+               if r.get(k) is not None), default=0.)
   started = data["started"][:10]
   return "\n".join(lines) + (
       f"\n\n*{data['device']} ({data['device_count']} device"
       f"{'s' if data['device_count'] > 1 else ''}, {data['cpus']} host "
       f"CPUs), jax {data['jax'].split('+')[0]} with the implementation, "
       f"{started}: milliseconds per call of the whole batch, median of "
-      f"{data['repeats']} after a compiling call; load average "
+      f"{data['repeats']} after a compiling call, matrix products at "
+      f"precision {data.get('precision') or 'default'}; load average "
       f"{_load(data['load_before'])} before the run and "
       f"{_load(data['load_after'])} after. Every result matched native "
       f"JAX's (largest relative difference {worst:.1g}).*")
@@ -457,10 +460,17 @@ def _measurement_problems(root: pathlib.Path) -> list[str]:
       continue
     bad = [f"{r['workload']} {r['transform']} N={r['n']}" for r in data["rows"]
            for k in ("interpreter_rel_err", "loop_rel_err")
-           if r[k] is not None and r[k] > TOLERANCE]
+           if r.get(k) is not None and r[k] > TOLERANCE]
     if bad:
       problems.append(f"{SPEED}/{platform}.json: results differ from native "
                       f"JAX's by more than {TOLERANCE}: {', '.join(bad)}")
+    failed = [f"{r['workload']} {r['transform']} N={r['n']} {m}: "
+              f"{r[m + '_error']}" for r in data["rows"]
+              for m in ("native", "interpreter", "loop")
+              if r.get(f"{m}_error")]
+    if failed:
+      problems.append(f"{SPEED}/{platform}.json: measurements failed (run "
+                      f"them again, or with other sizes): {'; '.join(failed)}")
   times = _read_json(root / TEST_TIMES)
   missing = [p.label for p in PARTS if not p.staged
              and p.label not in (times or {}).get("parts", {})]
