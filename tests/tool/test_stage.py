@@ -739,6 +739,15 @@ def test_measurements_missing_or_wrong_are_problems(tmp_path):
              for p in jep_numbers._measurement_problems(tmp_path))
   # A measurement not made renders as a placeholder, which stage refuses.
   assert "TBD" in jep_numbers.render_speed(tmp_path, "cpu")
+  times = tmp_path / jep_numbers.TEST_TIMES
+  times.parent.mkdir(parents=True)
+  times.write_text(json.dumps({"date": "d", "machine": "m", "parts": {
+      jep_numbers.PARTS[1].label: {
+          "seconds": 60, "passed": 3, "failed": 1, "skipped": 0, "exit": 1,
+          "summary": "1 failed", "failed_tests": ["t.py::test_x"]}}}))
+  assert any("tests failed when timed: Part 1: the interpreter: "
+             "t.py::test_x" in p
+             for p in jep_numbers._measurement_problems(tmp_path))
 
 
 # ---------------------------------------------------------------------------
