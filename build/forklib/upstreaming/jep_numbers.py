@@ -290,7 +290,7 @@ def _ms(ms: float | None) -> str:
 def _ratio(a: float | None, b: float | None) -> str:
   if a is None or b is None or not b:
     return "-"
-  return f"{a / b:.2g}x" if a / b < 10 else f"{a / b:,.0f}x"
+  return f"{a / b:#.2g}x" if a / b < 10 else f"{a / b:,.0f}x"
 
 
 def _read_json(path: pathlib.Path) -> dict[str, Any] | None:
@@ -380,10 +380,13 @@ def render_speed(root: pathlib.Path, platform: str) -> str:
                for k in ("interpreter_rel_err", "loop_rel_err")
                if r.get(k) is not None), default=0.)
   started = data["started"][:10]
+  device = (f"{name}, {data['cpus']} cores" if data["device"] == platform
+            else f"{data['device']} ({data['device_count']} device"
+            f"{'s' if data['device_count'] > 1 else ''}, {data['cpus']} "
+            "host CPUs)")
   return "\n".join(lines) + (
-      f"\n\n*{data['device']} ({data['device_count']} device"
-      f"{'s' if data['device_count'] > 1 else ''}, {data['cpus']} host "
-      f"CPUs), jax {data['jax'].split('+')[0]} with the implementation, "
+      f"\n\n*{device}, jax {data['jax'].split('+')[0]} with the "
+      f"implementation, "
       f"{started}: milliseconds per call of the whole batch, median of "
       f"{data['repeats']} after a compiling call, matrix products at "
       f"precision {data.get('precision') or 'default'}; load average "
