@@ -1,3 +1,10 @@
+"""Benchmarks of batched call_tf against native JAX, loops, TF and tf2jax.
+
+`python3 benchmarks/run.py` runs them (`--quick`: a smoke run) in
+`benchmarks/.venv`, with the patched wheel, and writes `benchmarks/results/`;
+`python3 -m benchmarks.report` redraws the report from its `results.json`.
+`benchmarks/README.md` says what each one measures.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -10,4 +17,4 @@
 # distributed under the License is distributed on an "AS IS" BASIS,
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
-"""Benchmarks of batched call_tf; run them with python3 benchmarks/run.py."""
+# limitations under the License.

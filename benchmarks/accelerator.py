@@ -1,16 +1,3 @@
-# Copyright 2026 The JAX call_tf fork authors.
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     https://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
 """call_tf on an accelerator, against native JAX on the same device.
 
 Run where JAX sees the accelerator (a TPU, a GPU) with the fork's wheel and
@@ -30,6 +17,8 @@ Sections:
 * ``correctness``: the value, ``vmap``, ``jacrev``, ``jacfwd``, ``hessian``
   and per-example gradients of TF functions through ``call_tf``, eager and
   under ``jit``, the plain call and ``vmap_method="sequential"`` included,
+  and of the round trip ``call_tf(jax2tf.convert(f))`` with ``convert``'s
+  defaults (a module serialized for the device's platform alone),
   against the same functions written in ``jnp`` on the same device, at
   every ``jax_default_matmul_precision``; and each one's error against a
   float64 reference computed on the host, next to native JAX's.
@@ -47,6 +36,19 @@ Sections:
   (``tests/stablehlo/conformance.py``) against the accelerator's XLA, for
   the element types ``--conformance-types`` names.
 """
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
 from __future__ import annotations
 
@@ -187,6 +189,18 @@ _CORRECTNESS_KINDS = ("value", "vmap", "jacrev", "jacfwd", "hessian",
                       "vmap(grad)")
 
 
+def _fork(method: str, tf_fn: Callable, jnp_fn: Callable) -> Callable:
+  """The function through call_tf: the TF function (the default method or
+  ``"sequential"``), or the round trip ``call_tf(jax2tf.convert(f))`` of
+  the jnp function, serialized as ``convert``'s defaults say (for the
+  device's platform alone)."""
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  if method == "round trip":
+    return jax2tf.call_tf(jax2tf.convert(jnp_fn))
+  return jax2tf.call_tf(tf_fn, vmap_method=None if method == "default"
+                        else "sequential")
+
+
 def section_correctness(save: Callable[[dict[str, Any]], None],
                         functions: Sequence[str] | None = None
                         ) -> dict[str, Any]:
@@ -194,7 +208,6 @@ def section_correctness(save: Callable[[dict[str, Any]], None],
   import jax  # pylint: disable=g-import-not-at-top
   from jax._src import config  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
   cpu = jax.devices("cpu")[0]
   rows = []
   for name, (tf_fn, jnp_fn, shape, scalar) in _functions().items():
@@ -208,11 +221,12 @@ def section_correctness(save: Callable[[dict[str, Any]], None],
       with jax.default_device(cpu), config.enable_x64(True):
         ref = np.asarray(_transformed(kind, jnp_fn, scalar)(
             np.asarray(x, np.float64)))
-      for method in ("default", "sequential"):
+      for method in ("default", "sequential", "round trip"):
         if method == "sequential" and not _batched(kind):
           continue
         # Every setting where the function has dots or convolutions, which
-        # the setting governs; the default and float32 elsewhere.
+        # the setting governs; the default and float32 elsewhere (and for
+        # the round trip, whose module JAX wrote at the default).
         precisions = (PRECISIONS if name in _WITH_DOTS and method == "default"
                       else (None, "float32"))
         for precision in precisions:
@@ -221,8 +235,7 @@ def section_correctness(save: Callable[[dict[str, Any]], None],
                    "precision": precision or "default", "mode": mode}
             try:
               with jax.default_matmul_precision(precision):
-                fork = call_tf(tf_fn, vmap_method=None if method == "default"
-                               else "sequential")
+                fork = _fork(method, tf_fn, jnp_fn)
                 g = _transformed(kind, fork, scalar)
                 h = _transformed(kind, jnp_fn, scalar)
                 if mode == "jit":

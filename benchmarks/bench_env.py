@@ -1,3 +1,15 @@
+"""The benchmark's environment: ``benchmarks/.venv`` with the patched wheel.
+
+Standard library only: this runs before anything is installed. The wheel is
+taken from ``dist/`` (built with ``python3 build/fork.py wheel`` if there is
+none), copied aside before installing (so that a concurrent rebuild does not
+disturb the install), and reinstalled whenever its sha256 changes. The
+release is the tool's default (the newest in ``patches/upstream.toml``, or
+``$JAX_FORK_UPSTREAM``), the venv's Python is that release's test Python
+(found as the tool finds it, ``build/forklib/testing/envs.py``), and jaxlib and
+tensorflow-cpu are the versions the tests use; the benchmark's own tools are
+pinned in ``benchmarks/requirements.txt``.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,18 +23,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The benchmark's environment: ``benchmarks/.venv`` with the patched wheel.
-
-Standard library only: this runs before anything is installed. The wheel is
-taken from ``dist/`` (built with ``python3 build/fork.py wheel`` if there is
-none), copied aside before installing (so that a concurrent rebuild does not
-disturb the install), and reinstalled whenever its sha256 changes. The
-release is the tool's default (the newest in ``patches/upstream.toml``, or
-``$JAX_FORK_UPSTREAM``), the venv's Python is that release's test Python
-(found as the tool finds it, ``build/forklib/testing/envs.py``), and jaxlib and
-tensorflow-cpu are the versions the tests use; the benchmark's own tools are
-pinned in ``benchmarks/requirements.txt``.
-"""
 
 from __future__ import annotations
 

@@ -1,3 +1,13 @@
+"""Fast dispatch: which jitted calls carry a JAX effect, and what it costs.
+
+The effect of ``has_side_effects=True`` is dropped only for TF
+functions proven pure; a function with a stateful op keeps it, and with it
+JAX's slow (Python, token-threading) dispatch path. Measured at N=1 (where
+dispatch dominates), ``jax.jit(jax.vmap(call_tf(f)))`` of the ``small``
+workload (pure), and of the same plus ``tf.random.uniform`` (stateful, a
+negligible value added), against native JAX; each row says whether the
+jaxpr has an effect. Samples are interleaved.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,16 +21,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Fast dispatch: which jitted calls carry a JAX effect, and what it costs.
-
-The effect of ``has_side_effects=True`` is dropped only for TF
-functions proven pure; a function with a stateful op keeps it, and with it
-JAX's slow (Python, token-threading) dispatch path. Measured at N=1 (where
-dispatch dominates), ``jax.jit(jax.vmap(call_tf(f)))`` of the ``small``
-workload (pure), and of the same plus ``tf.random.uniform`` (stateful, a
-negligible value added), against native JAX; each row says whether the
-jaxpr has an effect. Samples are interleaved.
-"""
 
 from __future__ import annotations
 

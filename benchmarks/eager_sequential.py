@@ -1,16 +1,3 @@
-# Copyright 2026 The JAX call_tf fork authors.
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     https://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
 """Eager ``vmap_method="sequential"`` against a hand loop of eager calls.
 
 ``jax.vmap(call_tf(f, vmap_method="sequential"))(x)``, with no ``jax.jit``
@@ -34,6 +21,19 @@ fork and TensorFlow installed::
   python -m benchmarks.eager_sequential            # 32,000 rows
   python -m benchmarks.eager_sequential --rows 2000 8000 16000 32000
 """
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
 from __future__ import annotations
 

@@ -1,3 +1,13 @@
+"""The measurement loop: every workload, batch size, method and mode.
+
+For each workload and batch size (ascending), native JAX is measured first,
+then every other method, so that each ratio to native compares measurements
+of the same run, minutes apart at most. A method whose next measurement
+would take longer than ``max_config_s`` (predicted linearly in N from the
+last one) is skipped from there on, as are sizes above its ``max_n``; both
+apply only to the per-example loops (the methods with a ``max_n``). The
+report marks those and extrapolates linearly.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,16 +21,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The measurement loop: every workload, batch size, method and mode.
-
-For each workload and batch size (ascending), native JAX is measured first,
-then every other method, so that each ratio to native compares measurements
-of the same run, minutes apart at most. A method whose next measurement
-would take longer than ``max_config_s`` (predicted linearly in N from the
-last one) is skipped from there on, as are sizes above its ``max_n``; both
-apply only to the per-example loops (the methods with a ``max_n``). The
-report marks those and extrapolates linearly.
-"""
 
 from __future__ import annotations
 

@@ -1,3 +1,14 @@
+"""The ways of running a workload over a batch of ``N`` examples.
+
+Each :class:`Method` builds, for one workload and one mode, a fresh callable
+of the batch (``(N, *example_shape)`` -> stacked results). Fresh means no
+cache of JAX or TensorFlow holds it yet, so its first call measures tracing,
+conversion and compilation. Modes:
+
+* ``"jit"``: the staged, compiled path (``jax.jit``; for TensorFlow,
+  ``tf.function(jit_compile=True)``).
+* ``"eager"``: no ``jax.jit`` (for TensorFlow, ``tf.function`` without XLA).
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,17 +22,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The ways of running a workload over a batch of ``N`` examples.
-
-Each :class:`Method` builds, for one workload and one mode, a fresh callable
-of the batch (``(N, *example_shape)`` -> stacked results). Fresh means no
-cache of JAX or TensorFlow holds it yet, so its first call measures tracing,
-conversion and compilation. Modes:
-
-* ``"jit"``: the staged, compiled path (``jax.jit``; for TensorFlow,
-  ``tf.function(jit_compile=True)``).
-* ``"eager"``: no ``jax.jit`` (for TensorFlow, ``tf.function`` without XLA).
-"""
 
 from __future__ import annotations
 

@@ -1,3 +1,13 @@
+"""The report: Markdown tables, log-log PNG plots and the README's summary.
+
+Works from the ``results.json`` data alone (standard library only, but for
+the plots), so that a report can be redrawn without measuring again::
+
+  python3 -m benchmarks.report                 # results.md and the plots
+  python3 -m benchmarks.report --summary       # the summary table, into
+                                               # README.md and benchmarks/README.md
+  python3 -m benchmarks.report --compare DIR_A DIR_B   # two runs' ratios
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,16 +21,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The report: Markdown tables, log-log PNG plots and the README's summary.
-
-Works from the ``results.json`` data alone (standard library only, but for
-the plots), so that a report can be redrawn without measuring again::
-
-  python3 -m benchmarks.report                 # results.md and the plots
-  python3 -m benchmarks.report --summary       # the summary table, into
-                                               # README.md and benchmarks/README.md
-  python3 -m benchmarks.report --compare DIR_A DIR_B   # two runs' ratios
-"""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
 #!/usr/bin/env python3
-# Copyright 2026 The JAX call_tf fork authors.
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     https://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
 """Benchmarks batched call_tf against native JAX, loops, TF and tf2jax.
 
 Run from the repository root:
@@ -25,6 +12,19 @@ from ``dist/`` and re-runs itself there. It writes ``results.json``,
 ``benchmarks/results/quick/``), and the full run refreshes the summary table
 of ``README.md`` and ``benchmarks/README.md``.
 """
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
 from __future__ import annotations
 

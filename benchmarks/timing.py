@@ -1,3 +1,12 @@
+"""Timing: first call, then the median of repeats after warm-up.
+
+A sample times ``k`` back-to-back calls, each waited for (``k`` chosen so a
+sample lasts about ``sample_s``; a single call of a few microseconds is below
+the timer's resolution and the machine's noise), and reports the time per
+call. The steady-state time is the median of the samples. The harness takes
+the samples of all methods of one workload and batch size round-robin
+(:func:`sample_interleaved`), so that they share the machine's noise.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,15 +20,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Timing: first call, then the median of repeats after warm-up.
-
-A sample times ``k`` back-to-back calls, each waited for (``k`` chosen so a
-sample lasts about ``sample_s``; a single call of a few microseconds is below
-the timer's resolution and the machine's noise), and reports the time per
-call. The steady-state time is the median of the samples. The harness takes
-the samples of all methods of one workload and batch size round-robin
-(:func:`sample_interleaved`), so that they share the machine's noise.
-"""
 
 from __future__ import annotations
 

@@ -1,3 +1,15 @@
+"""The benchmark workloads: one function, written in TensorFlow and in jnp.
+
+Each :class:`Workload` describes one example (the unbatched function); the
+methods in :mod:`benchmarks.methods` batch it over ``N`` examples. The ``tf``
+and ``jnp`` versions compute the same numbers, which the harness checks.
+
+A workload may ask for a derivative of the function instead of the function
+(``derivative``): ``jacrev``, ``jacfwd``, ``hessian`` (``jacfwd(jacrev)``),
+``jacrev_jacfwd``, or ``jvp`` (the tangent along a fixed direction); every
+method applies the same JAX transformation to its own version of the
+function (:func:`per_example`).
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,18 +23,6 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The benchmark workloads: one function, written in TensorFlow and in jnp.
-
-Each :class:`Workload` describes one example (the unbatched function); the
-methods in :mod:`benchmarks.methods` batch it over ``N`` examples. The ``tf``
-and ``jnp`` versions compute the same numbers, which the harness checks.
-
-A workload may ask for a derivative of the function instead of the function
-(``derivative``): ``jacrev``, ``jacfwd``, ``hessian`` (``jacfwd(jacrev)``),
-``jacrev_jacfwd``, or ``jvp`` (the tangent along a fixed direction); every
-method applies the same JAX transformation to its own version of the
-function (:func:`per_example`).
-"""
 
 from __future__ import annotations
 

@@ -60,9 +60,32 @@ def _path(value: str | None) -> pathlib.Path | None:
   return pathlib.Path(value).resolve() if value else None
 
 
+# Each command: the function it runs (cmd_NAME) and its parser (_add_NAME,
+# given what `add_subparsers` returns), which `_parser` adds in the order of
+# _COMMANDS, that of `--help`.
+
+_Subparsers = argparse._SubParsersAction
+
+_UPSTREAM_RELEASE_HELP = "upstream release, e.g. 0.10.2"
+_NEWEST_HELP = "upstream release (default: the newest in the manifest)"
+_UPSTREAM_TESTS_HELP = (
+    "upstream's own tests: a folder of jax-v<version>.tar.gz files or "
+    "checkouts of upstream's repository (e.g. ../shared/upstream-tests); "
+    "without it they are not run, and the summary says so")
+_JOBS_HELP = (f"runs at a time (default: {testrun.JOBS}); with more than "
+              "one, each run's output is printed when it ends, and at most "
+              "one runs in full")
+
+
 def cmd_fetch(args: argparse.Namespace) -> int:
   print(fetch.fetch(_release(args)))
   return 0
+
+
+def _add_fetch(sub: _Subparsers) -> None:
+  p = sub.add_parser("fetch", help="download and verify upstream's sdist")
+  p.add_argument("version", help=_UPSTREAM_RELEASE_HELP)
+  p.set_defaults(func=cmd_fetch)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -71,13 +94,38 @@ def cmd_apply(args: argparse.Namespace) -> int:
   return 0
 
 
+def _add_apply(sub: _Subparsers) -> None:
+  p = sub.add_parser("apply", help="build the patched source tree")
+  p.add_argument("version", help=_UPSTREAM_RELEASE_HELP)
+  p.add_argument("--out", required=True, help="directory to create")
+  p.add_argument("--force", action="store_true",
+                 help="replace --out if it exists")
+  p.set_defaults(func=cmd_apply)
+
+
 def cmd_wheel(args: argparse.Namespace) -> int:
   print(wheel.build(_project(args), _release(args), pathlib.Path(args.out)))
   return 0
 
 
+def _add_wheel(sub: _Subparsers) -> None:
+  p = sub.add_parser("wheel", help="build the patched wheel")
+  p.add_argument("version", nargs="?", help=_NEWEST_HELP)
+  p.add_argument("--out", default=str(ROOT / "dist"),
+                 help="directory for the wheel (default: dist/)")
+  p.set_defaults(func=cmd_wheel)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
   return tree.check(_project(args), args.version)
+
+
+def _add_check(sub: _Subparsers) -> None:
+  p = sub.add_parser("check", help="apply the series to every release")
+  p.add_argument("version", nargs="*",
+                 help="only these upstream releases (default: every one in "
+                      "the manifest)")
+  p.set_defaults(func=cmd_check)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -92,9 +140,40 @@ def cmd_index(args: argparse.Namespace) -> int:
   return 0
 
 
+def _add_publication_choice(p: argparse.ArgumentParser,
+                            no_jaxlib: str) -> None:
+  """Which releases `index` and `publish` publish, and with which files."""
+  p.add_argument("--upstream", action="append", default=[],
+                 help="publish this upstream release (repeatable; default: "
+                      "the newest in the manifest)")
+  p.add_argument("--all", action="store_true",
+                 help="publish every release in the manifest")
+  p.add_argument("--no-jaxlib", action="store_true", help=no_jaxlib)
+
+
+def _add_index(sub: _Subparsers) -> None:
+  p = sub.add_parser("index", help="publish wheels into a PEP 503 index")
+  p.add_argument("--out", required=True, help="the index directory")
+  p.add_argument("--wheel", action="append", default=[],
+                 help="a fork wheel to publish (repeatable), for its release; "
+                      "default: build the wheel of the release chosen below")
+  _add_publication_choice(p, "do not mirror the pinned jaxlib wheels "
+                          "(users then take jaxlib from the public index)")
+  p.set_defaults(func=cmd_index)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
   serve.serve(pathlib.Path(args.directory), args.host, args.port)
   return 0
+
+
+def _add_serve(sub: _Subparsers) -> None:
+  p = sub.add_parser("serve", help="serve an index over HTTP")
+  p.add_argument("directory", help="an index built by `index`")
+  p.add_argument("--host", default="127.0.0.1")
+  p.add_argument("--port", type=int, default=8000,
+                 help="0 picks a free port (default: 8000)")
+  p.set_defaults(func=cmd_serve)
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -109,132 +188,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
   return 0
 
 
-def cmd_pins(args: argparse.Namespace) -> int:
-  project = _project(args)
-  releases = publication.select(project.manifest(), args.version, args.all)
-  for version, wheels in jaxlib_mirror.pin_releases(project,
-                                                    releases).items():
-    print(f"jaxlib {version}: {len(wheels)} wheels pinned")
-  return 0
-
-
-def cmd_rebase(args: argparse.Namespace) -> int:
-  result = rebase.rebase(_project(args), args.version, args.source,
-                         checkout=_path(args.checkout),
-                         tests_dir=_path(args.upstream_tests),
-                         suites=not args.no_suites, resume=_path(args.resume))
-  print(result.report())
-  return 0 if result.ok else 1
-
-
-def cmd_stage(args: argparse.Namespace) -> int:
-  result = stage.stage(_project(args), _release(args), pathlib.Path(args.out),
-                       onto=_path(args.onto), ref=args.ref,
-                       author=args.author, verify=args.verify,
-                       jaxlib=args.jaxlib)
-  print(result.out)
-  for problem in result.problems:
-    print(f"error: {problem}", file=sys.stderr)
-  if result.problems:
-    print(f"error: {len(result.problems)} problems (each in "
-          f"{result.out}/report.md and report.json); the series is in "
-          f"{result.out}/repo to read, not to send", file=sys.stderr)
-  return 0 if result.ok else 1
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-  return envs.demo(_project(args), _release(args))
-
-
-def cmd_dev(args: argparse.Namespace) -> int:
-  project, release = _project(args), _release(args)
-  env = dev.dev(project, release, _path(args.venv))
-  default = release.version == project.manifest().select(None).version
-  print(dev.instructions(project, release, env, default))
-  return 0
-
-
-def cmd_test(args: argparse.Namespace) -> int:
-  return testrun.run(_project(args), args.version, full=args.full,
-                     python=args.python, pytest_args=args.pytest_args,
-                     tests_dir=_path(args.upstream_tests),
-                     write_compatibility_page=args.write_compatibility,
-                     jobs=args.jobs)
-
-
-def cmd_baseline(args: argparse.Namespace) -> int:
-  return baseline.run_releases(_project(args), args.version,
-                               _path(args.upstream_tests))
-
-
-def cmd_workflow(args: argparse.Namespace) -> int:
-  workflow.run(_project(args), args.check)
-  return 0
-
-
-def _add_publication_choice(p: argparse.ArgumentParser,
-                            no_jaxlib: str) -> None:
-  """Which releases `index` and `publish` publish, and with which files."""
-  p.add_argument("--upstream", action="append", default=[],
-                 help="publish this upstream release (repeatable; default: "
-                      "the newest in the manifest)")
-  p.add_argument("--all", action="store_true",
-                 help="publish every release in the manifest")
-  p.add_argument("--no-jaxlib", action="store_true", help=no_jaxlib)
-
-
-def main(argv: list[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(
-      prog="python build/fork.py", description=__doc__.split("\n\n")[0],
-      epilog="A command's options: python build/fork.py <command> --help; "
-             "what each does: docs/maintainers.md.")
-  parser.add_argument("--root", default=str(ROOT),
-                      help="the project root holding patches/ and jax/ "
-                           "(default: this repository)")
-  parser.add_argument("-q", "--quiet", action="store_true",
-                      help="print only results, no progress")
-  sub = parser.add_subparsers(dest="command", required=True)
-
-  p = sub.add_parser("fetch", help="download and verify upstream's sdist")
-  p.add_argument("version", help="upstream release, e.g. 0.10.2")
-  p.set_defaults(func=cmd_fetch)
-
-  p = sub.add_parser("apply", help="build the patched source tree")
-  p.add_argument("version", help="upstream release, e.g. 0.10.2")
-  p.add_argument("--out", required=True, help="directory to create")
-  p.add_argument("--force", action="store_true",
-                 help="replace --out if it exists")
-  p.set_defaults(func=cmd_apply)
-
-  p = sub.add_parser("wheel", help="build the patched wheel")
-  p.add_argument("version", nargs="?",
-                 help="upstream release (default: the newest in the manifest)")
-  p.add_argument("--out", default=str(ROOT / "dist"),
-                 help="directory for the wheel (default: dist/)")
-  p.set_defaults(func=cmd_wheel)
-
-  p = sub.add_parser("check", help="apply the series to every release")
-  p.add_argument("version", nargs="*",
-                 help="only these upstream releases (default: every one in "
-                      "the manifest)")
-  p.set_defaults(func=cmd_check)
-
-  p = sub.add_parser("index", help="publish wheels into a PEP 503 index")
-  p.add_argument("--out", required=True, help="the index directory")
-  p.add_argument("--wheel", action="append", default=[],
-                 help="a fork wheel to publish (repeatable), for its release; "
-                      "default: build the wheel of the release chosen below")
-  _add_publication_choice(p, "do not mirror the pinned jaxlib wheels "
-                          "(users then take jaxlib from the public index)")
-  p.set_defaults(func=cmd_index)
-
-  p = sub.add_parser("serve", help="serve an index over HTTP")
-  p.add_argument("directory", help="an index built by `index`")
-  p.add_argument("--host", default="127.0.0.1")
-  p.add_argument("--port", type=int, default=8000,
-                 help="0 picks a free port (default: 8000)")
-  p.set_defaults(func=cmd_serve)
-
+def _add_publish(sub: _Subparsers) -> None:
   p = sub.add_parser("publish", help="upload wheels to an index server "
                      "with twine")
   where = p.add_mutually_exclusive_group(required=True)
@@ -254,6 +208,17 @@ def main(argv: list[str] | None = None) -> int:
   _add_publication_choice(p, "do not upload the pinned jaxlib wheels")
   p.set_defaults(func=cmd_publish)
 
+
+def cmd_pins(args: argparse.Namespace) -> int:
+  project = _project(args)
+  releases = publication.select(project.manifest(), args.version, args.all)
+  for version, wheels in jaxlib_mirror.pin_releases(project,
+                                                    releases).items():
+    print(f"jaxlib {version}: {len(wheels)} wheels pinned")
+  return 0
+
+
+def _add_pins(sub: _Subparsers) -> None:
   p = sub.add_parser("pins", help="pin upstream's jaxlib wheels for every "
                      "platform in jaxlib_build/pins.toml")
   p.add_argument("version", nargs="*",
@@ -262,6 +227,17 @@ def main(argv: list[str] | None = None) -> int:
   p.add_argument("--all", action="store_true", help="every release")
   p.set_defaults(func=cmd_pins)
 
+
+def cmd_rebase(args: argparse.Namespace) -> int:
+  result = rebase.rebase(_project(args), args.version, args.source,
+                         checkout=_path(args.checkout),
+                         tests_dir=_path(args.upstream_tests),
+                         suites=not args.no_suites, resume=_path(args.resume))
+  print(result.report())
+  return 0 if result.ok else 1
+
+
+def _add_rebase(sub: _Subparsers) -> None:
   p = sub.add_parser("rebase", help="refresh the queue for a release (and "
                      "add it to the manifest)")
   p.add_argument("version", help="the upstream release to rebase onto; one "
@@ -288,6 +264,23 @@ def main(argv: list[str] | None = None) -> int:
                       "and go on")
   p.set_defaults(func=cmd_rebase)
 
+
+def cmd_stage(args: argparse.Namespace) -> int:
+  result = stage.stage(_project(args), _release(args), pathlib.Path(args.out),
+                       onto=_path(args.onto), ref=args.ref,
+                       author=args.author, verify=args.verify,
+                       jaxlib=args.jaxlib)
+  print(result.out)
+  for problem in result.problems:
+    print(f"error: {problem}", file=sys.stderr)
+  if result.problems:
+    print(f"error: {len(result.problems)} problems (each in "
+          f"{result.out}/report.md and report.json); the series is in "
+          f"{result.out}/repo to read, not to send", file=sys.stderr)
+  return 0 if result.ok else 1
+
+
+def _add_stage(sub: _Subparsers) -> None:
   p = sub.add_parser("stage", help="stage the queue as upstream pull "
                      "requests (patches/stage.toml)")
   p.add_argument("version", help="upstream release, e.g. 0.12.0.1")
@@ -316,6 +309,13 @@ def main(argv: list[str] | None = None) -> int:
                       "release's test_jaxlib)")
   p.set_defaults(func=cmd_stage)
 
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+  return baseline.run_releases(_project(args), args.version,
+                               _path(args.upstream_tests))
+
+
+def _add_baseline(sub: _Subparsers) -> None:
   p = sub.add_parser("baseline", help="record the upstream tests that fail "
                       "on stock upstream (tests/upstream_known_failures.toml)")
   p.add_argument("version", nargs="*",
@@ -325,26 +325,51 @@ def main(argv: list[str] | None = None) -> int:
                       "checkouts (e.g. ../shared/upstream-tests)")
   p.set_defaults(func=cmd_baseline)
 
+
+def cmd_demo(args: argparse.Namespace) -> int:
+  return envs.demo(_project(args), _release(args))
+
+
+def _add_demo(sub: _Subparsers) -> None:
   p = sub.add_parser("demo", help="build, install into .venv, show it works")
-  p.add_argument("--upstream", dest="version",
-                 help="upstream release (default: the newest in the manifest)")
+  p.add_argument("--upstream", dest="version", help=_NEWEST_HELP)
   p.set_defaults(func=cmd_demo)
 
+
+def cmd_dev(args: argparse.Namespace) -> int:
+  project, release = _project(args), _release(args)
+  env = dev.dev(project, release, _path(args.venv))
+  default = release.version == project.manifest().select(None).version
+  print(dev.instructions(project, release, env, default))
+  return 0
+
+
+def _add_dev(sub: _Subparsers) -> None:
   p = sub.add_parser("dev", help="an editable patched tree in a venv, the "
                       "overlay linked: edit, rerun pytest")
-  p.add_argument("--upstream", dest="version",
-                 help="upstream release (default: the newest in the manifest)")
+  p.add_argument("--upstream", dest="version", help=_NEWEST_HELP)
   p.add_argument("--venv", metavar="DIR",
                  help="the venv to make or refresh (default: in the cache)")
   p.set_defaults(func=cmd_dev)
 
-  upstream_tests_help = ("upstream's own tests: a folder of jax-v<version>."
-                         "tar.gz files or checkouts of upstream's repository "
-                         "(e.g. ../shared/upstream-tests); without it they "
-                         "are not run, and the summary says so")
-  jobs_help = (f"runs at a time (default: {testrun.JOBS}); with more than "
-               "one, each run's output is printed when it ends, and at most "
-               "one runs in full")
+
+def cmd_test(args: argparse.Namespace) -> int:
+  return testrun.run(_project(args), args.version, full=args.full,
+                     python=args.python, pytest_args=args.pytest_args,
+                     tests_dir=_path(args.upstream_tests),
+                     write_compatibility_page=args.write_compatibility,
+                     jobs=args.jobs)
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+  """Where `test` and `matrix` find upstream's tests, and how many runs at
+  a time."""
+  p.add_argument("--upstream-tests", metavar="DIR", help=_UPSTREAM_TESTS_HELP)
+  p.add_argument("--jobs", type=int, default=testrun.JOBS, metavar="N",
+                 help=_JOBS_HELP)
+
+
+def _add_test(sub: _Subparsers) -> None:
   p = sub.add_parser("test", help="build, install, run pytest, per release")
   p.add_argument("--upstream", dest="version", action="append", default=[],
                  help="only this upstream release, in full (repeatable; "
@@ -361,21 +386,26 @@ def main(argv: list[str] | None = None) -> int:
                       "`python` in patches/upstream.toml) instead of the "
                       "first; default: the first in the mode chosen, the "
                       "others with the fork's smoke suite")
-  p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
-  p.add_argument("--jobs", type=int, default=testrun.JOBS, metavar="N",
-                 help=jobs_help)
+  _add_run_options(p)
   p.add_argument("pytest_args", nargs=argparse.REMAINDER,
                  help="arguments after -- go to the fork suite's pytest")
   p.set_defaults(func=cmd_test, write_compatibility=False)
 
+
+def _add_matrix(sub: _Subparsers) -> None:
   p = sub.add_parser("matrix", help="every release in full, a table, and "
                       "docs/compatibility.md")
-  p.add_argument("--upstream-tests", metavar="DIR", help=upstream_tests_help)
-  p.add_argument("--jobs", type=int, default=testrun.JOBS, metavar="N",
-                 help=jobs_help)
+  _add_run_options(p)
   p.set_defaults(func=cmd_test, version=[], full=True, pytest_args=[],
                  python=None, write_compatibility=True)
 
+
+def cmd_workflow(args: argparse.Namespace) -> int:
+  workflow.run(_project(args), args.check)
+  return 0
+
+
+def _add_workflow(sub: _Subparsers) -> None:
   p = sub.add_parser("workflow", help="write .github/workflows/wheels.yml "
                       "from the manifest")
   p.add_argument("--check", action="store_true",
@@ -383,7 +413,32 @@ def main(argv: list[str] | None = None) -> int:
                       "one")
   p.set_defaults(func=cmd_workflow)
 
-  args = parser.parse_args(argv)
+
+_COMMANDS = (_add_fetch, _add_apply, _add_wheel, _add_check, _add_index,
+             _add_serve, _add_publish, _add_pins, _add_rebase, _add_stage,
+             _add_baseline, _add_demo, _add_dev, _add_test, _add_matrix,
+             _add_workflow)
+
+
+def _parser() -> argparse.ArgumentParser:
+  """The tool's argument parser: its options, then each of _COMMANDS."""
+  top = argparse.ArgumentParser(
+      prog="python build/fork.py", description=__doc__.split("\n\n")[0],
+      epilog="A command's options: python build/fork.py <command> --help; "
+             "what each does: docs/maintainers.md.")
+  top.add_argument("--root", default=str(ROOT),
+                   help="the project root holding patches/ and jax/ "
+                        "(default: this repository)")
+  top.add_argument("-q", "--quiet", action="store_true",
+                   help="print only results, no progress")
+  sub = top.add_subparsers(dest="command", required=True)
+  for add in _COMMANDS:
+    add(sub)
+  return top
+
+
+def main(argv: list[str] | None = None) -> int:
+  args = _parser().parse_args(argv)
   log.set_quiet(args.quiet)
   if getattr(args, "pytest_args", None) and args.pytest_args[0] == "--":
     args.pytest_args = args.pytest_args[1:]

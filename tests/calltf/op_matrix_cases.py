@@ -79,11 +79,25 @@ class Built:
     xs: the batch for vmap (default: `x` plus small noise, `BATCH` rows).
     xs2: the batch for vmap(hessian) (default: `x` plus small noise,
       `HESSIAN_BATCH` rows).
+    kinks: where `jit(jacfwd)` and `jit(jacrev)` must agree besides `x`
+      (default: `kinks(x)`, with zeros and ties).
   """
   fn: Callable[[Any], Any]
   x: np.ndarray
   xs: np.ndarray | None = None
   xs2: np.ndarray | None = None
+  kinks: np.ndarray | None = None
+
+
+def kinks(x: np.ndarray) -> np.ndarray:
+  """`x` with zeros and ties: every third element 0, and each element
+  after one that is not 0 equal to it (where ReLU, abs, a maximum, a
+  cumulative product... kink or tie)."""
+  flat = np.array(x, np.float32).reshape(-1)
+  flat[0::3] = 0.
+  tied = flat[1::3][:flat[2::3].size]
+  flat[2::3] = tied
+  return flat.reshape(np.shape(x))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +205,12 @@ def _qr():
   def f(x):
     q, r = tf.linalg.qr(x)
     return tf.matmul(q, r * r)
-  return Built(f, _randn("qr", 4, 3))
+  x = _randn("qr", 4, 3)
+  # (kinks(x) has a column of zeros, where QR has no derivative: a zero
+  # and a tie that keep the rank.)
+  k = x.copy()
+  k[0, 0], k[1, 2] = 0., k[1, 1]
+  return Built(f, x, kinks=k)
 
 
 def _solve():
@@ -653,6 +672,27 @@ def _keras_cnn_exported():
   return Built(lambda x: loaded.serve(tf.expand_dims(x, 0))[0], x)
 
 
+def _keras_cnn_swish():
+  """A Keras CNN as users write them (issue 57): its swish is TF's
+  `tf.nn.silu`, a custom gradient that is the derivative."""
+  import tensorflow as tf
+  import keras
+  keras.utils.set_random_seed(zlib.crc32(b"keras_cnn_swish") % 2**31)
+  model = keras.Sequential([
+      keras.Input((6, 6, 1)),
+      keras.layers.Conv2D(2, 3, padding="same"),
+      keras.layers.BatchNormalization(),
+      keras.layers.MaxPooling2D(2),
+      keras.layers.Conv2D(2, 2, activation="swish"),
+      keras.layers.GlobalAveragePooling2D(),
+      keras.layers.Dropout(.2),
+      keras.layers.Dense(2)])
+  model.layers[1].moving_mean.assign(np.array([.1, -.2], np.float32))
+  model.layers[1].moving_variance.assign(np.array([.5, 2.], np.float32))
+  return Built(lambda x: model(tf.expand_dims(x, 0), training=False)[0],
+               _randn("keras_cnn_swish", 6, 6, 1))
+
+
 def _round_trip():
   """jax-ml/jax#11753: a jitted JAX function converted to TF, with its
   gradient, called back."""
@@ -962,6 +1002,33 @@ def _tensor_array(dynamic_size: bool):
 
 
 # ------------------------------------------------- value-dependent sizes
+
+
+def _message_passing_loop():
+  """A SchNet-like interaction (issue 57): a `tf.while_loop` without
+  `maximum_iterations`, whose counter and constant bound fix its trip
+  count in the module, of gathers, a segment sum and shifted softplus."""
+  import tensorflow as tf
+  n, width, layers = 4, 3, 2
+  w = tf.constant(_const("message_passing_loop", layers, width, width,
+                         scale=.5))
+  embedding = tf.constant(_const("message_passing_loop:h", n, width))
+  pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+  src = tf.constant([i for i, _ in pairs])
+  dst = tf.constant([j for _, j in pairs])
+
+  def f(x):
+    r = tf.gather(x, dst) - tf.gather(x, src)
+    filt = tf.exp(-tf.reduce_sum(r * r, -1, keepdims=True))
+
+    def body(i, h):
+      m = tf.math.unsorted_segment_sum(tf.gather(h, src) * filt, dst, n)
+      return i + 1, h + tf.nn.softplus(m @ tf.gather(w, i)) - np.float32(
+          np.log(2.))
+    _, h = tf.while_loop(lambda i, h: i < layers, body,
+                         (tf.constant(0), embedding))
+    return tf.reduce_sum(h, -1)
+  return Built(f, _randn("message_passing_loop", n, 3))
 
 
 def _range_of_value():
@@ -1420,7 +1487,28 @@ ISSUE_49_FAMILIES: tuple[Family, ...] = (
            "top_k(x^2, k).values * 2, k = tf.constant(2) captured"),
 )
 
-FAMILIES = FAMILIES + ISSUE_49_FAMILIES
+# Issue 57: derivatives the compiled function allows, where TF's own
+# cannot be compiled (a loop's gradient growing TensorLists, max pooling's
+# second derivative an inexact kernel). Their second derivatives and eager
+# Jacobian are left to the full run: tests/calltf/test_engine_derivatives.py
+# checks the same models' in the default run (against central differences
+# of TF's gradient).
+_ISSUE_57_FULL_RUN = dict.fromkeys(
+    ("jacrev", "jit(hessian)", "hessian", "jit(vmap(hessian))"),
+    "the default run checks the same model's second derivatives and "
+    "Jacobians in tests/calltf/test_engine_derivatives.py")
+ISSUE_57_FAMILIES: tuple[Family, ...] = (
+    Family("message_passing_loop", "control flow", _message_passing_loop,
+           "SchNet-like: tf.while_loop(i < 2) without maximum_iterations "
+           "of gather, unsorted_segment_sum, shifted softplus",
+           full_run=_ISSUE_57_FULL_RUN),
+    Family("keras_cnn_swish", "keras", _keras_cnn_swish,
+           "Conv2D, BatchNormalization, MaxPooling2D, Conv2D(swish), "
+           "GlobalAveragePooling2D, Dropout, Dense(2), training=False",
+           requires="keras", full_run=_ISSUE_57_FULL_RUN),
+)
+
+FAMILIES = FAMILIES + ISSUE_49_FAMILIES + ISSUE_57_FAMILIES
 
 FAMILY_BY_NAME = {family.name: family for family in FAMILIES}
 

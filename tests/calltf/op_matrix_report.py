@@ -78,6 +78,8 @@ _FD_TOL = 3e-2
 # slowest cases (the Hessians of a Keras recurrent layer or of an ODE
 # solve) take about 150 s on a loaded 2-core machine.
 DEFAULT_TIMEOUT = float(os.environ.get("JAX_FORK_OP_MATRIX_TIMEOUT", 900))
+# A forward case refused where nothing should stop the engine.
+ENGINE_MAY = "**the engine may differentiate it**"
 # Ops of every graph, not worth naming in an error.
 _PLUMBING_OPS = frozenset({
     "Placeholder", "Identity", "Const", "NoOp", "ReadVariableOp",
@@ -181,6 +183,10 @@ class _Family:
     self.xs2 = (built.xs2 if built.xs2 is not None
                 else self.x[None] + noise(cases.HESSIAN_BATCH))
     self.t = rng.standard_normal(self.x.shape).astype(np.float32)
+    self.kinks = (built.kinks if built.kinks is not None
+                  else cases.kinks(self.x))
+    # The jitted Jacobians of the default method, kept for `agreement`.
+    self._jitted: dict[str, Callable[[Any], Any]] = {}
     y = self.fn(tf.constant(self.x))
     # One weight per result (a tuple of results: a tuple of weights). The
     # shapes are those TF's graph gives: an eager kernel may return another
@@ -372,7 +378,34 @@ class _Family:
             jax.vmap(jax.hessian(s)))(self.xs2),
         "jvp": lambda: jax.jvp(g, (self.x,), (self.t,)),
     }[transform]
+    if transform in ("jit(jacrev)", "jit(jacfwd)") and vmap_method is None:
+      jacobian = jax.jacrev if transform == "jit(jacrev)" else jax.jacfwd
+      jitted = jax.jit(jacobian(g))
+      result = _tree_map_deep(np.asarray, jitted(self.x))
+      self._jitted[transform] = jitted  # (where it ran: not if refused)
+      return result
     return _tree_map_deep(np.asarray, run())
+
+  def agreement(self) -> dict[str, Any] | None:
+    """Whether `jit(jacfwd)` and `jit(jacrev)` agree at the kink point.
+
+    One Jacobian per function: both modes come from one derivative
+    (TF's gradients, or JAX's of the module), also where ties, kinks and
+    zeros make conventions differ (`cases.kinks`). Runs the compiled
+    functions of the two cases (they ran in this process); None where
+    either did not run here, or was refused.
+    """
+    import numpy as np
+    fwd, rev = (self._jitted.get(t) for t in ("jit(jacfwd)", "jit(jacrev)"))
+    if fwd is None or rev is None:
+      return None
+    try:
+      a, b = (_tree_map_deep(np.asarray, f(self.kinks)) for f in (fwd, rev))
+    except Exception as e:  # noqa: BLE001 (recorded: a failure to agree)
+      return {"ok": False, "why": f"raised at the kinks: "
+              f"{type(e).__name__}: {_first_line(e)}"}
+    ok, why, err = compare(a, b, self.family.tol)
+    return {"ok": ok, "why": why, "error_rel": err}
 
   def audit(self) -> dict[str, str | None]:
     """Where call_tf's engine (the function's module, transformed by JAX)
@@ -566,6 +599,8 @@ def run_case(fams: dict[str, _Family], cid: str) -> dict:
     return record
   try:
     record.update(_attempt(fam, transform, None))
+    if transform == "jit(jacfwd)":
+      record["agreement"] = fam.agreement()
     unclear = record["outcome"] == "refused" and not record["clear"]
     if record["outcome"] == "refused":
       seq = _attempt(fam, transform, "sequential")
@@ -911,6 +946,7 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += ["", "## Where the engine is not used", ""]
   out += [line for line in audit_markdown(results).splitlines()
           if not line.startswith("<!-- engine-audit")]
+  out += ["", *forward_markdown(results)]
   out += ["", "## Known gaps and refusals", "",
           "Gaps that stay (they run with `vmap_method=\"sequential\"`):", ""]
   out += _by_reason(gaps)
@@ -968,6 +1004,79 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
           line += f" ({_escape(seq['mismatch'])})"
     out.append(line)
   return "\n".join(out) + "\n"
+
+
+# The columns of forward mode (and of second derivatives, forward over
+# reverse), and whether each is eager.
+FORWARD_COLUMNS = {"jit(jacfwd)": False, "jacfwd": True, "jit(hessian)": False,
+                   "hessian": True, "jit(vmap(hessian))": False, "jvp": True}
+# What the forward columns refused before issue 57, by `forward_class`:
+# the run of 2026-12-06 (docs/op-matrix.md then), and the two families of
+# issue 57 run on that code (their jit(jacfwd), jit(hessian) and
+# jit(vmap(hessian)), refused: TF's derivatives, which the policy then
+# chose for softplus's selects and silu's custom gradient, do not compile).
+FORWARD_REFUSALS_BEFORE = {
+    "the function does not compile with XLA": 61,
+    "no module for the engine": 15,
+    "the derivative policy keeps TF's derivatives": 8 + 6,
+    "eagerly, TF's kernels compute the function": 1,
+    ENGINE_MAY: 0,
+}
+
+
+def forward_class(results: dict[str, dict], cid: str) -> str:
+  """Why a forward-mode case is refused: the class of its reason, from
+  the family's `jit` case and its engine audit (call_tf's own reasons)."""
+  family, transform = cid.split(":", 1)
+  jit = results.get(cases.case_id(family, "jit"), {})
+  audit = results.get(cases.case_id(family, cases.TRANSFORMS[0]), {}).get(
+      "engine") or {}
+  if jit.get("outcome") != "ok":
+    return "the function does not compile with XLA"
+  if audit.get("jit"):
+    return "no module for the engine"
+  if FORWARD_COLUMNS.get(transform) and audit.get("eager"):
+    return "eagerly, TF's kernels compute the function"
+  if audit.get("derivatives"):
+    return "the derivative policy keeps TF's derivatives"
+  return ENGINE_MAY
+
+
+def forward_markdown(results: dict[str, dict]) -> list[str]:
+  """The report's section on forward mode: where jit(jacfwd) and
+  jit(jacrev) agree, and why each forward case is refused."""
+  agree = {f.name: results.get(cases.case_id(f.name, "jit(jacfwd)"), {}).get(
+      "agreement") for f in cases.FAMILIES}
+  compared = {k: v for k, v in agree.items() if v is not None}
+  differ = [f"`{k}` ({_escape(v['why'])})" for k, v in compared.items()
+            if not v["ok"]]
+  refused = {cid: forward_class(results, cid) for cid, r in results.items()
+             if cid.split(":", 1)[1] in FORWARD_COLUMNS
+             and r["outcome"] in ("refused", "gap")}
+  now = collections.Counter(refused.values())
+  rows = [f"| {why} | {FORWARD_REFUSALS_BEFORE.get(why, 0)} | {now.get(why, 0)}"
+          " |" for why in FORWARD_REFUSALS_BEFORE]
+  by_class: dict[str, list[str]] = {}
+  for cid, why in refused.items():
+    by_class.setdefault(why, []).append(f"`{cid}`")
+  return [
+      "## Forward and reverse mode", "",
+      "`jit(jacfwd)` and `jit(jacrev)` give one Jacobian: compared at each "
+      "family's point with zeros and ties (`op_matrix_cases.kinks`: every "
+      "third element 0, pairs tied), where conventions at kinks would "
+      f"show, in {len(compared)} families (the other "
+      f"{len(agree) - len(compared)} refuse one of the two, or did not run "
+      "them): "
+      + (f"{len(differ)} differ: " + ", ".join(differ) if differ
+         else "all agree") + ".", "",
+      "The forward columns (`jit(jacfwd)`, `jacfwd`, `jit(hessian)`, "
+      "`hessian`, `jit(vmap(hessian))`, `jvp`) refused or gapped, by why "
+      "(from the family's `jit` case and call_tf's engine audit); before "
+      "issue 57 (the run of 2026-12-06, and its two families on that code) "
+      "and now. None may be refused where the engine may differentiate the "
+      "function (`test_op_matrix.py` checks it):", "",
+      "| why | before | now |", "|---|---|---|", *rows, "",
+      *[f"- {why}: " + ", ".join(ids) for why, ids in by_class.items()]]
 
 
 AUDIT_BEGIN = ("<!-- engine-audit:begin (generated from the op matrix by "

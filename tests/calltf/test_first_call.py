@@ -250,3 +250,19 @@ def test_the_stablehlo_path_traces_and_converts_once(counts, transform):
   assert counts["tf_to_hlo"] == 1
   assert counts["autograph"] == 0
   assert counts["eager_device_probe"] == 0
+
+
+@pytest.mark.parametrize("transform", ["vmap", "vmap_jacrev"])
+def test_a_tf_function_runs_its_python_once(counts, transform):
+  """A tf.function is traced once per signature: by the check whether it is
+  a jax2tf function (it is not), and that trace is the call's."""
+  calls = []
+  f, f_np = _fresh_function(calls)
+  g = call_tf(tf.function(f, autograph=False))
+  t = {"vmap": jax.vmap,
+       "vmap_jacrev": lambda h: jax.vmap(jax.jacrev(h))}[transform]
+  out = jax.jit(t(g))(X)
+  if transform == "vmap":
+    assert_close(out, f_np(X), tol=1e-5)
+  assert len(calls) == 1
+  assert counts["tf_to_hlo"] == 1

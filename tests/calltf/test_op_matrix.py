@@ -52,6 +52,8 @@ import os
 import pathlib
 import time
 
+import numpy as np
+
 import pytest
 
 from . import op_matrix_cases as cases
@@ -90,6 +92,14 @@ def matrix(request):
                and "family" in item.callspec.params
                for t in (item.callspec.params["eager"],
                          item.callspec.params["jitted"])]
+  # The cases the forward-mode tests read, selected without their own.
+  selected += [cases.case_id(item.callspec.params[key], t)
+               for item in request.session.items
+               if item.module.__name__ == _MODULE
+               and hasattr(item, "callspec")
+               for key, columns in (("agreeing", _AGREEING),
+                                    ("forward", _FORWARD))
+               if key in item.callspec.params for t in columns]
   selected = list(dict.fromkeys(selected))
   saved = os.environ.get("JAX_FORK_OP_MATRIX_RESULTS")
   if saved:  # judge a saved run (`op_matrix_report.py --json`) instead
@@ -177,6 +187,53 @@ def test_eager_column_agrees_with_jit(matrix, family, eager, jitted):
       + "; ".join(_describe(matrix[i]) for i in ids))
 
 
+_AGREEING = ("jit(jacrev)", "jit(jacfwd)")
+_FORWARD = ("value", "jit", *report.FORWARD_COLUMNS)
+
+
+def _family_params(columns):
+  return [pytest.param(f.name, id=f.name, marks=[pytest.mark.full_run] if any(
+      cases.case_id(f.name, t) in _FULL_RUN for t in columns) else [])
+          for f in cases.FAMILIES]
+
+
+@pytest.mark.parametrize("agreeing", _family_params(_AGREEING))
+def test_jacfwd_agrees_with_jacrev(matrix, agreeing):
+  """One Jacobian per function: jit(jacfwd) and jit(jacrev) of the family
+  agree at its point with zeros and ties (`cases.kinks`), whichever
+  derivative the policy picks (TF's gradients or JAX's of the module)."""
+  record = matrix.get(cases.case_id(agreeing, "jit(jacfwd)"))
+  if record is None:
+    pytest.skip("not in this run")
+  agreement = record.get("agreement")
+  if agreement is None:
+    outcomes = {t: matrix.get(cases.case_id(agreeing, t), {}).get("outcome")
+                for t in _AGREEING}
+    assert set(outcomes.values()) != {"ok"}, (
+        f"both ran but were not compared: {outcomes}")
+    pytest.skip(f"not both computed: {outcomes}")
+  assert agreement["ok"], (
+      f"jit(jacfwd) and jit(jacrev) of {agreeing} differ at "
+      f"{cases.kinks.__name__}(x): {agreement['why']}")
+
+
+@pytest.mark.parametrize("forward", _family_params(_FORWARD))
+def test_no_forward_refusal_where_the_engine_may_differentiate(matrix,
+                                                               forward):
+  """Where the function compiles, the engine has its module and the
+  derivative policy allows JAX's derivative of it (eagerly: where XLA
+  computes what TF's kernels do), forward mode and second derivatives
+  come from the engine: none is refused (issue 57)."""
+  ids = [cases.case_id(forward, t) for t in report.FORWARD_COLUMNS]
+  if any(i not in matrix for i in ids):
+    pytest.skip("not in this run")
+  stopped = {i: report.forward_class(matrix, i) for i in ids
+             if matrix[i]["outcome"] in ("refused", "gap")}
+  assert report.ENGINE_MAY not in stopped.values(), {
+      i: matrix[i].get("error") for i, why in stopped.items()
+      if why == report.ENGINE_MAY}
+
+
 def test_workers_batches_hold_every_case_once_and_heavy_families_alone():
   ids = cases.all_case_ids()
   batches = report._batches(ids)
@@ -201,3 +258,39 @@ def test_the_full_run_leaves_each_column_and_family_to_the_default_run():
     assert not {"value", "jit", "vmap", "jit(vmap)"} & set(f.full_run), f.name
     assert set(f.full_run) <= set(cases.TRANSFORMS), f.name
     assert all(why for why in f.full_run.values()), f.name
+
+
+def test_kinks_have_zeros_and_ties():
+  x = np.arange(1., 8., dtype=np.float32).reshape(7, 1)
+  assert cases.kinks(x).reshape(-1).tolist() == [0., 2., 2., 0., 5., 5., 0.]
+  assert cases.kinks(np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_agreement_fires_where_the_modes_differ():
+  fam = report._Family(cases.FAMILY_BY_NAME["cumprod"])  # noqa: SLF001
+  ones, zeros = np.ones((2,)), np.zeros((2,))
+  fam._jitted = {"jit(jacfwd)": lambda x: ones, "jit(jacrev)": lambda x: zeros}  # noqa: SLF001
+  assert fam.agreement()["ok"] is False
+  fam._jitted["jit(jacrev)"] = lambda x: ones  # noqa: SLF001
+  assert fam.agreement()["ok"] is True
+  del fam._jitted["jit(jacrev)"]  # noqa: SLF001
+  assert fam.agreement() is None
+
+
+def test_a_forward_refusal_where_the_engine_may_is_named_so():
+  def record(outcome, engine=None):
+    return {"outcome": outcome, **({"engine": engine} if engine else {})}
+  free = {"eager": None, "jit": None, "derivatives": None}
+  results = {"f:value": record("ok", free), "f:jit": record("ok"),
+             "f:jit(jacfwd)": record("refused")}
+  assert report.forward_class(results, "f:jit(jacfwd)") == report.ENGINE_MAY
+  results["f:value"]["engine"] = {**free, "derivatives": "TF's gradients"}
+  assert report.forward_class(results, "f:jit(jacfwd)") == (
+      "the derivative policy keeps TF's derivatives")
+  results["f:value"]["engine"] = {**free, "eager": "XLA differs"}
+  assert report.forward_class(results, "f:jacfwd") == (
+      "eagerly, TF's kernels compute the function")
+  assert report.forward_class(results, "f:jit(jacfwd)") == report.ENGINE_MAY
+  results["f:jit"] = record("refused")
+  assert report.forward_class(results, "f:jit(jacfwd)") == (
+      "the function does not compile with XLA")

@@ -350,9 +350,33 @@ def test_a_module_of_ops_jax_transposes_needs_no_probe():
   fn = tf.function(loop, autograph=False, jit_compile=True)
   copy = stablehlo_to_jax.read(path.stablehlo_of_tf(fn, spec))
   assert not transposable.surely_transposable(copy)
+  # A CNN (convolutions, batch normalization, pooling) needs no probe.
+  fn = tf.function(_cnn, autograph=False, jit_compile=True)
+  copy = stablehlo_to_jax.read(path.stablehlo_of_tf(fn, spec))
+  assert transposable.surely_transposable(copy)
+  # A product over windows (a cumulative product) is not surely.
+  fn = tf.function(tf.math.cumprod, autograph=False, jit_compile=True)
+  copy = stablehlo_to_jax.read(path.stablehlo_of_tf(fn, spec))
+  assert not transposable.surely_transposable(copy)
+
+
+def _cnn(x):
+  """A convolution (and a depthwise one), batch normalization, max and
+  average pooling, on a (3,) input."""
+  image = tf.reshape(tf.tile(x, [12]), (1, 6, 6, 1))
+  kernel = tf.reshape(tf.range(18, dtype=tf.float32) / 18., (3, 3, 1, 2))
+  y = tf.nn.conv2d(image, kernel, 1, "SAME")
+  y = tf.nn.depthwise_conv2d(y, tf.ones((2, 2, 2, 1)) / 4., [1, 1, 1, 1],
+                             "SAME")
+  y, _, _ = tf.compat.v1.nn.fused_batch_norm(
+      y, tf.ones(2), tf.zeros(2), tf.zeros(2), tf.ones(2), is_training=False)
+  pooled = (tf.nn.max_pool2d(tf.nn.relu(y), 2, 2, "VALID")
+            + tf.nn.avg_pool2d(y, 2, 2, "VALID"))
+  return tf.reduce_sum(pooled, axis=[0, 1, 2])
 
 
 _OPS = {
+    "cnn": _cnn,
     "mlp": lambda x: tf.tanh(tf.linalg.matvec(tf.constant(W.T), x)),
     "relu_max_min": lambda x: tf.nn.relu(x) + tf.maximum(x, 0.5)
                               - tf.minimum(x, -0.5) + tf.abs(x),

@@ -27,7 +27,7 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
+from jax._src.export.transforms import refine as stablehlo_module
 from jax._src.export.stablehlo_to_jax import _ir
 import jax.numpy as jnp
 import numpy as np

@@ -53,7 +53,7 @@ from typing import Any
 import jax
 from jax._src import config
 from jax._src.export import stablehlo_to_jax
-from jax._src.export.stablehlo_to_jax import module as refined_module
+from jax._src.export.transforms import refine as refined_module
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

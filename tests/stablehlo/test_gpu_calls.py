@@ -381,18 +381,48 @@ def _calls(text: str) -> list[str]:
     ("svd without vectors", lambda x: lax.linalg.svd(x, compute_uv=False),
      (5, 3)),
     ("tridiagonal", lax.linalg.tridiagonal, (4, 4))])
-@pytest.mark.parametrize("platform", _PLATFORMS)
-def test_batched_on_its_gpu_the_calls_are_jaxs_own(name, f, shape, platform):
-  """``vmap`` of the engine's program, exported for the GPU, writes the
-  very calls JAX writes for the batched function (but for their sharding
-  rules, which one device does not need)."""
-  del name
+@pytest.mark.parametrize("platform", ("cpu", *_PLATFORMS))
+@pytest.mark.parametrize("batch", ["3", "symbolic"])
+def test_batched_on_its_gpu_the_calls_are_jaxs_own(name, f, shape, platform,
+                                                   batch):
+  """``vmap`` of the engine's program, exported for the GPU (and the CPU's
+  LAPACK calls for the CPU), writes the very calls JAX writes for the
+  batched function (but for their sharding rules, which one device does
+  not need): under a symbolic batch size too, each result's shape an
+  operand of the call, which shape refinement reads."""
+  if platform == "cpu" and name.startswith("svd QR"):
+    pytest.skip("jax.export refuses LAPACK's gesvd (no compatibility "
+                "guarantee)")
+  if platform == "cpu" and batch == "3":
+    pytest.skip("the CPU's calls of a static batch: tests/export")
   x = _rng_matrix(shape, np.float32)
   program = _program(f, [x], platform)
-  batch = np.stack([x, 2 * x, 3 * x])
-  engine = _calls(_targets(jax.vmap(lambda a: program(a)), [batch],
+  arg = np.stack([x, 2 * x, 3 * x]) if batch == "3" else (
+      jax.ShapeDtypeStruct((*jax.export.symbolic_shape("c"), *shape),
+                           np.float32))
+  engine = _calls(_targets(jax.vmap(lambda a: program(a)), [arg],
                            platform))
-  # (The LU pivots' permutation is lax operations, not the kernel.)
-  jax_own = [c for c in _calls(_targets(jax.vmap(f), [batch], platform))
+  # (The LU pivots' permutation is lax operations, not the kernel; the
+  # symbolic batch's assertion that it is at least 1 is jax.export's.)
+  jax_own = [c for c in _calls(_targets(jax.vmap(f), [arg], platform))
              if "lu_pivots_to_permutation" not in c]
   assert engine and engine == jax_own
+  if batch == "symbolic":
+    assert all("indices_of_shape_operands" in c for c in engine
+               if "@shape_assertion" not in c), engine
+
+
+@pytest.mark.parametrize("name,f,shape", [
+    ("lu", lax.linalg.lu, (3, 5)), ("qr", jnp.linalg.qr, (5, 3))])
+def test_a_tpus_calls_under_a_symbolic_batch_are_jaxs_own(name, f, shape):
+  """A TPU's module (its ``LuDecomposition``, ``Qr``: the ``lax``
+  operations that write them), batched symbolically and exported for the
+  TPU: JAX's own calls for the batched function."""
+  del name
+  x = _rng_matrix(shape, np.float32)
+  program = _program(f, [x], "tpu")
+  arg = jax.ShapeDtypeStruct((*jax.export.symbolic_shape("c"), *shape),
+                             np.float32)
+  engine = _calls(_targets(jax.vmap(lambda a: program(a)), [arg], "tpu"))
+  assert any("@LuDecomposition" in c or "@Qr" in c for c in engine), engine
+  assert engine == _calls(_targets(jax.vmap(f), [arg], "tpu"))

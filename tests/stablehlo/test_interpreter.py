@@ -606,10 +606,11 @@ def test_tuples_calls_and_captured_values_in_regions():
 
 
 def _counted_loop(cond: str, init: str = "0", step: str = "1",
-                  ity: str = "i32") -> str:
+                  ity: str = "i32", update: str = "add %i, %s") -> str:
   """A loop of `y = y * 1.5 + x` whose condition is `cond` of (%i, %n, %y).
 
-  %i starts at `init` and steps by `step`; %n is 5, passed on unchanged.
+  %i starts at `init` and steps by `step` (`update` of %i and %s, the
+  step: an add, or a subtract counting down); %n is 5, passed on unchanged.
   """
   return _module(f"""
   func.func private @cond(%i: tensor<{ity}>, %n: tensor<{ity}>, %y: tensor<3xf32>) -> tensor<i1> {{
@@ -624,7 +625,7 @@ def _counted_loop(cond: str, init: str = "0", step: str = "1",
       stablehlo.return %c : tensor<i1>
     }} do {{
       %s = stablehlo.constant dense<{step}> : tensor<{ity}>
-      %i1 = stablehlo.add %i, %s : tensor<{ity}>
+      %i1 = stablehlo.{update} : tensor<{ity}>
       %i2 = stablehlo.reshape %i1 : (tensor<{ity}>) -> tensor<{ity}>
       %k = stablehlo.constant dense<1.5> : tensor<3xf32>
       %m = stablehlo.multiply %y, %k : tensor<3xf32>
@@ -645,7 +646,17 @@ def _compare(direction: str, lhs: str, rhs: str, ctype: str = "SIGNED",
 _THREE = "%t = stablehlo.constant dense<3> : tensor<i32>\n    "
 
 
-@pytest.mark.parametrize("cond,init,step,ity,trips", [
+_DOWN = "subtract %i, %s"
+
+
+@pytest.mark.parametrize("cond,init,step,ity,trips,update", [(*c, _DOWN) for c in [
+    # Counters counting down (tf.while_loop(lambda i, y: i > 0, ...) with
+    # i - 1).
+    ("%z = stablehlo.constant dense<0> : tensor<i32>\n    "
+     + _compare("GT", "%i", "%z"), "3", "1", "i32", 3),
+    ("%z = stablehlo.constant dense<-4> : tensor<i64>\n    "
+     + _compare("GE", "%i", "%z", ity="i64"), "7", "3", "i64", 4),
+]] + [(*c, "add %i, %s") for c in [
     (_THREE + _compare("LT", "%i", "%t"), "0", "1", "i32", 3),
     (_compare("LT", "%i", "%n"), "0", "1", "i32", 5),  # a carried bound
     (_compare("GT", "%n", "%i"), "-3", "2", "i32", 4),
@@ -660,10 +671,10 @@ _THREE = "%t = stablehlo.constant dense<3> : tensor<i32>\n    "
     # Wrapping around like XLA's integers: 126, 127, -128 (stops).
     ("%z = stablehlo.constant dense<0> : tensor<i8>\n    "
      + _compare("GT", "%i", "%z", ity="i8"), "126", "1", "i8", 2),
-])
+]])
 def test_loops_with_a_fixed_trip_count_run_as_scans(cond, init, step, ity,
-                                                    trips):
-  text = _counted_loop(cond, init, step, ity)
+                                                    trips, update):
+  text = _counted_loop(cond, init, step, ity, update)
   x = np.array([.5, -1., 2.], np.float32)
   with config.enable_x64(True):
     prog, expected = _check_module(text, x, tol=1e-6)
@@ -697,6 +708,25 @@ def test_loops_with_a_fixed_trip_count_run_as_scans(cond, init, step, ity,
 def test_loops_whose_trip_count_may_depend_on_data_stay_while_loops(cond):
   cond = "%z = stablehlo.constant dense<10.0> : tensor<f32>\n    " + cond
   text = _counted_loop(cond)
+  x = np.array([.5, 1., 2.], np.float32)
+  prog, _ = _check_module(text, x, tol=1e-5)
+  assert "while" in [e.primitive.name
+                     for e in jax.make_jaxpr(prog)(x).jaxpr.eqns]
+
+
+def test_a_value_the_body_subtracts_from_a_constant_is_no_counter():
+  # i = 1 - i alternates 0 and 1 (not a counter): a condition on it is not
+  # known now, and the loop stays a while_loop (it ends on the data).
+  text = _counted_loop(
+      "%one = stablehlo.constant dense<1> : tensor<i32>\n    "
+      "%a = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, "
+      "tensor<i32>) -> tensor<i1>\n    %z = stablehlo.constant "
+      "dense<10.0> : tensor<f32>\n    %s = stablehlo.reduce(%y init: %z) "
+      "applies stablehlo.add across dimensions = [0] : (tensor<3xf32>, "
+      "tensor<f32>) -> tensor<f32>\n    %b = stablehlo.compare LT, %s, %z "
+      ": (tensor<f32>, tensor<f32>) -> tensor<i1>\n    %r = stablehlo.and "
+      "%a, %b : tensor<i1>\n    return %r : tensor<i1>",
+      update="subtract %s, %i")
   x = np.array([.5, 1., 2.], np.float32)
   prog, _ = _check_module(text, x, tol=1e-5)
   assert "while" in [e.primitive.name
@@ -841,3 +871,30 @@ def test_sort_total_order_of_narrow_floats(ty, dtype):
   np.testing.assert_array_equal(
       np.asarray(jax.jit(prog)(x)[0]).view(np.int16),
       np.asarray(expected[0]).view(np.int16))
+
+
+_BITS_OF_F64 = """
+func.func public @main(%a: tensor<2xf64>) -> tensor<2xi64> {
+  %0 = stablehlo.bitcast_convert %a : (tensor<2xf64>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+"""
+
+
+def test_a_64_bit_argument_without_x64_is_refused_or_given_as_words():
+  """Without jax_enable_x64 a 64-bit argument would reach the module in 32
+  bits (a jax.jit argument is rounded): refused, unless given as 32-bit
+  words, which keep every bit."""
+  program = s2j.parse(_BITS_OF_F64)
+  x = np.array([1.5, 1e300], np.float64)
+  with config.enable_x64(False):
+    for call in (program, jax.jit(lambda a: program(a))):
+      with pytest.raises(ValueError, match="without jax_enable_x64"):
+        call(x)
+    words, wide = s2j.narrow_64_bit(x)
+    bits = jax.jit(lambda w: program(w, wide=(wide,))[0])(words)
+    # (The i64 result comes back as JAX has it without x64: its low word.)
+    np.testing.assert_array_equal(np.asarray(bits),
+                                  x.view(np.int64).astype(np.int32))
+  with config.enable_x64(True):
+    np.testing.assert_array_equal(np.asarray(program(x)[0]), x.view(np.int64))

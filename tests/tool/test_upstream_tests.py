@@ -192,6 +192,23 @@ def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
   assert result.count("passed") == 3 and len(result.failures) == 2
 
 
+def test_a_pytest_that_exits_without_a_summary_is_an_error(root, tmp_path):
+  """pytest's usage and internal errors (exit 2 to 4) print no summary and
+  write no report: the suite is an error, never clean."""
+  tree = tmp_path / "tree"
+  _checkout(tree, _files(**{"tests/version_test.py": PASSING}))
+  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
+  python = tmp_path / "python"
+  python.write_text("#!/bin/sh\necho 'ERROR: usage'\nexit 4\n")
+  python.chmod(0o755)
+  result = upstream_tests.run_suite(
+      python, tree, "tests/version_test.py", tmp_path / "logs",
+      expect_version="any", build_dir=root / "build")
+  assert result.failures == {
+      "tests/version_test.py::<pytest>": "pytest exited with 4"}
+  assert "pytest exited with 4" in result.summary[0]
+
+
 def test_a_source_tree_jax_is_refused(root, tmp_path):
   """The plugin stops if `jax` is not the installed wheel."""
   fake = tmp_path / "src" / "jax"

@@ -1,3 +1,10 @@
+"""Publishing the releases: `publication` (which files a release
+publishes), `index` (the static index), `serve`, `publish` (and
+`twine_probe`: uploading to an index server), `workflow` (the GitHub Actions
+workflow from the manifest).
+
+Imports `forklib.sources`, `forklib.testing` and the top-level modules.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,10 +18,3 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Publishing the releases: `publication` (which files a release
-publishes), `index` (the static index), `serve`, `publish` (and
-`twine_probe`: uploading to an index server), `workflow` (the GitHub Actions
-workflow from the manifest).
-
-Imports `forklib.sources`, `forklib.testing` and the top-level modules.
-"""

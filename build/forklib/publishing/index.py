@@ -412,76 +412,129 @@ def build(out: pathlib.Path, wheels: list[pathlib.Path],
     ledger = _open_index(out)
     _sweep_temporaries(out)
     new = json.loads(json.dumps(ledger))
-    data_files: dict[str, tuple[pathlib.Path | None, bytes | None, str]] = {}
-    for wheel in wheels:
-      name = wheel.name
-      project = project_of(name)
-      digest = sha256_of(wheel)
-      published = new["wheels"].get(name)
-      origin = (origins or {}).get(name)
-      if published:
-        if published["sha256"] != digest:
-          raise ForkError(_conflict(out, name, published, digest, origin))
-        log.step("index", f"{name}: already published, unchanged")
-        continue
-      metadata = wheel_metadata(wheel)
-      requires_python = email.parser.BytesParser().parsebytes(metadata).get(
-          "Requires-Python")
-      new["wheels"][name] = {
-          "project": project, "version": _NAME_RE.match(name)["version"],
-          "sha256": digest, "size": wheel.stat().st_size,
-          "metadata_sha256": _sha256(metadata),
-          "requires_python": requires_python}
-      if origin:
-        new["wheels"][name]["origin"] = origin
-      data_files[f"files/{name}"] = (wheel, None, digest)
-      data_files[f"files/{name}.metadata"] = (None, metadata,
-                                              _sha256(metadata))
-      log.step("index", f"{name}: adding (sha256 {digest})")
-    for label, names in (releases or {}).items():
-      missing = [n for n in names if n not in new["wheels"]]
-      if missing:
-        raise ForkError(f"release {label} pins {', '.join(missing)}, which "
-                        "is neither published nor being published")
-      kept = new["releases"].get(label, [])
-      new["releases"][label] = sorted(set(kept) | set(names))
+    data_files = _add_wheels(out, new, wheels, origins or {})
+    _add_release_pins(new, releases or {})
     _check_jaxlib_everywhere(out, new)
     rendered = _render(new)
-    writes = {path: {"before": None, "after": sha}
-              for path, (_, _, sha) in data_files.items()}
-    for path, data in rendered.items():
-      current = _file_sha(out / path)
-      if current != _sha256(data):
-        writes[path] = {"before": ledger["files"].get(path),
-                        "after": _sha256(data)}
-    for path in writes:
-      if path not in ledger["files"] and (out / path).exists():
-        raise ForkError(
-            f"{out / path} is in the way: the index's ledger does not list "
-            "it, so `index` did not write it, and will not overwrite it. "
-            "Move it out of the index, then run again.")
+    writes = _writes(out, ledger, data_files, rendered)
     new["files"].update({path: w["after"] for path, w in writes.items()})
     if not writes and new == ledger:
       log.step("index", f"{out}: nothing new to publish")
       return out
-    ledger_bytes = _dump(new)
-    _write_atomic(out / JOURNAL, _dump({
-        "format": _FORMAT, "writes": writes,
-        "ledger_after": _sha256(ledger_bytes)}))
-    for path, (source, data, sha) in data_files.items():
-      if source is not None:
-        _copy_verified(source, out / path, sha)
-      else:
-        _write_atomic(out / path, data)
-    for path, data in rendered.items():
-      if path in writes:
-        _write_atomic(out / path, data)
-    _write_atomic(out / LEDGER, ledger_bytes)  # the commit point
-    (out / JOURNAL).unlink()
+    _commit(out, new, writes, data_files, rendered)
   log.step("index", f"{out}: {len(new['wheels'])} wheels, projects "
            f"{', '.join(sorted({w['project'] for w in new['wheels'].values()}))}"
            f"; {len(data_files) // 2} added")
   return out
+
+
+# A data file to publish: the wheel to copy (or None), the bytes to write
+# (or None), and the sha256 it must have.
+_DataFile = tuple[pathlib.Path | None, bytes | None, str]
+
+
+def _add_wheels(out: pathlib.Path, new: dict[str, Any],
+                wheels: list[pathlib.Path],
+                origins: dict[str, str]) -> dict[str, _DataFile]:
+  """Enters `wheels` not yet published in the ledger `new`.
+
+  Returns:
+    The files to write for them: path in the index -> what to write.
+
+  Raises:
+    ForkError: a wheel's name is published with other bytes.
+  """
+  data_files: dict[str, _DataFile] = {}
+  for wheel in wheels:
+    name = wheel.name
+    project = project_of(name)
+    digest = sha256_of(wheel)
+    published = new["wheels"].get(name)
+    origin = origins.get(name)
+    if published:
+      if published["sha256"] != digest:
+        raise ForkError(_conflict(out, name, published, digest, origin))
+      log.step("index", f"{name}: already published, unchanged")
+      continue
+    metadata = wheel_metadata(wheel)
+    requires_python = email.parser.BytesParser().parsebytes(metadata).get(
+        "Requires-Python")
+    new["wheels"][name] = {
+        "project": project, "version": _NAME_RE.match(name)["version"],
+        "sha256": digest, "size": wheel.stat().st_size,
+        "metadata_sha256": _sha256(metadata),
+        "requires_python": requires_python}
+    if origin:
+      new["wheels"][name]["origin"] = origin
+    data_files[f"files/{name}"] = (wheel, None, digest)
+    data_files[f"files/{name}.metadata"] = (None, metadata, _sha256(metadata))
+    log.step("index", f"{name}: adding (sha256 {digest})")
+  return data_files
+
+
+def _add_release_pins(new: dict[str, Any],
+                      releases: dict[str, list[str]]) -> None:
+  """Adds to each release of the ledger `new` the files it pins.
+
+  Raises:
+    ForkError: a release pins a file that is not in the ledger.
+  """
+  for label, names in releases.items():
+    missing = [n for n in names if n not in new["wheels"]]
+    if missing:
+      raise ForkError(f"release {label} pins {', '.join(missing)}, which "
+                      "is neither published nor being published")
+    kept = new["releases"].get(label, [])
+    new["releases"][label] = sorted(set(kept) | set(names))
+
+
+def _writes(out: pathlib.Path, ledger: dict[str, Any],
+            data_files: dict[str, _DataFile],
+            rendered: dict[str, bytes]) -> dict[str, dict[str, str | None]]:
+  """The files a run changes: path -> its sha256 before and after.
+
+  The data files are new; a page or install file is rewritten where its
+  bytes change.
+
+  Raises:
+    ForkError: a file to write is there but the ledger does not list it.
+  """
+  writes = {path: {"before": None, "after": sha}
+            for path, (_, _, sha) in data_files.items()}
+  for path, data in rendered.items():
+    current = _file_sha(out / path)
+    if current != _sha256(data):
+      writes[path] = {"before": ledger["files"].get(path),
+                      "after": _sha256(data)}
+  for path in writes:
+    if path not in ledger["files"] and (out / path).exists():
+      raise ForkError(
+          f"{out / path} is in the way: the index's ledger does not list "
+          "it, so `index` did not write it, and will not overwrite it. "
+          "Move it out of the index, then run again.")
+  return writes
+
+
+def _commit(out: pathlib.Path, new: dict[str, Any],
+            writes: dict[str, dict[str, str | None]],
+            data_files: dict[str, _DataFile],
+            rendered: dict[str, bytes]) -> None:
+  """Writes the journal, the files, then the ledger `new` (the commit
+  point), and removes the journal."""
+  ledger_bytes = _dump(new)
+  _write_atomic(out / JOURNAL, _dump({
+      "format": _FORMAT, "writes": writes,
+      "ledger_after": _sha256(ledger_bytes)}))
+  for path, (source, data, sha) in data_files.items():
+    if source is not None:
+      _copy_verified(source, out / path, sha)
+    else:
+      _write_atomic(out / path, data)
+  for path, data in rendered.items():
+    if path in writes:
+      _write_atomic(out / path, data)
+  _write_atomic(out / LEDGER, ledger_bytes)  # the commit point
+  (out / JOURNAL).unlink()
 
 
 def check_out(out: pathlib.Path) -> None:

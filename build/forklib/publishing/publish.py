@@ -151,21 +151,12 @@ def publish(project: Project, releases: list[Release], *,
       (nothing is uploaded then), an upload failed, or the server does not
       hold the verified hash afterwards.
   """
-  twine_args = (["--repository-url", repository_url] if repository_url
-                else ["--repository", repository or "pypi"])
-  if config_file:
-    twine_args += ["--config-file", config_file]
+  twine_args = _twine_args(repository_url, repository, config_file)
   python = twine_python()
   files = _verified_files(project, releases, jaxlib)
   uploaded = []
   with scratch.directory(cache_root() / "publish", "publish") as staging:
-    staged = []
-    for f in files:
-      copy = staging / f.path.name
-      shutil.copyfile(f.path, copy)
-      verify(copy, f.sha256, origin=f"a copy of {f.path}",
-             pin=f.origin or "the given wheel, hashed before copying")
-      staged.append((copy, f.sha256))
+    staged = _staged(files, staging)
     names = [p.name for p, _ in staged]
     state = _probe(python, twine_args, simple_url, names,
                    projects=("jaxlib",))
@@ -173,43 +164,85 @@ def publish(project: Project, releases: list[Release], *,
     if not jaxlib:
       _check_jaxlib_on_server(project, releases, server,
                               state.get("listed", {}).get("jaxlib", []))
-    conflicts = [(p.name, sha, state["found"][p.name]) for p, sha in staged
-                 if p.name in state["found"] and state["found"][p.name] != sha]
-    if conflicts:
-      raise ForkError(
-          f"{server} already holds a different file under a name to publish; "
-          "nothing was uploaded:\n" + "\n".join(
-              f"  {name}: the server has sha256 {theirs}, the verified file "
-              f"has {ours}" for name, ours, theirs in conflicts)
-          + "\nPublished files are immutable. Find out where the server's "
-          "file came from; if it must go, remove it on the server, or bump "
-          "fork_release in patches/upstream.toml for a new fork build.")
-    for path, sha in staged:
+    _refuse_conflicts(server, staged, state["found"])
+    for path, _ in staged:
       if path.name in state["found"]:
         log.step("publish", f"{path.name}: already on {server}, same sha256")
         continue
-      log.step("publish", f"{path.name}: uploading to {server}")
-      cmd = [python, "-m", "twine", "upload", "--disable-progress-bar",
-             *twine_args, str(path)]
-      if not sys.stdin.isatty():
-        cmd.append("--non-interactive")
-      proc = subprocess.run(cmd, capture_output=True, text=True)
-      if proc.returncode != 0:
-        output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
-        raise ForkError(
-            f"twine upload of {path.name} to {server} failed (exit "
-            f"{proc.returncode}):\n{output[-3000:].strip()}\n"
-            f"{_CREDENTIALS_HELP} Files uploaded before it stay; run again "
-            "to continue (they are skipped).")
+      _upload(python, twine_args, server, path)
       uploaded.append(path.name)
-    after = _probe(python, twine_args, simple_url, names)["found"]
-    wrong = [f"{p.name}: {after.get(p.name) or 'not listed'} (verified "
-             f"{sha})" for p, sha in staged if after.get(p.name) != sha]
-    if wrong:
-      raise ForkError(f"after the upload, {server} does not serve the "
-                      "verified files:\n  " + "\n  ".join(wrong)
-                      + "\nCheck --simple-url; if it is right, the server "
-                      "changed the files: do not install from it.")
+    _check_served(server, staged,
+                  _probe(python, twine_args, simple_url, names)["found"])
   log.step("publish", f"{server}: {len(uploaded)} uploaded, "
            f"{len(staged) - len(uploaded)} already there; all verified")
   return uploaded
+
+
+def _twine_args(repository_url: str | None, repository: str | None,
+                config_file: str | None) -> list[str]:
+  """Where twine uploads: the options `publish` was given, as twine's."""
+  twine_args = (["--repository-url", repository_url] if repository_url
+                else ["--repository", repository or "pypi"])
+  if config_file:
+    twine_args += ["--config-file", config_file]
+  return twine_args
+
+
+def _staged(files: list[publication.File],
+            staging: pathlib.Path) -> list[tuple[pathlib.Path, str]]:
+  """Copies of `files` in `staging`, each verified: (copy, sha256)."""
+  staged = []
+  for f in files:
+    copy = staging / f.path.name
+    shutil.copyfile(f.path, copy)
+    verify(copy, f.sha256, origin=f"a copy of {f.path}",
+           pin=f.origin or "the given wheel, hashed before copying")
+    staged.append((copy, f.sha256))
+  return staged
+
+
+def _refuse_conflicts(server: str, staged: list[tuple[pathlib.Path, str]],
+                      found: dict[str, str]) -> None:
+  """Raises a ForkError if `server` holds other bytes under a staged name."""
+  conflicts = [(p.name, sha, found[p.name]) for p, sha in staged
+               if p.name in found and found[p.name] != sha]
+  if conflicts:
+    raise ForkError(
+        f"{server} already holds a different file under a name to publish; "
+        "nothing was uploaded:\n" + "\n".join(
+            f"  {name}: the server has sha256 {theirs}, the verified file "
+            f"has {ours}" for name, ours, theirs in conflicts)
+        + "\nPublished files are immutable. Find out where the server's "
+        "file came from; if it must go, remove it on the server, or bump "
+        "fork_release in patches/upstream.toml for a new fork build.")
+
+
+def _upload(python: str, twine_args: list[str], server: str,
+            path: pathlib.Path) -> None:
+  """Uploads `path` with `twine upload`; raises a ForkError if it fails."""
+  log.step("publish", f"{path.name}: uploading to {server}")
+  cmd = [python, "-m", "twine", "upload", "--disable-progress-bar",
+         *twine_args, str(path)]
+  if not sys.stdin.isatty():
+    cmd.append("--non-interactive")
+  proc = subprocess.run(cmd, capture_output=True, text=True)
+  if proc.returncode != 0:
+    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+    raise ForkError(
+        f"twine upload of {path.name} to {server} failed (exit "
+        f"{proc.returncode}):\n{output[-3000:].strip()}\n"
+        f"{_CREDENTIALS_HELP} Files uploaded before it stay; run again "
+        "to continue (they are skipped).")
+
+
+def _check_served(server: str, staged: list[tuple[pathlib.Path, str]],
+                  after: dict[str, str]) -> None:
+  """Raises a ForkError unless `server` now serves each staged file's
+  verified sha256 (`after`: what it serves)."""
+  wrong = [f"{p.name}: {after.get(p.name) or 'not listed'} (verified "
+           f"{sha})" for p, sha in staged if after.get(p.name) != sha]
+  if wrong:
+    raise ForkError(f"after the upload, {server} does not serve the "
+                    "verified files:\n  " + "\n  ".join(wrong)
+                    + "\nCheck --simple-url; if it is right, the server "
+                    "changed the files: do not install from it.")

@@ -103,17 +103,23 @@ def _get_on_server(session, url: str):
   return None
 
 
-def main() -> int:
-  request = json.load(sys.stdin)
+class _Refused(Exception):
+  """What the probe answers as {"error": message}."""
+
+
+def _upload_settings(twine_args: list[str]) -> settings.Settings:
+  """twine upload's settings for `twine_args`, resolved as twine does."""
   parser = argparse.ArgumentParser()
   settings.Settings.register_argparse_arguments(parser)
-  args = parser.parse_args([*request["twine_args"], "--non-interactive"])
+  args = parser.parse_args([*twine_args, "--non-interactive"])
   try:
-    upload_settings = settings.Settings.from_argparse(args)
+    return settings.Settings.from_argparse(args)
   except exceptions.TwineException as e:
-    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
-    return 1
-  repository = upload_settings.repository_config["repository"]
+    raise _Refused(f"{type(e).__name__}: {e}")
+
+
+def _session(upload_settings: settings.Settings):
+  """A requests session with twine's credentials and certificates."""
   try:
     username, password = upload_settings.username, upload_settings.password
   except exceptions.NonInteractive:
@@ -125,13 +131,19 @@ def main() -> int:
     session.verify = upload_settings.cacert
   if upload_settings.client_cert:
     session.cert = upload_settings.client_cert
-  # The simple index must answer: a wrong URL must not read as "nothing
-  # published yet". Without --simple-url, <repository>/simple/ (pypiserver,
-  # Artifactory, most servers) or <repository>/+simple/ (devpi).
-  candidates = ([request["simple_url"]] if request["simple_url"] else
+  return session
+
+
+def _simple_index(session, simple_url: str | None, repository: str) -> str:
+  """The server's simple index: `simple_url`, or found beside `repository`.
+
+  The simple index must answer: a wrong URL must not read as "nothing
+  published yet". Without --simple-url, <repository>/simple/ (pypiserver,
+  Artifactory, most servers) or <repository>/+simple/ (devpi).
+  """
+  candidates = ([simple_url] if simple_url else
                 [repository.rstrip("/") + "/simple/",
                  repository.rstrip("/") + "/+simple/"])
-  simple = None
   tried = []
   for candidate in candidates:
     candidate = candidate.rstrip("/") + "/"
@@ -139,24 +151,29 @@ def main() -> int:
     status = "a redirect to another server" if root is None else (
         f"HTTP {root.status_code}")
     if root is not None and root.status_code == 200:
-      simple = candidate
-      break
+      return candidate
     tried.append(f"{candidate} ({status})")
-  if simple is None:
-    print(json.dumps({"error": "no simple index found at "
-                      + ", ".join(tried)}))
-    return 1
+  raise _Refused("no simple index found at " + ", ".join(tried))
+
+
+def _held(session, simple: str, wanted: dict[str, list[str]]
+          ) -> tuple[dict[str, str], dict[str, list[str]]]:
+  """What the server holds of each project of `wanted` (project -> names).
+
+  Returns:
+    The sha256 of each wanted file it holds, and every file its project
+    pages list.
+  """
   found = {}
   listed: dict[str, list[str]] = {}
-  for project, names in request["files"].items():
+  for project, names in wanted.items():
     url = f"{simple}{project}/"
     response = _get_on_server(session, url)
     if response is None or response.status_code == 404:
       continue  # not on this server (or only on another it redirects to)
     if response.status_code != 200:
-      print(json.dumps({"error": f"GET {url} answered HTTP "
-                        f"{response.status_code} {response.reason}"}))
-      return 1
+      raise _Refused(f"GET {url} answered HTTP "
+                     f"{response.status_code} {response.reason}")
     files = _files_of(response)
     listed[project] = sorted(files)
     for name, (file_url, sha) in files.items():
@@ -167,6 +184,20 @@ def main() -> int:
         download.raise_for_status()
         sha = hashlib.sha256(download.content).hexdigest()
       found[name] = sha
+  return found, listed
+
+
+def main() -> int:
+  request = json.load(sys.stdin)
+  try:
+    upload_settings = _upload_settings(request["twine_args"])
+    repository = upload_settings.repository_config["repository"]
+    session = _session(upload_settings)
+    simple = _simple_index(session, request["simple_url"], repository)
+    found, listed = _held(session, simple, request["files"])
+  except _Refused as e:
+    print(json.dumps({"error": str(e)}))
+    return 1
   print(json.dumps({"repository": repository, "simple_url": simple,
                     "found": found, "listed": listed}))
   return 0

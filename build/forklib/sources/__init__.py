@@ -1,3 +1,10 @@
+"""Upstream's sources to the fork's wheel: `fetch` (verified downloads),
+`patchq` (the queue), `tree` (the patched tree, `check`), `wheel` and
+`setup_support` (the reproducible wheel), `jaxlib_mirror` (the pinned jaxlib
+wheels).
+
+Imports only the top-level modules of `forklib`.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,10 +18,3 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Upstream's sources to the fork's wheel: `fetch` (verified downloads),
-`patchq` (the queue), `tree` (the patched tree, `check`), `wheel` and
-`setup_support` (the reproducible wheel), `jaxlib_mirror` (the pinned jaxlib
-wheels).
-
-Imports only the top-level modules of `forklib`.
-"""

@@ -416,32 +416,9 @@ def apply(patch: Patch, tree: pathlib.Path, *,
   for fp in patch.files:
     if tests is not None and is_test_path(fp.path) != tests:
       continue
-    target = tree / fp.path
-    if fp.old_path is None:
-      if target.exists():
-        raise PatchError(f"patch {patch.name} creates {fp.path}, which "
-                         "already exists in the upstream tree")
-      results[target] = "".join(fp.hunks[0].new_lines) if fp.hunks else ""
-      touched.append(fp.path)
-      continue
-    source = tree / fp.old_path
-    if not source.exists():
-      raise PatchError(f"patch {patch.name} modifies {fp.old_path}, which "
-                       "does not exist in the upstream tree")
-    with open(source, encoding="utf-8", newline="") as f:
-      content = f.read().splitlines(keepends=True)
-    offsets: list[int] = []
-    new_content = _apply_hunks(patch.name, fp, content, offsets)
-    moved = [f"{o:+d}" for o in offsets if o]
-    touched.append(fp.path + (f" (offsets {', '.join(moved)} lines)"
-                              if moved else ""))
-    if fp.new_path is None:
-      if new_content:
-        raise PatchError(f"patch {patch.name} deletes {fp.old_path}, but the "
-                         "file has content the patch does not list")
-      results[source] = None
-    else:
-      results[target] = "".join(new_content)
+    path, text, label = _patched_file(patch.name, fp, tree)
+    results[path] = text
+    touched.append(label)
   for path, text in results.items():
     if text is None:
       path.unlink()
@@ -450,6 +427,41 @@ def apply(patch: Patch, tree: pathlib.Path, *,
       with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
   return touched
+
+
+def _patched_file(name: str, fp: FilePatch, tree: pathlib.Path
+                  ) -> tuple[pathlib.Path, str | None, str]:
+  """What the patch `name` makes of one file of `tree`; writes nothing.
+
+  Returns:
+    The file to write, its new text (None: delete it), and how `apply`
+    names it: its path, with its hunks' offsets if any moved.
+
+  Raises:
+    PatchError: the file is not as the patch expects.
+  """
+  target = tree / fp.path
+  if fp.old_path is None:
+    if target.exists():
+      raise PatchError(f"patch {name} creates {fp.path}, which "
+                       "already exists in the upstream tree")
+    return target, "".join(fp.hunks[0].new_lines) if fp.hunks else "", fp.path
+  source = tree / fp.old_path
+  if not source.exists():
+    raise PatchError(f"patch {name} modifies {fp.old_path}, which "
+                     "does not exist in the upstream tree")
+  with open(source, encoding="utf-8", newline="") as f:
+    content = f.read().splitlines(keepends=True)
+  offsets: list[int] = []
+  new_content = _apply_hunks(name, fp, content, offsets)
+  moved = [f"{o:+d}" for o in offsets if o]
+  label = fp.path + (f" (offsets {', '.join(moved)} lines)" if moved else "")
+  if fp.new_path is None:
+    if new_content:
+      raise PatchError(f"patch {name} deletes {fp.old_path}, but the "
+                       "file has content the patch does not list")
+    return source, None, label
+  return target, "".join(new_content), label
 
 
 def _apply_hunks(name: str, fp: FilePatch, content: list[str],

@@ -1,3 +1,10 @@
+"""Running the tests: `envs` (virtual environments), `dev` (the inner
+loop), `testrun` (`test`, `matrix`), `upstream_tests`, `pytest_plugin` and
+`baseline` (upstream's own suites, judged against stock upstream).
+
+Imports `forklib.sources` and the top-level modules; `pytest_plugin` imports
+nothing of the tool (pytest loads it in a test venv).
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,10 +18,3 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Running the tests: `envs` (virtual environments), `dev` (the inner
-loop), `testrun` (`test`, `matrix`), `upstream_tests`, `pytest_plugin` and
-`baseline` (upstream's own suites, judged against stock upstream).
-
-Imports `forklib.sources` and the top-level modules; `pytest_plugin` imports
-nothing of the tool (pytest loads it in a test venv).
-"""

@@ -228,11 +228,7 @@ def run_release(project: Project, release: Release, mode: str, *,
     with_no_tf_run: the release also has a NO_TF run, to which a FULL run
       leaves NO_TF_ONLY_PATHS.
   """
-  if full_run and mode in (FULL, NO_TF):
-    pytest_args = [FULL_RUN_ARG, *pytest_args]
-  if with_no_tf_run and mode == FULL:
-    pytest_args = [*(f"--ignore={p}" for p in NO_TF_ONLY_PATHS),
-                   *pytest_args]
+  pytest_args = _fork_suite_args(pytest_args, mode, full_run, with_no_tf_run)
   start = time.monotonic()
   row = Row(release=release, mode=mode, python=release.test_python)
   log_dir = log_dir_of(release, mode)
@@ -249,6 +245,33 @@ def run_release(project: Project, release: Release, mode: str, *,
           flush=True)
     row.seconds = time.monotonic() - start
     return row
+  _test_wheel(project, release, mode, wheel, pytest_args, log_dir, tests_dir,
+              row, out)
+  row.seconds = time.monotonic() - start
+  return row
+
+
+def _fork_suite_args(pytest_args: list[str], mode: str, full_run: bool,
+                     with_no_tf_run: bool) -> list[str]:
+  """`pytest_args` with what `run_release`'s `full_run` and
+  `with_no_tf_run` add for `mode`."""
+  if full_run and mode in (FULL, NO_TF):
+    pytest_args = [FULL_RUN_ARG, *pytest_args]
+  if with_no_tf_run and mode == FULL:
+    pytest_args = [*(f"--ignore={p}" for p in NO_TF_ONLY_PATHS),
+                   *pytest_args]
+  return pytest_args
+
+
+def _test_wheel(project: Project, release: Release, mode: str,
+                wheel: pathlib.Path, pytest_args: list[str],
+                log_dir: pathlib.Path, tests_dir: pathlib.Path | None,
+                row: Row, out: TextIO | None) -> None:
+  """Installs `wheel` in a test venv and runs the suites of `mode` there.
+
+  What fails is recorded in `row` (its status), never raised: the other
+  runs go on.
+  """
   try:
     with envs.test_env(project, release, wheel,
                        tensorflow=mode != NO_TF) as venv:
@@ -270,8 +293,6 @@ def run_release(project: Project, release: Release, mode: str, *,
   except OSError as e:  # a full disk, say: this run fails, the others go on
     row.status = (f"{e} ({envs.free_space(log_dir) / 2**30:.1f} GiB free "
                   f"on the disk of {log_dir})")
-  row.seconds = time.monotonic() - start
-  return row
 
 
 def _run_upstream(project: Project, release: Release, mode: str,

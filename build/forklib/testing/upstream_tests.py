@@ -360,37 +360,15 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
     build_dir: the repository's build/ (for `forklib.testing.pytest_plugin`).
     timeout: seconds before the suite is killed.
   """
-  name = suite.rsplit("/", 1)[1].removesuffix(".py")
-  log_dir.mkdir(parents=True, exist_ok=True)
-  log_path = log_dir / f"{name}.log"
-  report = log_dir / f"{name}.jsonl"
-  exclude = log_dir / f"{name}.exclude"
-  for p in (log_path, report, exclude):
-    p.unlink(missing_ok=True)
+  log_path, report, exclude = _fresh_logs(log_dir, suite)
   env = clean_env({"PYTHONPATH": str(build_dir),
                     "TF_CPP_MIN_LOG_LEVEL": "2"})
   summaries: list[str] = []
   crashed: dict[str, tuple[str, str]] = {}
   start = time.monotonic()
   for _ in range(_MAX_CRASHES + 1):
-    # -P: the working directory is not put on sys.path.
-    cmd = [str(python), "-P", "-m", "pytest",
-           "-p", "forklib.testing.pytest_plugin",
-           "-q", "-p", "no:cacheprovider", "--rootdir", str(tree),
-           "--jax-fork-upstream-tree", str(tree),
-           "--jax-fork-expect-version", expect_version,
-           "--jax-fork-report", str(report), suite]
-    if exclude.exists():
-      cmd += ["--jax-fork-exclude", str(exclude)]
-    with open(log_path, "a", encoding="utf-8") as out:
-      out.write("$ " + " ".join(cmd) + "\n")
-      out.flush()
-      try:
-        proc = subprocess.run(cmd, cwd=tree, env=env, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=timeout)
-        rc = proc.returncode
-      except subprocess.TimeoutExpired:
-        rc = None
+    cmd = _suite_command(python, tree, suite, expect_version, report, exclude)
+    rc = _run_logged(cmd, tree, env, log_path, timeout)
     output = log_path.read_text(encoding="utf-8", errors="replace")
     summary = _summary_line(output.rsplit("$ ", 1)[-1])
     outcomes, unfinished = read_report(report)
@@ -403,9 +381,9 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
       summaries.append(summary)
     if unfinished is None or rc in (0, 1):
       if rc not in (0, 1, 5) and not summary:
+        # (Kept with the crashes: the report, read again below, has none.)
         summaries.append(f"pytest exited with {rc}; see {log_path}")
-        outcomes.setdefault(f"{suite}::<pytest>",
-                            ("error", f"pytest exited with {rc}"))
+        crashed[f"{suite}::<pytest>"] = ("error", f"pytest exited with {rc}")
       break
     reason = (f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
     crashed[unfinished] = ("error", f"the test process died ({reason})")
@@ -415,12 +393,63 @@ def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
                        encoding="utf-8")
   outcomes, _ = read_report(report)
   outcomes.update(crashed)
-  # Paths of this machine say nothing in the recorded evidence.
+  return SuiteResult(suite=suite, outcomes=_without_paths(outcomes, tree,
+                                                          python),
+                     summary=summaries, seconds=time.monotonic() - start,
+                     log=log_path)
+
+
+def _fresh_logs(log_dir: pathlib.Path, suite: str
+                ) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path]:
+  """The files in `log_dir` of a run of `suite`, those of an earlier run
+  removed: pytest's output, the report, the tests to exclude."""
+  name = suite.rsplit("/", 1)[1].removesuffix(".py")
+  log_dir.mkdir(parents=True, exist_ok=True)
+  files = (log_dir / f"{name}.log", log_dir / f"{name}.jsonl",
+           log_dir / f"{name}.exclude")
+  for p in files:
+    p.unlink(missing_ok=True)
+  return files
+
+
+def _suite_command(python: pathlib.Path, tree: pathlib.Path, suite: str,
+                   expect_version: str, report: pathlib.Path,
+                   exclude: pathlib.Path) -> list[str]:
+  """The pytest command of one attempt at `suite` (`run_suite`)."""
+  # -P: the working directory is not put on sys.path.
+  cmd = [str(python), "-P", "-m", "pytest",
+         "-p", "forklib.testing.pytest_plugin",
+         "-q", "-p", "no:cacheprovider", "--rootdir", str(tree),
+         "--jax-fork-upstream-tree", str(tree),
+         "--jax-fork-expect-version", expect_version,
+         "--jax-fork-report", str(report), suite]
+  if exclude.exists():
+    cmd += ["--jax-fork-exclude", str(exclude)]
+  return cmd
+
+
+def _run_logged(cmd: list[str], tree: pathlib.Path, env: dict[str, str],
+                log_path: pathlib.Path, timeout: int) -> int | None:
+  """Runs `cmd` in `tree`, its output appended to `log_path` after the
+  command; its exit status, None if it ran past `timeout` seconds."""
+  with open(log_path, "a", encoding="utf-8") as out:
+    out.write("$ " + " ".join(cmd) + "\n")
+    out.flush()
+    try:
+      return subprocess.run(cmd, cwd=tree, env=env, stdout=out,
+                            stderr=subprocess.STDOUT,
+                            timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+      return None
+
+
+def _without_paths(outcomes: dict[str, tuple[str, str]], tree: pathlib.Path,
+                   python: pathlib.Path) -> dict[str, tuple[str, str]]:
+  """`outcomes` with the paths of this machine in their messages replaced:
+  they say nothing in the recorded evidence."""
   venv = str(python.parent.parent)
-  outcomes = {n: (o, m.replace(str(tree), "<tests>").replace(venv, "<venv>"))
-              for n, (o, m) in outcomes.items()}
-  return SuiteResult(suite=suite, outcomes=outcomes, summary=summaries,
-                     seconds=time.monotonic() - start, log=log_path)
+  return {n: (o, m.replace(str(tree), "<tests>").replace(venv, "<venv>"))
+          for n, (o, m) in outcomes.items()}
 
 
 def versions_in(python: pathlib.Path) -> dict[str, str]:

@@ -56,8 +56,6 @@ Its modules:
   operations), :mod:`._gpu_solver` (cuSOLVER's and hipSOLVER's calls as
   LAPACK's, the GPU libraries' other calls as ``lax`` operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
   (sharding and placement, on one device).
-* :mod:`.module`: a serialized shape-polymorphic module refined for static
-  argument shapes.
 * :mod:`.compat`: the JAX internals it uses that differ across releases.
 
 See https://github.com/jax-ml/jax/issues/28327.
@@ -247,9 +245,12 @@ class Program:
     Raises:
       UnsupportedOps: the module has ops without an exact rule.
       TypeError: the arguments do not match :attr:`in_avals`.
+      ValueError: an argument is of a 64-bit type, not given as 32-bit
+        words, without ``jax_enable_x64``.
     """
     if self.unsupported:
       raise UnsupportedOps(self.reasons)
+    self._check_64_bit_arguments(wide)
     if any(w is not None for w in wide):
       with self._types_context():
         args = tuple(a if w is None else _widened(a, w)
@@ -275,6 +276,26 @@ class Program:
         y = lax.convert_element_type(y, dtype)
       results.append(y)
     return results
+
+  def _check_64_bit_arguments(self, wide: Sequence[np.dtype | None]) -> None:
+    """Refuses a 64-bit argument that JAX would pass in 32 bits.
+
+    Without ``jax_enable_x64`` JAX has no 64-bit values: a ``jax.jit``
+    argument (or a NumPy array at the first ``lax`` op) loses its bits,
+    and the module would compute from them what it does not mean. Such an
+    argument comes as 32-bit words (:func:`narrow_64_bit`, ``wide``), or
+    not at all.
+    """
+    if config.enable_x64.value:
+      return
+    wide = [*wide, *[None] * (len(self.in_avals) - len(wide))]
+    for i, (aval, w) in enumerate(zip(self.in_avals, wide)):
+      if aval.dtype in _WIDE and w is None:
+        raise ValueError(
+            f"argument {i} of the module is {aval.str_short()}, and without "
+            "jax_enable_x64 JAX passes no 64-bit values (a jax.jit argument "
+            "would be rounded to 32 bits): enable jax_enable_x64, or pass it "
+            "as 32-bit words (stablehlo_to_jax.narrow_64_bit, wide=)")
 
   def _cast_in(self, x: _interpret.Value,
                t: _ir.TensorType | _ir.TupleType | _ir.TokenType

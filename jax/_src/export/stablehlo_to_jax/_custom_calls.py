@@ -205,6 +205,7 @@ def _layouts_text(text: str, added: int) -> str:
 
 
 _NUM_BATCH_DIMS = re.compile(r'num_batch_dims = "(\d+)"')
+_NUM_BATCH_DIMS_ONLY = re.compile(r'\{\s*num_batch_dims = "\d+"\s*\}')
 
 
 def _batched_attributes(call: Call) -> dict[str, str]:
@@ -234,12 +235,39 @@ def _write(ctx, operands, target_call: Call, avals,
     new = [m.group(0) for m in _LAYOUT.finditer(texts["result_layouts"])]
     texts["result_layouts"] = "[" + ", ".join(
         old[i] if i in unbatched else t for i, t in enumerate(new)) + "]"
+  operands = list(operands)
+  if not all(core.is_constant_shape(a.shape) for a in avals):
+    operands += _shape_operands(ctx, texts, len(operands), avals)
   attributes = {name: ir.Attribute.parse(text)
                 for name, text in texts.items()}
   results = [compat.aval_to_ir_type(ctx.module_context, a) for a in avals]
   op = ir.Operation.create("stablehlo.custom_call", results=results,
-                           operands=list(operands), attributes=attributes)
+                           operands=operands, attributes=attributes)
   return list(op.results)
+
+
+def _shape_operands(ctx, texts: dict[str, str], nr_operands: int,
+                    avals: Sequence[core.ShapedArray]) -> list[ir.Value]:
+  """For results of symbolic shapes (a symbolic batch), what JAX's own
+  lowering of a call writes (``jax.ffi``'s): each result's shape as one
+  more operand, ``indices_of_shape_operands`` naming them, so that shape
+  refinement gives the results the shapes it gives their operands.
+  `texts` (the attributes) gets the index and the operands' layouts, and
+  loses the batch's ``num_batch_dims``, as JAX's has none there."""
+  shapes = [compat.shape_tensor(
+      ctx.module_context, mlir.eval_dynamic_shape_as_ivals(ctx, a.shape))
+            for a in avals]
+  if _NUM_BATCH_DIMS_ONLY.fullmatch(texts.get("mhlo.frontend_attributes",
+                                               "")):
+    del texts["mhlo.frontend_attributes"]
+  indices = list(range(nr_operands, nr_operands + len(shapes)))
+  texts["indices_of_shape_operands"] = (
+      f"dense<{indices}> : tensor<{len(indices)}xi64>")
+  if "operand_layouts" in texts:
+    layouts = [m.group(0) for m in _LAYOUT.finditer(texts["operand_layouts"])]
+    layouts += ["dense<0> : tensor<1xindex>"] * len(shapes)
+    texts["operand_layouts"] = "[" + ", ".join(layouts) + "]"
+  return shapes
 
 
 def _lower(ctx, *operands, call: Call):

@@ -30,6 +30,7 @@ import dataclasses
 import re
 from typing import Union
 
+from jax._src.export.stablehlo_to_jax import compat
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import hlo
 from jax._src.lib.mlir import ir
@@ -210,12 +211,7 @@ def _dtype_table() -> dict[str, np.dtype]:
   return table
 
 
-def isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
-  """Whether an MLIR attribute or type is of `cls` (old and new bindings)."""
-  if isinstance(x, cls):
-    return True
-  check = getattr(cls, "isinstance", None)
-  return bool(check is not None and check(x))
+isa = compat.isa
 
 
 def read_type(t: ir.Type, table: dict[str, np.dtype]) -> Type:

@@ -15,7 +15,8 @@
 
 tf2xla's loops (``tf.while_loop`` with a counter, ``tf.map_fn``,
 ``tf.scan``, Keras' recurrent layers) carry counters: values that start as
-constants and that the body adds a constant to (or passes on unchanged);
+constants and that the body adds a constant to or subtracts one from (or
+passes on unchanged);
 their conditions compare those counters with constants. Such a loop runs a
 number of iterations that :func:`trip_count` computes when the module is
 read, by running the condition on the counters' values with NumPy; the
@@ -140,10 +141,18 @@ def _counter_step(body: _ir.Block, k: int,
       continue
     if op.name == "stablehlo.add" and body.args[k] in op.operands:
       other = op.operands[1 if op.operands[0] == body.args[k] else 0]
-      step = local.get(other, constants.get(other))
-      return None if step is None or np.size(step) != 1 else np.asarray(
-          step).reshape(())
-    return None
+      sign = 1
+    elif (op.name == "stablehlo.subtract"
+          and op.operands[0] == body.args[k] != op.operands[1]):
+      other, sign = op.operands[1], -1  # (a counter counting down)
+    else:
+      return None
+    step = local.get(other, constants.get(other))
+    if step is None or np.size(step) != 1:
+      return None
+    step = np.asarray(step).reshape(())
+    with np.errstate(over="ignore"):
+      return step if sign == 1 else np.negative(step).astype(step.dtype)
 
 
 def trip_count(op: _ir.Op, funcs: Mapping[str, _ir.Func],

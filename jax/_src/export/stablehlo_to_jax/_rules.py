@@ -404,14 +404,78 @@ def _bitcast_convert_rule(op: Op, c: Compiler):
   del c
   dtype = _dtype(op)
   src = op.operand_types[0]
-  if src.dtype.itemsize != dtype.itemsize and (
-      dtype == np.bool_ or src.dtype == np.bool_):
+  if src.dtype != dtype and np.dtype(np.bool_) in (src.dtype, dtype):
+    # (An i1 is 1 bit wide: every other type is another width.)
     raise NoRule("bitcast of booleans to another width")
   if _is_complex(src) and src.dtype != dtype:
     raise NoRule(f"a bitcast of {src.dtype} to {dtype} (lax bitcasts no "
                  "complex numbers to another type; XLA:CPU aborts the "
                  "process on it)")
+  if _ir.bit_width(src.dtype) != _ir.bit_width(dtype):
+    return lambda env, x: [_bitcast_to_width(x, dtype)]
   return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
+
+
+def _unsigned(bits: int) -> np.dtype:
+  """The unsigned integer type of `bits` bits (2, 4, 8, ..., 64)."""
+  return np.dtype(getattr(ml_dtypes, f"uint{bits}") if bits < 8
+                  else f"uint{bits}")
+
+
+def _bitcast_to_width(x: jax.Array | np.ndarray, dtype: np.dtype
+                      ) -> jax.Array | np.ndarray:
+  """XLA's bitcast of `x` to `dtype`, of another bit width, composed.
+
+  Composed of bitcasts between types of one width and integer shifts, so
+  that every shape is one shape refinement resolves: JAX's lowering of
+  ``lax.bitcast_convert_type`` between widths gives its result a shape
+  that refinement cannot resolve under a symbolic batch ("Error refining
+  shapes"). Bit for bit XLA's (every pair of widths, each type from and
+  to another width: ``tests/stablehlo/test_bitcast_widths.py``; NaN
+  payloads, negative zeros and subnormal numbers are bits like any other
+  here: no float arithmetic touches them). Shifted in unsigned integers of
+  at least 8 bits: no op but a conversion and a bitcast of 2- or 4-bit
+  integers reaches XLA (XLA:CPU fails some ops of 2-bit integers).
+
+  Args:
+    x: the operand; of narrow words, its last dimension the words of one
+      result element, or of wide words.
+    dtype: the result's type.
+
+  Returns:
+    The narrow words' bits joined, the first the least significant, as
+    XLA's bitcast joins them; or a wide word's bits split so, along a new
+    last dimension.
+  """
+  src = np.dtype(x.dtype)
+  n_src, n_dst = _ir.bit_width(src), _ir.bit_width(dtype)
+  words = _bitcast_same_width(x, _unsigned(n_src))
+  work = _unsigned(max(n_src, n_dst, 8))
+  words = lax.convert_element_type(words, work)
+  rank = np.ndim(words)
+  if n_src < n_dst:
+    out = lax.index_in_dim(words, 0, rank - 1, keepdims=False)
+    for i in range(1, n_dst // n_src):
+      word = lax.index_in_dim(words, i, rank - 1, keepdims=False)
+      out = lax.bitwise_or(out, lax.shift_left(
+          word, lax.full_like(word, i * n_src)))
+  else:
+    shape = (*np.shape(words), n_src // n_dst)
+    shifts = np.arange(shape[-1], dtype=work) * work.type(n_dst)
+    out = lax.bitwise_and(
+        lax.shift_right_logical(
+            lax.broadcast_in_dim(words, shape, tuple(range(rank))),
+            lax.broadcast_in_dim(_const(shifts), shape, (rank,))),
+        lax.full(shape, (1 << n_dst) - 1, work))
+  out = lax.convert_element_type(out, _unsigned(n_dst))
+  return _bitcast_same_width(out, dtype)
+
+
+def _bitcast_same_width(x: jax.Array | np.ndarray, dtype: np.dtype
+                        ) -> jax.Array | np.ndarray:
+  if np.dtype(x.dtype) == dtype:
+    return x
+  return lax.bitcast_convert_type(x, dtype)
 
 
 @rule("stablehlo.reduce_precision")

@@ -99,6 +99,14 @@ def mlir_extension() -> Any:
   return lib.xla_client._xla.mlir  # pylint: disable=protected-access
 
 
+def isa(x: ir.Attribute | ir.Type, cls: type) -> bool:
+  """Whether an MLIR attribute or type is of `cls` (old and new bindings)."""
+  if isinstance(x, cls):
+    return True
+  check = getattr(cls, "isinstance", None)
+  return bool(check is not None and check(x))
+
+
 def deserialize_module(data: bytes, context: ir.Context) -> ir.Module:
   """A serialized (portable artifact) StableHLO module, in ``context``.
 

@@ -17,14 +17,22 @@
 ``jax.custom_vjp``, which forward mode cannot differentiate.
 ``jax._src.export._export`` hooks these modules in:
 
-* :mod:`.interpret`: an exported module, refined for static shapes, as a
-  function of JAX operations (the StableHLO interpreter,
-  :mod:`jax._src.export.stablehlo_to_jax`).
+* :mod:`.function`: a StableHLO module as a JAX function
+  (``ModuleFunction``), the one owner of that for every user (these rules,
+  and ``call_tf``): refinement for static shapes (:mod:`.refine`), the
+  platform branch (:mod:`.platforms`), the derivative policy, the caches;
+  read by the StableHLO interpreter
+  (:mod:`jax._src.export.stablehlo_to_jax`).
+* :mod:`.refine`: a serialized module's shapes, refined for static
+  argument shapes and a platform, named, computed.
 * :mod:`.rules`: the batching rule (JAX's ``vmap`` of that function) and the
   JVP rule (forward mode from the serialized VJPs; reverse mode is the
   serialized VJP, as before).
 * :mod:`.linear`: the linear call whose transpose is a VJP, of which the
   JVP rule's tangents are made.
+* :mod:`.platforms`: which platform's branch of a module runs, chosen
+  where JAX lowers the program; a platform the module lacks refused by
+  name there.
 * :mod:`.exported`: what they ask of ``jax.export`` (the interpreter reads
   StableHLO and asks ``jax.export`` nothing).
 * :mod:`.errors`: the messages.

@@ -63,6 +63,16 @@ def exported_platform_error(name: str, platforms: Sequence[str],
       f"but it is used on '{tuple(used_on)}'.")
 
 
+def exported_branch_error(name: str, platform: str, purpose: str,
+                          reason: str) -> str:
+  """A platform's branch of a module that the interpreter cannot read, for
+  :mod:`.platforms` to raise where it is lowered for that platform (where
+  the message says ``<lowered>``)."""
+  return (f"{purpose} of {_exported(name)} (jax.export) expresses its "
+          f"StableHLO module as JAX operations, but not its branch for "
+          f"{platform!r}, lowered for '<lowered>': {reason}.")
+
+
 def exported_no_vjp_error(name: str) -> ValueError:
   """Reverse mode of an artifact serialized without (more) VJPs."""
   return ValueError(

@@ -34,6 +34,20 @@ def platform_check_disabled(exported: _export.Exported) -> bool:
           in exported.disabled_safety_checks)
 
 
+def check_arguments(exported: _export.Exported,
+                    avals: list[core.ShapedArray]) -> None:
+  """Checks arguments of ``avals`` as ``Exported.call`` checks its own.
+
+  ``jax.export``'s own abstract evaluation of the call: its dtypes, ranks
+  and static dimensions, and the shape constraints of a polymorphic
+  module, with its messages.
+
+  Raises:
+    ValueError: ``Exported.call``'s error.
+  """
+  _export.call_exported_p.abstract_eval(*avals, exported=exported)
+
+
 def pieces_missing() -> list[str]:
   """What the transformations of ``Exported.call`` need and this JAX lacks.
 

@@ -18,7 +18,7 @@
 rule is :func:`jvp`.
 
 Batching: JAX's ``vmap`` of the module as JAX operations
-(:mod:`.interpret`), exact for any pure module, any ``in_axes``, nested
+(:mod:`.function`), exact for any pure module, any ``in_axes``, nested
 ``vmap`` and a symbolic batch size; the module's own shapes must be static.
 
 Derivatives come only from what was serialized, never from JAX's rules
@@ -57,11 +57,25 @@ from jax._src import core
 from jax._src import dtypes
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.transforms import errors
-from jax._src.export.transforms import interpret
+from jax._src.export.transforms import exported as exported_api
+from jax._src.export.transforms import function as module_function
 from jax._src.export.transforms import linear
 from jax import numpy as jnp
 from jax import tree_util
 import numpy as np
+
+
+def _element_avals(args: Sequence[Any], dims: Sequence[int | None]
+                   ) -> list[core.ShapedArray]:
+  """The avals of one element of each argument (its batch axis removed)."""
+  avals = []
+  for a, d in zip(args, dims):
+    aval = compat.typeof(a)
+    shape = tuple(aval.shape)
+    if d is not None:
+      shape = shape[:d] + shape[d + 1:]
+    avals.append(core.ShapedArray(shape, aval.dtype))
+  return avals
 
 
 def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
@@ -82,18 +96,18 @@ def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
     NotImplementedError: the module cannot be expressed as JAX operations
       (symbolic argument shapes, effects, several devices, an op the
       interpreter has no exact rule for); the message says which.
-    ValueError: the module was exported for other platforms.
+    ValueError: ``Exported.call``'s errors, of one element (a dtype, rank
+      or static dimension other than the module's, arguments that break
+      the shape constraints of a polymorphic module), or where it is
+      lowered for a platform the module was not exported for.
   """
   size = next(np.shape(a)[d] for a, d in zip(args, dims) if d is not None)
   kept = set(exported.module_kept_var_idx)
-  avals = []
-  for a, d in zip(args, dims):
-    aval = compat.typeof(a)
-    shape = tuple(aval.shape)
-    if d is not None:
-      shape = shape[:d] + shape[d + 1:]
-    avals.append(core.ShapedArray(shape, aval.dtype))
-  fun = interpret.module_function(exported, avals, purpose="jax.vmap")
+  avals = _element_avals(args, dims)
+  # (What the call checks of its arguments, which JAX checks for it where
+  # it binds the call, and not where it batches it: of each element.)
+  exported_api.check_arguments(exported, avals)
+  fun = module_function.exported_call(exported, avals, purpose="jax.vmap")
   if isinstance(fun, str):
     raise errors.exported_batching_error(exported.fun_name, fun)
   # Only the arguments the module keeps enter it (float0 cotangents, unused
@@ -195,7 +209,7 @@ def forward_mode(call: Callable[..., Any], exported: Any,
         *args, *map(_zeros, out_avals), *full_t))
     return [r for r, h in zip(res[len(args):], has_t) if h]
 
-  fun = interpret.module_function(
+  fun = module_function.exported_call(
       vjp, [*arg_avals, *(core.ShapedArray(a.shape, a.dtype if h
                                            else dtypes.float0)
                           for a, h in zip(out_avals, has_t))],

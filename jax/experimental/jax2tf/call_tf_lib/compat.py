@@ -497,6 +497,24 @@ def hlo_of_concrete_function(
   return getter(stage="hlo_serialized", platform_name=platform)
 
 
+def _registered_gradient(op_type: str) -> Any | None:
+  """The gradient function registered under ``op_type``, or None.
+
+  Raises:
+    InternalsChangedError: TF's gradient registry is not where it was.
+  """
+  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
+  registry = getattr(tf_ops, "_gradient_registry", None)
+  if registry is None or not hasattr(registry, "lookup"):
+    raise internals_changed(
+        "tensorflow.python.framework.ops._gradient_registry",
+        "the gradient of a jax2tf function cannot be found")
+  try:
+    return registry.lookup(op_type)
+  except LookupError:
+    return None
+
+
 def restored_gradient_function(op_type: str) -> Any | None:
   """The concrete gradient function TF's SavedModel loader registered.
 
@@ -509,16 +527,8 @@ def restored_gradient_function(op_type: str) -> Any | None:
     InternalsChangedError: a gradient is registered, but not in the form
       this module can read; guessing "no gradient" would mislead the user.
   """
-  from tensorflow.python.framework import ops as tf_ops  # pylint: disable=g-import-not-at-top
-  registry = getattr(tf_ops, "_gradient_registry", None)
-  if registry is None or not hasattr(registry, "lookup"):
-    raise internals_changed(
-        "tensorflow.python.framework.ops._gradient_registry",
-        "the gradient saved with a jax2tf SavedModel cannot be "
-        "found")
-  try:
-    gradient = registry.lookup(op_type)
-  except LookupError:
+  gradient = _registered_gradient(op_type)
+  if gradient is None:
     return None
   if getattr(gradient, "__module__", "") != _SAVED_MODEL_LOADER:
     return None  # a gradient registered in Python, not restored from disk
@@ -531,6 +541,53 @@ def restored_gradient_function(op_type: str) -> Any | None:
       "loader registers (_gen_gradient_func)",
       "the gradient saved with a jax2tf SavedModel cannot be "
       "found")
+
+
+def python_gradient_registered(op_type: str) -> bool:
+  """Whether a Python function (a ``tf.custom_gradient`` of this process,
+  not one restored from a SavedModel) is registered as gradient
+  ``op_type``."""
+  gradient = _registered_gradient(op_type)
+  return (gradient is not None
+          and getattr(gradient, "__module__", "") != _SAVED_MODEL_LOADER)
+
+
+def custom_gradient_function(op_type: str) -> tuple[str, str] | None:
+  """The gradient function a ``tf.custom_gradient`` was given, by name.
+
+  ``tf.custom_gradient`` in a graph registers, under the op's
+  ``_gradient_op_type``, a function (``internal_grad_fn``) whose closure
+  holds one (``tape_grad_fn``) whose closure holds the function it was
+  given.
+
+  Returns:
+    ``(module, qualified name)`` of that function, or None where the
+    registry has no such chain for ``op_type`` (another override, or TF
+    moved the chain: then the override is not recognized, and TF's
+    gradients are used, as for any other).
+
+  Raises:
+    InternalsChangedError: TF's gradient registry is not where it was.
+  """
+  fn = _registered_gradient(op_type)
+  for wrapper in ("internal_grad_fn", "tape_grad_fn"):
+    if not getattr(fn, "__qualname__", "").endswith(
+        f"_graph_mode_decorator.<locals>.{wrapper}"):
+      return None
+    inner = [c.cell_contents for c in getattr(fn, "__closure__", None) or ()
+             if _cell_is_function(c)]
+    if len(inner) != 1:
+      return None
+    fn, = inner
+  return (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))
+
+
+def _cell_is_function(cell: Any) -> bool:
+  try:
+    return callable(cell.cell_contents) and hasattr(cell.cell_contents,
+                                                    "__code__")
+  except ValueError:  # an empty cell
+    return False
 
 
 # The module whose _gen_gradient_func wraps restored gradient functions.
@@ -690,8 +747,14 @@ def _tf_graph_missing() -> list[str]:
        "tensorflow pywrap_tf_session.TF_SetOpStackTrace")
   with graph.as_default():
     op = tf.constant(0.).op
+    silu = tf.nn.silu(tf.constant([1.])).op
   need(isinstance(getattr(op, "_is_stateful", None), bool),
        "tf.Operation._is_stateful")
+  override = silu.node_def.attr.get("_gradient_op_type")
+  need(override is not None and (custom_gradient_function(
+      override.s.decode()) or ("",))[0] == "tensorflow.python.ops.nn_impl",
+       "tf.custom_gradient's registered gradient functions "
+       "(_graph_mode_decorator's internal_grad_fn, tape_grad_fn)")
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")

@@ -216,13 +216,21 @@ def stateful_error(op_type: str, node_name: str | None,
 
 def opaque_module_error(vmap_method: vmap_methods.VmapMethod | None
                         ) -> CallTfVectorizationError:
-  """A jax2tf-saved function is one XlaCallModule op, opaque to pfor."""
+  """A jax2tf function (saved, or converted live) is one XlaCallModule op,
+  which pfor cannot vectorize; its module is not interpreted here (the
+  option ``jax_call_tf_vectorizer`` is ``"pfor"``, or the interpreter has
+  no rule for an op of it)."""
   return CallTfVectorizationError(
-      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a function "
-      "saved by jax2tf: it is one XlaCallModule op (serialized StableHLO), "
-      "which TensorFlow's vectorizer cannot vectorize. If the saved function "
-      "takes a leading batch axis whose rows are independent (jax2tf.convert "
-      "with polymorphic_shapes=['(b, ...)']), "
+      f"jax.vmap of call_tf (vmap_method={vmap_method!r}) of a jax2tf "
+      "function (jax2tf.convert, or a SavedModel of one): TensorFlow's "
+      "vectorizer (pfor) cannot vectorize op 'XlaCallModule' (its "
+      "serialized StableHLO), and its module is not expressed as JAX "
+      "operations here (the option jax_call_tf_vectorizer is "
+      f"{vmap_methods.PFOR!r}, or "
+      "the debug log of jax.experimental.jax2tf.call_tf_lib.stablehlo.path "
+      "says why). If the function takes a leading batch axis whose rows "
+      "are independent (jax2tf.convert with "
+      "polymorphic_shapes=['(b, ...)']), "
       f"vmap_method={vmap_methods.BATCH_POLYMORPHIC!r} "
       "makes one call for the whole batch. " + what_to_do(vmap_method),
       "XlaCallModule", None)
@@ -624,6 +632,27 @@ def vmap_method_error(vmap_method: object, methods: Sequence[str | None]
   return ValueError(
       f"call_tf got vmap_method={vmap_method!r}; it must be one of "
       + ", ".join(repr(m) for m in methods) + ".")
+
+
+def foreign_module_error(node_name: str, module_platforms: Sequence[str],
+                         platform: str) -> CallTfPlatformError:
+  """A jax2tf module among other ops, without a branch TensorFlow compiles.
+
+  Args:
+    node_name: the ``XlaCallModule`` node.
+    module_platforms: the platforms the module was serialized for.
+    platform: TensorFlow's name of the platform it compiles for ("CPU").
+  """
+  return CallTfPlatformError(
+      "call_tf cannot compile the TensorFlow function: it holds the module "
+      f"of a jax2tf.convert function ({describe_op('XlaCallModule', node_name)})"
+      f" serialized for {list(module_platforms)} only, among other "
+      f"TensorFlow ops, and TensorFlow compiles the function for {platform!r} "
+      "(tensorflow-cpu compiles for the CPU only). Call the converted "
+      "function by itself (call_tf(jax2tf.convert(f)), or a tf.function of "
+      "it, calls its module as jax.export does, on the platforms it was "
+      "serialized for), or convert it with native_serialization_platforms "
+      "that include 'cpu'.")
 
 
 def growing_list_error(node_name: str) -> CallTfCompileError:

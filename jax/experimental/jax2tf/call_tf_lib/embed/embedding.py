@@ -290,29 +290,46 @@ class _EmbeddedCall:
   """
 
   def __init__(self, embedded: restored.EmbeddedModule,
-               vmap_method: vmap_methods.VmapMethod | None):
+               vmap_method: vmap_methods.VmapMethod | None,
+               weights: Sequence[ArrayLike] | None = None):
     self.embedded = embedded
     self.exported = embedded.exported
     self.operands = _Operands.of(embedded)
-    self.weights = _module_weights(embedded)
+    self.weights = (_module_weights(embedded) if weights is None
+                    else list(weights))
     self.vmap_method = vmap_method
     self.nr_args = self.operands.nr_args
     self.nr_outs = len(self.exported.out_avals)
-    interpret = interpret_vjp = None
     interpret = _Interpreter(self.exported, self.operands, self.nr_args,
                              "jax.vmap")
-    interpret_vjp = self.interpreted_vjp
     self.primal = _batched_call(
         functools.partial(self.operands.call, self.exported.call,
                           self.nr_args),
         self.nr_args, vmap_method, interpret)
-    self.vjp_batched = _batched_call(
-        self.vjp_fun, self.nr_args + self.nr_outs,
-        dispatch.vjp_vmap_method(vmap_method), interpret_vjp)
-    self.vjp = jax.custom_jvp(self._vjp)
-    self.vjp.defjvp(self.vjp_jvp, symbolic_zeros=True)
+    if embedded.live_vjp is not None:
+      # The VJP is jax.export's, which has the next order: an embedded call
+      # of its own, differentiated as this one is.
+      self.vjp = self._live_vjp
+    else:
+      self.vjp_batched = _batched_call(
+          self.vjp_fun, self.nr_args + self.nr_outs,
+          dispatch.vjp_vmap_method(vmap_method), self.interpreted_vjp)
+      self.vjp = jax.custom_jvp(self._vjp)
+      self.vjp.defjvp(self.vjp_jvp, symbolic_zeros=True)
     self.call = jax.custom_jvp(self._call)
     linear.define_linear_jvp(self.call, self.forward_mode, self.call_bwd)
+
+  @functools.cached_property
+  def _live_vjp_call(self) -> _EmbeddedCall:
+    """The live VJP's embedded call: (args, cts) -> every operand's ct."""
+    return _EmbeddedCall(
+        restored.vjp_of(self.embedded, self.vjp_module()),
+        dispatch.vjp_vmap_method(self.vmap_method), self.weights)
+
+  def _live_vjp(self, *a: ArrayLike) -> tuple[jax.Array, ...]:
+    """The live VJP: (args, cts, weights) -> the arguments' cotangents."""
+    cts_all = self._live_vjp_call.call(*a[:self.nr_args + self.nr_outs])
+    return tuple(self.operands.arg_cotangents(cts_all))
 
   def _call(self, *args: jax.Array) -> tuple[jax.Array, ...]:
     """The module's results on the call's arguments."""
@@ -327,18 +344,28 @@ class _EmbeddedCall:
     return (stablehlo_path.vectorizer(self.vmap_method)
             == vmap_methods.STABLEHLO)
 
+  def has_vjp(self) -> bool:
+    """Whether the module has a VJP: saved with it, or a live gradient's."""
+    return self.embedded.live_vjp is not None or self.exported.has_vjp()
+
+  def vjp_module(self) -> jax.export.Exported:
+    """The VJP's module: the saved one, or the live gradient's."""
+    if self.embedded.live_vjp is not None:
+      return self.embedded.live_vjp()
+    return self.exported.vjp()
+
   def vjp_fun(self, *a: ArrayLike) -> list[jax.Array]:
     """The saved VJP's module, on (args, cts, weights): the args' cts."""
-    cts_all = self.operands.call(self.exported.vjp().call,
+    cts_all = self.operands.call(self.vjp_module().call,
                                  self.nr_args + self.nr_outs, *a)
     return self.operands.arg_cotangents(cts_all)
 
   def interpreted_vjp(self, avals: Sequence[core.AbstractValue]
                       ) -> Callable[..., Any] | None:
     """The saved VJP as JAX primitives: (args, cts, weights) -> arg cts."""
-    if not self.exported.has_vjp() or not self.uses_stablehlo():
+    if not self.has_vjp() or not self.uses_stablehlo():
       return None
-    fun = _Interpreter(self.exported.vjp(), self.operands,
+    fun = _Interpreter(self.vjp_module(), self.operands,
                        self.nr_args + self.nr_outs, "the saved gradient")(avals)
     if fun is None:
       return None
@@ -402,7 +429,7 @@ class _EmbeddedCall:
     if self.embedded.gradient_disabled is not None:
       # TensorFlow's own error for a PreventGradient op.
       raise errors.gradient_disabled_error(self.embedded.gradient_disabled)
-    if not self.exported.has_vjp():
+    if not self.has_vjp():
       raise errors.embedded_no_gradient_error(self.exported.fun_name)
     return tuple(self.vjp(*args, *cts, *self.weights))
 

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 import jax
 from jax._src import core
 from jax._src.export import shape_poly
+from jax._src.export.transforms import platforms as platforms_lib
+from jax._src.export.transforms import refine
 from jax.experimental.jax2tf.call_tf_lib import compat
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import module as stablehlo_module
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 from jax import tree_util
@@ -123,12 +124,22 @@ def exported_from_module_op(op: tf.Operation, fun_name: str,
       None if vjp_attrs is None else _AttrsKey(vjp_attrs))
 
 
+def _hashable(value: object) -> object:
+  return tuple(map(_hashable, value)) if isinstance(value, list) else value
+
+
 class _AttrsKey:
-  """Module attributes as a cache key: equal when the modules are equal."""
+  """Module attributes as a cache key: equal when every attribute is.
+
+  The module's bytes alone do not say its platforms (a module serialized
+  for one platform has no platform argument, whichever it is), its types
+  or its disabled checks.
+  """
 
   def __init__(self, attrs: dict[str, Any]):
     self.attrs = attrs
-    self._key = (attrs["module"], attrs["version"])
+    self._key = tuple((name, _hashable(value))
+                      for name, value in sorted(attrs.items()))
 
   def __eq__(self, other: object) -> bool:
     return isinstance(other, _AttrsKey) and self._key == other._key
@@ -145,8 +156,8 @@ def _exported_cached(fun_name: str, attrs_key: _AttrsKey,
   module_bytes = attrs["module"]
   platforms = (tuple(p.decode().lower() for p in attrs["platforms"])
                or (jax.default_backend(),))
-  nr_platform_args = 1 if len(platforms) > 1 else 0
-  specs, uses_poly = stablehlo_module.input_shape_specs(module_bytes,
+  nr_platform_args = platforms_lib.nr_platform_args(platforms)
+  specs, uses_poly = refine.input_shape_specs(module_bytes,
                                                  nr_platform_args)
   scope = shape_poly.SymbolicScope()
   in_avals = tuple(
@@ -154,7 +165,7 @@ def _exported_cached(fun_name: str, attrs_key: _AttrsKey,
       for spec, dt in zip(specs, _jax_dtypes(attrs["Tin"])))
   try:
     out_shapes = shapes.fit_symbolic_output_shapes(
-        in_avals, lambda in_shapes: stablehlo_module.refined_result_shapes(
+        in_avals, lambda in_shapes: refine.refined_result_shapes(
             module_bytes, nr_platform_args, in_shapes))
   except ValueError as e:
     raise NotEmbeddableError(str(e)) from e
@@ -174,8 +185,8 @@ def _exported_cached(fun_name: str, attrs_key: _AttrsKey,
         tuple(a.update(dtype=dt) for a, dt in zip(in_avals + out_avals,
                                                   vjp_in)),
         tuple(a.update(dtype=dt) for a, dt in zip(in_avals, vjp_out)),
-        platforms, stablehlo_module.uses_shape_polymorphism(vjp_attrs["module"]),
-        None)
+        platforms,
+        refine.serialized_uses_shape_polymorphism(vjp_attrs["module"]), None)
     get_vjp = lambda _: vjp
   return _exported(attrs, fun_name, in_avals, out_avals, platforms, uses_poly,
                    get_vjp)

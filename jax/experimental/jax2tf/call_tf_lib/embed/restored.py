@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Recognizing a function restored from a jax2tf SavedModel.
+"""Recognizing a jax2tf function: restored from a SavedModel, or live.
 
 A function that ``jax2tf.convert`` saved (and ``tf.saved_model.load``
 restored) is, inside, one ``XlaCallModule`` op, plus variable reads,
@@ -20,8 +20,13 @@ identities and function calls; its gradient, when saved with
 :func:`find_embeddable_module` walks the function's graph from its outputs
 to that op, and records where each of the op's operands comes from (an
 argument, a variable, a constant), so that :mod:`.embed` can call the module
-as StableHLO. A Python function is never inspected: its own code always
-runs.
+as StableHLO. The same holds for a function ``jax2tf.convert`` made in this
+process (the round trip ``call_tf(jax2tf.convert(f))``) and a
+``tf.function`` of one: its module is JAX's, for the platforms it was
+serialized for, and its gradient is the VJP its custom gradient exports
+(``jax.export``'s, with every higher order), traced when first needed. Any other Python function is never
+inspected; a converted one is traced at every call, so its own code
+always runs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 import dataclasses
 import enum
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 import weakref
@@ -38,11 +44,11 @@ from jax.experimental.jax2tf.call_tf_lib.embed import exported as exported_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
+import jax
 from jax import tree_util
 import tensorflow as tf
 
 if TYPE_CHECKING:
-  import jax
   import numpy as np
 
 logger = logging.getLogger(__name__)
@@ -176,27 +182,79 @@ class EmbeddedModule:
     out_tree: the pytree of the TF function's outputs.
     gradient_disabled: if the function was saved with its gradient disabled
       (``jax2tf.convert(..., with_gradient=False)``), the reason it gives.
+    live_vjp: for a function ``jax2tf.convert`` made in this process (whose
+      gradient is a Python function, not a saved module), its VJP as
+      ``jax.export`` exports it (with the next order as its own ``vjp()``),
+      traced when first called; None otherwise (``exported.vjp()`` then).
   """
   exported: jax.export.Exported
   operands: tuple[_Source, ...]
   outputs: tuple[int, ...]
   out_tree: tree_util.PyTreeDef
   gradient_disabled: str | None = None
+  live_vjp: Callable[[], jax.export.Exported] | None = None
 
 
 _FOUND: weakref.WeakKeyDictionary[Any, dict[Any, EmbeddedModule | None]] = (
     weakref.WeakKeyDictionary())
 
 
-def is_candidate(callable_tf: Callable[..., Any]) -> bool:
-  """Whether ``callable_tf`` may be a restored jax2tf function.
+def vjp_of(embedded: EmbeddedModule,
+           vjp: jax.export.Exported) -> EmbeddedModule:
+  """The VJP of a live jax2tf function, as a module to embed in turn.
 
-  Only ``tf.function``s and concrete functions (which is what
-  ``tf.saved_model.load`` restores) are inspected; a Python function is
-  never embedded, so its own code always runs.
+  Args:
+    embedded: the function's module.
+    vjp: its VJP, as ``jax.export`` exports it: a function of the module's
+      operands and its results' cotangents, returning the operands'
+      cotangents.
+
+  Returns:
+    ``vjp`` with the module's operands, then the cotangents as the call's
+    next arguments; its own VJP the next order ``jax.export`` makes.
+
+  Raises:
+    NotEmbeddableError: ``vjp`` takes other operands than the module (the
+      module dropped an argument it does not read).
+  """
+  nr_args = sum(s.kind == SourceKind.ARG for s in embedded.operands)
+  nr_outs = len(embedded.exported.out_avals)
+  if len(vjp.in_avals) != len(embedded.operands) + nr_outs:
+    raise NotEmbeddableError(
+        f"its VJP takes {len(vjp.in_avals)} operands, and the module "
+        f"{len(embedded.operands)} and {nr_outs} cotangents")
+  return EmbeddedModule(
+      exported=vjp,
+      operands=(*embedded.operands,
+                *(_Source(SourceKind.ARG, None, nr_args + i)
+                  for i in range(nr_outs))),
+      outputs=tuple(range(len(vjp.out_avals))),
+      out_tree=tree_util.tree_structure(tuple(vjp.out_avals)),
+      live_vjp=functools.cache(vjp.vjp))
+
+
+def is_converted(callable_tf: Callable[..., Any]) -> bool:
+  """Whether ``callable_tf`` is a function ``jax2tf.convert`` returned."""
+  return (getattr(callable_tf, "__module__", None) == jax2tf_internal.__name__
+          and getattr(callable_tf, "__qualname__", None)
+          == _CONVERTED_QUALNAME)
+
+
+# The function jax2tf.convert returns, in every release.
+_CONVERTED_QUALNAME = "convert.<locals>.converted_fun_tf"
+
+
+def is_candidate(callable_tf: Callable[..., Any]) -> bool:
+  """Whether ``callable_tf`` may be a jax2tf function, restored or live.
+
+  ``tf.function``s and concrete functions (which is what
+  ``tf.saved_model.load`` restores) are inspected, and the functions
+  ``jax2tf.convert`` returns; any other Python function is never embedded,
+  so its own code always runs.
   """
   return (hasattr(callable_tf, "get_concrete_function")
-          or hasattr(callable_tf, "structured_outputs"))
+          or hasattr(callable_tf, "structured_outputs")
+          or is_converted(callable_tf))
 
 
 def _cache_of(callable_tf: Callable
@@ -220,22 +278,51 @@ def _cache_of(callable_tf: Callable
 def _concrete_function(callable_tf: Callable,
                        args_treedef: tree_util.PyTreeDef,
                        args_flat_sig_tf: Sequence[tf.TensorSpec]
-                       ) -> tf.types.experimental.ConcreteFunction:
+                       ) -> tuple[tf.types.experimental.ConcreteFunction,
+                                  list[jax.export.Exported]]:
   """The concrete function of ``callable_tf`` of flat arguments.
 
+  A ``tf.function``'s own traces are reused (its Python runs once per
+  signature, for call_tf's general path as for this).
+
   Args:
-    callable_tf: the TF function given to ``call_tf``.
+    callable_tf: the TF function given to ``call_tf``, or its Python
+      function (:func:`_retraced`).
     args_treedef: the pytree of its arguments.
     args_flat_sig_tf: the flat argument specs (None for symbolic sizes).
 
   Returns:
-    The traced ``tf.function`` of the flat arguments.
+    The traced ``tf.function`` of the flat arguments, and the
+    ``jax.export.Exported`` of each function ``jax2tf.convert`` converted
+    in the trace (none where TensorFlow reused a trace, or for a function
+    restored from a SavedModel).
   """
   def flat_fun(*args_flat):
     return callable_tf(*args_treedef.unflatten(args_flat))
-  with jax2tf_internal.inside_call_tf():
-    return tf.function(flat_fun, autograph=False
-                       ).get_concrete_function(*args_flat_sig_tf)
+  with (jax2tf_internal.inside_call_tf(),
+        jax2tf_internal.exported_functions() as made):
+    concrete = tf.function(flat_fun, autograph=False).get_concrete_function(
+        *args_flat_sig_tf)
+  return concrete, made
+
+
+def _retraced(callable_tf: Callable, walker: _GraphWalker,
+              op: tf.Operation) -> Callable | None:
+  """What to trace again to collect module ``op``'s ``Exported``, or None.
+
+  Module ``op`` has a live gradient (a ``tf.custom_gradient`` of this
+  process: ``jax2tf.convert``'s) but its conversion ran in a trace
+  TensorFlow made before (a ``tf.function`` called before): its Python
+  function converts again. Not for a function restored from a SavedModel
+  (whose gradient was saved, or not: then it has none), nor a disabled
+  gradient.
+  """
+  if (walker.gradient_disabled is not None
+      or id(op) not in walker.gradient_op_types
+      or not compat.python_gradient_registered(
+          walker.gradient_op_types[id(op)].decode())):
+    return None
+  return getattr(callable_tf, "python_function", None)
 
 
 def _input_sources(concrete_fn: tf.types.experimental.ConcreteFunction
@@ -286,6 +373,53 @@ def _saved_vjp_op(walker: _GraphWalker,
   return vjp_ops[0] if len(vjp_ops) == 1 else None
 
 
+def _live_vjp(callable_tf: Callable, args_treedef: tree_util.PyTreeDef,
+              args_flat_sig_tf: Sequence[tf.TensorSpec],
+              primal_module: bytes) -> jax.export.Exported:
+  """The VJP that a live jax2tf function's gradient exports, as jax.export's.
+
+  ``jax2tf.convert``'s custom gradient exports JAX's VJP of the function
+  (and converts it to another ``XlaCallModule``) when TensorFlow
+  differentiates it: a trace of a ``tf.GradientTape`` of the function
+  (never run) makes it, and ``jax2tf.exported_functions`` collects it. It
+  is ``jax.export``'s own ``Exported``, whose ``vjp()`` gives the next
+  order.
+
+  Args:
+    callable_tf: the TF function given to ``call_tf``.
+    args_treedef: the pytree of its arguments.
+    args_flat_sig_tf: the flat argument specs.
+    primal_module: the serialized module of the function itself.
+
+  Returns:
+    The VJP: a function of the primal operands and the output cotangents,
+    returning the operands' cotangents.
+
+  Raises:
+    NotEmbeddableError: the gradient exported no module.
+  """
+  fun = getattr(callable_tf, "python_function", callable_tf)
+
+  def flat_gradient(*args_flat):
+    with tf.GradientTape() as tape:
+      tape.watch([a for a in args_flat
+                  if a.dtype.is_floating or a.dtype.is_complex])
+      outs = [o for o in tf.nest.flatten(
+          fun(*args_treedef.unflatten(args_flat)))
+              if o.dtype.is_floating or o.dtype.is_complex]
+    return tape.gradient(outs, list(args_flat),
+                         output_gradients=[tf.ones_like(o) for o in outs])
+  with (jax2tf_internal.inside_call_tf(),
+        jax2tf_internal.exported_functions() as made):
+    tf.function(flat_gradient, autograph=False).get_concrete_function(
+        *args_flat_sig_tf)
+  # The gradient converts the VJP after the trace converted the function
+  # again (whose module some releases serialize otherwise in another trace).
+  if not made or made[-1].mlir_module_serialized == primal_module:
+    raise NotEmbeddableError("its gradient exported no module")
+  return made[-1]
+
+
 def _function_name(callable_tf: Callable) -> str:
   """The name of ``callable_tf`` as an identifier ("tf_function" if none)."""
   return "".join(c if c.isalnum() else "_"
@@ -310,8 +444,8 @@ def _embeddable_module(callable_tf: Callable,
     NotEmbeddableError: if the function is not (wrappers around) a single
       XlaCallModule with its weights.
   """
-  concrete_fn = _concrete_function(callable_tf, args_treedef,
-                                   args_flat_sig_tf)
+  concrete_fn, made = _concrete_function(callable_tf, args_treedef,
+                                         args_flat_sig_tf)
   walker = _GraphWalker()
   walker.check_graph(concrete_fn.graph)
   env = _input_sources(concrete_fn)
@@ -324,14 +458,28 @@ def _embeddable_module(callable_tf: Callable,
     raise NotEmbeddableError(
         f"{len(walker.modules)} XlaCallModule ops reach the outputs")
   (op, operands), = walker.modules.values()
-  vjp_op = _saved_vjp_op(walker, op)
+  fun_name = f"call_tf_{_function_name(callable_tf)}"
+  exported = exported_lib.exported_from_module_op(
+      op, fun_name, _saved_vjp_op(walker, op))
+  live_vjp = None
+  primal_module = op.get_attr("module")
+  if (not exported.has_vjp() and not made
+      and (retraced := _retraced(callable_tf, walker, op)) is not None):
+    made = _concrete_function(retraced, args_treedef, args_flat_sig_tf)[1]
+  if (not exported.has_vjp() and walker.gradient_disabled is None
+      and any(e.mlir_module_serialized == primal_module for e in made)):
+    # Converted in this trace: its gradient is jax2tf's, in this process.
+
+    @functools.cache
+    def live_vjp() -> jax.export.Exported:
+      return _live_vjp(callable_tf, args_treedef, args_flat_sig_tf,
+                       primal_module)
   return EmbeddedModule(
-      exported=exported_lib.exported_from_module_op(
-          op, f"call_tf_{_function_name(callable_tf)}", vjp_op),
-      operands=operands, outputs=tuple(s.index for s in sources),
+      exported=exported, operands=operands,
+      outputs=tuple(s.index for s in sources),
       out_tree=tree_util.tree_structure(tree_util.tree_map(
           lambda _: 0, concrete_fn.structured_outputs)),
-      gradient_disabled=walker.gradient_disabled)
+      gradient_disabled=walker.gradient_disabled, live_vjp=live_vjp)
 
 
 def find_embeddable_module(callable_tf: Callable,
@@ -350,7 +498,8 @@ def find_embeddable_module(callable_tf: Callable,
     XlaCallModule with its weights, else None: call_tf then uses its general
     path.
   """
-  cache = _cache_of(callable_tf)
+  # A converted Python function is traced at every call: its Python runs.
+  cache = {} if is_converted(callable_tf) else _cache_of(callable_tf)
   key = (args_treedef, tuple(args_flat_sig_tf))
   if key in cache:
     return cache[key]

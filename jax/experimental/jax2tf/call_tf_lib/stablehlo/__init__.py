@@ -14,10 +14,13 @@
 """The StableHLO path: a TF function's XLA lowering as JAX primitives.
 
 The interpreter itself, a StableHLO module as ``lax`` operations, is
-JAX's: ``jax._src.export.stablehlo_to_jax``. Here:
+JAX's: ``jax._src.export.stablehlo_to_jax``; a module as a JAX function
+(refined, for a platform, cached) is ``jax._src.export.transforms.function``'s
+``ModuleFunction``. Here, TensorFlow's policy around them:
 
 * :mod:`.path`: when ``call_tf`` takes the path, and the module of a TF
-  function (or of a jax2tf ``Exported``) as a JAX function.
+  function as a ``ModuleFunction`` with its captured values and TF's
+  derivatives.
 * :mod:`.platforms`: ``call_tf`` on the platforms TensorFlow does not
   compile for (a TPU or a GPU with ``tensorflow-cpu``, the other platforms
   of a ``jax.export``): the CPU module through the interpreter.
@@ -26,8 +29,6 @@ JAX's: ``jax._src.export.stablehlo_to_jax``. Here:
 * :mod:`.exactness`: when JAX may differentiate that function itself.
 * :mod:`.transposable`: modules whose derivative JAX surely transposes
   (reverse mode), read from their ops.
-* :mod:`.module`: reading jax2tf's StableHLO modules; the version
-  TensorFlow reads.
 """
 
 from jax.experimental.jax2tf import call_tf_lib

@@ -16,11 +16,15 @@
 Differentiating the module (:mod:`.path`) with JAX's rules gives
 TensorFlow's gradients only where no op of the TF graph has a TF gradient
 that differs from the derivative of its lowering (:func:`gradient_mismatch_ops`):
-stop/prevent gradient, custom gradients, ops without a registered gradient,
-and ops whose TF gradient takes other values at ties, kinks or through
-straight-through estimators. :func:`differentiable` gives the call as a
-function JAX may differentiate, or None where TF's derivatives are needed;
-and whether JAX can also transpose it (not through a loop).
+stop/prevent gradient, custom gradients (but TF's own that are the
+derivative, :data:`EXACT_CUSTOM_GRADIENTS`), ops without a registered
+gradient, and ops whose TF gradient takes other values at ties, kinks or
+through straight-through estimators. :func:`differentiable` gives the call
+as a function JAX may differentiate, or None where TF's derivatives are
+needed; and whether JAX can also transpose it (not through a loop whose
+trip count depends on the data). Forward and reverse mode take one
+derivative: where TF's gradient is wrong (``Cumprod`` at zeros) the module
+takes the derivative, and only where JAX transposes it too.
 """
 
 from __future__ import annotations
@@ -67,6 +71,14 @@ _GRADIENT_DIFFERS = frozenset({
     "FakeQuantWithMinMaxVarsPerChannel", "QuantizeAndDequantize",
     "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV3",
     "QuantizeAndDequantizeV4"})
+# Ops whose TF gradient is not even their derivative at some points, where
+# the module takes the derivative (a rule of .tf_derivatives.EXACT_BY_RULE):
+# Cumprod's gradient is 0 at an element that is 0, where the derivative of
+# the product is the product of the others (jnp.cumprod's). JAX's
+# derivative of the module is used there in both modes or in none (TF's
+# gradient in both, where JAX cannot transpose the module), so that
+# jax.jacfwd and jax.jacrev give one Jacobian.
+_GRADIENT_WRONG = frozenset(tf_derivatives.EXACT_BY_RULE)
 # Ops that carry no tangent although their types are floating: ZerosLike
 # and OnesLike (not differentiable in TF; their lowering, a constant, has
 # no derivative either), which TF's tape makes for unused results.
@@ -140,12 +152,38 @@ def _mismatches(graph: Any) -> list[_Mismatch]:
       # Minimum).
       continue
     if (op.type in _STOPS_GRADIENT or op.type in _GRADIENT_DIFFERS
-        or graph_lib.overrides_gradient(op) or _batch_norm_differs(op)
+        or op.type in _GRADIENT_WRONG
+        or (graph_lib.overrides_gradient(op) and not exact_custom_gradient(op))
+        or _batch_norm_differs(op)
         or (op.type not in graph_lib.CALLS
             and not compat.has_registered_gradient(op.type))):
       # (TF differentiates a function call through its body, walked here.)
       found.append(_Mismatch(op.type, op.name))
   return found
+
+
+# TensorFlow's own custom gradients that are the derivative of the ops they
+# wrap, by (module, qualified name) of the gradient function
+# ``tf.custom_gradient`` was given: tf.nn.silu (tf.nn.swish, Keras'
+# "swish" and "silu"), whose custom gradient only recomputes the sigmoid
+# to save memory: sigmoid(b x) (1 + b x (1 - sigmoid(b x))), and its beta's.
+EXACT_CUSTOM_GRADIENTS = frozenset({
+    ("tensorflow.python.ops.nn_impl",
+     "swish.<locals>.swish_impl.<locals>.grad"),
+})
+
+
+def exact_custom_gradient(op: tf.Operation) -> bool:
+  """Whether ``op``'s overridden gradient is one TF's own custom gradients
+  that are the derivative (:data:`EXACT_CUSTOM_GRADIENTS`): JAX's
+  derivative of the ops it wraps is then its gradient."""
+  try:
+    op_type = op.get_attr(graph_lib.GRADIENT_OVERRIDE_ATTR)
+  except ValueError:
+    return False
+  if isinstance(op_type, bytes):
+    op_type = op_type.decode()
+  return compat.custom_gradient_function(op_type) in EXACT_CUSTOM_GRADIENTS
 
 
 def _batch_norm_differs(op: tf.Operation) -> bool:
@@ -226,10 +264,25 @@ def _one_call_tf(make_call: Callable[..., Any], flat_primals: Sequence[Any],
   return calls[0], out_shape
 
 
+@dataclasses.dataclass(frozen=True)
+class _ToDifferentiate:
+  """A module JAX's rules may differentiate.
+
+  Attributes:
+    interp: the module.
+    both_modes: whether JAX's derivative of it is used only where JAX also
+      transposes it: where the graph has an op whose TF gradient is wrong
+      (:data:`_GRADIENT_WRONG`), whose derivative the module takes.
+  """
+  interp: stablehlo_path.Interpreted
+  both_modes: bool
+
+
 def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
                              sig: Sequence[tf.TensorSpec], *, staged: bool
-                             ) -> stablehlo_path.Interpreted | None:
-  """The function's interpreted module, if JAX's derivatives of it are TF's.
+                             ) -> _ToDifferentiate | None:
+  """The function's interpreted module, if JAX's derivatives of it are TF's
+  (or the derivative, where TF's gradient is wrong: ``both_modes``).
 
   None (the reason logged at debug level) if there is no module, or an op
   of it branches or kinks, or the TF graph has an op whose gradient differs
@@ -248,8 +301,10 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
   # Ops whose TF gradient differs from JAX's derivative of their lowering,
   # unless the module takes TF's derivative for them (ties of Relu,
   # Maximum, Minimum, Abs, Selu, Elu).
-  mismatch = [m for m in graph_lib.scanned(fn, sig, _mismatches)
-              if not (m.op_type in tf_derivatives.LOWERED_TO
+  found = graph_lib.scanned(fn, sig, _mismatches)
+  mismatch = [m for m in found
+              if not ((m.op_type in tf_derivatives.LOWERED_TO
+                       or m.op_type in _GRADIENT_WRONG)
                       and interp.takes_tf_derivatives)]
   if mismatch:
     logger.debug("call_tf: differentiation of %s uses TensorFlow's "
@@ -265,7 +320,8 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
                  getattr(fn, "__name__", fn),
                  ", ".join(interp.program.no_derivative))
     return None
-  return interp
+  return _ToDifferentiate(
+      interp, any(m.op_type in _GRADIENT_WRONG for m in found))
 
 
 def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
@@ -295,11 +351,26 @@ def differentiable(make_call: Callable[..., Any], flat_primals: Sequence[Any],
   if call is None:
     return None
   eqn, out_shape = call
-  interp = _module_to_differentiate(eqn.params["function_flat_tf"],
-                                    eqn.params["args_flat_sig_tf"],
-                                    staged=staged)
-  if interp is None:
+  fn = eqn.params["function_flat_tf"]
+  found = _module_to_differentiate(fn, eqn.params["args_flat_sig_tf"],
+                                   staged=staged)
+  if found is None:
     return None
+  interp = found.interp
+  if found.both_modes and not interp.transposable:
+    # Forward mode follows reverse mode (TF's VJP, where JAX cannot
+    # transpose the module) to TF's gradient: one Jacobian either way.
+    logger.debug("call_tf: differentiation of %s uses TensorFlow's "
+                 "gradients: JAX cannot transpose its module, and TF's "
+                 "gradient of %s is not its derivative at some points",
+                 getattr(fn, "__name__", fn), ", ".join(sorted(_GRADIENT_WRONG)))
+    return None
+  if not interp.transposable:
+    logger.debug("call_tf: reverse-mode differentiation of %s uses "
+                 "TensorFlow's VJP: JAX cannot transpose its module (a "
+                 "while loop whose trip count depends on the data, or a "
+                 "reduction with a region of its own); forward mode is "
+                 "JAX's", getattr(fn, "__name__", fn))
   out_avals = [v.aval for v in eqn.outvars]
 
   def fun(*flat):

@@ -59,7 +59,7 @@ from jax._src import config
 from jax._src import core
 from jax._src import dtypes
 from jax._src.export import stablehlo_to_jax
-from jax._src.export.transforms import interpret
+from jax._src.export.transforms import function as module_function
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import transposable as transposable_lib
@@ -124,9 +124,18 @@ class Refusal:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Interpreted:
-  """A TF function's StableHLO module, as JAX primitives.
+  """A TF function's StableHLO module as JAX primitives, with call_tf's policy.
+
+  The module as a JAX function is a
+  :class:`jax._src.export.transforms.function.ModuleFunction` (the one
+  owner of that: refinement, platforms, derivative rules, caches); this
+  adds what is TensorFlow's: the captured values the module takes after
+  the function's arguments, read at every call, and the derivative
+  policy's answers.
 
   Attributes:
+    fun: the module (tf2xla's, for the CPU, which JAX lowers for every
+      platform), with TF's derivatives at ties (:mod:`.tf_derivatives`).
     program: the interpreted module
       (:class:`jax._src.export.stablehlo_to_jax.Program`); its parameters
       are the function's arguments, then its captured inputs.
@@ -140,6 +149,7 @@ class Interpreted:
     transposable_key: where the persistent cache keeps
       :attr:`transposable` (None: nowhere).
   """
+  fun: module_function.ModuleFunction
   program: stablehlo_to_jax.Program
   captured: tuple[tf.Variable | tf.Tensor, ...]
   name: str
@@ -214,38 +224,13 @@ class Interpreted:
     """The current values of the captured inputs (read as the lowering does)."""
     return captures.read_captured_values(self.captured)
 
-  @functools.cached_property
-  def _functions(self) -> dict[
-      tuple[tuple[bool, ...] | None, tuple[np.dtype | None, ...]],
-      Callable[..., tuple[jax.Array, ...]]]:
-    return {}
-
   def _function(self, is_batched: tuple[bool, ...] | None,
                 wide: tuple[np.dtype | None, ...]
                 ) -> Callable[..., tuple[jax.Array, ...]]:
-    """The program as one ``jax.jit`` function of (arguments, captured).
-
-    Inlined into an enclosing staging trace (as the program's ops would
-    be); eagerly, and under eager transformations, one compiled program
-    whose compilation JAX caches by argument types. One per pattern of
-    batched arguments (``jax.vmap`` of the program over them; None:
-    unbatched) and of captured values narrowed to 32-bit words (``wide``,
-    see :func:`jax._src.export.stablehlo_to_jax.narrow_64_bit`).
-    """
-    key = (is_batched, wide)
-    fun = self._functions.get(key)
-    if fun is None:
-      nr_args = len(self.program.in_avals) - len(wide)
-      all_wide = (None,) * nr_args + wide
-
-      def run(*a):
-        return tuple(self.program(*a, wide=all_wide))
-      if is_batched is not None:
-        run = jax.vmap(run, in_axes=[0 if b else None for b in is_batched]
-                       + [None] * len(wide), out_axes=0)
-      fun = jax.jit(run, inline=True)
-      self._functions[key] = fun
-    return fun
+    """The program as one ``jax.jit`` function of (arguments, captured),
+    per pattern of batched arguments and of captured values narrowed to
+    32-bit words (:meth:`ModuleFunction.jitted`)."""
+    return self.fun.jitted(self.program, is_batched, wide)
 
   def _captured(self) -> tuple[list[np.ndarray],
                                tuple[np.dtype | None, ...]]:
@@ -293,34 +278,27 @@ def fit_result(result: jax.Array, aval: core.ShapedArray) -> jax.Array:
   return stablehlo_to_jax.with_dtype(result, aval.dtype)
 
 
-def _parse(module: str | bytes | stablehlo_to_jax.ModuleCopy,
-           derivatives: tf_derivatives.TfDerivatives | None = None, *,
-           of_tf: bool) -> stablehlo_to_jax.Program | Refusal:
-  """The interpreted module, or why there is none (for the debug log).
+def _parse(module: _Module, sig: Sequence[tf.TensorSpec], name: str
+           ) -> tuple[module_function.ModuleFunction,
+                      stablehlo_to_jax.Program] | Refusal:
+  """tf2xla's module as a JAX function, read (or why not, for the log).
 
-  Args:
-    module: the module.
-    derivatives: TF's derivatives at ties, for tf2xla's modules.
-    of_tf: whether the module is tf2xla's lowering of a TF function, whose
-      dots and convolutions at DEFAULT precision (TF's, unless
-      TensorFloat-32 is off) then follow ``jax_default_matmul_precision``,
-      as the same function in ``jnp`` does; a module JAX exported keeps
-      its own precisions, as when XLA runs it.
+  Its dots and convolutions at DEFAULT precision (TF's, unless
+  TensorFloat-32 is off) follow ``jax_default_matmul_precision``, as the
+  same function in ``jnp`` does (a module JAX exported keeps its own
+  precisions, as when XLA runs it); its derivatives at ties are TF's.
   """
-  try:
-    program = stablehlo_to_jax.parse(module, derivatives=derivatives,
-                                     follow_default_precision=of_tf)
-  except stablehlo_to_jax.UnsupportedOps as e:
-    return Refusal(
-        f"its StableHLO module has ops without a JAX rule: {list(e.ops)}")
-  except Exception as e:  # pylint: disable=broad-except
-    # Not a wrong number: TF's path computes it instead, and the log says so.
-    return Refusal(
-        f"the interpreter failed on its module ({type(e).__name__}: {e})")
+  fun = module_function.ModuleFunction(
+      module.copy, name,
+      derivatives=tf_derivatives.TfDerivatives(module.op_types),
+      follow_default_precision=True)
+  program = fun.program(tuple(tuple(s.shape.as_list()) for s in sig))
+  if not isinstance(program, stablehlo_to_jax.Program):
+    return Refusal(str(program))
   if program.unsupported:
     return Refusal("its StableHLO module has ops without a JAX rule: "
                    f"{list(program.unsupported)}")
-  return program
+  return fun, program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,9 +313,15 @@ class _Module:
   copy: stablehlo_to_jax.ModuleCopy
 
 
+# A TF function's module, read: what is kept on disk, the module as a JAX
+# function, and its program for the call's argument shapes.
+_Found = tuple[_Module, module_function.ModuleFunction,
+               stablehlo_to_jax.Program]
+
+
 def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
                sig: tuple[tf.TensorSpec, ...], platform: str
-               ) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
+               ) -> _Found | Refusal:
   """tf2xla's module of the function, read and interpreted."""
   try:
     hlo = compile_lib.compile_to_hlo(function_flat_tf, sig, platform)
@@ -353,9 +337,12 @@ def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
   # tf2xla's metadata: the TF op type of each location (TF's derivatives
   # at ties, see .tf_derivatives).
   module = _Module(compat.hlo_op_types(hlo), copy)
-  found = _parse(copy, tf_derivatives.TfDerivatives(module.op_types),
-                 of_tf=True)
-  return found if isinstance(found, Refusal) else (module, found)
+  found = _parse(module, sig, _name(function_flat_tf))
+  return found if isinstance(found, Refusal) else (module, *found)
+
+
+def _name(function_flat_tf: tf.types.experimental.GenericFunction) -> str:
+  return getattr(function_flat_tf, "__name__", "function")
 
 
 def module_cache_key(concrete: tf.types.experimental.ConcreteFunction,
@@ -403,7 +390,7 @@ def _kept_or_converted(
     function_flat_tf: tf.types.experimental.GenericFunction,
     sig: tuple[tf.TensorSpec, ...], platform: str,
     key: persistent_cache.Key | None
-) -> tuple[_Module, stablehlo_to_jax.Program] | Refusal:
+) -> _Found | Refusal:
   """The module a process kept for the same graph, or :func:`_converted`.
 
   A kept module passed :func:`.compile.compile_to_hlo`'s checks when it
@@ -413,10 +400,9 @@ def _kept_or_converted(
   kept = cache.get(key) if cache is not None else None
   module = _loads(kept) if kept is not None else None
   if module is not None:
-    found = _parse(module.copy, tf_derivatives.TfDerivatives(module.op_types),
-                   of_tf=True)
+    found = _parse(module, sig, _name(function_flat_tf))
     if not isinstance(found, Refusal):
-      return module, found
+      return (module, *found)
   made = _converted(function_flat_tf, sig, platform)
   if cache is not None and not isinstance(made, Refusal):
     cache.put(key, _dumps(made[0]))
@@ -433,15 +419,16 @@ def _lookup(function_flat_tf: tf.types.experimental.GenericFunction,
                              module_cache_key(concrete, sig, platform))
   if isinstance(found, Refusal):
     return found
-  module, program = found
+  module, fun, program = found
   captured = tuple(captures.captured_objects(concrete))
   if len(program.in_avals) != len(sig) + len(captured):
     return Refusal(
         f"its module takes {len(program.in_avals)} parameters, not "
         f"{len(sig)} arguments and {len(captured)} captured inputs")
-  derivatives = tf_derivatives.TfDerivatives(module.op_types)
+  derivatives = fun.derivatives
+  assert isinstance(derivatives, tf_derivatives.TfDerivatives)
   return Interpreted(
-      program, captured, getattr(function_flat_tf, "__name__", "function"),
+      fun, program, captured, _name(function_flat_tf),
       derivatives.takes_tf_derivatives(program.derivative_record),
       transposable_lib.surely_transposable(module.copy),
       module_cache_key(concrete, sig, platform, kind="transposable"),
@@ -521,7 +508,7 @@ def exported_program(exported: jax_export.Exported,
 
   For the modules :mod:`.embed` embeds (restored jax2tf functions): the
   module as ``Exported.call``'s transformations read it
-  (``jax._src.export.transforms.interpret.module_function``, the one
+  (``jax._src.export.transforms.function.exported_call``, the one
   adapter of an exported module to a JAX function), the branch of the
   platform it runs on for a module exported for several.
 
@@ -535,8 +522,8 @@ def exported_program(exported: jax_export.Exported,
     module cannot be interpreted (logged at debug level, with the reason).
   """
   try:
-    found = interpret.module_function(exported, in_avals, purpose=purpose)
-  except ValueError as e:  # exported for other platforms than this one's
+    found = module_function.exported_call(exported, in_avals, purpose=purpose)
+  except ValueError as e:  # refinement: the module's shape constraints
     found = str(e)
   if isinstance(found, str):
     logger.debug("call_tf: %s of %s cannot use its StableHLO module as JAX "

@@ -39,9 +39,11 @@ need not be:
 tf2xla records the type and name of the TF op each instruction lowers in
 its metadata, and the module's locations carry the name. Given the TF op
 type of each location name, :meth:`TfDerivatives.rule` gives the ops of
-``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu`` and ``Elu`` as
-``jax.custom_jvp``\\ s of the same ``lax`` operations with TF's gradients
-(the values are the module's), and the interpreter records the other
+``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu``, ``Elu`` and
+``Softplus`` as ``jax.custom_jvp``\\ s of the same ``lax`` operations with
+TF's gradients (the values are the module's), the ``reduce_window`` of
+``Cumprod`` (whose TF gradient is wrong at zeros) the derivative in a form
+JAX transposes, and the interpreter records the other
 branches and kinks (``DerivativeRecord.branching``): a module whose
 branches and kinks are all of TF ops whose gradient JAX's derivative is
 (:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
@@ -64,7 +66,16 @@ import numpy as np
 # takes TF's gradient.
 LOWERED_TO = {"Relu": "stablehlo.maximum", "Maximum": "stablehlo.maximum",
               "Minimum": "stablehlo.minimum", "Abs": "stablehlo.abs",
-              "Selu": "stablehlo.select", "Elu": "stablehlo.select"}
+              "Selu": "stablehlo.select", "Elu": "stablehlo.select",
+              "Softplus": "stablehlo.select"}
+# TF ops whose TF gradient is not their derivative at some points, and the
+# StableHLO op of each lowering that a rule here gives the derivative, in a
+# form JAX also transposes: Cumprod's gradient (math_grad._CumprodGrad)
+# divides by the input with div_no_nan, so it is 0 where an element is 0,
+# where the derivative of a product is the product of the other elements
+# (jnp.cumprod's). The module then takes the derivative in both modes, or
+# TF's gradient does in both (see .exactness).
+EXACT_BY_RULE = {"Cumprod": "stablehlo.reduce_window"}
 # Ops a lowering of them may also hold, whose derivatives are TF's
 # everywhere: the constant 0 of Relu, broadcasts of Maximum's operands, and
 # the branches of Selu and Elu (``select(x > 0, scale * x,
@@ -76,9 +87,17 @@ _SMOOTH = frozenset({"stablehlo.constant", "stablehlo.broadcast_in_dim",
 _BRANCHES = frozenset({"stablehlo.compare", "stablehlo.multiply",
                        "stablehlo.exponential_minus_one",
                        "stablehlo.exponential", "stablehlo.subtract"})
+# Softplus's lowering: select(x > t, x, select(x < -t, exp(x),
+# log1p(exp(x)))), t computed from constants (-log(eps) - 2); the outer
+# select's rule takes TF's gradient from x, so the branches' derivatives
+# (exp(x) overflows: 0 * inf in JAX's transpose) are not used.
+_SOFTPLUS = frozenset({"stablehlo.compare", "stablehlo.exponential",
+                       "stablehlo.log_plus_one", "stablehlo.log",
+                       "stablehlo.add", "stablehlo.negate"})
 ALLOWED = {
     op_type: _SMOOTH | {lowered}
     | (_BRANCHES if op_type in ("Selu", "Elu") else frozenset())
+    | (_SOFTPLUS if op_type == "Softplus" else frozenset())
     for op_type, lowered in LOWERED_TO.items()}
 
 # The TF ops whose branches and kinks JAX differentiates as TF does, each
@@ -86,7 +105,11 @@ ALLOWED = {
 # the rules below), tf.where's select (TF's gradient selects the
 # cotangents, as JAX's transpose does, NaN of an untaken branch included),
 # Relu6's clamp (0 at both bounds in both), LeakyRelu's select (no
-# non-finite branch), Sign's sign (0).
+# non-finite branch), Sign's sign (0), MatrixBandPart's select of the
+# band or a constant 0 (TF's gradient is the band of the cotangent, JAX's
+# transpose of the select), Softsign's abs (x / (|x| + 1): at 0 the abs's
+# derivative is multiplied by x, so JAX's derivative is SoftsignGrad's
+# 1 / (|x| + 1)^2 everywhere).
 SAFE_BRANCHES = {
     **{t: frozenset({op}) for t, op in LOWERED_TO.items()},
     "Select": frozenset({"stablehlo.select"}),
@@ -94,6 +117,8 @@ SAFE_BRANCHES = {
     "Relu6": frozenset({"stablehlo.clamp"}),
     "LeakyRelu": frozenset({"stablehlo.select"}),
     "Sign": frozenset({"stablehlo.sign"}),
+    "MatrixBandPart": frozenset({"stablehlo.select"}),
+    "Softsign": frozenset({"stablehlo.abs"}),
 }
 
 
@@ -190,6 +215,59 @@ def _exponential_select(scale: float, alpha: float) -> Callable[..., Any]:
 _selu_select = _exponential_select(_SELU_SCALE, _SELU_ALPHA)
 _elu_select = _exponential_select(1., 1.)
 
+
+@jax.custom_jvp
+def _softplus_select(pred: jax.Array, x: jax.Array, b: jax.Array
+                     ) -> jax.Array:
+  """Softplus's outer select, ``select(x > t, x, b)``, with TF's gradient.
+
+  _SoftplusGrad: the tangent of ``x`` times ``sigmoid(x)``; ``b``'s
+  derivative (``log1p(exp(x))``, whose ``exp`` overflows) is not used.
+  """
+  return lax.select(pred, x, b)
+
+
+@_softplus_select.defjvp
+def _softplus_select_jvp(primals, tangents):
+  pred, x, b = primals
+  tx = tangents[1]
+  return _softplus_select(pred, x, b), lax.mul(tx, lax.logistic(x))
+
+
+def cumulative_product(axis: int, reverse: bool, exclusive: bool,
+                       window: dict[str, Any], differentiable: bool = True
+                       ) -> Callable[..., jax.Array]:
+  """tf2xla's cumulative product, with its derivative in a form JAX transposes.
+
+  The value is the module's ``reduce_window`` of ``*`` from 1 (``window``:
+  its attributes, as ``lax.reduce_window`` takes them), exactly; the
+  derivative is JAX's of ``lax.cumprod`` along ``axis`` (of the input
+  with a 1 before it, or after it in ``reverse``, where ``exclusive``),
+  which is the derivative at zeros too and which JAX transposes (it cannot
+  transpose the derivative of a ``reduce_window`` of ``*``). Not
+  ``differentiable`` (integers, complex numbers): the value alone.
+  """
+  def value(x):
+    return lax.reduce_window(x, np.array(1, x.dtype), lax.mul, **window)
+  if not differentiable:
+    return value
+  f = jax.custom_jvp(value)
+
+  def cumulative(x):
+    if exclusive:
+      pad = [(0, 0, 0)] * x.ndim
+      pad[axis] = (0, 1, 0) if reverse else (1, 0, 0)
+      x = lax.pad(x, np.array(1, x.dtype), pad)
+    return lax.cumprod(x, axis, reverse=reverse)
+
+  @f.defjvp
+  def f_jvp(primals, tangents):
+    x, = primals
+    _, ty = jax.jvp(cumulative, (x,), (tangents[0],))
+    return f(x), ty
+  return f
+
+
 _FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Relu", "stablehlo.maximum"): _relu_max,
     ("Maximum", "stablehlo.maximum"): _first_max,
@@ -247,6 +325,72 @@ def _input_compared_with_zero(pred: int, c: stablehlo_to_jax.Compiler
   return compare.operands[0]
 
 
+def _softplus_input(op: stablehlo_to_jax.Op,
+                    c: stablehlo_to_jax.Compiler) -> bool:
+  """Whether a select is Softplus's outer one: ``select(x > t, x, b)``,
+  ``t`` independent of the arguments."""
+  pred, x, _ = op.operands
+  compare = c.defining.get(pred)
+  return (compare is not None and compare.name == "stablehlo.compare"
+          and compare.attrs.get("comparison_direction") == "GT"
+          and compare.operands[0] == x
+          and compare.operands[1] in c.maybe_constant)
+
+
+def _multiplies(op: stablehlo_to_jax.Op) -> bool:
+  """Whether ``op`` has one region, ``^(a, b): return a * b``."""
+  if len(op.regions) != 1:
+    return False
+  block, = op.regions
+  if len(block.args) != 2 or len(block.ops) != 1:
+    return False
+  combine, = block.ops
+  return (combine.name == "stablehlo.multiply" and not combine.regions
+          and sorted(combine.operands) == sorted(block.args)
+          and list(combine.results) == list(block.returns))
+
+
+def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
+                      ) -> tuple[int, bool, bool, dict[str, Any]] | None:
+  """tf2xla's cumulative product in a ``reduce_window``, or None.
+
+  Returns:
+    ``(axis, reverse, exclusive, window)`` where the op is a product from
+    1, with no stride or dilation, whose window is one axis whole, padded
+    by its size less one (plus one where ``exclusive``) before it (after
+    it where ``reverse``): element ``k`` is the product of the elements up
+    to ``k`` (from ``k``), as tf2xla lowers ``tf.math.cumprod``.
+  """
+  if len(op.operands) != 2 or not _multiplies(op):
+    return None
+  init = c.constant(op.operands[1])
+  shape = op.operand_types[0].shape
+  a = op.attrs
+  rank = len(shape)
+  if init is None or init.size != 1 or init.reshape(()) != 1 or any(
+      tuple(a.get(k) or (1,) * rank) != (1,) * rank for k in (
+          "window_strides", "base_dilations", "window_dilations")):
+    return None
+  dims = tuple(int(d) for d in a["window_dimensions"])
+  padding = (tuple((int(lo), int(hi)) for lo, hi in np.asarray(a["padding"]))
+             if a.get("padding") is not None else ((0, 0),) * rank)
+  axes = [i for i in range(rank) if dims[i] != 1 or padding[i] != (0, 0)]
+  if not axes:  # (an inclusive product along an axis of size 1: x itself)
+    axes = [i for i in range(rank) if shape[i] == 1][:1]
+  if len(axes) != 1 or dims[axes[0]] != shape[axes[0]] or shape[axes[0]] < 1:
+    return None
+  axis, = axes
+  n = shape[axis]
+  forms = {(n - 1 + e, 0): (False, bool(e)) for e in (0, 1)}
+  forms.update({(0, n - 1 + e): (True, bool(e)) for e in (0, 1)})
+  if padding[axis] not in forms:
+    return None
+  reverse, exclusive = forms[padding[axis]]
+  window = dict(window_dimensions=dims, window_strides=(1,) * rank,
+                padding=padding)
+  return axis, reverse, exclusive, window
+
+
 def _result_dtype(op: stablehlo_to_jax.Op) -> np.dtype | None:
   t = op.result_types[0] if op.result_types else None
   return t.dtype if isinstance(t, stablehlo_to_jax.TensorType) else None
@@ -268,11 +412,24 @@ class TfDerivatives:
 
   def rule(self, op: stablehlo_to_jax.Op, compiler: stablehlo_to_jax.Compiler
            ) -> stablehlo_to_jax.Step | None:
-    """``op``'s step with TF's gradient, where its TF op needs one."""
+    """``op``'s step with TF's gradient (or, for :data:`EXACT_BY_RULE`,
+    the derivative), where its TF op needs one."""
     op_type = self.op_types.get(op.location)
     dtype = _result_dtype(op)
     if op_type is None or dtype is None:
       return None
+    if (op_type == "Softplus" and op.name == "stablehlo.select"
+        and dtypes.issubdtype(dtype, np.floating)):
+      if not _softplus_input(op, compiler):
+        return None  # (the inner select: the outer one's rule ignores it)
+      return lambda env, p, a, b: [_softplus_select(p, a, b)]
+    if EXACT_BY_RULE.get(op_type) == op.name:
+      found = cumulative_window(op, compiler)
+      if found is None:
+        return None
+      product = cumulative_product(
+          *found, differentiable=dtypes.issubdtype(dtype, np.floating))
+      return lambda env, x, init: [product(x)]
     if op.name == "stablehlo.select":
       special = select_of_x(op_type, dtype)
       x = _input_compared_with_zero(op.operands[0], compiler)
@@ -293,9 +450,17 @@ class TfDerivatives:
     bodies is of a TF op whose branches JAX differentiates as TF does
     (:data:`SAFE_BRANCHES`), those of :data:`LOWERED_TO` with TF's gradient
     at ties (:meth:`rule` gave their ops a step), and none lacks a TF op
-    type. A module without op types (not tf2xla's) takes them only if
-    nothing in it branches.
+    type; and the ops of :data:`EXACT_BY_RULE` took their rule (the
+    derivative where TF's gradient is wrong: the module's is then not
+    TF's, but the derivative TF's gradient approximates, see
+    ``.exactness``). A module without op types (not tf2xla's) takes them
+    only if nothing in it branches.
     """
+    for location, ops in record.located.items():
+      op_type = self.op_types.get(location)
+      if (EXACT_BY_RULE.get(op_type) in ops
+          and location not in record.replaced):
+        return False  # (a cumulative product tf2xla lowered otherwise)
     for location, name in record.branching:
       op_type = self.op_types.get(location)
       if name not in SAFE_BRANCHES.get(op_type, ()):

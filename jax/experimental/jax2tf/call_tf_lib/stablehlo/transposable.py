@@ -21,8 +21,10 @@ itself, tracing ``jax.vjp`` of the program
 ``jax.jacrev`` does again. :func:`surely_transposable` answers without it
 for the modules made only of ops whose ``lax`` forms JAX differentiates
 into operations it transposes (elementwise arithmetic, shapes, dots,
-gathers, and sums, products, maxima and minima from their identity); for
-any other op it says "not sure", and JAX is asked.
+convolutions, gathers, batch normalization, sums, products, maxima and
+minima from their identity, and sum, max and min pooling); for any other
+op it says "not sure", and JAX is asked. A CNN's gradient then costs no
+second trace of its derivative.
 """
 
 from __future__ import annotations
@@ -46,8 +48,11 @@ SURE = frozenset(f"stablehlo.{name}" for name in (
     "subtract", "tan", "tanh", "xor",
     # Shapes, layouts and indexing.
     "broadcast", "broadcast_in_dim", "concatenate", "constant",
-    "dynamic_slice", "gather", "iota", "pad", "reshape", "reverse", "slice",
-    "transpose",
+    "dynamic_slice", "dynamic_update_slice", "gather", "iota", "pad",
+    "reshape", "reverse", "slice", "transpose",
+    # Normalization, as the interpreter computes it (elementwise arithmetic
+    # and sums from zero).
+    "batch_norm_inference", "batch_norm_training",
     # Contractions.
     "dot", "dot_general"))
 
@@ -55,6 +60,9 @@ SURE = frozenset(f"stablehlo.{name}" for name in (
 # its identity.
 _REDUCTIONS = {"stablehlo.add": 0., "stablehlo.multiply": 1.,
                "stablehlo.maximum": -np.inf, "stablehlo.minimum": np.inf}
+# The window reductions JAX transposes: sum, max and min pooling.
+_WINDOW_REDUCTIONS = {k: v for k, v in _REDUCTIONS.items()
+                      if k != "stablehlo.multiply"}
 
 
 def surely_transposable(copy: stablehlo_to_jax.ModuleCopy) -> bool:
@@ -64,14 +72,31 @@ def surely_transposable(copy: stablehlo_to_jax.ModuleCopy) -> bool:
     copy: the module, read (``stablehlo_to_jax.read``).
 
   Returns:
-    True if every op of every function is in :data:`SURE` or is a
-    reduction of one operand that :data:`_REDUCTIONS` names, from a
-    constant that is its identity; False: not sure (JAX must be asked).
+    True if every op of every function is in :data:`SURE`, is a reduction
+    of one operand that :data:`_REDUCTIONS` names (a window reduction: a
+    sum, a maximum or a minimum, as pooling is), from a constant that is
+    its identity, or is a convolution of one batch group; False: not sure
+    (JAX must be asked).
   """
   constants = _constants(copy)
-  return all(op.name in SURE or (op.name == "stablehlo.reduce"
-                                 and _reduction_from_identity(op, constants))
-             for op in _ops(copy))
+  return all(_sure(op, constants) for op in _ops(copy))
+
+
+def _sure(op: stablehlo_to_jax.Op, constants: dict[int, np.ndarray]) -> bool:
+  """Whether JAX surely transposes its derivative of ``op``'s lax form."""
+  if op.name in SURE:
+    return True
+  if op.name == "stablehlo.reduce":
+    return _reduction_from_identity(op, constants, _REDUCTIONS)
+  if op.name == "stablehlo.reduce_window":
+    # lax's sum, max and min windows (reduce_window_sum, _max, _min), whose
+    # derivatives JAX transposes; not a product (a generic window).
+    return _reduction_from_identity(op, constants, _WINDOW_REDUCTIONS)
+  if op.name == "stablehlo.convolution":
+    # JAX transposes a convolution in both operands; with several batch
+    # groups (a kernel's gradient, in TF's gradient graphs) not surely.
+    return int(op.attrs.get("batch_group_count", 1)) == 1
+  return False
 
 
 def _constants(copy: stablehlo_to_jax.ModuleCopy) -> dict[int, np.ndarray]:
@@ -94,22 +119,24 @@ def _ops(copy: stablehlo_to_jax.ModuleCopy
 
 
 def _reduction_from_identity(op: stablehlo_to_jax.Op,
-                             constants: dict[int, np.ndarray]) -> bool:
-  """A reduce of one operand by +, *, max or min, from its identity."""
+                             constants: dict[int, np.ndarray],
+                             reductions: dict[str, float]) -> bool:
+  """A reduce (or reduce_window) of one operand by an op of
+  ``reductions``, from its identity."""
   if len(op.operands) != 2 or len(op.regions) != 1:
     return False
   body = op.regions[0]
   if len(body.ops) != 1 or len(body.args) != 2:
     return False
   combine, = body.ops
-  if (combine.name not in _REDUCTIONS or combine.regions
+  if (combine.name not in reductions or combine.regions
       or sorted(combine.operands) != sorted(body.args)
       or combine.results != body.returns):
     return False
   init = constants.get(op.operands[1])
   if init is None or init.size != 1:
     return False
-  identity = _REDUCTIONS[combine.name]
+  identity = reductions[combine.name]
   if not np.isfinite(identity) and not np.issubdtype(
       op.result_types[0].dtype, np.inexact):
     return False  # (an integer max or min: no tangent, but not sure)

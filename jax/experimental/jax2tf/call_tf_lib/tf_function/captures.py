@@ -37,8 +37,12 @@ import tensorflow as tf
 
 
 def captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
-                     ) -> list[tf.Variable | tf.Tensor]:
+                     ) -> tuple[tf.Variable | tf.Tensor, ...]:
   """The inputs a concrete function captures, as objects one can read.
+
+  Found once per concrete function (its captures do not change once it is
+  traced): a model captures hundreds of variables, and every step of a
+  first call (checks, cache keys, the lowering) asks.
 
   Args:
     concrete_fn: a ``tf.types.experimental.ConcreteFunction``.
@@ -50,16 +54,39 @@ def captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
   Raises:
     ValueError: a captured resource belongs to no variable of the function.
   """
+  try:
+    return _CAPTURED[concrete_fn]
+  except (KeyError, TypeError):
+    pass
+  found = _captured_objects(concrete_fn)
+  try:
+    _CAPTURED[concrete_fn] = found
+  except TypeError:  # not weakly referenceable: not kept
+    pass
+  return found
+
+
+_CAPTURED: weakref.WeakKeyDictionary[
+    tf.types.experimental.ConcreteFunction,
+    tuple[tf.Variable | tf.Tensor, ...]] = weakref.WeakKeyDictionary()
+
+
+def _captured_objects(concrete_fn: tf.types.experimental.ConcreteFunction
+                      ) -> tuple[tf.Variable | tf.Tensor, ...]:
+  """:func:`captured_objects`, found: each variable by its handle."""
+  by_handle: dict[int, list[tf.Variable]] = {}
+  for v in concrete_fn.variables:
+    by_handle.setdefault(id(v.handle), []).append(v)
   res = []
   for inp in concrete_fn.captured_inputs:
     if inp.dtype == tf.resource:  # A variable: look it up by its handle.
-      found = [v for v in concrete_fn.variables if inp is v.handle]
+      found = by_handle.get(id(inp), [])
       if len(found) != 1:
         raise errors.captured_resource_error(inp, len(found))
       res.append(found[0])
     else:
       res.append(inp)
-  return res
+  return tuple(res)
 
 
 def keep_constants_constant() -> None:

@@ -118,8 +118,11 @@ def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
   arg_placeholders = list(graph.inputs[:len(graph.inputs) - len(internal)])
   if len(arg_placeholders) != len(specs):
     raise errors.argument_count_error(len(arg_placeholders), len(specs))
-  # The placeholders we rebind must go, or XLA would try to compile them;
-  # colocation attributes may name nodes of the outer graph.
+  # The placeholders we rebind must go, or XLA would try to compile them,
+  # and with them the control inputs on them (TF's gradients add such, as
+  # Exp's conjugate of a complex result; the arguments exist before any op
+  # runs): import_graph_def's input_map rebinds values only. Colocation
+  # attributes may name nodes of the outer graph.
   rebound = {t.op.name for t in [*arg_placeholders, *internal]}
   kept = [n for n in graph_def.node if n.name not in rebound]
   del graph_def.node[:]
@@ -127,6 +130,11 @@ def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
   for node in graph_def.node:
     if "_class" in node.attr:
       del node.attr["_class"]
+    inputs = [i for i in node.input
+              if not (i.startswith("^") and i[1:] in rebound)]
+    if len(inputs) != len(node.input):
+      del node.input[:]
+      node.input.extend(inputs)
   out_names = [t.name for t in graph.outputs]
   with tf_context.eager_mode():
     stand_ins = [tf.Variable(tf.zeros(c.shape, c.dtype.base_dtype),
@@ -211,6 +219,33 @@ def _check_no_inexact_kernels(graph: tf.Graph) -> None:
                                       inexact[0].why)
 
 
+def _check_modules_compile_for(graph: tf.Graph, platform: str) -> None:
+  """Raises for a jax2tf module that TensorFlow cannot compile here.
+
+  A ``jax2tf.convert`` function serialized for other platforms only (the
+  TPU's, by default on a TPU) is an ``XlaCallModule`` op that TensorFlow
+  refuses to compile for ``platform`` (or, eagerly, to run). Said before
+  TensorFlow is asked, naming the op and what to do.
+
+  Args:
+    graph: the graph of the function to compile (with the functions it
+      calls).
+    platform: TensorFlow's name of the platform ("CPU").
+
+  Raises:
+    errors.CallTfPlatformError: naming the op and its platforms.
+  """
+  for op in graph_lib.graph_ops(graph):
+    if op.type != "XlaCallModule":
+      continue
+    platforms = [p.decode() if isinstance(p, bytes) else p
+                 for p in _attr(op, "platforms", ())]
+    checks = [c.decode() if isinstance(c, bytes) else c
+              for c in _attr(op, "disabled_checks", ())]
+    if platforms and platform not in platforms and "platform" not in checks:
+      raise errors.foreign_module_error(op.name, platforms, platform)
+
+
 def _attr(op: tf.Operation, name: str, default: object) -> object:
   try:
     return op.get_attr(name)
@@ -228,6 +263,7 @@ def _compile_eager_cached(
       effects.function_side_effect_ops(function_flat_tf, specs))
   _check_no_growing_lists(concrete_fn.graph)
   _check_no_inexact_kernels(concrete_fn.graph)
+  _check_modules_compile_for(concrete_fn.graph, platform)
 
   def compile_now() -> bytes:
     with jax2tf_internal.inside_call_tf():
@@ -277,6 +313,8 @@ def compile_to_hlo(function_flat_tf: tf.types.experimental.GenericFunction,
     errors.CallTfStatefulFunctionError: the function assigns a variable.
     errors.CallTfCompileError: XLA would compute it otherwise than TF (a
       list that grows, an op whose XLA kernel is not exact).
+    errors.CallTfPlatformError: it holds a jax2tf module serialized for
+      other platforms than ``platform``.
     Exception: TensorFlow's error where XLA cannot compile the function.
   """
   version.check_tensorflow_version()
@@ -288,4 +326,5 @@ def compile_to_hlo(function_flat_tf: tf.types.experimental.GenericFunction,
     _check_no_variable_writes(effects.side_effect_ops(concrete_fn.graph))
     _check_no_growing_lists(concrete_fn.graph)
     _check_no_inexact_kernels(concrete_fn.graph)
+    _check_modules_compile_for(concrete_fn.graph, platform)
     return _compile_graph_mode(concrete_fn, specs, platform)

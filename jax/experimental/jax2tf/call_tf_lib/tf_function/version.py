@@ -11,13 +11,14 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The TensorFlow versions ``call_tf`` can use.
+"""The TensorFlow versions ``call_tf`` can use, and the StableHLO it reads.
 
 ``call_tf`` compiles TF functions with
 ``experimental_get_compiler_ir(...)(platform_name=...)``, which TensorFlow
 added in 2.16: :func:`check_tensorflow_version` says so at first use,
 naming the version found, the one needed and the range this jax build was
-verified with.
+verified with. :func:`readable_by_tensorflow` gives ``XlaCallModule`` a
+module at a StableHLO version the installed TensorFlow reads.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import functools
 import re
 
+from jax._src.interpreters import mlir
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 import tensorflow as tf
 
@@ -61,3 +64,28 @@ def check_tensorflow_version(version: str | None = None) -> None:
     return
   raise errors.tensorflow_version_error(version, MIN_TENSORFLOW,
                                        _verified_tensorflow_range())
+
+
+def readable_by_tensorflow(module_bytes: bytes) -> bytes:
+  """A serialized module that TensorFlow's ``XlaCallModule`` can read.
+
+  ``jax.export`` serializes at the StableHLO version of four weeks ago, which
+  can be newer than TensorFlow reads (StableHLO 1.18 against TensorFlow
+  2.21's 1.13.7: every ``custom_call`` becomes ``vhlo.custom_call_v2``). A
+  module TF cannot read is serialized again at TF's own version (or jax's,
+  if older); one it reads is returned unchanged.
+
+  Args:
+    module_bytes: a portable artifact, as ``Exported.mlir_module_serialized``.
+
+  Returns:
+    The same module, serialized at a version TF reads where needed.
+  """
+  tf_version = compat.tensorflow_stablehlo_version()
+  if tf_version is None or compat.tensorflow_reads(module_bytes) is not False:
+    return module_bytes
+  target = compat.smaller_stablehlo_version(
+      compat.stablehlo_version_jax_serializes(), tf_version)
+  with mlir.make_ir_context() as context:
+    module = compat.deserialize_module(module_bytes, context)
+    return compat.serialize_module(module, target)

@@ -1,0 +1,410 @@
+"""A real model's first call: the same Keras model natively and via call_tf.
+
+The anchor of the first-call target: one Keras 3 model with the same
+weights, built twice, once with Keras's JAX backend (native: the model
+called inside ``jax.jit``) and once with its TensorFlow backend (through
+``call_tf``). For ``f(x) = sum(log_softmax(model(x[None]))[0] * arange(10))``
+of one example, the first call of ``jax.jit(jax.vmap(f))`` and of
+``jax.jit(jax.vmap(jax.grad(f)))`` on a batch, each in a fresh process:
+
+* cold: a new JAX compilation cache directory (and so a new ``call_tf``
+  cache beside it);
+* warm: a second process with the same directory, as a script run again;
+* steady state: the median time of a call, after the first, in the cold
+  process;
+* TensorFlow's floor, in a process of its own: a fresh
+  ``tf.function(model, jit_compile=True)`` traced for one example and
+  lowered by tf2xla (what a Python function pays in every process), and the
+  trace alone (what it pays with caches warm).
+
+The targets (issue 54): cold first call at most native's times 1.10 plus
+TensorFlow's floor; warm at most native's warm times 1.10 plus TensorFlow's
+trace; steady state within 1.05x. Every call_tf result is checked against
+native's (the same weights, so the same numbers to float tolerance).
+
+Models: ``resnet50`` (64x64x3, 10 classes), ``mobilenetv2`` (alpha 0.5,
+64x64x3, 10 classes), ``vit`` (4 transformer blocks, 16 tokens x 48).
+
+Run from the repository root in a venv with the fork's wheel, jaxlib,
+tensorflow-cpu and Keras 3 (the test venv has them)::
+
+  python -m benchmarks.keras_models --out DIR [--models vit,mobilenetv2]
+      [--transforms vmap,vmap_grad] [--batch 4] [--repeats 1]
+
+``DIR/keras_models.json`` has every measurement, ``DIR/keras_models.md``
+the table (``--report DIR`` writes it again). The committed runs are in
+``benchmarks/results/keras_models/`` (this CPU) and
+``benchmarks/results/accelerator/`` (the TPU).
+"""
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+MODELS = ("resnet50", "mobilenetv2", "vit")
+TRANSFORMS = ("vmap", "vmap_grad")
+SHAPES = {"resnet50": (64, 64, 3), "mobilenetv2": (64, 64, 3),
+          "vit": (16, 48)}
+CLASSES = 10
+STEADY_CALLS = 10
+# The targets' factors (issue 54).
+COLD_FACTOR = WARM_FACTOR = 1.10
+STEADY_FACTOR = 1.05
+
+
+# ---------------------------------------------------------------- the model
+
+
+def build(name: str) -> Any:
+  """The model ``name``, the same architecture under either backend."""
+  import keras  # pylint: disable=g-import-not-at-top
+  keras.utils.set_random_seed(0)
+  if name == "mobilenetv2":
+    return keras.applications.MobileNetV2(
+        input_shape=SHAPES[name], alpha=0.5, weights=None, classes=CLASSES)
+  if name == "resnet50":
+    return keras.applications.ResNet50(
+        input_shape=SHAPES[name], weights=None, classes=CLASSES)
+  if name == "vit":
+    inp = keras.Input(SHAPES[name])
+    h = inp
+    for _ in range(4):
+      a = keras.layers.LayerNormalization()(h)
+      a = keras.layers.MultiHeadAttention(num_heads=4, key_dim=12)(a, a)
+      h = h + a
+      b = keras.layers.LayerNormalization()(h)
+      b = keras.layers.Dense(96, activation="gelu")(b)
+      h = h + keras.layers.Dense(SHAPES[name][1])(b)
+    h = keras.layers.GlobalAveragePooling1D()(h)
+    return keras.Model(inp, keras.layers.Dense(CLASSES)(h))
+  raise ValueError(f"unknown model {name!r}; one of {MODELS}")
+
+
+def _inputs(name: str, batch: int) -> Any:
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  return np.random.default_rng(1).standard_normal(
+      (batch, *SHAPES[name])).astype(np.float32)
+
+
+def _weights(out: pathlib.Path, name: str) -> pathlib.Path:
+  return out / "weights" / f"{name}.weights.h5"
+
+
+# ------------------------------------------------------------- the workers
+
+
+def _worker_prepare(args: argparse.Namespace) -> dict[str, Any]:
+  """Builds the model (TensorFlow backend) and saves its weights."""
+  model = build(args.model)
+  path = pathlib.Path(args.weights)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  model.save_weights(str(path))
+  return {"params": int(model.count_params())}
+
+
+def _worker_floor(args: argparse.Namespace) -> dict[str, Any]:
+  """TensorFlow's floor: a fresh trace of the model, and tf2xla of it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  model = build(args.model)
+  model.load_weights(args.weights)
+  spec = tf.TensorSpec((1, *SHAPES[args.model]), tf.float32)
+  t0 = time.perf_counter()
+  fn = tf.function(lambda x: model(x, training=False), autograph=False,
+                   jit_compile=True)
+  fn.get_concrete_function(spec)
+  t1 = time.perf_counter()
+  fn.experimental_get_compiler_ir(spec)(stage="hlo_serialized",
+                                        platform_name="CPU")
+  t2 = time.perf_counter()
+  return {"tf_trace_s": t1 - t0, "tf2xla_s": t2 - t1, "floor_s": t2 - t0}
+
+
+def _transformed(kind: str, model_fn: Any) -> Any:
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+
+  def f(x):
+    logits = model_fn(x[None])
+    return jnp.sum(jax.nn.log_softmax(logits)[0]
+                   * jnp.arange(CLASSES, dtype=logits.dtype))
+  return jax.vmap(f) if kind == "vmap" else jax.vmap(jax.grad(f))
+
+
+def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
+  """The first call, then the steady state, of one method."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  jax.config.update("jax_compilation_cache_dir", args.cache)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  model = build(args.model)
+  model.load_weights(args.weights)
+  if args.method == "call_tf":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
+    model_fn = call_tf(tf.function(lambda x: model(x, training=False),
+                                   autograph=False))
+  else:
+    model_fn = lambda x: model(x, training=False)  # noqa: E731
+  x = jax.device_put(_inputs(args.model, args.batch))
+  jax.block_until_ready(jax.jit(lambda v: v + 1)(x))  # JAX's backend, warm
+  fn = jax.jit(_transformed(args.transform, model_fn))
+  t0 = time.perf_counter()
+  out = jax.block_until_ready(fn(x))
+  first = time.perf_counter() - t0
+  times = []
+  for _ in range(STEADY_CALLS):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(x))
+    times.append(time.perf_counter() - t0)
+  np.save(args.result, np.asarray(out))
+  return {"first_s": first, "steady_s": statistics.median(times),
+          "device": str(jax.devices()[0].device_kind),
+          "backend": jax.default_backend()}
+
+
+def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
+  """call_tf's cold first call in parts: JAX's trace (TensorFlow, the
+  interpreter, JAX), lowering, XLA compile."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
+  model = build(args.model)
+  model.load_weights(args.weights)
+  model_fn = call_tf(tf.function(lambda x: model(x, training=False),
+                                 autograph=False))
+  x = jax.device_put(_inputs(args.model, args.batch))
+  jax.block_until_ready(jax.jit(lambda v: v + 1)(x))
+  fn = jax.jit(_transformed(args.transform, model_fn))
+  t0 = time.perf_counter()
+  traced = fn.trace(x)
+  t1 = time.perf_counter()
+  lowered = traced.lower()
+  t2 = time.perf_counter()
+  lowered.compile()
+  t3 = time.perf_counter()
+  return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2}
+
+
+_WORKERS = {"prepare": _worker_prepare, "floor": _worker_floor,
+            "call": _worker_call, "phases": _worker_phases}
+
+
+def _run_worker(kind: str, backend: str, extra: Sequence[str],
+                timeout: float) -> dict[str, Any]:
+  """One worker in a fresh process; its JSON, or the error."""
+  env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
+             PYTHONPATH=os.pathsep.join([str(ROOT),
+                                         os.environ.get("PYTHONPATH", "")]))
+  with tempfile.NamedTemporaryFile(suffix=".json") as res:
+    cmd = [sys.executable, "-m", "benchmarks.keras_models", "--worker", kind,
+           "--worker-out", res.name, *extra]
+    try:
+      proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                            timeout=timeout, check=False, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+      return {"error": f"timed out after {timeout:.0f} s"}
+    if proc.returncode != 0:
+      return {"error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
+    return json.loads(pathlib.Path(res.name).read_text())
+
+
+# ------------------------------------------------------------ the driver
+
+
+def _measure(out: pathlib.Path, model: str, transform: str, batch: int,
+             timeout: float) -> dict[str, Any]:
+  """Every measurement of one model and transformation."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  weights = str(_weights(out, model))
+  common = ["--model", model, "--transform", transform, "--batch",
+            str(batch), "--weights", weights]
+  row: dict[str, Any] = {"model": model, "transform": transform,
+                         "batch": batch}
+  row["floor"] = _run_worker("floor", "tensorflow", common, timeout)
+  with tempfile.TemporaryDirectory() as tmp:
+    for method, backend in (("native", "jax"), ("call_tf", "tensorflow")):
+      cache = os.path.join(tmp, f"cache-{method}")
+      result = os.path.join(tmp, f"{method}.npy")
+      for run in ("cold", "warm"):
+        row[f"{method}_{run}"] = _run_worker(
+            "call", backend, [*common, "--method", method, "--cache", cache,
+                              "--result", result], timeout)
+      if os.path.exists(result):
+        row[f"{method}_result"] = np.load(result)
+    row["call_tf_phases"] = _run_worker(
+        "phases", "tensorflow", [*common, "--method", "call_tf"], timeout)
+  native, fork = row.pop("native_result", None), row.pop(
+      "call_tf_result", None)
+  if native is not None and fork is not None:
+    scale = max(float(np.max(np.abs(native))), 1e-30)
+    row["max_rel_diff"] = float(np.max(np.abs(fork - native))) / scale
+  return row
+
+
+def _verdicts(row: dict[str, Any]) -> dict[str, Any]:
+  """The ratios and whether each target is met (None where not measured)."""
+  def get(key: str, field: str) -> float | None:
+    return row.get(key, {}).get(field)
+  floor = get("floor", "floor_s")
+  trace = get("floor", "tf_trace_s")
+  v: dict[str, Any] = {}
+  for run, extra, factor in (("cold", floor, COLD_FACTOR),
+                             ("warm", trace, WARM_FACTOR)):
+    n, c = get(f"native_{run}", "first_s"), get(f"call_tf_{run}", "first_s")
+    if n and c and extra is not None:
+      v[f"{run}_ratio"] = c / n
+      v[f"{run}_bound_s"] = factor * n + extra
+      v[f"{run}_met"] = c <= factor * n + extra
+  n, c = get("native_cold", "steady_s"), get("call_tf_cold", "steady_s")
+  if n and c:
+    v["steady_ratio"] = c / n
+    v["steady_met"] = c / n <= STEADY_FACTOR
+  return v
+
+
+def _s(x: float | None) -> str:
+  return "-" if x is None else f"{x:.2f} s"
+
+
+def markdown(data: dict[str, Any]) -> str:
+  """The table of a run."""
+  env = data.get("env", {})
+  lines = ["# A real model's first call: native Keras (JAX) and call_tf "
+           "(Keras on TensorFlow)", "",
+           f"Device: {env.get('device', '?')} (backend "
+           f"`{env.get('backend', '?')}`); jax {env.get('jax', '?')}, "
+           f"TensorFlow {env.get('tensorflow', '?')}, Keras "
+           f"{env.get('keras', '?')}, Python {env.get('python', '?')}, "
+           f"{env.get('cpus', '?')} CPUs; {env.get('date', '?')}. Generated "
+           "by `python -m benchmarks.keras_models --report DIR`.", "",
+           "Each first call is a fresh process (cold: new caches; warm: a "
+           "second process with the first's JAX compilation cache, and "
+           "call_tf's beside it). TF's floor: a fresh `tf.function(model, "
+           "jit_compile=True)` traced for one example, plus tf2xla (warm: "
+           "the trace alone). Targets: cold <= 1.10 x native + floor, warm "
+           "<= 1.10 x native warm + TF trace, steady state <= 1.05x.", "",
+           "| model | transformation | batch | native cold | call_tf cold "
+           "| TF floor | target | met | native warm | call_tf warm | TF "
+           "trace | target | met | steady call_tf / native | results agree "
+           "|", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+           "---|"]
+  for row in data.get("rows", []):
+    v = _verdicts(row)
+    g = lambda k, f: row.get(k, {}).get(f)  # noqa: E731
+    met = lambda k: "-" if k not in v else ("yes" if v[k] else "**no**")  # noqa: E731
+    agree = row.get("max_rel_diff")
+    lines.append(
+        f"| {row['model']} | `jit({row['transform'].replace('_', '(')}"
+        f"{')' if '_' in row['transform'] else ''})` | {row['batch']} | "
+        f"{_s(g('native_cold', 'first_s'))} | "
+        f"{_s(g('call_tf_cold', 'first_s'))} "
+        f"({v.get('cold_ratio', 0):.2f}x) | {_s(g('floor', 'floor_s'))} | "
+        f"{_s(v.get('cold_bound_s'))} | {met('cold_met')} | "
+        f"{_s(g('native_warm', 'first_s'))} | "
+        f"{_s(g('call_tf_warm', 'first_s'))} ({v.get('warm_ratio', 0):.2f}x)"
+        f" | {_s(g('floor', 'tf_trace_s'))} | {_s(v.get('warm_bound_s'))} | "
+        f"{met('warm_met')} | "
+        + (f"{v['steady_ratio']:.2f}x" if "steady_ratio" in v else "-")
+        + " | " + ("-" if agree is None else f"{agree:.1e}") + " |")
+  lines += ["", "call_tf's cold first call in parts (a process of its own: "
+            "`jax.jit(...).trace`, `.lower()`, `.compile()`):", "",
+            "| model | transformation | trace (TF trace, tf2xla, the "
+            "interpreter, JAX's trace) | lowering | XLA compile |",
+            "|---|---|---|---|---|"]
+  for row in data.get("rows", []):
+    p = row.get("call_tf_phases", {})
+    lines.append(f"| {row['model']} | {row['transform']} | "
+                 f"{_s(p.get('trace_s'))} | {_s(p.get('lower_s'))} | "
+                 f"{_s(p.get('compile_s'))} |")
+  errors = [(row["model"], row["transform"], k, r["error"])
+            for row in data.get("rows", []) for k, r in row.items()
+            if isinstance(r, dict) and "error" in r]
+  if errors:
+    lines += ["", "Errors:", ""] + [
+        f"- {m} {t} {k}: {e.splitlines()[-1][:300]}" for m, t, k, e in errors]
+  return "\n".join(lines) + "\n"
+
+
+def _env() -> dict[str, Any]:
+  import platform  # pylint: disable=g-import-not-at-top
+  import jax  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {"jax": jax.__version__, "tensorflow": tf.__version__,
+          "keras": keras.__version__, "python": platform.python_version(),
+          "backend": jax.default_backend(),
+          "device": jax.devices()[0].device_kind, "cpus": os.cpu_count(),
+          "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p.add_argument("--out", type=pathlib.Path)
+  p.add_argument("--report", type=pathlib.Path)
+  p.add_argument("--models", default=",".join(MODELS))
+  p.add_argument("--transforms", default=",".join(TRANSFORMS))
+  p.add_argument("--batch", type=int, default=4)
+  p.add_argument("--timeout", type=float, default=1800.)
+  # A worker's own arguments.
+  p.add_argument("--worker", choices=sorted(_WORKERS))
+  p.add_argument("--worker-out")
+  for name in ("model", "transform", "weights", "method", "cache", "result"):
+    p.add_argument(f"--{name}")
+  args = p.parse_args(argv)
+  if args.worker:
+    args.batch = int(args.batch)
+    pathlib.Path(args.worker_out).write_text(json.dumps(
+        _WORKERS[args.worker](args)))
+    return 0
+  if args.report:
+    data = json.loads((args.report / "keras_models.json").read_text())
+    (args.report / "keras_models.md").write_text(markdown(data))
+    return 0
+  if args.out is None:
+    p.error("--out DIR (or --report DIR) is required")
+  args.out.mkdir(parents=True, exist_ok=True)
+  data: dict[str, Any] = {"env": _env(), "rows": []}
+  for model in args.models.split(","):
+    if not _weights(args.out, model).exists():
+      prepared = _run_worker("prepare", "tensorflow", [
+          "--model", model, "--weights", str(_weights(args.out, model))],
+                             args.timeout)
+      if "error" in prepared:
+        print(f"{model}: {prepared['error']}", file=sys.stderr)
+        continue
+    for transform in args.transforms.split(","):
+      row = _measure(args.out, model, transform, args.batch, args.timeout)
+      data["rows"].append(row)
+      print(json.dumps(row), flush=True)
+      (args.out / "keras_models.json").write_text(json.dumps(data, indent=1))
+      (args.out / "keras_models.md").write_text(markdown(data))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
