@@ -61,6 +61,7 @@ import os
 import pathlib
 import platform as platform_lib
 import statistics
+import subprocess
 import time
 from typing import Any, Callable
 
@@ -285,6 +286,17 @@ def derivatives() -> list[dict[str, Any]]:
   return rows
 
 
+def _commit() -> str | None:
+  """The commit of this repository's tree, if it is a git checkout."""
+  try:
+    out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
+                         text=True, cwd=pathlib.Path(__file__).parent,
+                         check=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return None
+  return out or None
+
+
 def _load() -> list[float]:
   try:
     return list(os.getloadavg())
@@ -317,6 +329,7 @@ def run(out_dir: pathlib.Path, sizes_kind: str | None, repeats: int,
       "device": getattr(device, "device_kind", device.platform),
       "device_count": jax.device_count(), "sizes": kind,
       "jax": jax.__version__, "jaxlib": jax.lib.__version__,
+      "commit": _commit(),
       "python": platform_lib.python_version(), "host": platform_lib.node(),
       "cpus": os.cpu_count(), "load_before": load_before,
       "load_after": _load(), "started": started.isoformat(timespec="seconds"),

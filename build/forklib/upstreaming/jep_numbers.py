@@ -465,7 +465,15 @@ def _block(text: str, header: str) -> tuple[int, int] | None:
   return start, start + len("\n".join(lines[:n]))
 
 
-def _measurement_problems(root: pathlib.Path) -> list[str]:
+def _timed_files(root: pathlib.Path, plan: stage_plan.Plan,
+                 part: Part) -> list[str]:
+  """The files `measure_tests` runs for `part`: its test modules."""
+  return [str(p.relative_to(root)) for p in test_files(root, plan, part)
+          if p.name.startswith("test_") or p.name.endswith("_test.py")]
+
+
+def _measurement_problems(root: pathlib.Path,
+                          plan: stage_plan.Plan | None = None) -> list[str]:
   problems = []
   for platform, name in PLATFORMS.items():
     data = _read_json(root / SPEED / f"{platform}.json")
@@ -499,6 +507,13 @@ def _measurement_problems(root: pathlib.Path) -> list[str]:
   if failed:
     problems.append(f"{TEST_TIMES}: tests failed when timed: "
                     f"{'; '.join(failed)}")
+  stale = [p.label for p in PARTS if plan is not None and p.label in parts
+           and sorted(parts[p.label].get("files", []))
+           != sorted(_timed_files(root, plan, p))]
+  if stale:
+    problems.append(f"{TEST_TIMES}: the tests timed for {', '.join(stale)} "
+                    "are not the part's test files now: run jep_numbers "
+                    "--measure-tests again, then --write")
   return problems
 
 
@@ -525,7 +540,7 @@ def check(root: pathlib.Path, plan: stage_plan.Plan, text: str) -> list[str]:
       problems.append(f"its {name} table is not what this tree gives: "
                       "regenerate it (PYTHONPATH=build python3 -m "
                       "forklib.upstreaming.jep_numbers --write)")
-  return problems + _measurement_problems(root)
+  return problems + _measurement_problems(root, plan)
 
 
 def write(root: pathlib.Path, plan: stage_plan.Plan, path: pathlib.Path
@@ -551,8 +566,7 @@ def measure_tests(root: pathlib.Path, plan: stage_plan.Plan,
   for part in PARTS:
     if part.staged or not part.timed:
       continue
-    files = [str(p.relative_to(root)) for p in test_files(root, plan, part)
-             if p.name.startswith("test_") or p.name.endswith("_test.py")]
+    files = _timed_files(root, plan, part)
     load = list(os.getloadavg())
     start = time.monotonic()
     proc = subprocess.run([python, "-m", "pytest", "-q", "-rf", "-p",
