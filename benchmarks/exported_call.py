@@ -256,11 +256,25 @@ def measure_row(name: str, transform: str, n: int, repeats: int,
   return row
 
 
+def _module_function(exp: export.Exported, avals: list[Any]) -> Any:
+  """The implementation's function of an artifact's module as JAX
+  operations (a callable of the call's flat arguments), or why there is
+  none."""
+  from jax._src import core  # pylint: disable=g-import-not-at-top
+  avals = [core.ShapedArray(a.shape, a.dtype) for a in avals]
+  try:
+    from jax._src.export.transforms import function  # pylint: disable=g-import-not-at-top
+  except ImportError:  # the implementation before its ModuleFunction
+    from jax._src.export.transforms import interpret  # pylint: disable=g-import-not-at-top
+    found = interpret.module_function(exp, avals, purpose="benchmark")
+    return found if isinstance(found, str) else found.fun
+  return function.exported_call(exp, avals, purpose="benchmark")
+
+
 def derivatives() -> list[dict[str, Any]]:
   """Where a custom derivative was inlined into the module: JAX's
   derivative of the function, JAX's derivative of the interpreted module,
   and forward mode from the serialized VJP (the implementation's)."""
-  from jax._src.export.transforms import interpret  # pylint: disable=g-import-not-at-top
   cases = [
       ("`jax.nn.relu(x)`", jax.nn.relu, 0.),
       ("`jnp.sin(x) * lax.stop_gradient(x)`",
@@ -271,19 +285,27 @@ def derivatives() -> list[dict[str, Any]]:
     x = np.float32(x)
     exp = export.deserialize(export.export(jax.jit(f))(x).serialize(
         vjp_order=1))
-    module = interpret.module_function(
-        exp, [jax.core.ShapedArray((), np.float32)], purpose="benchmark")
+    module = _module_function(exp, [jax.ShapeDtypeStruct((), np.float32)])
     if isinstance(module, str):
       raise RuntimeError(f"the interpreter refused {label}: {module}")
     _, d_function = jax.jvp(f, (x,), (np.float32(1.),))
-    _, d_module = jax.jvp(lambda y: module.fun(y)[0], (x,),
-                          (np.float32(1.),))
+    _, d_module = jax.jvp(lambda y: module(y)[0], (x,), (np.float32(1.),))
     _, d_call = jax.jvp(exp.call, (x,), (np.float32(1.),))
     rows.append({"function": label, "x": float(x),
                  "function_derivative": float(d_function),
                  "module_derivative": float(d_module),
                  "call_derivative": float(d_call)})
   return rows
+
+
+def _derivatives_or_error() -> dict[str, Any]:
+  """The `derivatives` rows, or the error that stopped them (recorded, so
+  that the rows measured before are kept)."""
+  try:
+    return {"derivatives": derivatives()}
+  except Exception as e:  # pylint: disable=broad-except
+    return {"derivatives": [],
+            "derivatives_error": f"{type(e).__name__}: {str(e)[:300]}"}
 
 
 def _commit() -> str | None:
@@ -335,7 +357,7 @@ def run(out_dir: pathlib.Path, sizes_kind: str | None, repeats: int,
       "load_after": _load(), "started": started.isoformat(timespec="seconds"),
       "repeats": repeats,
       "precision": jax.config.jax_default_matmul_precision,
-      "rows": rows, "derivatives": derivatives(),
+      "rows": rows, **_derivatives_or_error(),
   }
   out_dir.mkdir(parents=True, exist_ok=True)
   path = out_dir / f"{device.platform}.json"

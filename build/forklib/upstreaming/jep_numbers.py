@@ -407,7 +407,7 @@ TRANSFORMS = {
 def render_derivatives(root: pathlib.Path) -> str:
   data = _read_json(root / SPEED / "cpu.json")
   lines = [DERIVATIVES_HEADER, "|---|---:|---:|---:|---:|"]
-  if data is None:
+  if data is None or not data.get("derivatives"):
     lines.append(f"| {TBD} | {TBD} | {TBD} | {TBD} | {TBD} |")
   else:
     for d in data["derivatives"]:
@@ -488,6 +488,9 @@ def _measurement_problems(root: pathlib.Path,
     if bad:
       problems.append(f"{SPEED}/{platform}.json: results differ from native "
                       f"JAX's by more than {TOLERANCE}: {', '.join(bad)}")
+    if data.get("derivatives_error"):
+      problems.append(f"{SPEED}/{platform}.json: the derivatives' example "
+                      f"failed: {data['derivatives_error']}")
     failed = [f"{r['workload']} {r['transform']} N={r['n']} {m}: "
               f"{r[m + '_error']}" for r in data["rows"]
               for m in ("native", "interpreter", "loop")
