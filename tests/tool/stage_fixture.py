@@ -23,7 +23,8 @@ one program with shaken modules, overlay patches (`patches/stage/overlay/`)
 that give two pull requests their variants of it, upstream-style tests, a fork document, a patch
 written for upstream (`patches/stage/`) and a staging plan: three stacked
 pull requests of the queue, one independent fix from the patch written for
-upstream, one held pull request and one module that stays.
+upstream, one held pull request, a design proposal (a JEP, held until its
+issue is opened) and one module that stays.
 """
 
 from __future__ import annotations
@@ -150,6 +151,20 @@ UPSTREAM = {
           def test_version(self):
             self.assertEqual(jax.__version__, "0.12.0.1")
         ''',
+    "docs/jep/index.rst": """
+        JAX Enhancement Proposals (JEPs)
+        ================================
+
+        .. toctree::
+          :maxdepth: 1
+
+          263: JAX PRNG Design <263-prng>
+          4410: Omnistaging <4410-omnistaging>
+          28845: Stateful Randomness in JAX <28845-stateful-rng>
+
+
+        Several early JEPs were converted in hindsight.
+        """,
     "CHANGELOG.md": """
         # Change log
 
@@ -386,6 +401,23 @@ VARIANTS = {
 }
 
 
+# A design proposal, as the plan stages it (its JEP).
+JEP = """
+    (toy-proposal-jep)=
+    # A toy proposal
+
+    *December 2026*
+
+    ## Summary
+
+    Batch everything, with an example:
+
+    ```python
+    jax.vmap(f)(xs)
+    ```
+    """
+
+
 def overlay_patch(root: pathlib.Path,
                   edits: list[tuple[str, str, str]]) -> str:
   """A diff of `root`'s files with `edits` made, as `git diff` writes it."""
@@ -466,6 +498,12 @@ PLAN = """
     held = "until the proposal is accepted"
     after = "pfor"
 
+    [[pr]]
+    name = "proposal"
+    title = "[JEP] A toy proposal"
+    summary = "A design proposal for the rest."
+    jep = { source = "docs/jep/toy-proposal.md", slug = "toy-proposal" }
+
     [[stays]]
     name = "internal"
     why = "only the distribution needs it"
@@ -511,13 +549,20 @@ def make_project(path: pathlib.Path, real_root: pathlib.Path,
   out = git(work, "format-patch", "--zero-commit", "--no-signature",
             "--full-index", "-1", "-o", str(path / "patches" / "stage")
             ).strip()
-  pathlib.Path(out).rename(path / "patches" / "stage" / "twice.patch")
+  # As patches written for upstream are kept: no From: or Date: line (stage
+  # applies them as --author).
+  text = pathlib.Path(out).read_text()
+  pathlib.Path(out).unlink()
+  (path / "patches" / "stage" / "twice.patch").write_text("".join(
+      line for line in text.splitlines(keepends=True)
+      if not line.startswith(("From: ", "Date: "))))
   shutil.rmtree(work)
   (path / "patches" / "series").write_text(
       "".join(name + "\n" for name, *_ in PATCHES))
   write(path / "jax" / "experimental" / "jax2tf", OVERLAY)
   write(path / "tests" / "upstream", TESTS)
   write(path, {"docs/design-notes.md": "# Notes of the fork\n",
+               "docs/jep/toy-proposal.md": JEP,
                "patches/stage.toml": PLAN})
   for name, edits in VARIANTS.items():
     (path / "patches" / "stage" / "overlay").mkdir(exist_ok=True)

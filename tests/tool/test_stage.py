@@ -41,6 +41,7 @@ from forklib.project import Project
 from forklib.sources import fetch
 from forklib.sources import patchq
 from forklib.testing import upstream_tests as upstream_tests_lib
+from forklib.upstreaming import jep_numbers
 from forklib.upstreaming import stage as stage_lib
 from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_conventions
@@ -383,6 +384,94 @@ def test_plan_patterns_and_allow_lines():
   assert not scrubber.scan("a fork of the process", "x")
 
 
+@pytest.mark.parametrize("line,word", [
+    ("*Author: TODO(sender): your name*", "TODO("),
+    ("# JEP NNNNN: a proposal", "NNNNN"),
+    ("| mlp, `vmap` | 1.2 | TBD |", "TBD"),
+    ("re-run with the script /tmp/bench_loop.py", "/tmp"),
+    ("<!-- tpu-results -->", "<!--"),
+    ("to be re-run before this JEP is sent", "before this JEP is sent"),
+    ("measure it again before sending", "before sending"),
+    ("the implementation keeps Part 2 in its own distribution",
+     "distribution"),
+])
+def test_prose_leaks_are_found_in_prose_only(line, word):
+  """What a reviewer found by hand in the proposal and the descriptions:
+  placeholders, notes to the sender, /tmp, markers, "distribution"."""
+  scrubber = stage_checks.Scrubber([], [], [], "0.12.0.1")
+  assert [f.text for f in scrubber.scan(line, "x.md:1", prose=True)] == [
+      word]
+  assert not scrubber.scan(line, "x.py:1")  # code: TODO(name) is JAX's own
+
+
+def test_this_repositorys_paths_are_found():
+  scrubber = stage_checks.Scrubber(
+      [], [], [], "0.12.0.1",
+      ["benchmarks/", "tests/stablehlo", "tests/export", "tools/extra.py"])
+  for line, path in [
+      ("`benchmarks/accelerator.py`, N = 100", "benchmarks/accelerator.py"),
+      ("(`tests/stablehlo/test_backcompat.py`)",
+       "tests/stablehlo/test_backcompat.py"),
+      ("its tests (tests/export), run", "tests/export"),
+      ("see tools/extra.py, then", "tools/extra.py")]:
+    assert [f.text for f in scrubber.scan(line, "x.md:1")] == [path], line
+  for line in ["tests/export_test.py has them", "the benchmarks measured",
+               "jax/_src/export/stablehlo_to_jax/_rules.py",
+               "src/enzyme_ad/jax/primitives.py of Enzyme-JAX"]:
+    assert not scrubber.scan(line, "x.md:1"), line
+
+
+def test_the_paths_of_this_repository_that_upstream_lacks(tmp_path):
+  upstream = toy.make_upstream(tmp_path / "up")
+  base = _git(upstream, "rev-parse", "HEAD").strip()
+  project = tmp_path / "fork"
+  toy.write(project, {"benchmarks/run.py": "", "benchmarks/results/a.md": "",
+                      "docs/notes.md": "", "docs/jep/toy.md": "",
+                      "tests/version_test.py": "", "tests/tool/t.py": "",
+                      "jax/experimental/jax2tf/call_tf_lib/x.py": "",
+                      "NOTICE": ""})
+  paths = stage_lib._fork_paths(Project(project), upstream, base,
+                                {"docs/jep/toy.md"})
+  assert paths == ["benchmarks/", "docs/notes.md", "tests/tool"]
+
+
+def test_the_jep_index_is_in_numeric_order():
+  index = ("  263: JAX PRNG Design <263-prng>\n"
+           "  4410: Omnistaging <4410-omnistaging>\n"
+           "  28845: Stateful Randomness in JAX <28845-stateful-rng>\n")
+  assert stage_checks.jep_index_order(index) == []
+  added = stage_text.jep_index_with(index, 39000, "A proposal", "a")
+  assert added.endswith("  39000: A proposal <39000-a>\n")
+  assert stage_checks.jep_index_order(added) == []
+  middle = stage_text.jep_index_with(index, 9000, "A proposal", "a")
+  assert middle.split("\n")[2] == "  9000: A proposal <9000-a>"
+  misordered = index.replace("  4410: Omnistaging <4410-omnistaging>\n", "")
+  misordered = ("  NNNNN: A proposal <NNNNN-a>\n" + misordered
+                + "  4410: Omnistaging <4410-omnistaging>\n")
+  problems = stage_checks.jep_index_order(misordered)
+  assert "'NNNNN' is not the number of a JEP's issue" in problems[0]
+  assert "JEP 4410 comes after JEP 28845" in problems[1]
+
+
+def test_a_jep_is_titled_by_its_issue_with_its_author():
+  text = "(x-jep)=\n# A proposal\n\n*December 2026*\n\nBody.\n"
+  assert stage_text.jep_title(text) == "A proposal"
+  assert stage_text.jep_document(text, 39000, "Jane Doe") == (
+      "(x-jep)=\n# JEP 39000: A proposal\n\n*Jane Doe*\n\n"
+      "*December 2026*\n\nBody.\n")
+  assert stage_text.jep_document(text, 0, "Jane Doe").startswith(
+      "(x-jep)=\n# A proposal\n\n*Jane Doe*\n")
+
+
+def test_a_patch_header_names_its_author_or_none():
+  assert stage_checks.patch_author(
+      "From 0 Mon Sep 17 00:00:00 2001\nFrom: Test Person "
+      "<test@example.com>\nSubject: x\n\nbody\nFrom: Not <a@header>\n"
+      ) == ("Test Person", "test@example.com")
+  assert stage_checks.patch_author(
+      "From 0 Mon Sep 17 00:00:00 2001\nSubject: x\n\nbody\n") is None
+
+
 # ---------------------------------------------------------------------------
 # What a reviewer checks (stage_conventions).
 # ---------------------------------------------------------------------------
@@ -522,11 +611,16 @@ def test_the_real_plan_accounts_for_every_patch_module_and_test(root):
     assert "11753" not in text.split("\n---\n")[0], pr.name
   breaking = [pr for pr in plan.prs if pr.breaking]
   assert [pr.name for pr in breaking] == ["call-tf-vjp-complex-convention"]
-  # The proposal, then only held pull requests.
+  # The proposal, a JEP held until its issue is opened, then only held pull
+  # requests.
   names = [pr.name for pr in plan.prs]
   proposal = names.index("proposal")
+  assert plan.prs[proposal].jep is not None
+  assert plan.prs[proposal].jep.numbers
+  assert plan.prs[proposal].held == (
+      "" if plan.prs[proposal].jep.issue else stage_plan.JEP_HELD)
   assert all(pr.held for pr in plan.prs[proposal + 1:])
-  assert not any(pr.held for pr in plan.prs[:proposal + 1])
+  assert not any(pr.held for pr in plan.prs[:proposal])
   assert {s.name for s in plan.stays} >= {
       "tf1-graph-mode", "embedded-savedmodels", "pfor-converters",
       "tf-internals"}
@@ -589,6 +683,71 @@ def test_a_plan_that_leaves_out_doubles_or_misorders_is_refused(
   assert proc.returncode == 2, proc.stderr
   assert message in proc.stderr and "stage.toml" in proc.stderr
   assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------
+# The proposal's numbers (jep_numbers).
+# ---------------------------------------------------------------------------
+
+def test_code_lines_leave_out_prose():
+  text = ('"""Module doc."""\n\nimport os  # why\n\n\ndef f(x):\n'
+          '  """Doc,\n  two lines."""\n  # a comment\n  return x\n')
+  assert jep_numbers.code_lines(text) == 3
+
+
+def test_the_proposals_tables_are_this_trees_numbers(root, tmp_path):
+  plan = _real_plan(root)
+  tables = jep_numbers.render(root, plan)
+  assert set(tables) == {"cost", "tests", "speed-cpu", "speed-tpu",
+                         "derivatives", "coverage"}
+  headers = "\n\n".join(t.split("\n", 1)[0] + "\n|---|\n| old | 1 |"
+                        for t in tables.values())
+  jep = tmp_path / "jep.md"
+  jep.write_text(f"# A proposal\n\n{headers}\n\nThe end.\n")
+  problems = jep_numbers.check(root, plan, jep.read_text())
+  assert sum("table is not what this tree gives" in p
+             for p in problems) == 6
+  assert jep_numbers.write(root, plan, jep) == []
+  text = jep.read_text()
+  assert text.endswith("\n\nThe end.\n") and "| old |" not in text
+  assert not any("table" in p for p in jep_numbers.check(root, plan, text))
+  interpreter = jep_numbers.cost_row(root, plan, jep_numbers.PARTS[1])
+  assert f"| Part 1: the interpreter | {interpreter['modules']} | " \
+         f"{interpreter['lines']:,} |" in text
+  edited = text.replace(f"{interpreter['lines']:,}",
+                        f"{interpreter['lines'] - 80:,}")
+  assert any("its cost table is not what this tree gives" in p
+             for p in jep_numbers.check(root, plan, edited))
+  missing = text.replace(jep_numbers.COST_HEADER, "| part | lines |")
+  assert any(p.startswith("has no cost table")
+             for p in jep_numbers.check(root, plan, missing))
+
+
+def test_measurements_missing_or_wrong_are_problems(tmp_path):
+  problems = jep_numbers._measurement_problems(tmp_path)
+  assert any("no CPU measurement of Exported.call" in p for p in problems)
+  assert any("no TPU measurement of Exported.call" in p for p in problems)
+  assert any("no run time of the tests of Part 1: the interpreter" in p
+             for p in problems)
+  speed = tmp_path / jep_numbers.SPEED
+  speed.mkdir(parents=True)
+  row = {"workload": "mlp", "transform": "vmap", "n": 10,
+         "interpreter_rel_err": 0., "loop_rel_err": 0.3}
+  (speed / "tpu.json").write_text(json.dumps({"rows": [row]}))
+  assert any("tpu.json: results differ from native JAX's by more than "
+             "0.0001: mlp vmap N=10" in p
+             for p in jep_numbers._measurement_problems(tmp_path))
+  # A measurement not made renders as a placeholder, which stage refuses.
+  assert "TBD" in jep_numbers.render_speed(tmp_path, "cpu")
+  times = tmp_path / jep_numbers.TEST_TIMES
+  times.parent.mkdir(parents=True)
+  times.write_text(json.dumps({"date": "d", "machine": "m", "parts": {
+      jep_numbers.PARTS[1].label: {
+          "seconds": 60, "passed": 3, "failed": 1, "skipped": 0, "exit": 1,
+          "summary": "1 failed", "failed_tests": ["t.py::test_x"]}}}))
+  assert any("tests failed when timed: Part 1: the interpreter: "
+             "t.py::test_x" in p
+             for p in jep_numbers._measurement_problems(tmp_path))
 
 
 # ---------------------------------------------------------------------------
@@ -734,10 +893,14 @@ def test_report_json_says_it_per_commit(toy_staged):
   assert vmap["added_lines"]["tests"] == 15
   assert vmap["tests"] == [
       "jax/experimental/jax2tf/tests/batching_test.py"]
-  assert report["held"] == [{"index": 5, "name": "later", "title": (
-      "[jax2tf] call_tf: what comes after the proposal"), "why": (
-          "until the proposal is accepted"), "after": "pfor",
-                              "overlay": "", "overlay_problem": ""}]
+  assert report["held"] == [
+      {"index": 5, "name": "later", "title": (
+          "[jax2tf] call_tf: what comes after the proposal"), "why": (
+              "until the proposal is accepted"), "after": "pfor",
+       "overlay": "", "overlay_problem": ""},
+      {"index": 6, "name": "proposal", "title": "[JEP] A toy proposal",
+       "why": stage_plan.JEP_HELD, "after": "", "overlay": "",
+       "overlay_problem": ""}]
   assert report["pre_commit"]["pyrefly"] is None  # the toy pins none
   twice = report["commits"][3]
   assert twice["modules"] == ["jax/experimental/jax2tf/call_tf.py"]
@@ -925,6 +1088,108 @@ def test_an_overlay_patch_that_no_longer_applies_fails_loudly(
   assert re.search(r"02-vmap: patches/stage/overlay/vmap.patch does not "
                    r"apply to this repository's files \(.*batching/rule.py",
                    proc.stderr), proc.stderr
+
+
+def test_a_jep_waits_for_its_issue_whose_text_is_written(toy_staged):
+  branches = _git(toy_staged / "repo", "branch",
+                  "--format=%(refname:short)").split()
+  assert not any("proposal" in b for b in branches)
+  issue = (toy_staged / "jep-issue.md").read_text()
+  assert issue.startswith("(toy-proposal-jep)=\n# A toy proposal\n\n"
+                          "*Jane Doe*\n\n*December 2026*\n")
+  assert "jax.vmap(f)(xs)" in issue
+
+
+def _stage_edited(root, toy_project, toy_upstream, tmp_path, edits):
+  """Stages a copy of the toy fork with `edits` ({path: (find, replace)})
+  made to its files."""
+  project = tmp_path / "fork"
+  shutil.copytree(toy_project, project)
+  for path, (find, replace) in edits.items():
+    text = (project / path).read_text()
+    assert text.count(find) == 1, (path, find)
+    (project / path).write_text(text.replace(find, replace))
+  out = tmp_path / "out"
+  return out, _fork(root, "--root", str(project), "stage", "0.12.0.1",
+                    "--out", str(out), "--onto", str(toy_upstream),
+                    "--author", _AUTHOR)
+
+
+def test_a_jep_with_its_issue_is_committed_in_the_index_order(
+    root, toy_project, toy_upstream, tmp_path):
+  out, proc = _stage_edited(root, toy_project, toy_upstream, tmp_path, {
+      "patches/stage.toml": ('slug = "toy-proposal" }',
+                             'slug = "toy-proposal", issue = 9000 }')})
+  assert proc.returncode == 0, proc.stderr
+  repo = out / "repo"
+  branch = "call-tf-vmap-06-proposal"
+  assert _git(repo, "rev-parse", f"{branch}~1").strip() == _git(
+      repo, "rev-parse", "jax-v0.12.0.1").strip()
+  assert sorted(_git(repo, "show", "--name-only", "--format=",
+                     branch).split()) == [
+      "docs/jep/9000-toy-proposal.md", "docs/jep/index.rst"]
+  assert _show(repo, branch, "docs/jep/9000-toy-proposal.md").startswith(
+      "(toy-proposal-jep)=\n# JEP 9000: A toy proposal\n\n*Jane Doe*\n")
+  index = _show(repo, branch, "docs/jep/index.rst")
+  assert ("  4410: Omnistaging <4410-omnistaging>\n"
+          "  9000: A toy proposal <9000-toy-proposal>\n"
+          "  28845: Stateful") in index
+  assert not (out / "jep-issue.md").exists()
+  assert _git(repo, "log", "-1", "--format=%B", branch).startswith(
+      "[JEP] A toy proposal\n\nA design proposal for the rest.\n")
+
+
+def test_a_jep_with_a_placeholder_a_note_or_a_path_is_refused(
+    root, toy_project, toy_upstream, tmp_path):
+  """Each leak the reviewer found by hand in the proposal, refused by
+  name, in the issue's text and in the committed document."""
+  leaks = ("*Implementation: TODO(sender): a link*\n\n<!-- tpu-results -->"
+           "\nRun /tmp/bench.py again before sending; the fork's "
+           "distribution keeps `docs/design-notes.md`.\n")
+  for issue in ("", ", issue = 9000"):
+    out, proc = _stage_edited(
+        root, toy_project, toy_upstream, tmp_path / f"i{bool(issue)}", {
+            "docs/jep/toy-proposal.md": ("## Summary\n",
+                                         "## Summary\n\n" + leaks),
+            "patches/stage.toml": ('slug = "toy-proposal" }',
+                                   f'slug = "toy-proposal"{issue} }}')})
+    assert proc.returncode == 1
+    errors = [l for l in proc.stderr.splitlines()
+              if l.startswith("error:") and "06-proposal" in l]
+    for word in ("'TODO('", "'<!--'", "'/tmp'", "'before sending'",
+                 "'fork'", "'distribution'", "'docs/design-notes.md'"):
+      assert any(word in e for e in errors), (issue, word, errors)
+
+
+def test_a_patch_from_a_placeholder_author_is_refused(
+    root, toy_project, toy_upstream, tmp_path):
+  _, proc = _stage_edited(root, toy_project, toy_upstream, tmp_path, {
+      "patches/stage/twice.patch": ("Subject: ", "From: Test Person "
+                                    "<test@example.com>\nSubject: ")})
+  assert proc.returncode == 1
+  assert ("04-twice: patches/stage/twice.patch: its From: header: the "
+          "author's address 'test@example.com' reaches no one") in proc.stderr
+  # (A team's or the fork's name: identity_problems, tested above.)
+
+
+_EARLY_JEP = '''[[pr.edit]]
+file = "docs/jep/index.rst"
+find = "  28845: Stateful Randomness in JAX <28845-stateful-rng>\\n"
+replace = """  28845: Stateful Randomness in JAX <28845-stateful-rng>
+  5: An early one <5-early>
+"""
+
+[[pr]]
+name = "later"'''
+
+
+def test_a_jep_index_out_of_order_is_refused(root, toy_project,
+                                             toy_upstream, tmp_path):
+  _, proc = _stage_edited(root, toy_project, toy_upstream, tmp_path, {
+      "patches/stage.toml": ('[[pr]]\nname = "later"', _EARLY_JEP)})
+  assert proc.returncode == 1
+  assert ("04-twice: docs/jep/index.rst:10: JEP 5 comes after JEP 28845 "
+          "(line 9): the index is in numeric order") in proc.stderr
 
 
 def test_verify_installs_each_commit_and_runs_its_tests(root, toy_project,

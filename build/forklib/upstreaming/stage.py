@@ -66,6 +66,7 @@ from forklib.sources import fetch
 from forklib.sources import patchq
 from forklib.sources import tree as tree_lib
 from forklib.upstreaming import gitcmd
+from forklib.upstreaming import jep_numbers
 from forklib.upstreaming import stage_bazel
 from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_conventions
@@ -333,7 +334,7 @@ class _Layer:
         text = variant.get(source)
         if text is None:
           text = self._source(source).read_text(encoding="utf-8")
-        self._write(path, text)
+        self.write(path, text)
         written.append(path)
       if earlier is pr:
         new_modules = [self.plan.repo_path(m) for m in pr.modules]
@@ -379,7 +380,7 @@ class _Layer:
                                "this base)")
     return build_files
 
-  def _write(self, path: str, text: str) -> None:
+  def write(self, path: str, text: str) -> None:
     dest = self.repo / path
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(text, encoding="utf-8")
@@ -416,7 +417,7 @@ class _Layer:
         break
       current = new
     for p, text in current.items():
-      self._write(p, text)
+      self.write(p, text)
     return []
 
   def _check_references(self, written: list[str], patched: str,
@@ -496,7 +497,7 @@ class _Layer:
                         encoding="utf-8")
         written.append(edit.file)
       for f in earlier.files:
-        self._write(f.to, self._source(f.source).read_text(encoding="utf-8"))
+        self.write(f.to, self._source(f.source).read_text(encoding="utf-8"))
         written.append(f.to)
     entries = [(c.section, c.text) for e in chain for c in e.changelog]
     if entries:
@@ -528,6 +529,37 @@ def _fork_docs(project: Project, repo: pathlib.Path,
                                         for f in staged}:
             names.append(p.name)
   return names
+
+
+def _fork_paths(project: Project, repo: pathlib.Path, base: str,
+                staged: set[str] = frozenset()) -> list[str]:
+  """This repository's paths that the base lacks, as a reviewer would read
+  them: its files, and its folders (`tests/stablehlo`, `benchmarks/`, a
+  top-level one with its slash), the outermost one the base lacks. Not
+  `jax/` (what pull requests add to JAX, and proposals name), and not what
+  the plan stages (`staged`)."""
+  upstream = set(_git(repo, "ls-tree", "-r", "--name-only", base
+                      ).stdout.split())
+  folders = {str(p) for f in upstream
+             for p in pathlib.PurePosixPath(f).parents if str(p) != "."}
+  proc = _git(project.root, "ls-files", check=False)
+  ours = (proc.stdout.split() if proc.returncode == 0 else
+          [p.relative_to(project.root).as_posix()
+           for p in project.root.rglob("*") if p.is_file()
+           and not any(part.startswith(".") or part == "__pycache__"
+                       for part in p.relative_to(project.root).parts)])
+  found = set()
+  for f in ours:
+    if f in upstream or f in staged or f.startswith("jax/"):
+      continue
+    path = pathlib.PurePosixPath(f)
+    missing = [str(p) for p in reversed(path.parents)
+               if str(p) != "." and str(p) not in folders]
+    if missing:
+      found.add(missing[0] + ("/" if "/" not in missing[0] else ""))
+    elif "/" in f:
+      found.add(f)
+  return sorted(found)
 
 
 def stage(project: Project, release: Release, out: pathlib.Path,
@@ -639,13 +671,16 @@ def _commit_all(project: Project, plan: stage_plan.Plan,
   for pr in plan.prs:
     result = CommitResult(
         pr.index, pr.name, pr.title, f"{plan.branch}-{pr.slug}",
-        kind="source" if pr.source else ("series" if pr.patches or pr.modules
-                                          else "files"),
+        kind="source" if pr.source else (
+            "series" if pr.patches or pr.modules else
+            "jep" if pr.jep is not None else "files"),
         onto=pr.after or "base", held=pr.held, breaking=pr.breaking,
         limit=plan.limit(pr))
     results.append(result)
     if pr.held:
       log.step("stage", f"{pr.slug}: held ({pr.held})")
+      if pr.jep is not None:
+        _write_jep_issue(project, pr, staged, who, result)
       if pr.overlay:
         try:
           stage_source.overlay_variant(project.root, pr.overlay)
@@ -655,6 +690,8 @@ def _commit_all(project: Project, plan: stage_plan.Plan,
     parent = commits[pr.after] if pr.after else base
     if pr.source:
       _commit_source(project, pr, layer, repo, parent, result, who)
+    elif pr.jep is not None:
+      _commit_jep(project, plan, pr, layer, repo, parent, result, who)
     else:
       patched[pr.name] = _patched_tree(
           repo, patched.get(pr.after, base), [queue[n] for n in pr.patches],
@@ -792,7 +829,10 @@ def _commit_source(project: Project, pr: stage_plan.PullRequest,
   left_out = [fp.path for fp in patch.files
               if fp.old_path and not (repo / fp.old_path).exists()
               and patchq.is_test_path(fp.path)]
-  status = _am(repo, patch, left_out)
+  result.problems += _patch_author_problems(pr.source, patch.path)
+  with tempfile.TemporaryDirectory(prefix="stage-am-") as tmp:
+    status = _am(repo, _with_author(patch, who, pathlib.Path(tmp)),
+                 left_out)
   result.patches.append(status)
   result.left_out += [f"{p} (edited by {pr.source}; not in this base)"
                       for p in left_out]
@@ -812,16 +852,93 @@ def _commit_source(project: Project, pr: stage_plan.PullRequest,
                   and f.endswith(".py")]
 
 
+def _patch_author_problems(source: str, path: pathlib.Path) -> list[str]:
+  """A patch written for upstream names a person in its `From:`, or none."""
+  author = stage_checks.patch_author(path.read_text(encoding="utf-8"))
+  if author is None:
+    return []
+  return [f"{source}: its From: header: {p}; or drop the From: and Date: "
+          "lines (stage applies the patch as --author)"
+          for p in stage_conventions.identity_problems(*author)]
+
+
+def _with_author(patch: patchq.Patch, who: Identity,
+                 tmp: pathlib.Path) -> patchq.Patch:
+  """`patch`, with `From: who` where it names no author (git am needs one;
+  the commit is `who`'s in any case)."""
+  text = patch.path.read_text(encoding="utf-8")
+  if stage_checks.patch_author(text) is not None:
+    return patch
+  first, _, rest = text.partition("\n")
+  if not first.startswith("From "):
+    rest, first = text, "From 0000000000000000000000000000000000000000 " \
+        "Mon Sep 17 00:00:00 2001"
+  copy = tmp / patch.path.name
+  copy.write_text(f"{first}\nFrom: {who}\n{rest}", encoding="utf-8")
+  return dataclasses.replace(patch, path=copy)
+
+
+def _jep_text(project: Project, pr: stage_plan.PullRequest, who: Identity,
+              result: CommitResult) -> tuple[str, str] | None:
+  """The proposal as JAX keeps it, and its title; None (a problem) if it
+  has no title."""
+  source = (project.root / pr.jep.source).read_text(encoding="utf-8")
+  try:
+    return (stage_text.jep_document(source, pr.jep.issue, who.name),
+            stage_text.jep_title(source))
+  except ValueError as e:
+    result.problems.append(f"{pr.jep.source}: {e}")
+    return None
+
+
+def _write_jep_issue(project: Project, pr: stage_plan.PullRequest,
+                     staged: pathlib.Path, who: Identity,
+                     result: CommitResult) -> None:
+  """jep-issue.md: the text of a proposal's JEP issue, not opened yet."""
+  jep = _jep_text(project, pr, who, result)
+  if jep is not None:
+    (staged / "jep-issue.md").write_text(jep[0], encoding="utf-8")
+
+
+def _commit_jep(project: Project, plan: stage_plan.Plan,
+                pr: stage_plan.PullRequest, layer: "_Layer",
+                repo: pathlib.Path, parent: str, result: CommitResult,
+                who: Identity) -> None:
+  """A design proposal whose JEP issue is open: its document, its line of
+  the JEP index, its CHANGELOG entries."""
+  _git(repo, "checkout", "-q", "--detach", parent)
+  written = layer.docs(pr, [pr], result)
+  jep = _jep_text(project, pr, who, result)
+  index = repo / stage_checks.JEP_INDEX
+  if jep is not None:
+    text, title = jep
+    layer.write(pr.jep.path(), text)
+    written.append(pr.jep.path())
+    if not index.is_file():
+      result.left_out.append(f"{stage_checks.JEP_INDEX} (not in this base)")
+    else:
+      try:
+        index.write_text(stage_text.jep_index_with(
+            index.read_text(encoding="utf-8"), pr.jep.issue, title,
+            pr.jep.slug), encoding="utf-8")
+        written.append(stage_checks.JEP_INDEX)
+      except ValueError as e:
+        result.problems.append(str(e))
+  message = stage_text.commit_message(pr.title, pr.summary, [],
+                                      plan.bug_of(pr))
+  _commit(repo, written, message, who, result)
+
+
 def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
                repo: pathlib.Path, base: str, results: list[CommitResult],
                hooks: stage_precommit.Hooks, staged: pathlib.Path) -> None:
   """Every check of every commit, recorded in its result."""
+  staged_sources = {f.source for pr in plan.prs for f in pr.files} | {
+      pr.jep.source for pr in plan.prs if pr.jep is not None}
   scrubber = stage_checks.Scrubber(
       [(p.regex, p.why) for p in plan.scrub_patterns],
-      list(plan.scrub_allow),
-      _fork_docs(project, repo, {f.source for pr in plan.prs
-                                 for f in pr.files}),
-      release.version)
+      list(plan.scrub_allow), _fork_docs(project, repo, staged_sources),
+      release.version, _fork_paths(project, repo, base, staged_sources))
   commits = {r.name: r.commit for r in results if r.commit}
   by_name = {pr.name: pr for pr in plan.prs}
   ruff = stage_precommit.ruff_executable(hooks)
@@ -836,9 +953,11 @@ def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
     return pyrefly_at[commit]
 
   for result in results:
+    pr = by_name[result.name]
+    if pr.jep is not None:
+      _check_jep(project, plan, pr, scrubber, staged, result)
     if not result.commit:
       continue
-    pr = by_name[result.name]
     parent = commits[pr.after] if pr.after else base
     result.sizes = stage_checks.sizes(repo, parent, result.commit)
     result.scrub = stage_checks.scrub_commit(scrubber, repo, parent,
@@ -855,9 +974,26 @@ def _check_all(project: Project, plan: stage_plan.Plan, release: Release,
   prs_dir = staged / "pull-requests"
   for md in sorted(prs_dir.iterdir()):
     for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
-      for finding in scrubber.scan(line, f"pull-requests/{md.name}:{n}"):
+      for finding in scrubber.scan(line, f"pull-requests/{md.name}:{n}",
+                                   prose=True):
         next(r for r in results if md.name.startswith(r.slug)
              ).scrub.append(finding)
+
+
+def _check_jep(project: Project, plan: stage_plan.Plan,
+               pr: stage_plan.PullRequest, scrubber: stage_checks.Scrubber,
+               staged: pathlib.Path, result: CommitResult) -> None:
+  """A proposal's issue text (its commit's is the commit's to check), and
+  its numbers against what `jep_numbers` computes from this tree."""
+  issue = staged / "jep-issue.md"
+  if not result.commit and issue.is_file():
+    for n, line in enumerate(issue.read_text(encoding="utf-8").splitlines(),
+                             1):
+      result.scrub += scrubber.scan(line, f"jep-issue.md:{n}", prose=True)
+  if pr.jep.numbers:
+    text = (project.root / pr.jep.source).read_text(encoding="utf-8")
+    result.problems += [f"{pr.jep.source}: {p}" for p in jep_numbers.check(
+        project.root, plan, text)]
 
 
 def _conventions(repo: pathlib.Path, parent: str,
@@ -891,6 +1027,9 @@ def _commit_problems(repo: pathlib.Path, parent: str,
     if outside:
       problems.append(f"changes {', '.join(outside)}, outside what it may "
                       f"touch ({', '.join(pr.touches)})")
+  if stage_checks.JEP_INDEX in files:
+    problems += stage_checks.jep_index_order(_git(
+        repo, "show", f"{result.commit}:{stage_checks.JEP_INDEX}").stdout)
   if (result.sizes.get("code", 0) and not result.sizes.get("tests", 0)
       and not any(patchq.is_test_path(item.split(" ")[0])
                   for item in result.left_out)):
@@ -956,6 +1095,9 @@ def _problems(plan: stage_plan.Plan, results: list[CommitResult],
       who.name, who.email)]
   for r in results:
     if not r.commit:
+      # A held proposal's issue text is checked as a commit is.
+      problems += [f"held {r.slug}: {p}" for p in r.problems]
+      problems += [f"held {r.slug}: fork-internal word: {f}" for f in r.scrub]
       continue
     where = f"commit {r.slug}"
     for p in r.patches:

@@ -26,6 +26,15 @@
   that upstream's own file already had at the base is not the commit's.
 * `sizes`: the lines the commit adds, as code, BUILD files, tests and
   documentation.
+* `prose`: what a reviewer found by hand in a proposal and in descriptions
+  (`PROSE_PATTERNS`: a placeholder such as `TODO(` or `NNNNN`, a note to
+  whoever sends it, a `/tmp` path, an HTML comment (a marker of our tools),
+  the word "distribution" for the fork), in what is read as prose: commit
+  messages, descriptions, documentation, a JEP; and this repository's own
+  paths (`Scrubber`'s `fork_paths`) everywhere.
+* `jep_index_order`: the JEPs of `docs/jep/index.rst` in numeric order.
+* `patch_author_problems`: the `From:` of a patch written for upstream
+  names a person, or is left out (`stage` applies it as `--author`).
 """
 
 from __future__ import annotations
@@ -56,6 +65,21 @@ BUILTIN_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"(?i)\bupstream(?:'s)?\b", "\"upstream\" for upstream itself: in its "
      "own tree, name it (JAX, jax2tf, this module)"),
 )
+# (regex, why): what must not be in prose that reaches upstream (messages,
+# descriptions, documentation), besides BUILTIN_PATTERNS. Code is not
+# scanned for these: `TODO(name)` and "a distribution" are upstream's own
+# words there.
+PROSE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"\bTODO\(|\b(?:TBD|FIXME|XXX)\b|\bN{4,}\b",
+     "a placeholder left in: fill it in"),
+    (r"(?<![\w.~-])/tmp\b", "a path of the machine it was written on"),
+    (r"<!--", "an HTML comment: a note or a marker of our tools, not for the "
+     "reader"),
+    (r"(?i)\bbefore\s+(?:sending|(?:it|this(?:\s+\w+)?)\s+is\s+sent)\b",
+     "a note to whoever sends it"),
+    (r"(?i)\bdistributions?\b", "\"distribution\" for the fork: say what it "
+     "is (an implementation, a package outside JAX)"),
+)
 _JAX_RELEASE_RE = re.compile(
     r"(?i)\bjax(?:lib)?(?:\s+releases?)?\s*\(?\s*(?:(?:before|from|after|"
     r"up to|until|since|older than|newer than|<=?|>=?)\s*)?v?"
@@ -82,7 +106,8 @@ class Scrubber:
   """Finds fork-internal words in text."""
 
   def __init__(self, patterns: list[tuple[str, str]], allow: list[str],
-               fork_docs: list[str], target: str):
+               fork_docs: list[str], target: str,
+               fork_paths: list[str] = ()):
     """Args:
 
     patterns: extra (regex, why) besides the built-in ones.
@@ -91,6 +116,8 @@ class Scrubber:
       (`docs/stablehlo.md`, `stablehlo.md`).
     target: the upstream release staged for: older JAX releases named in
       the text are compatibility branches left in.
+    fork_paths: this repository's paths that upstream's tree lacks (its
+      files and folders: `benchmarks/accelerator.py`, `tests/stablehlo/`).
     """
     self._patterns = [(re.compile(r), why) for r, why in
                       (*BUILTIN_PATTERNS, *patterns)]
@@ -99,17 +126,38 @@ class Scrubber:
           r"(?<![\w/.-])(?:" + "|".join(re.escape(d) for d in sorted(
               fork_docs, key=len, reverse=True)) + r")\b"),
                              "a document of the fork"))
+    if fork_paths:
+      # A folder ending in "/" is named with its slash (`benchmarks/`, not
+      # the word); anything may follow a folder's name.
+      self._patterns.append((re.compile(
+          r"(?<![\w/.-])(?:" + "|".join(
+              re.escape(p) + (r"[\w./-]*" if p.endswith("/") else
+                              r"(?:/[\w./-]*)?")
+              for p in sorted(fork_paths, key=len, reverse=True))
+          + r")(?![\w-])"), "a path of this repository, not of JAX's"))
+    self._prose = [(re.compile(r), why) for r, why in PROSE_PATTERNS]
     self._allow = [re.compile(a) for a in allow]
     self._target = _version_tuple(target)
 
-  def scan(self, text: str, where: str) -> list[Finding]:
-    """The findings in one line (or one short text) of `where`."""
+  def scan(self, text: str, where: str, prose: bool = False
+           ) -> list[Finding]:
+    """The findings in one line (or one short text) of `where`.
+
+    Args:
+      text: the line.
+      where: where it is, for the finding.
+      prose: whether it is read as prose (a message, a description,
+        documentation): then `PROSE_PATTERNS` apply too.
+    """
     if any(a.search(text) for a in self._allow):
       return []
     found = []
-    for regex, why in self._patterns:
+    spans = set()  # a word two patterns match is one finding
+    for regex, why in (*self._patterns, *(self._prose if prose else ())):
       for m in regex.finditer(text):
-        found.append(Finding(where, m.group(0), why, text.strip()))
+        if m.span() not in spans:
+          spans.add(m.span())
+          found.append(Finding(where, m.group(0), why, text.strip()))
     for m in _JAX_RELEASE_RE.finditer(text):
       version = _version_tuple(m.group("version"))
       if version < self._target[:len(version)]:
@@ -144,7 +192,8 @@ def scrub_commit(scrubber: Scrubber, repo: pathlib.Path, old: str,
   and identities."""
   found = []
   for path, n, text in added_lines(repo, old, new):
-    found += scrubber.scan(text, f"{path}:{n}")
+    found += scrubber.scan(text, f"{path}:{n}",
+                           prose=kind_of(path) == "docs")
   files = gitcmd.git(repo, "diff", "--name-only", "--no-renames", old, new,
                      command="stage").stdout.split()
   for path in files:
@@ -152,7 +201,7 @@ def scrub_commit(scrubber: Scrubber, repo: pathlib.Path, old: str,
   message = gitcmd.git(repo, "log", "-1", "--format=%B", new,
                        command="stage").stdout
   for n, text in enumerate(message.splitlines(), 1):
-    found += scrubber.scan(text, f"commit message line {n}")
+    found += scrubber.scan(text, f"commit message line {n}", prose=True)
   idents = gitcmd.git(repo, "log", "-1", "--format=%an <%ae>%n%cn <%ce>", new,
                       command="stage").stdout.splitlines()
   for who, text in zip(("author", "committer"), idents):
@@ -254,3 +303,51 @@ def ruff_commit(ruff: str, repo: pathlib.Path, base: str, old: str,
       found = kept
     findings += found
   return findings
+
+
+# ---------------------------------------------------------------------------
+# What a reviewer found by hand: JEP index order, patch authors.
+# ---------------------------------------------------------------------------
+
+JEP_INDEX = "docs/jep/index.rst"
+_JEP_LINE_RE = re.compile(r"^\s+(\S+?):\s.*<([^<>]+)>\s*$")
+
+
+def jep_index_order(text: str) -> list[str]:
+  """What is wrong with the order of `docs/jep/index.rst`'s JEP lines.
+
+  Each line of its table of contents (`  263: JAX PRNG Design
+  <263-prng>`) names a JEP by its issue's number: they are in increasing
+  order of that number, and each number is one (not a placeholder).
+  """
+  problems = []
+  last = None
+  for n, line in enumerate(text.splitlines(), 1):
+    m = _JEP_LINE_RE.match(line)
+    if not m:
+      continue
+    number, target = m.groups()
+    if not number.isdigit() or not target.startswith(f"{number}-"):
+      problems.append(f"{JEP_INDEX}:{n}: {number!r} is not the number of a "
+                      f"JEP's issue (its document {target!r}): open the "
+                      "issue, and name the file and the line after it")
+      continue
+    if last is not None and int(number) < last[0]:
+      problems.append(f"{JEP_INDEX}:{n}: JEP {number} comes after JEP "
+                      f"{last[0]} (line {last[1]}): the index is in numeric "
+                      "order")
+    last = (int(number), n)
+  return problems
+
+
+_FROM_RE = re.compile(r"^From:\s*(?P<name>[^<>]*?)\s*<(?P<email>[^<>]*)>\s*$")
+
+
+def patch_author(text: str) -> tuple[str, str] | None:
+  """The (name, email) of a `git format-patch` file's `From:` header, if
+  it has one (before its first blank line)."""
+  for line in text.split("\n\n", 1)[0].splitlines():
+    m = _FROM_RE.match(line)
+    if m:
+      return m.group("name").strip('"'), m.group("email")
+  return None

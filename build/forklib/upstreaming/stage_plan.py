@@ -28,8 +28,14 @@ of:
   code held back, branches for other releases left out) its `overlay`
   patch of `patches/stage/overlay/` (`stage_source.overlay_variant`), its
   message made of the patches' DEP-3 descriptions;
-* `files` of this repository copied into upstream's tree (a design
-  proposal);
+* `files` of this repository copied into upstream's tree;
+* a `jep`: a design proposal of this repository, in JAX's form. JAX asks
+  for a JEP issue first, and names the document and its index line after
+  the issue's number: until `issue` is given, the pull request is held and
+  `stage` writes the issue's text (`jep-issue.md`); with it, the commit
+  adds `docs/jep/<issue>-<slug>.md` (its title "JEP <issue>: ...", the
+  author's name under it) and its line of `docs/jep/index.rst`, in numeric
+  order;
 
 and, in all cases, its CHANGELOG entries and edits of upstream's
 documentation. A pull request that waits (`held`, with the reason: until a
@@ -89,10 +95,19 @@ text = "call_tf_vectorizer = enum_state(..."
 before = ""                      # what earlier commits have instead
 
 [[pr]]                           # a document of ours
+name = "notes"
+title = "[docs] ..."
+summary = "..."
+files = [{ from = "docs/x.md", to = "docs/x.md" }]
+
+[[pr]]                           # a design proposal, as a JEP
 name = "proposal"
 title = "[JEP] ..."
 summary = "..."
-files = [{ from = "docs/jep/1-x.md", to = "docs/jep/1-x.md" }]
+jep = { source = "docs/jep/x.md", slug = "x", issue = 0, numbers = true }
+                                 # issue: its JEP issue's number, 0 until
+                                 # it is opened; numbers: its tables are
+                                 # checked against jep_numbers
 
 [[stays]]                        # not staged: the distribution's own
 name = "tf1-graph-mode"
@@ -162,6 +177,19 @@ class FileCopy:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Jep:
+  """A design proposal of this repository, staged in JAX's form."""
+  source: str     # the document, relative to the project root
+  slug: str       # its file is docs/jep/<issue>-<slug>.md
+  issue: int      # the JEP issue's number; 0 until it is opened
+  numbers: bool   # whether its tables are checked (jep_numbers)
+
+  def path(self) -> str:
+    """The document's path in JAX's tree."""
+    return f"docs/jep/{self.issue}-{self.slug}.md"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class PullRequest:
   """One pull request: one commit of the staged series (unless held)."""
   index: int      # 1-based, in plan order
@@ -184,6 +212,7 @@ class PullRequest:
   breaking: bool = False
   files: tuple[FileCopy, ...] = ()
   overlay: str = ""          # its variant of the overlay (project path)
+  jep: Jep | None = None     # a design proposal (held until its issue)
 
   @property
   def slug(self) -> str:
@@ -296,10 +325,47 @@ def _default_like(to: str) -> str | None:
 _PR_KEYS = {"name", "title", "summary", "patches", "modules", "test",
             "changelog", "edit", "deferred", "source", "after", "held", "bug",
             "max_added_lines", "replaces", "touches", "breaking", "files",
-            "overlay"}
+            "overlay", "jep"}
 # What a pull request written for upstream (`source`) carries in its patch.
 _NOT_WITH_SOURCE = ("title", "summary", "patches", "modules", "test",
-                    "deferred", "files", "overlay")
+                    "deferred", "files", "overlay", "jep")
+# What a design proposal (`jep`) does not stage.
+_NOT_WITH_JEP = ("patches", "modules", "test", "deferred", "files",
+                 "overlay", "edit")
+JEP_HELD = ("until its JEP issue is opened (JAX asks for the issue first): "
+            "open it with jep-issue.md, then give its number as the plan's "
+            "jep.issue")
+
+
+def _load_jep(root: pathlib.Path, path: pathlib.Path, where: str,
+              raw: dict[str, Any]) -> Jep | None:
+  """A pull request's design proposal, checked."""
+  if "jep" not in raw:
+    return None
+  table = raw["jep"]
+  if not isinstance(table, dict):
+    raise _fail(path, where, "jep must be a table")
+  _check_keys(path, f"{where} jep", table,
+              {"source", "slug", "issue", "numbers"}, {"source", "slug"})
+  both = [k for k in _NOT_WITH_JEP if k in raw]
+  if both:
+    raise _fail(path, where, f"a jep stages its document alone: drop "
+                f"{', '.join(both)}")
+  source = _string(path, f"{where} jep source", table["source"])
+  if not (root / source).is_file():
+    raise _fail(path, where, f"jep: {source} does not exist")
+  slug = _string(path, f"{where} jep slug", table["slug"])
+  if not _NAME_RE.match(slug):
+    raise _fail(path, where, f"jep slug {slug!r} must be lower-case "
+                "letters, digits and dashes")
+  issue = table.get("issue", 0)
+  if not isinstance(issue, int) or isinstance(issue, bool) or issue < 0:
+    raise _fail(path, where, "jep issue must be the number of the JEP's "
+                "issue, or 0 until it is opened")
+  numbers = table.get("numbers", False)
+  if not isinstance(numbers, bool):
+    raise _fail(path, where, "jep numbers must be true or false")
+  return Jep(source, slug, issue, numbers)
 
 
 def _load_tests(path: pathlib.Path, where: str, raw: list[Any]
@@ -403,6 +469,10 @@ def _load_pr(root: pathlib.Path, path: pathlib.Path, index: int, raw: Any
     raise _fail(path, where, "max_added_lines must be a positive integer")
   bug = raw.get("bug")
   changelog, edits, deferred, files = _load_texts(path, where, raw)
+  jep = _load_jep(root, path, where, raw)
+  held = _string(path, f"{where} held", raw.get("held", "")).strip()
+  if jep is not None and not jep.issue and not held:
+    held = JEP_HELD
   pr = PullRequest(
       index=index, name=name, title=title,
       summary=_string(path, f"{where} summary", raw.get("summary", "")
@@ -413,13 +483,14 @@ def _load_pr(root: pathlib.Path, path: pathlib.Path, index: int, raw: Any
       changelog=changelog, edits=edits, deferred=deferred,
       source=raw.get("source", ""),
       after=_string(path, f"{where} after", raw.get("after", "")),
-      held=_string(path, f"{where} held", raw.get("held", "")).strip(),
+      held=held,
       bug=None if bug is None else _string(path, f"{where} bug", bug),
       max_added_lines=limit,
       replaces=_strings(path, f"{where} replaces", raw.get("replaces", [])),
       touches=_strings(path, f"{where} touches", raw.get("touches", [])),
       breaking=bool(raw.get("breaking", False)), files=files,
-      overlay=_string(path, f"{where} overlay", raw.get("overlay", "")))
+      overlay=_string(path, f"{where} overlay", raw.get("overlay", "")),
+      jep=jep)
   _check_pr(root, path, where, pr)
   return pr
 
@@ -439,7 +510,7 @@ def _check_pr(root: pathlib.Path, path: pathlib.Path, where: str,
     raise _fail(path, where, f"overlay {pr.overlay} does not exist (a diff "
                 "of this repository's jax/ and tests/upstream/ files)")
   if (not pr.source and not pr.patches and not pr.modules and not pr.files
-      and not pr.tests and not pr.held):
+      and not pr.tests and not pr.held and pr.jep is None):
     raise _fail(path, where, "stages nothing: give it a source patch, "
                 "patches, modules or files")
 

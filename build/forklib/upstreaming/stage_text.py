@@ -174,3 +174,50 @@ def landing_order(position: int, names: list[str],
                    + f": `{first}` lands first, and `{second}` is rebased "
                    "onto `main` after it.")
   return "\n\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# A design proposal in JAX's form (a JEP).
+# ---------------------------------------------------------------------------
+
+_TITLE_RE = re.compile(r"^# +(?P<title>\S.*?)\s*$", re.MULTILINE)
+_INDEX_LINE_RE = re.compile(r"^(?P<indent>\s+)(?P<number>\d+):\s")
+
+
+def jep_title(text: str) -> str:
+  """The title of a JEP's document (its first `# ` heading)."""
+  m = _TITLE_RE.search(text)
+  if not m:
+    raise ValueError("the document has no title (a line starting '# ')")
+  return m.group("title")
+
+
+def jep_document(text: str, issue: int, author: str) -> str:
+  """The JEP as JAX keeps it: "JEP <issue>: " before its title (none while
+  `issue` is 0, for the issue's text), and the author's name under it."""
+  m = _TITLE_RE.search(text)
+  if not m:
+    raise ValueError("the document has no title (a line starting '# ')")
+  title = (f"# JEP {issue}: {m.group('title')}" if issue
+           else f"# {m.group('title')}")
+  return text[:m.start()] + f"{title}\n\n*{author}*\n" + text[m.end():]
+
+
+def jep_index_with(index: str, issue: int, title: str, slug: str) -> str:
+  """`docs/jep/index.rst` with the JEP's line, in numeric order among the
+  lines of its table of contents (`  263: JAX PRNG Design <263-prng>`).
+
+  Raises:
+    ValueError: the index has no such line to put it among.
+  """
+  lines = index.split("\n")
+  numbered = [(i, int(m.group("number")), m.group("indent"))
+              for i, line in enumerate(lines)
+              if (m := _INDEX_LINE_RE.match(line))]
+  if not numbered:
+    raise ValueError("docs/jep/index.rst lists no JEP ('  <number>: "
+                     "<title> <<file>>')")
+  at = next((i for i, number, _ in numbered if number > issue),
+            numbered[-1][0] + 1)
+  lines.insert(at, f"{numbered[0][2]}{issue}: {title} <{issue}-{slug}>")
+  return "\n".join(lines)
