@@ -345,6 +345,16 @@ def watch_variables(variables: Sequence[Any]) -> None:
       watch(v)
 
 
+def under_tf_interpretation(args: Sequence[Any]) -> bool:
+  """Whether ``args`` are traced by ``jax2tf.convert`` with
+  ``native_serialization=False`` (releases before 0.7), which interprets
+  JAX primitives as TF ops and has no rule for the ones an embedded
+  module's call binds."""
+  from jax.experimental.jax2tf import jax2tf as jax2tf_internal  # pylint: disable=g-import-not-at-top
+  tracer = getattr(jax2tf_internal, "TensorFlowTracer", None)
+  return tracer is not None and any(isinstance(a, tracer) for a in args)
+
+
 def runs_with_xla_eagerly(callable_tf: object) -> bool:
   """Whether ``callable_tf`` is a ``tf.function(jit_compile=True)``.
 

@@ -490,6 +490,8 @@ def embedding_or(callable_tf: Callable[..., Any],
 
   def call(*args_jax):
     args_flat, args_treedef = tree_util.tree_flatten(args_jax)
+    if compat.under_tf_interpretation(args_flat):
+      return general(*args_jax)  # (as TF: the function's own XlaCallModule)
     embedded = restored.find_embeddable_module(
         callable_tf, args_treedef, tuple(map(_arg_spec, args_flat)))
     if embedded is None:
