@@ -57,20 +57,24 @@ def test_plan_runs_jax_export_without_tensorflow_on_the_default():
 
 
 def test_plan_tests_every_python_of_every_release():
-  """Each further Python of a release (3.13) gets the fork's smoke suite."""
-  plan = testrun.plan(MANIFEST, [], full=False)
-  assert [(r.version, r.test_python) for r, m in plan
-          if m != testrun.NO_TF] == [
-      (r.version, p) for r in MANIFEST.newest() for p in r.python]
-  assert [(r.version, r.test_python) for r, m in plan
-          if m == testrun.SMOKE_FORK] == [
-              (r.version, p) for r in MANIFEST.newest() for p in r.python[1:]]
-  assert any(m == testrun.SMOKE_FORK and r.test_python == "3.13"
-             for r, m in plan)
-  for r, _ in plan:  # the same release, only its Pythons reordered
-    original = MANIFEST.get(r.version)
-    assert sorted(r.python) == sorted(original.python)
-    assert r.label == original.label
+  """Each further Python of a release (3.13) gets the fork's smoke suite:
+  the default release's in `test`, every release's with `--full`."""
+  default = MANIFEST.default()
+  for full in (False, True):
+    plan = testrun.plan(MANIFEST, [], full=full)
+    assert [(r.version, r.test_python) for r, m in plan
+            if m not in (testrun.NO_TF, testrun.SMOKE_FORK)] == [
+        (r.version, r.python[0]) for r in MANIFEST.newest()]
+    assert [(r.version, r.test_python) for r, m in plan
+            if m == testrun.SMOKE_FORK] == [
+                (r.version, p) for r in MANIFEST.newest()
+                if full or r is default for p in r.python[1:]]
+    assert any(m == testrun.SMOKE_FORK and r.test_python == "3.13"
+               for r, m in plan)
+    for r, _ in plan:  # the same release, only its Pythons reordered
+      original = MANIFEST.get(r.version)
+      assert sorted(r.python) == sorted(original.python)
+      assert r.label == original.label
 
 
 def test_plan_on_a_chosen_python():

@@ -33,9 +33,13 @@ Modes (docs/maintainers.md says why):
   release only (FULL_RUN_ARG), or with `--upstream V --full` on V.
 
 A release's further Pythons (`python` in the manifest after the first: 3.13
-where TF 2.21 has cp313 wheels) get the fork's smoke suite in `test` and
-`matrix` (SMOKE_FORK: upstream's suites run on the first Python only), each
-in a venv of its own, with the wheel built once per release.
+where TF 2.21 has cp313 wheels) get the fork's smoke suite (SMOKE_FORK:
+upstream's suites run on the first Python only), each in a venv of its own,
+with the wheel built once per release: the default release's in `test`,
+every release's in `matrix` and `test --full`, which run before each
+release (the wheel is the same pure Python on each; what another Python
+changes is the release's jaxlib and TensorFlow wheels, which change only
+with the manifest).
 
 The default release also runs NO_TF_PATHS in a venv without TensorFlow
 (NO_TF: the wheel, jaxlib and flatbuffers, as a jax.export user has them),
@@ -78,12 +82,12 @@ NO_TF = "jax.export, no TensorFlow"
 NO_TF_PATHS = ("tests/export", "tests/stablehlo",
                "tests/upstream/export_call_transforms_test.py")
 # What the FULL run leaves to the NO_TF run of the same release, where the
-# plan has one: the interpreter's own tests (its conformance cases, JAX's
-# back-compat data, the GPU and TPU calls: about 6 minutes), whose engine
-# imports no TensorFlow (tests/test_layout.py), so that TensorFlow beside
-# it changes nothing they compute. `test --upstream V` (FULL alone) runs
-# them.
-NO_TF_ONLY_PATHS = ("tests/stablehlo",)
+# plan has one: all of it (the interpreter's own tests, its conformance
+# cases, JAX's back-compat data, the GPU and TPU calls, and jax.export's:
+# about 12 minutes), whose code imports no TensorFlow (tests/test_layout.py,
+# and tests/export checks it), so that TensorFlow beside it changes nothing
+# they compute. `test --upstream V` (FULL alone) runs them.
+NO_TF_ONLY_PATHS = NO_TF_PATHS
 # The fork's smoke suite: the core features on every release, in ~2 minutes.
 SMOKE_PATHS = ("tests/calltf/test_smoke.py",
                "tests/calltf/test_installed_fork.py",
@@ -383,7 +387,8 @@ def plan(manifest: Manifest, versions: list[str], full: bool,
     runs.append((r, FULL if full or r is default else SMOKE))
     if r is default:
       runs.append((r, NO_TF))
-    runs += [(on_python(r, p), SMOKE_FORK) for p in r.python[1:]]
+    if full or r is default:
+      runs += [(on_python(r, p), SMOKE_FORK) for p in r.python[1:]]
   return runs
 
 
@@ -443,7 +448,7 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
   printed whole when the run ends. Either way each wheel is built once, one
   build at a time; at most one run is in FULL mode at a time (full runs
   build wheels and run servers of their own in the repository), and runs
-  start longest first (FULL, then SMOKE, then SMOKE_FORK), so that the short
+  start longest first (FULL, NO_TF, SMOKE, then SMOKE_FORK), so that the short
   ones fill in beside the long ones.
   """
   wheels = Wheels(project)
@@ -482,7 +487,7 @@ def run_all(project: Project, runs: list[tuple[Release, str]], *,
   return _schedule(runs, one, jobs)
 
 
-_START_ORDER = (FULL, SMOKE, NO_TF, SMOKE_FORK)
+_START_ORDER = (FULL, NO_TF, SMOKE, SMOKE_FORK)
 
 
 def _schedule(runs: list[tuple[Release, str]],
