@@ -833,6 +833,27 @@ def _known_refusal(refusals: dict[str, str], cid: str) -> str | None:
   return refusals.get(cid, refusals.get(cid.split(":", 1)[0]))
 
 
+def _full_run_lines(results: dict[str, dict],
+                    full_run: dict[str, str]) -> list[str]:
+  """The report's lines of the cases left to the full run, by reason: each
+  case named with its seconds, or for a whole column, counted."""
+  by_reason: dict[str, list[str]] = {}
+  for cid, why in full_run.items():
+    by_reason.setdefault(why, []).append(cid)
+  lines = []
+  for why, ids in by_reason.items():
+    took = [results.get(c, {}).get("seconds") for c in ids]
+    if len(ids) > 12:
+      columns = sorted({c.split(":", 1)[1] for c in ids})
+      what = (f"`{'`, `'.join(columns)}` of {len(ids)} families "
+              f"({sum(t or 0 for t in took):.0f} s in all)")
+    else:
+      what = ", ".join(f"`{c}`" + (f" ({t:.0f} s)" if t is not None else "")
+                       for c, t in zip(ids, took))
+    lines.append(f"- {what}: {_escape(why)}")
+  return lines or ["- none"]
+
+
 def markdown(results: dict[str, dict], environment: dict[str, str],
              seconds: float, known: dict[str, str] | None = None,
              gaps: dict[str, str] | None = None,
@@ -955,17 +976,11 @@ def markdown(results: dict[str, dict], environment: dict[str, str],
   out += ["", "Known bugs (cells `(x)`):", ""]
   out += _by_reason(known)
   out += ["", "## Left to the full run", "",
-          "`Family.full_run`: cases that cost most and prove least, which",
-          "the test suite runs only in the full run (pytest `--full-run`,",
-          "`python3 build/fork.py test --full`); their seconds in this run:",
-          ""]
-  by_reason: dict[str, list[str]] = {}
-  for cid, why in full_run.items():
-    took = (f" ({results[cid]['seconds']:.0f} s)"
-            if "seconds" in results.get(cid, {}) else "")
-    by_reason.setdefault(why, []).append(f"`{cid}`{took}")
-  out += [f"- {', '.join(ids)}: {_escape(why)}"
-          for why, ids in by_reason.items()] or ["- none"]
+          "`Family.full_run` and `FULL_RUN_COLUMNS`: cases that cost most",
+          "and prove least, which the test suite runs only in the full run",
+          "(pytest `--full-run`, `python3 build/fork.py test --full`); their",
+          "seconds in this run:", ""]
+  out += _full_run_lines(results, full_run)
   out += ["", "## Every case that is not ok", ""]
   for cid, r in results.items():
     if r["outcome"] == "ok":

@@ -32,8 +32,9 @@ The whole matrix runs once per session, for the cases selected.
   case must be ok, and passes as soon as the bug is fixed, which the strict
   mark reports so that the fix removes the entry.
 
-Every case runs but those left to the full run (`Family.full_run`: they
-cost most and prove least), which are marked `full_run` and run with
+Every case runs but those left to the full run (`Family.full_run` and
+`FULL_RUN_COLUMNS`: they cost most and prove least), which are marked
+`full_run` and run with
 `--full-run` (`fork.py test --full`); `JAX_FORK_OP_MATRIX_QUICK=1` runs the
 first-order columns only, without the heavy cases (`Family.heavy`: minutes
 each), for a quicker local run. `JAX_FORK_OP_MATRIX_WORKERS` sets the number of
