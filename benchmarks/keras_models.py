@@ -279,7 +279,23 @@ def _worker_per_op(args: argparse.Namespace) -> dict[str, Any]:
   return out
 
 
-_WORKERS = {"prepare": _worker_prepare, "floor": _worker_floor,
+def _worker_env(args: argparse.Namespace) -> dict[str, Any]:
+  """The machine's facts, in a worker: a process that touches the device
+  holds it (a TPU chip: one process at a time), and the workers need it."""
+  del args
+  import platform  # pylint: disable=g-import-not-at-top
+  import jax  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {"jax": jax.__version__, "tensorflow": tf.__version__,
+          "keras": keras.__version__, "python": platform.python_version(),
+          "backend": jax.default_backend(),
+          "device": jax.devices()[0].device_kind, "cpus": os.cpu_count(),
+          "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+_WORKERS = {"env": _worker_env, "prepare": _worker_prepare,
+            "floor": _worker_floor,
             "call": _worker_call, "phases": _worker_phases,
             "per_op": _worker_per_op}
 
@@ -442,18 +458,6 @@ def markdown(data: dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
-def _env() -> dict[str, Any]:
-  import platform  # pylint: disable=g-import-not-at-top
-  import jax  # pylint: disable=g-import-not-at-top
-  import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return {"jax": jax.__version__, "tensorflow": tf.__version__,
-          "keras": keras.__version__, "python": platform.python_version(),
-          "backend": jax.default_backend(),
-          "device": jax.devices()[0].device_kind, "cpus": os.cpu_count(),
-          "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--out", type=pathlib.Path)
@@ -480,7 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   if args.out is None:
     p.error("--out DIR (or --report DIR) is required")
   args.out.mkdir(parents=True, exist_ok=True)
-  data: dict[str, Any] = {"env": _env(), "rows": []}
+  data: dict[str, Any] = {"env": _run_worker("env", "tensorflow", [],
+                                             args.timeout), "rows": []}
   for model in args.models.split(","):
     if not _weights(args.out, model).exists():
       prepared = _run_worker("prepare", "tensorflow", [

@@ -20,12 +20,17 @@ and to another width) there: the engine's composition under ``jax.jit``
 against Python's integers and XLA's own bitcast, one line per case
 (``right``; ``unsupported``, where XLA's own bitcast fails there too;
 ``WRONG`` or ``ERROR``), then the time of the composition against the op
-on arrays of 2**22 wide words (the best of 20 runs, interleaved). Exits 1
-on any ``WRONG`` or ``ERROR``.
+on arrays of 2**22 wide words (the best of 20 runs, interleaved). The
+cases run in a child process, started again after the case where it dies
+(an abort of the platform's compiler), which is ``ABORT`` and names the
+step: XLA's own op (as ``unsupported``), or the engine's composition (ours,
+as ``ERROR``). Exits 1 on any ``WRONG``, ``ERROR`` or ``ABORT`` of the
+engine's.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 
@@ -46,10 +51,12 @@ def check(src: str, dst: str, rng: np.random.Generator) -> str:
   x, shape, want = widths._case(src, dst, rng)  # pylint: disable=protected-access
   text = widths._module([(src, dst)], [x])  # pylint: disable=protected-access
   program = s2j.parse(text)
+  print("step: XLA's own op", flush=True)
   try:
     by_xla = np.asarray(xla.xla_function(text, program)(x)[0])
   except Exception as e:  # pylint: disable=broad-except
     return f"unsupported ({type(e).__name__}: {str(e).splitlines()[0]})"
+  print("step: the engine's composition", flush=True)
   try:
     got = np.asarray(jax.jit(lambda a: program(a))(x)[0])
   except Exception as e:  # pylint: disable=broad-except
@@ -93,18 +100,51 @@ def timings() -> None:
           f"{composed * 1e3:.3f} ms ({composed / op:.2f}x)")
 
 
-def main() -> int:
-  print("device:", jax.devices()[0])
-  bad = 0
+def _child(first: int) -> int:
+  """Runs the cases from index `first` on, one line each (`main`)."""
+  if first == 0:
+    print("device:", jax.devices()[0], flush=True)
   rng = np.random.default_rng(59)
   with config.enable_x64(True):
-    for src, dst in widths._cases():  # pylint: disable=protected-access
-      outcome = check(src, dst, rng)
-      bad += outcome.startswith(("WRONG", "ERROR"))
-      print(f"{src} to {dst}: {outcome}", flush=True)
+    for i, (src, dst) in enumerate(widths._cases()):  # pylint: disable=protected-access
+      if i < first:
+        continue
+      print(f"case {i}", flush=True)
+      print(f"{src} to {dst}: {check(src, dst, rng)}", flush=True)
     timings()
+  return 0
+
+
+def main() -> int:
+  # (The children hold the device, one at a time: not this process.)
+  cases = widths._cases()  # pylint: disable=protected-access
+  bad, first = 0, 0
+  while first < len(cases):
+    child = subprocess.run(
+        [sys.executable, "-m", __spec__.name, "--from", str(first)],
+        capture_output=True, text=True, check=False)
+    index, step = first, None
+    for line in child.stdout.splitlines():
+      if line.startswith("case "):
+        index, step = int(line.split()[1]), None
+      elif line.startswith("step: "):
+        step = line[len("step: "):]
+      else:
+        print(line, flush=True)
+        bad += line.split(": ", 1)[-1].startswith(("WRONG", "ERROR"))
+    if child.returncode == 0:
+      break
+    src, dst = cases[index]
+    print(f"{src} to {dst}: ABORT in {step or 'the setup'} (exit "
+          f"{child.returncode}): "
+          f"{(child.stderr.strip().splitlines() or [''])[-1]}",
+          flush=True)
+    bad += step != "XLA's own op"
+    first = index + 1
   return 1 if bad else 0
 
 
 if __name__ == "__main__":
+  if sys.argv[1:2] == ["--from"]:
+    sys.exit(_child(int(sys.argv[2])))
   sys.exit(main())
