@@ -723,6 +723,26 @@ def platform_error(platform: str, reason: str) -> CallTfPlatformError:
       "function with jax.numpy.")
 
 
+def ordered_symbolic_results_error(
+    result_avals: Sequence[core.AbstractValue]) -> NotImplementedError:
+  """``call_tf_graph=True`` and ``ordered=True`` with symbolic result shapes.
+
+  Under ``jax2tf.convert`` the call is a custom call that also returns a
+  token, and ``XlaCallModule``'s shape refinement does not refine the results
+  of such a call (with or without a shape operand for the token): TensorFlow
+  failed when it ran the function, with "Module has dynamic shapes".
+
+  Args:
+    result_avals: the avals of the call's results (without the token).
+  """
+  return NotImplementedError(
+      "call_tf with call_tf_graph=True and ordered=True cannot have results "
+      "of symbolic shape under jax2tf.convert (the results have shapes "
+      f"{[str(a.shape) for a in result_avals]}): TensorFlow cannot refine the "
+      "result shapes of a call that also returns a token. Use ordered=False, "
+      "or shapes known at conversion.")
+
+
 def ordered_under_jit_error() -> NotImplementedError:
   """A call with ``ordered=True`` lowered without ``call_tf_graph``.
 
