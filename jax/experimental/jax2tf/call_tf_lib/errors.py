@@ -743,6 +743,24 @@ def ordered_symbolic_results_error(
       "or shapes known at conversion.")
 
 
+def stablehlo_version_error(tf_version: str, jax_version: str,
+                            cause: Exception) -> ValueError:
+  """A module that cannot be serialized at the StableHLO version TF reads.
+
+  Args:
+    tf_version: the StableHLO version the installed TensorFlow reads.
+    jax_version: the version ``jax.export`` serialized the module at.
+    cause: the serializer's error.
+  """
+  return ValueError(
+      "The module jax2tf.convert made cannot be given to TensorFlow: the "
+      f"installed TensorFlow reads StableHLO up to version {tf_version}, and "
+      "the module uses a feature of a newer version (jax.export serializes "
+      f"at {jax_version}). Install a TensorFlow that reads StableHLO "
+      f"{jax_version}, or leave the feature out of the function. The "
+      f"serializer said: {cause}")
+
+
 def ordered_under_jit_error() -> NotImplementedError:
   """A call with ``ordered=True`` lowered without ``call_tf_graph``.
 
