@@ -85,9 +85,6 @@ LICENCE = """\
 # JAX's header order.
 PACKAGE_ROOTS = ("benchmarks", "build", "examples", "jax", "tests")
 AS_UPSTREAM = "jax"
-# A temporary exception, by path: build/forklib/upstreaming/ is being edited
-# by another change (issue 58); its header moves when that lands.
-LICENCE_FIRST_FOR_NOW = frozenset({"build/forklib/upstreaming/__init__.py"})
 
 
 def _headed_files(root: pathlib.Path) -> list[pathlib.Path]:
@@ -99,8 +96,7 @@ def _headed_files(root: pathlib.Path) -> list[pathlib.Path]:
                  if not {"__pycache__", ".venv"} & set(p.parts)})
 
 
-def _header_problems(root: pathlib.Path,
-                     licence_first: frozenset[str]) -> list[str]:
+def _header_problems(root: pathlib.Path) -> list[str]:
   """What each of `_headed_files` lacks at its top."""
   problems = []
   for path in _headed_files(root):
@@ -115,7 +111,7 @@ def _header_problems(root: pathlib.Path,
       problems.append(f"{name}: no licence header (Apache 2.0, whole)")
     opening = int(text.startswith("#!")) + 1  # a shebang, then the docstring
     if (first and name.split("/")[0] != AS_UPSTREAM
-        and name not in licence_first and tree.body[0].lineno != opening):
+        and tree.body[0].lineno != opening):
       problems.append(f"{name}: does not open with its docstring (the "
                       "licence goes below it)")
   return problems
@@ -124,7 +120,7 @@ def _header_problems(root: pathlib.Path,
 def test_every_package_says_what_it_is_at_its_top():
   files = _headed_files(ROOT)
   assert len(files) > 30, files  # the packages were found
-  problems = _header_problems(ROOT, LICENCE_FIRST_FOR_NOW)
+  problems = _header_problems(ROOT)
   assert not problems, "\n".join(problems)
 
 
@@ -143,7 +139,7 @@ def test_the_header_check_catches_a_licence_on_top(tmp_path):
   for name, text in files.items():
     (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / name).write_text(text, encoding="utf-8")
-  assert _header_problems(tmp_path, frozenset()) == [
+  assert _header_problems(tmp_path) == [
       "benchmarks/report.py: does not open with its docstring (the licence "
       "goes below it)",
       "build/forklib/__init__.py: no licence header (Apache 2.0, whole)",
@@ -151,8 +147,6 @@ def test_the_header_check_catches_a_licence_on_top(tmp_path):
       "(the licence goes below it)",
       "tests/__init__.py: no docstring saying what it is",
       "tests/__init__.py: no licence header (Apache 2.0, whole)"]
-  assert len(_header_problems(
-      tmp_path, frozenset({"build/forklib/sources/__init__.py"}))) == 4
 
 
 def _resolve(path: str) -> pathlib.Path | None:

@@ -626,15 +626,6 @@ def test_the_ownership_check_catches_a_second_owner(root, tmp_path):
 # included, counted as for the overlay. Its own constant, so that the
 # overlay's cap can move without moving this one.
 MAX_BUILD_FUNCTION_LINES = 60
-# A temporary exception, by name (file in build/, function): these three, in
-# build/forklib/upstreaming/, are being reshaped separately (issue 58), and
-# their entries go when they are. Any other function over the cap fails, and
-# so does an entry here that is no longer over it.
-BUILD_LONG_FOR_NOW = frozenset({
-    "forklib/upstreaming/rebase.py _rebase",
-    "forklib/upstreaming/stage.py stage",
-    "forklib/upstreaming/stage_source.py shake",
-})
 
 
 def _build_long_functions(build: pathlib.Path, limit: int
@@ -653,29 +644,21 @@ def _build_long_functions(build: pathlib.Path, limit: int
   return found
 
 
-def _build_length_problems(build: pathlib.Path, limit: int,
-                           allowed: frozenset[str]) -> list[str]:
-  """Each function of `build` over `limit` lines that `allowed` does not
-  name, and each name of `allowed` that is not over it."""
-  long = _build_long_functions(build, limit)
-  problems = [f"{name} ({lines} lines): split into named pieces"
-              for name, lines in long if name not in allowed]
-  problems += [f"{name} is no longer over {limit} lines: remove it from "
-               "BUILD_LONG_FOR_NOW"
-               for name in sorted(allowed - {name for name, _ in long})]
-  return problems
+def _build_length_problems(build: pathlib.Path, limit: int) -> list[str]:
+  """Each function of `build` over `limit` lines."""
+  return [f"{name} ({lines} lines): split into named pieces"
+          for name, lines in _build_long_functions(build, limit)]
 
 
 def test_no_build_function_is_longer_than_sixty_lines(root):
   assert len(list((root / "build").rglob("*.py"))) > 40  # build/ was found
-  problems = _build_length_problems(root / "build", MAX_BUILD_FUNCTION_LINES,
-                                    BUILD_LONG_FOR_NOW)
+  problems = _build_length_problems(root / "build", MAX_BUILD_FUNCTION_LINES)
   assert not problems, "\n".join(problems)
 
 
 def test_the_build_length_check_catches_a_long_function(tmp_path):
-  """The check above can fail: a long function outside the exception, and
-  an exception whose function is short."""
+  """The check above can fail: one function over the cap, in any folder;
+  one at the cap passes."""
   def function(name: str, lines: int) -> str:
     return f"def {name}():\n" + "".join(f"  x{i} = {i}\n"
                                         for i in range(lines - 1))
@@ -688,10 +671,8 @@ def test_the_build_length_check_catches_a_long_function(tmp_path):
       encoding="utf-8")
   (tmp_path / "forklib" / "upstreaming" / "stage.py").write_text(
       function("stage", limit + 5), encoding="utf-8")
-  allowed = frozenset({"forklib/upstreaming/stage.py stage",
-                       "forklib/upstreaming/rebase.py _rebase"})
-  assert _build_length_problems(tmp_path, limit, allowed) == [
+  assert _build_length_problems(tmp_path, limit) == [
       f"forklib/sources/patchq.py apply ({limit + 1} lines): split into "
       "named pieces",
-      f"forklib/upstreaming/rebase.py _rebase is no longer over {limit} "
-      "lines: remove it from BUILD_LONG_FOR_NOW"]
+      f"forklib/upstreaming/stage.py stage ({limit + 5} lines): split into "
+      "named pieces"]

@@ -47,6 +47,25 @@ class CallTfGraphSymbolicShapesTest(jtu.JaxTestCase):
       self.assertAllClose(f_tf(tf.constant(x)).numpy(),
                           np.cos(np.sin(x) * 2.), rtol=1e-5, atol=1e-5)
 
+  def test_symbolic_batch_ordered_error(self):
+    f = jax2tf.call_tf(lambda x: tf.sin(x) * 2., call_tf_graph=True,
+                       ordered=True)
+    f_tf = jax2tf.convert(lambda x: jnp.cos(f(x)),
+                          polymorphic_shapes=["(b, 4)"], with_gradient=False)
+    with self.assertRaisesRegex(
+        NotImplementedError,
+        "call_tf_graph=True and ordered=True cannot have results of "
+        "symbolic shape"):
+      tf.function(f_tf, autograph=False).get_concrete_function(
+          tf.TensorSpec([None, 4], tf.float32))
+    # With static shapes, ordered=True converts and runs.
+    x = np.linspace(-1., 1., 12, dtype=np.float32).reshape(3, 4)
+    f_static = tf.function(
+        jax2tf.convert(lambda x: jnp.cos(f(x)), with_gradient=False),
+        autograph=False)
+    self.assertAllClose(f_static(x).numpy(), np.cos(np.sin(x) * 2.),
+                        rtol=1e-5, atol=1e-5)
+
 
 if __name__ == "__main__":
   absltest.main(testLoader=jtu.JaxTestLoader())

@@ -15,9 +15,11 @@
 
 import os
 import unittest
+from unittest import mock
 
 from absl.testing import absltest
 import jax
+from jax import lax
 from jax._src import test_util as jtu
 import jax.numpy as jnp
 import numpy as np
@@ -46,6 +48,31 @@ class Jax2TfStableHloVersionTest(jtu.JaxTestCase):
       self.assertAllClose(f_tf(tf.constant(x)).numpy(),
                           np.sin(x) @ np.ones((4, 2), np.float32),
                           rtol=1e-5, atol=1e-5)
+
+  def test_feature_newer_than_tensorflow_reads_error(self):
+    # A module with a feature newer than the StableHLO version TensorFlow
+    # reads (an exponential with a stated accuracy, from StableHLO 1.9)
+    # cannot be serialized at that version.
+    from tensorflow.compiler.mlir.stablehlo import stablehlo as tf_stablehlo  # pylint: disable=g-import-not-at-top
+    if not hasattr(lax, "Tolerance"):
+      self.skipTest("lax.exp has no accuracy in this jax")
+
+    def f(x):
+      return lax.exp(x, accuracy=lax.Tolerance(atol=1e-3, rtol=1e-3, ulps=0))
+
+    def reads_nothing(module_bytes):
+      raise ValueError("cannot read")
+
+    with mock.patch.object(tf_stablehlo, "get_current_version",
+                           return_value="1.0.0"), \
+        mock.patch.object(tf_stablehlo, "deserialize_portable_artifact_str",
+                          reads_nothing):
+      with self.assertRaisesRegex(
+          ValueError, "the installed TensorFlow reads StableHLO up to "
+          "version 1.0.0, and the module uses a feature of a newer version"):
+        jax2tf.convert(f)(np.float32(1.))
+    self.assertAllClose(jax2tf.convert(f)(np.float32(1.)).numpy(),
+                        np.exp(np.float32(1.)), rtol=1e-3, atol=1e-3)
 
 
 if __name__ == "__main__":

@@ -1,3 +1,9 @@
+"""The queue across releases and towards upstream: `rebase` (and
+`mergecheck`, `newrelease`), `stage` (and `stage_plan`, `stage_source`,
+`stage_bazel`, `stage_text`, `stage_checks`, `stage_verify`), `gitcmd`.
+
+May import every other part of `forklib`; nothing imports it but `fork.py`.
+"""
 # Copyright 2026 The JAX call_tf fork authors.
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
@@ -11,9 +17,3 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The queue across releases and towards upstream: `rebase` (and
-`mergecheck`, `newrelease`), `stage` (and `stage_plan`, `stage_source`,
-`stage_bazel`, `stage_text`, `stage_checks`, `stage_verify`), `gitcmd`.
-
-May import every other part of `forklib`; nothing imports it but `fork.py`.
-"""

@@ -63,6 +63,7 @@ import tarfile
 from forklib import ForkError
 from forklib import log
 from forklib import scratch
+from forklib.manifest import Manifest
 from forklib.manifest import Release
 from forklib.manifest import version_tuple
 from forklib.project import Project
@@ -359,11 +360,12 @@ def rebase(project: Project, version: str, source: str | None = None, *,
                      today, work, rebase_root)
 
 
-def _rebase(project: Project, version: str, source: str | None,
-            checkout: pathlib.Path | None, tests_dir: pathlib.Path | None,
-            suites: bool, today: datetime.date, work: pathlib.Path,
-            rebase_root: pathlib.Path) -> Result:
-  manifest = project.manifest()
+def _rebase_source(manifest: Manifest, version: str, source: str | None,
+                   rebase_root: pathlib.Path
+                   ) -> tuple[Release, pathlib.Path]:
+  """The release to rebase from (`source`, else the newest other listed
+  one) and the directory a stopped rebase of it keeps; ForkError if there is
+  none, or a stopped rebase's directory is already there."""
   listed = {r.version: r for r in manifest.releases}
   if source and source not in listed:
     raise ForkError(
@@ -384,12 +386,21 @@ def _rebase(project: Project, version: str, source: str | None,
         f"its work repository in {kept}/repo: finish it (`python3 build/"
         f"fork.py rebase {version} --resume {kept}/repo`), or remove {kept} "
         "to start again")
+  return base, kept
+
+
+def _rebase(project: Project, version: str, source: str | None,
+            checkout: pathlib.Path | None, tests_dir: pathlib.Path | None,
+            suites: bool, today: datetime.date, work: pathlib.Path,
+            rebase_root: pathlib.Path) -> Result:
+  manifest = project.manifest()
+  base, kept = _rebase_source(manifest, version, source, rebase_root)
   queue = patchq.load_queue(project.patches, base.version)
   trees = _plan_trees(project, queue, base.version, version, checkout,
                       tests_dir)
   for note in trees.describe():
     log.step("rebase", note)
-  target = listed.get(version)
+  target = next((r for r in manifest.releases if r.version == version), None)
   new_release = target is None
   if new_release:
     log.step("rebase", f"jax {version} is not in {manifest.path}: proposing "

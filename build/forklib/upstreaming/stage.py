@@ -594,11 +594,7 @@ def stage(project: Project, release: Release, out: pathlib.Path,
   if ref and onto is None:
     raise ForkError("--ref needs --onto (a repository to take it from)")
   who = identity(author)
-  queue = {p.name: p for p in patchq.load_queue(project.patches,
-                                                release.version)}
-  plan = stage_plan.load(project.root, list(queue),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+  queue, plan = _queue_and_plan(project, release)
   sdist = None if onto else fetch.fetch(release)
   verify_python = (stage_verify.default_python(release.test_python)
                    if verify else None)
@@ -626,6 +622,18 @@ def stage(project: Project, release: Release, out: pathlib.Path,
            f"{out}/report.md, report.json; descriptions in "
            f"{out}/pull-requests")
   return StageResult(out, base_text, results, problems, verify)
+
+
+def _queue_and_plan(project: Project, release: Release
+                    ) -> tuple[dict[str, patchq.Patch], stage_plan.Plan]:
+  """`release`'s queue by patch name, and the staging plan, checked against
+  it and the overlay's files."""
+  queue = {p.name: p for p in patchq.load_queue(project.patches,
+                                                release.version)}
+  plan = stage_plan.load(project.root, list(queue),
+                         [f"jax/{r.as_posix()}"
+                          for r in project.overlay_files()])
+  return queue, plan
 
 
 def _base(release: Release, onto: pathlib.Path | None, ref: str | None,

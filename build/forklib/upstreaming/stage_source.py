@@ -325,6 +325,17 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
   body = tree.body
   bound = [_bound_names(s) for s in body]
   defined = set().union(*bound) if bound else set()
+  keep, wanted = _kept(body, bound, defined, used)
+  return (_collapse_blank_lines(_kept_source(text, body, keep, wanted)),
+          set(used) - defined)
+
+
+def _kept(body: list[ast.stmt], bound: list[set[str]], defined: set[str],
+          used: set[str]) -> tuple[list[bool], set[str]]:
+  """Which statements of `body` `shake` keeps, and the names kept code uses.
+
+  `bound`: the names each statement binds; `defined`: all of them.
+  """
   keep = [False] * len(body)
   for i, stmt in enumerate(body):
     if (i == 0 and isinstance(stmt, ast.Expr)
@@ -349,6 +360,13 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
           wanted |= _used_names(stmt) & defined
         elif _is_type_checking_block(stmt):
           wanted |= {"TYPE_CHECKING"} & defined
+  return keep, wanted
+
+
+def _kept_source(text: str, body: list[ast.stmt], keep: list[bool],
+                 wanted: set[str]) -> str:
+  """`text` with the statements of `body` that `keep` marks, each with the
+  comments that lead it, and its section's heading comment block."""
   lines = text.splitlines(keepends=True)
   starts = [min([s.lineno] + [d.lineno for d in getattr(
       s, "decorator_list", [])]) for s in body]
@@ -374,8 +392,7 @@ def shake(text: str, path: str, used: set[str]) -> tuple[str, set[str]]:
       out += lead + _only_names(stmt, lines[starts[i] - 1:stmt.end_lineno],
                                 wanted)
   out += lines[previous_end:] if keep and keep[-1] else []
-  shaken = _collapse_blank_lines("".join(out))
-  return shaken, set(used) - defined
+  return "".join(out)
 
 
 def module_name(repo_path: str) -> str:

@@ -46,7 +46,6 @@ from jax._src.export.stablehlo_to_jax.compat import mlir_extension as mlir_exten
 from jax._src.export.stablehlo_to_jax.compat import refine_polymorphic_shapes as refine_polymorphic_shapes
 from jax._src.export.stablehlo_to_jax.compat import register_batching_rule as register_batching_rule
 from jax._src.export.stablehlo_to_jax.compat import register_cache as register_cache
-from jax._src.export.stablehlo_to_jax.compat import shape_tensor as shape_tensor
 from jax._src.export.stablehlo_to_jax.compat import typeof as typeof
 # What the transformations of Exported.call ask of jax.export.
 from jax._src.export.transforms.exported import pieces_missing as export_pieces_missing

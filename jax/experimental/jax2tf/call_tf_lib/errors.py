@@ -723,6 +723,44 @@ def platform_error(platform: str, reason: str) -> CallTfPlatformError:
       "function with jax.numpy.")
 
 
+def ordered_symbolic_results_error(
+    result_avals: Sequence[core.AbstractValue]) -> NotImplementedError:
+  """``call_tf_graph=True`` and ``ordered=True`` with symbolic result shapes.
+
+  Under ``jax2tf.convert`` the call is a custom call that also returns a
+  token, and ``XlaCallModule``'s shape refinement does not refine the results
+  of such a call (with or without a shape operand for the token): TensorFlow
+  failed when it ran the function, with "Module has dynamic shapes".
+
+  Args:
+    result_avals: the avals of the call's results (without the token).
+  """
+  return NotImplementedError(
+      "call_tf with call_tf_graph=True and ordered=True cannot have results "
+      "of symbolic shape under jax2tf.convert (the results have shapes "
+      f"{[str(a.shape) for a in result_avals]}): TensorFlow cannot refine the "
+      "result shapes of a call that also returns a token. Use ordered=False, "
+      "or shapes known at conversion.")
+
+
+def stablehlo_version_error(tf_version: str, jax_version: str,
+                            cause: Exception) -> ValueError:
+  """A module that cannot be serialized at the StableHLO version TF reads.
+
+  Args:
+    tf_version: the StableHLO version the installed TensorFlow reads.
+    jax_version: the version ``jax.export`` serialized the module at.
+    cause: the serializer's error.
+  """
+  return ValueError(
+      "The module jax2tf.convert made cannot be given to TensorFlow: the "
+      f"installed TensorFlow reads StableHLO up to version {tf_version}, and "
+      "the module uses a feature of a newer version (jax.export serializes "
+      f"at {jax_version}). Install a TensorFlow that reads StableHLO "
+      f"{jax_version}, or leave the feature out of the function. The "
+      f"serializer said: {cause}")
+
+
 def ordered_under_jit_error() -> NotImplementedError:
   """A call with ``ordered=True`` lowered without ``call_tf_graph``.
 

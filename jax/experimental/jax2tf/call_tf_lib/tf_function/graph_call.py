@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from jax._src import core
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
-from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import tensorflow as tf
@@ -58,13 +57,17 @@ def custom_call(ctx: mlir.LoweringRuleContext, result_types: Sequence[ir.Type],
 
   Returns:
     The custom call op.
+
+  Raises:
+    NotImplementedError: ``ordered`` with a result of symbolic shape, which
+      ``XlaCallModule``'s shape refinement cannot refine.
   """
   result_shapes = None
   if any(not core.is_constant_shape(a.shape) for a in result_avals):
+    if ordered:
+      raise errors.ordered_symbolic_results_error(result_avals)
     result_shapes = [mlir.eval_dynamic_shape_as_tensor(ctx, a.shape)
                      for a in result_avals]
-    if ordered:
-      result_shapes.insert(0, compat.shape_tensor(ctx.module_context, ()))
   return mlir.custom_call(
       "tf.call_tf_function",
       result_types=list(result_types),

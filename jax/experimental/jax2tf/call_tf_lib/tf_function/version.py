@@ -80,12 +80,20 @@ def readable_by_tensorflow(module_bytes: bytes) -> bytes:
 
   Returns:
     The same module, serialized at a version TF reads where needed.
+
+  Raises:
+    ValueError: the module uses a StableHLO feature newer than TF's version,
+      so it cannot be serialized at that version.
   """
   tf_version = compat.tensorflow_stablehlo_version()
   if tf_version is None or compat.tensorflow_reads(module_bytes) is not False:
     return module_bytes
-  target = compat.smaller_stablehlo_version(
-      compat.stablehlo_version_jax_serializes(), tf_version)
+  jax_version = compat.stablehlo_version_jax_serializes()
+  target = compat.smaller_stablehlo_version(jax_version, tf_version)
   with mlir.make_ir_context() as context:
     module = compat.deserialize_module(module_bytes, context)
-    return compat.serialize_module(module, target)
+    try:
+      return compat.serialize_module(module, target)
+    except Exception as e:  # pylint: disable=broad-except
+      # jaxlib's error type differs between releases.
+      raise errors.stablehlo_version_error(tf_version, jax_version, e) from e
