@@ -76,6 +76,7 @@ from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import compat
 # The modules of rules: importing one registers its rules (see _registry).
 from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
@@ -98,7 +99,7 @@ Compiler = _interpret.Compiler
 DerivativeRecord = _derivatives.DerivativeRecord
 DerivativeRules = _derivatives.DerivativeRules
 Op = _ir.Op
-Step = _derivatives.Step
+Step = _registry.Step
 TensorType = _ir.TensorType
 # A module read once (read), as bytes (dumps, loads), compiled again (parse).
 ModuleCopy = _copy.ModuleCopy
@@ -311,7 +312,7 @@ class Program:
     """Where 64-bit types are used, lets lax keep them without x64."""
     if not self.uses_64_bits:
       return contextlib.nullcontext()
-    keeping = _interpret.keeping_64_bit_types()
+    keeping = compat.keeping_64_bit_types()
     if keeping is None:
       raise UnsupportedOps({
           "64-bit types": "the module computes with 64-bit types, which this "

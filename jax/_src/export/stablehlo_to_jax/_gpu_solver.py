@@ -77,7 +77,6 @@ import re
 import jax
 from jax import lax
 from jax._src.export.stablehlo_to_jax import _custom_calls
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _lapack
 from jax._src.export.stablehlo_to_jax import _registry
@@ -87,7 +86,7 @@ import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 Call = _custom_calls.Call
 
 _LIBRARIES = {"cusolver": "cuda", "hipsolver": "rocm"}

@@ -53,7 +53,6 @@ import jax
 from jax import lax
 from jax._src.interpreters import ad
 from jax._src.export.stablehlo_to_jax import _custom_calls
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 import jax.numpy as jnp
@@ -61,7 +60,7 @@ import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 Call = _custom_calls.Call
 NO_DERIVATIVE = _custom_calls.NO_DERIVATIVE
 _HIGHEST = lax.Precision.HIGHEST

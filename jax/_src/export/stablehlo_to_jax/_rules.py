@@ -23,7 +23,7 @@ that computes the op's results with ``lax`` operations (``env`` holds the
 values of enclosing blocks, for regions that use them). Where the op cannot
 be expressed exactly (an attribute or region pattern whose semantics a
 ``lax`` operation does not reproduce in every corner), the rule raises
-:class:`~._interpret.NoRule` with the reason; nothing is guessed.
+:class:`~._ir.NoRule` with the reason; nothing is guessed.
 
 Every rule binds the ``lax`` operation whose lowering is that same StableHLO
 op (or, where noted, a composition with the same semantics), so that values
@@ -47,7 +47,6 @@ from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _barrier
 from jax._src.export.stablehlo_to_jax import _dynamic
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
 from jax._src.export.stablehlo_to_jax import _registry
@@ -58,9 +57,9 @@ from jax import lax
 import ml_dtypes
 import numpy as np
 
-NoRule = _interpret.NoRule
+NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 rule = _registry.rule
 
 

@@ -58,7 +58,6 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 from jax._src.export.stablehlo_to_jax import compat
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -121,7 +120,7 @@ def _flat(values: Sequence[Any]) -> list[ir.Value]:
 def _lower(ctx, *operands, comparator, dimension, is_stable):
   # The comparator is traced now, after the program ran: with the types it
   # was written for (64-bit ones too, as the program keeps them).
-  with _interpret.keeping_64_bit_types() or contextlib.nullcontext():
+  with compat.keeping_64_bit_types() or contextlib.nullcontext():
     return _lower_sort(ctx, *operands, comparator=comparator,
                        dimension=dimension, is_stable=is_stable)
 
