@@ -105,14 +105,14 @@ def _type_letter(op: Op) -> str:
 
 
 def _flag(op: Op, name: str, default: bool | None = None) -> bool:
-  value = _lapack._config(op).get(name, default)  # pylint: disable=protected-access
+  value = _lapack.backend_config(op).get(name, default)
   if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
     raise NoRule(f"its attribute {name}={value!r} (a boolean)")
   return bool(value)
 
 
 def _known_config(op: Op, known: Sequence[str]) -> None:
-  unknown = sorted(set(_lapack._config(op)) - set(known))  # pylint: disable=protected-access
+  unknown = sorted(set(_lapack.backend_config(op)) - set(known))
   if unknown:
     raise NoRule(f"its attributes {', '.join(unknown)}, which this rule does "
                  "not know")
@@ -212,7 +212,7 @@ def _step(call: Call, form: str = "") -> _registry.Step:
     if form == "vectors swapped":
       ys[2], ys[3] = ys[3], ys[2]
     elif form == "v":
-      ys[3] = _lapack._H(ys[3])  # pylint: disable=protected-access
+      ys[3] = _lapack.adjoint(ys[3])
     elif form == "no vectors":  # (the GPU call's placeholders: unread)
       for i in (2, 3):
         shape, dtype = call.native.results[i]
@@ -227,8 +227,8 @@ def _potrf_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower"])
   lower = _flag(op, "lower")
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._potrf_tangents, lower=lower))  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.potrf_tangents, lower=lower))
   return _step(_as_lapack(op, call, "potrf", t, {"uplo": "L" if lower else "U"}))
 
 
@@ -237,7 +237,7 @@ def _getrf_rule(op: Op, c: Compiler) -> _registry.Step:
   """``getrf``: ``(lu, pivots (1-based), info)``, LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
-  call = _lapack._call(op, c, _lapack._getrf_tangents)  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, _lapack.getrf_tangents)
   return _step(_as_lapack(op, call, "getrf", t, {}))
 
 
@@ -246,19 +246,19 @@ def _geqrf_rule(op: Op, c: Compiler) -> _registry.Step:
   """``geqrf``: ``(R and reflectors, taus)``, LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
-  call = _lapack._call(op, c, _lapack._geqrf_tangents, "the Householder "  # pylint: disable=protected-access
-                       "reflectors of a QR factorization (JAX differentiates "
-                       "its Q, from orgqr, and its R)")
+  call = _lapack.call_of(op, c, _lapack.geqrf_tangents, "the Householder "
+                         "reflectors of a QR factorization (JAX differentiates "
+                         "its Q, from orgqr, and its R)")
   return _step(_as_lapack(op, call, "geqrf", t, {}))
 
 
 @_register("orgqr")
-def _orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
+def orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
   """``orgqr`` (``ungqr`` of complex matrices): LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
   routine = "orgqr" if t in "sd" else "ungqr"
-  return _lapack._orgqr_rule(  # pylint: disable=protected-access
+  return _lapack.orgqr_rule(
       op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}))
 
 
@@ -269,14 +269,14 @@ def _syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower", "algorithm"])
   lower = _flag(op, "lower")
-  algorithm = _lapack._config(op).get("algorithm", 0)  # pylint: disable=protected-access
+  algorithm = _lapack.backend_config(op).get("algorithm", 0)
   if algorithm not in (0, 1, 2):
     raise NoRule(f"its algorithm={algorithm!r} (known: 0 default, 1 QR, 2 "
                  "Jacobi)")
   if len(op.result_types) != 3:
     raise NoRule(f"a syevd of {len(op.result_types)} results (JAX writes 3)")
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._syevd_tangents, lower=lower))  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.syevd_tangents, lower=lower))
   routine = "syevd" if t in "sd" else "heevd"
   return _step(_as_lapack(op, call, routine, t,
                           {"mode": "V", "uplo": "L" if lower else "U"}))
@@ -289,8 +289,8 @@ def _sytrd_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower"])
   lower = _flag(op, "lower")
-  call = _lapack._call(op, c, None, "JAX has no derivative of "  # pylint: disable=protected-access
-                       "lax.linalg.tridiagonal")
+  call = _lapack.call_of(op, c, None, "JAX has no derivative of "
+                         "lax.linalg.tridiagonal")
   routine = "sytrd" if t in "sd" else "hetrd"
   return _step(_as_lapack(op, call, routine, t, {"uplo": "L" if lower else "U"}))
 
@@ -323,8 +323,8 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   # vectors is refused (a constant's cotangent would be dropped silently
   # in reverse mode).
   completion = jacobi and full and _reads_leading_vectors_only(op, c)
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._gesdd_tangents, mode=mode, completion_nan=completion),  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.gesdd_tangents, mode=mode, completion_nan=completion),
                        "the input the routine overwrites and the full "
                        "vectors of a non-square matrix (JAX has no "
                        "derivative of those)")
@@ -528,7 +528,7 @@ def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
       op.attrs["call_target_name"], tuple(texts), "", tuple(
           (tuple(r.shape), np.dtype(r.dtype)) for r in results), "cpu only")
   call = Call(f"lapack_{t}{routine}_ffi", attributes, lapack_results,
-              tangents=functools.partial(_lapack._syevd_tangents,  # pylint: disable=protected-access
+              tangents=functools.partial(_lapack.syevd_tangents,
                                          lower=True),
               live=tuple(r in c.live for r in op.results[:3]), native=native)
   work_shape, work_dtype = native.results[3]
