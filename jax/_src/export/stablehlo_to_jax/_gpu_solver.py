@@ -88,6 +88,7 @@ NoRule = _ir.NoRule
 Op = _ir.Op
 Compiler = _registry.Compiler
 Call = _custom_calls.Call
+NativeForm = _custom_calls.NativeForm
 
 _LIBRARIES = {"cusolver": "cuda", "hipsolver": "rocm"}
 _TYPE_LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -123,7 +124,7 @@ def _config_text(config: dict[str, str]) -> str:
                          for k, v in sorted(config.items())) + "}"
 
 
-def _layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
+def _lapack_layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
   """The layouts JAX writes for LAPACK's calls: arrays of the operand's
   rank column-major (batch dimensions most major), the others
   row-major."""
@@ -143,7 +144,8 @@ def _layouts(text: str) -> list[list[int]]:
 
 
 def _as_lapack(op: Op, call: Call, routine: str, t: str,
-               config: dict[str, str], form: str = "") -> Call:
+               config: dict[str, str],
+               form: NativeForm = NativeForm.LAPACK) -> Call:
   """`call` (the GPU library's, as the module writes it) as a call of
   LAPACK's ``routine`` with `config`, standing for it."""
   library = call.target.split("_", 1)[0]
@@ -159,13 +161,14 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
   # none.)
   attributes.pop("sdy.sharding_rule", None)
   results, live = list(call.results), list(call.live)
-  if form == "vectors swapped":
+  if form is NativeForm.VECTORS_SWAPPED:
     results[2], results[3] = results[3], results[2]
     live[2], live[3] = live[3], live[2]
-  elif form == "v":
+  elif form is NativeForm.V:
     shape, dtype = results[3]
     results[3] = ((*shape[:-2], shape[-1], shape[-2]), dtype)
-  elif form == "no vectors":  # (LAPACK's shapes: its FFI writes none)
+  elif form is NativeForm.NO_VECTORS:
+    # (LAPACK's shapes: its FFI writes none.)
     (*batch, m, n), dtype = results[0]
     k = min(m, n)
     full = config.get("mode") != "S" and _flag(op, "full_matrices", True)
@@ -182,11 +185,11 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
                                        op.result_types])):
     given = dict(call.attributes).get(name)
     if given is not None and _layouts(given) != _layouts(
-        _layouts_text(of, matrix_rank)):
+        _lapack_layouts_text(of, matrix_rank)):
       raise NoRule(f"a call with {name} {given} (JAX writes "
-                   f"{_layouts_text(of, matrix_rank)})")
-  attributes["operand_layouts"] = _layouts_text(ranks, max(ranks))
-  attributes["result_layouts"] = _layouts_text(
+                   f"{_lapack_layouts_text(of, matrix_rank)})")
+  attributes["operand_layouts"] = _lapack_layouts_text(ranks, max(ranks))
+  attributes["result_layouts"] = _lapack_layouts_text(
       [len(shape) for shape, _ in results], max(ranks))
   return dataclasses.replace(
       call, target=target,
@@ -205,15 +208,17 @@ def _register(routine: str
   return decorate
 
 
-def _step(call: Call, form: str = "") -> _registry.Step:
+def _step(call: Call, form: NativeForm = NativeForm.LAPACK
+          ) -> _registry.Step:
   """The step of `call` (LAPACK's), its results in the GPU call's order."""
   def step(env, *xs):
     ys = list(_custom_calls.apply(call, *xs))
-    if form == "vectors swapped":
+    if form is NativeForm.VECTORS_SWAPPED:
       ys[2], ys[3] = ys[3], ys[2]
-    elif form == "v":
+    elif form is NativeForm.V:
       ys[3] = _lapack.adjoint(ys[3])
-    elif form == "no vectors":  # (the GPU call's placeholders: unread)
+    elif form is NativeForm.NO_VECTORS:
+      # (The GPU call's placeholders: unread.)
       for i in (2, 3):
         shape, dtype = call.native.results[i]
         ys[i] = jnp.zeros(shape, dtype)
@@ -307,14 +312,15 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   full = _flag(op, "full_matrices", True)
   transposed = not jacobi and _flag(op, "transposed", False)
   mode = "A" if full else "S"
-  form = "v" if jacobi else ("vectors swapped" if transposed else "")
+  form = (NativeForm.V if jacobi else
+          (NativeForm.VECTORS_SWAPPED if transposed else NativeForm.LAPACK))
   if not _flag(op, "compute_uv", True):
     # The vector results are placeholders the kernel does not write.
     if any(r in c.live for r in op.results[2:4]):
       raise NoRule("an SVD without its vectors (compute_uv false) whose "
                    "placeholder vector results the module reads (the GPU "
                    "kernel does not write them)")
-    mode, form = "N", "no vectors"
+    mode, form = "N", NativeForm.NO_VECTORS
   # gesvdj computes full vectors for a reduced SVD of up to 32 rows or
   # columns, which JAX's lowering slices: their leading min(m, n) have the
   # reduced SVD's derivative. The others (an arbitrary completion) have
@@ -518,15 +524,17 @@ def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   attributes = (  # (as the typed FFI's calls of JAX's modules read)
       ("call_target_name", f'"lapack_{t}{routine}_ffi"'),
       (_CONFIG, _config_text({"mode": "V", "uplo": "L"})),
-      ("operand_layouts", _layouts_text([rank], rank)),
+      ("operand_layouts", _lapack_layouts_text([rank], rank)),
       ("output_operand_aliases", "[#stablehlo.output_operand_alias<"
        "output_tuple_indices = [0], operand_index = 0, "
        "operand_tuple_indices = []>]"),
-      ("result_layouts", _layouts_text([rank, rank - 1, rank - 2], rank)))
+      ("result_layouts",
+       _lapack_layouts_text([rank, rank - 1, rank - 2], rank)))
   texts = op.attrs.get(_ir.ATTRIBUTE_TEXTS) or ()
   native = _custom_calls.Native(
       op.attrs["call_target_name"], tuple(texts), "", tuple(
-          (tuple(r.shape), np.dtype(r.dtype)) for r in results), "cpu only")
+          (tuple(r.shape), np.dtype(r.dtype)) for r in results),
+      NativeForm.CPU_ONLY)
   call = Call(f"lapack_{t}{routine}_ffi", attributes, lapack_results,
               tangents=functools.partial(_lapack.syevd_tangents,
                                          lower=True),
