@@ -299,8 +299,8 @@ def test_the_engine_import_check_catches_tensorflow(root, tmp_path):
 
 
 # The interpreter's own layers: docs/design.md states them, lowest first, in
-# one indented block that starts "compat <" (a long line may go on in
-# indented lines that start with "<"). A module imports only those of the
+# one indented block whose lowest layer holds compat (a long line may go
+# on in indented lines that start with "<"). A module imports only those of the
 # layers below its own (its peers in a layer are independent); the package
 # itself (``__init__``) is the top. No import cycle (type-only imports under
 # TYPE_CHECKING count) and no read of another module's private name, in the
@@ -313,7 +313,8 @@ def _stated_engine_layers(root: pathlib.Path) -> list[list[str]]:
   lines = (root / "docs" / "design.md").read_text(
       encoding="utf-8").splitlines()
   starts = [i for i, l in enumerate(lines)
-            if l.startswith("    ") and l.strip().startswith("compat <")]
+            if l.startswith("    ")
+            and re.match(r"([\w]+, )*compat(, \w+)* <", l.strip())]
   assert len(starts) == 1, (
       "docs/design.md states the interpreter's layers in one block")
   text = lines[starts[0]].strip()

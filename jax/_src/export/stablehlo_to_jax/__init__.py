@@ -49,7 +49,8 @@ Its modules:
   (``rng_bit_generator`` with any key), :mod:`._normalization`
   (``batch_norm_*``), :mod:`._shape_operands` (ops whose shapes are
   constant operands), :mod:`._loops` (a ``while``'s trip count) and
-  :mod:`._dynamic` (bounded dynamic shapes).
+  :mod:`._dynamic` (bounded dynamic shapes). Each op written as itself is
+  a private primitive made by :mod:`._primitive`.
 * What ``jax.export`` writes beyond the specification:
   :mod:`._custom_calls` (a custom call written again as itself),
   :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s

@@ -56,7 +56,7 @@ from typing import Any
 
 import jax
 from jax._src import core
-from jax._src import dispatch
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
@@ -188,11 +188,6 @@ def apply(call: Call, *operands: ArrayLike) -> list[jax.Array]:
   return call_p.bind(*operands, call=call)
 
 
-call_p = core.Primitive("stablehlo_custom_call")
-call_p.multiple_results = True
-
-
-@call_p.def_abstract_eval
 def _abstract_eval(*operands, call: Call):
   del operands
   return call.out_avals
@@ -394,12 +389,9 @@ def _transpose(cts, *operands, call: Call):
   return list(call.transpose(call, cts, operands))
 
 
-call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
-ad.primitive_transposes[call_p] = _transpose
-mlir.register_lowering(call_p, _lower)
-for _platform in ("cuda", "rocm", "tpu"):
-  mlir.register_lowering(
-      call_p, functools.partial(_lower_off_cpu, platform=_platform),
-      platform=_platform)
-batching.primitive_batchers[call_p] = _batch
-ad.primitive_jvps[call_p] = _jvp
+call_p = _primitive.op_primitive(
+    "stablehlo_custom_call", abstract_eval=_abstract_eval, lower=_lower,
+    batch=_batch, jvp=_jvp, transpose=_transpose, multiple_results=True,
+    platform_lowerings={
+        platform: functools.partial(_lower_off_cpu, platform=platform)
+        for platform in ("cuda", "rocm", "tpu")})
