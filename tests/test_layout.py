@@ -26,6 +26,7 @@ import counts, at module level or inside a function.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
 import shutil
@@ -58,14 +59,33 @@ def _all_modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
   return {**_modules(root), **_engine_modules(root)}
 
 
+@functools.lru_cache(maxsize=None)
+def _parse(text: str) -> ast.Module:
+  """`text`'s tree, parsed once per text (the checks read each module
+  several times)."""
+  return ast.parse(text)
+
+
+def _tree(path: pathlib.Path) -> ast.Module:
+  return _parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: pathlib.Path, modules: dict[str, pathlib.Path]
              ) -> tuple[set[str], dict[str, str], list[str]]:
-  """The overlay modules `path` imports, its aliases of them, and the
-  private names it imports from them."""
+  """The modules of `modules` that `path` imports, its aliases of them, and
+  the private names it imports from them. Every import counts: in a
+  function, or under ``if TYPE_CHECKING:`` (a type-only import is an
+  import)."""
   deps, aliases, private = set(), {}, []
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-    if not (isinstance(node, ast.ImportFrom) and node.module
-            and node.module.startswith(PACKAGE)):
+  for node in ast.walk(_tree(path)):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        if alias.name in modules:
+          deps.add(alias.name)
+          if alias.asname:
+            aliases[alias.asname] = alias.name
+      continue
+    if not (isinstance(node, ast.ImportFrom) and node.module):
       continue
     for alias in node.names:
       full = f"{node.module}.{alias.name}"
@@ -82,24 +102,24 @@ def _imports(path: pathlib.Path, modules: dict[str, pathlib.Path]
 def _private_reads(path: pathlib.Path, aliases: dict[str, str]) -> list[str]:
   """`module._name` read through an alias of another overlay module."""
   return [f"{aliases[node.value.id]}.{node.attr}"
-          for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+          for node in ast.walk(_tree(path))
           if isinstance(node, ast.Attribute)
           and isinstance(node.value, ast.Name)
           and node.value.id in aliases and node.attr.startswith("_")
           and not node.attr.startswith("__")]
 
 
-def test_no_module_reads_another_modules_private_names(root):
-  modules = _modules(root)
+def _private_cross_reads(modules: dict[str, pathlib.Path]) -> list[str]:
+  """Each read, by a module of `modules`, of another one's private name."""
   found = []
   for name, path in modules.items():
     _, aliases, private = _imports(path, modules)
     found += [f"{name}: {p}" for p in private + _private_reads(path, aliases)]
-  assert not found, found
+  return found
 
 
-def test_the_overlay_imports_have_no_cycle(root):
-  modules = _modules(root)
+def _cycles(modules: dict[str, pathlib.Path]) -> list[str]:
+  """The import cycles among `modules` (each as "a -> b -> a")."""
   graph = {name: _imports(path, modules)[0] - {name}
            for name, path in modules.items()}
   state: dict[str, int] = {}  # 1: on the path, 2: done
@@ -117,7 +137,18 @@ def test_the_overlay_imports_have_no_cycle(root):
   for name in sorted(graph):
     if name not in state:
       visit(name, [])
+  return cycles
+
+
+def test_no_module_reads_another_modules_private_names(root):
+  found = _private_cross_reads(_modules(root))
+  assert not found, found
+
+
+def test_the_overlay_imports_have_no_cycle(root):
+  modules = _modules(root)
   assert len(modules) > 20, sorted(modules)  # the overlay was found
+  cycles = _cycles(modules)
   assert not cycles, cycles
 
 
@@ -198,7 +229,7 @@ _FORBIDDEN_IN_INTERPRETER = ("jax._src.export._export",
 def _imported_names(path: pathlib.Path) -> list[tuple[str, int]]:
   """Every module `path` imports (``from a import b``: ``a`` and ``a.b``)."""
   found = []
-  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+  for node in ast.walk(_tree(path)):
     if isinstance(node, ast.Import):
       found += [(alias.name, node.lineno) for alias in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -265,6 +296,132 @@ def test_the_engine_import_check_catches_tensorflow(root, tmp_path):
   assert any("does not import its clients" in p for p in problems), problems
   assert any("imports jax._src.export._export" in p for p in problems), (
       problems)
+
+
+# The interpreter's own layers: docs/design.md states them, lowest first, in
+# one indented block whose lowest layer holds compat (a long line may go
+# on in indented lines that start with "<"). A module imports only those of the
+# layers below its own (its peers in a layer are independent); the package
+# itself (``__init__``) is the top. No import cycle (type-only imports under
+# TYPE_CHECKING count) and no read of another module's private name, in the
+# interpreter or the transformations.
+INTERPRETER = ENGINE_PACKAGES[0]
+
+
+def _stated_engine_layers(root: pathlib.Path) -> list[list[str]]:
+  """The interpreter's layers docs/design.md states, lowest first."""
+  lines = (root / "docs" / "design.md").read_text(
+      encoding="utf-8").splitlines()
+  starts = [i for i, l in enumerate(lines)
+            if l.startswith("    ")
+            and re.match(r"([\w]+, )*compat(, \w+)* <", l.strip())]
+  assert len(starts) == 1, (
+      "docs/design.md states the interpreter's layers in one block")
+  text = lines[starts[0]].strip()
+  for line in lines[starts[0] + 1:]:
+    if not (line.startswith("    ") and line.strip().startswith("<")):
+      break
+    text += " " + line.strip()
+  assert _LAYERS_LINE.fullmatch(text), text
+  return [[name.strip() for name in layer.split(",")]
+          for layer in text.split("<")]
+
+
+def _engine_layer_problems(root: pathlib.Path) -> list[str]:
+  """Modules of the interpreter that the stated layers miss or do not
+  know, and each import that does not go down them."""
+  layers = _stated_engine_layers(root)
+  rank = {name: i for i, layer in enumerate(layers) for name in layer}
+  modules = _modules(root, INTERPRETER)
+
+  def short(module: str) -> str:
+    return module[len(INTERPRETER) + 1:] or "__init__"
+
+  named = {short(m) for m in modules}
+  problems = [f"{m} is in no layer of docs/design.md"
+              for m in sorted(named - set(rank))]
+  problems += [f"docs/design.md's layers name {m}, which is not a module"
+               for m in sorted(set(rank) - named)]
+  for name, path in modules.items():
+    here = short(name)
+    for dep in sorted(_imports(path, modules)[0] - {name}):
+      there = short(dep)
+      if here in rank and there in rank and rank[there] >= rank[here]:
+        problems.append(f"{here} imports {there} ({there} is not below "
+                        f"{here})")
+  return problems
+
+
+def test_the_interpreter_imports_go_down_its_stated_layers(root):
+  assert len(_modules(root, INTERPRETER)) >= 10  # the interpreter was found
+  problems = _engine_layer_problems(root)
+  assert not problems, "\n".join(problems)
+
+
+def test_the_engine_has_no_cycle_and_no_private_cross_read(root):
+  for package in ENGINE_PACKAGES:
+    modules = _modules(root, package)
+    assert len(modules) >= 5, (package, sorted(modules))
+    cycles = _cycles(modules)
+    assert not cycles, cycles
+    found = _private_cross_reads(modules)
+    assert not found, found
+
+
+def _synthetic_interpreter(root: pathlib.Path, sources: dict[str, str],
+                           layers: str) -> dict[str, pathlib.Path]:
+  """A tree with an interpreter package of `sources` (module name -> text)
+  and a docs/design.md that states `layers`."""
+  base = root / pathlib.Path(*INTERPRETER.split("."))
+  base.mkdir(parents=True)
+  for name, text in sources.items():
+    (base / f"{name}.py").write_text(text, encoding="utf-8")
+  (root / "docs").mkdir()
+  (root / "docs" / "design.md").write_text(
+      f"The layers:\n\n    {layers}\n\nand more.\n", encoding="utf-8")
+  return _modules(root, INTERPRETER)
+
+
+def test_the_engine_checks_catch_layers_cycles_and_private_reads(tmp_path):
+  """The checks above can fail: an upward import, an unknown and a missing
+  module, a cycle closed by a type-only import, a private read."""
+  imp = f"from {INTERPRETER} import "
+  modules = _synthetic_interpreter(tmp_path, {
+      "__init__": imp + "_rules\n",
+      "compat": "",
+      "_ir": imp + "compat\n",
+      "_registry": (
+          "from typing import TYPE_CHECKING\n" + imp + "_ir\n"
+          "if TYPE_CHECKING:\n  " + imp + "_interpret\n"),
+      "_rules": imp + "_registry\n" + imp + "_ir\n_x = _ir._hidden\n",
+      "_interpret": imp + "_registry\n",
+      "_extra": imp + "_ir\n",
+  }, "compat < _ir < _registry\n      < _rules < _interpret < _gone < __init__")
+  assert _engine_layer_problems(tmp_path) == [
+      "_extra is in no layer of docs/design.md",
+      "docs/design.md's layers name _gone, which is not a module",
+      "_registry imports _interpret (_interpret is not below _registry)"]
+  assert _cycles(modules) == [
+      f"{INTERPRETER}._registry -> {INTERPRETER}._interpret -> "
+      f"{INTERPRETER}._registry"]
+  assert _private_cross_reads(modules) == [
+      f"{INTERPRETER}._rules: {INTERPRETER}._ir._hidden"]
+
+
+def test_the_engine_layer_check_forbids_peer_and_private_name_imports(
+    tmp_path):
+  """Peers of a layer do not import each other; a private name imported
+  (``from m import _name``) counts as read."""
+  imp = f"from {INTERPRETER} import "
+  modules = _synthetic_interpreter(tmp_path, {
+      "__init__": "", "compat": "",
+      "_ir": f"from {INTERPRETER}.compat import _helper  # noqa\n",
+      "_copy": imp + "_ir\n", "_registry": imp + "_copy\n",
+  }, "compat < _ir < _copy, _registry < __init__")
+  assert _engine_layer_problems(tmp_path) == [
+      "_registry imports _copy (_copy is not below _registry)"]
+  assert _private_cross_reads(modules) == [
+      f"{INTERPRETER}._ir: {INTERPRETER}.compat._helper"]
 
 
 # The vocabulary: every vmap_method name (and every value of the option
@@ -503,7 +660,7 @@ MAX_ANY_ANNOTATIONS = 117
 
 
 def _long_functions(path: pathlib.Path, limit: int) -> list[str]:
-  tree = ast.parse(path.read_text(encoding="utf-8"))
+  tree = _tree(path)
   return [f"{path.name}:{node.lineno} {node.name} "
           f"({node.end_lineno - node.lineno + 1} lines)"
           for node in ast.walk(tree)
@@ -519,7 +676,7 @@ def _is_any(annotation: ast.expr | None) -> bool:
 
 def _any_annotations(text: str) -> int:
   count = 0
-  for node in ast.walk(ast.parse(text)):
+  for node in ast.walk(_parse(text)):
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
       a = node.args
       params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
@@ -586,7 +743,7 @@ def _owned_call_problems(modules: dict[str, pathlib.Path]) -> list[str]:
   counts (``len(platforms) > 1``) computed outside their one owner."""
   problems = []
   for name, path in modules.items():
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     for node in ast.walk(tree):
       if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
           and isinstance(node.func.value, ast.Name)):

@@ -49,7 +49,8 @@ Its modules:
   (``rng_bit_generator`` with any key), :mod:`._normalization`
   (``batch_norm_*``), :mod:`._shape_operands` (ops whose shapes are
   constant operands), :mod:`._loops` (a ``while``'s trip count) and
-  :mod:`._dynamic` (bounded dynamic shapes).
+  :mod:`._dynamic` (bounded dynamic shapes). Each op written as itself is
+  a private primitive made by :mod:`._primitive`.
 * What ``jax.export`` writes beyond the specification:
   :mod:`._custom_calls` (a custom call written again as itself),
   :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s
@@ -76,6 +77,7 @@ from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import compat
 # The modules of rules: importing one registers its rules (see _registry).
 from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
@@ -98,7 +100,7 @@ Compiler = _interpret.Compiler
 DerivativeRecord = _derivatives.DerivativeRecord
 DerivativeRules = _derivatives.DerivativeRules
 Op = _ir.Op
-Step = _derivatives.Step
+Step = _registry.Step
 TensorType = _ir.TensorType
 # A module read once (read), as bytes (dumps, loads), compiled again (parse).
 ModuleCopy = _copy.ModuleCopy
@@ -311,7 +313,7 @@ class Program:
     """Where 64-bit types are used, lets lax keep them without x64."""
     if not self.uses_64_bits:
       return contextlib.nullcontext()
-    keeping = _interpret.keeping_64_bit_types()
+    keeping = compat.keeping_64_bit_types()
     if keeping is None:
       raise UnsupportedOps({
           "64-bit types": "the module computes with 64-bit types, which this "

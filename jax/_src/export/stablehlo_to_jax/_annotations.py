@@ -29,13 +29,12 @@ program's values live where JAX puts them.
 
 from __future__ import annotations
 
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 
 _SEVERAL_DEVICES = ("it splits a value over several devices (a shard's "
                     "shape differs from the whole value's): the module "

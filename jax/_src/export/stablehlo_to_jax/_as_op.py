@@ -33,15 +33,13 @@ is zero.
 from __future__ import annotations
 
 from collections.abc import Callable
-import functools
 
 import jax
 from jax._src import core
-from jax._src import dispatch
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
-from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import compat
 from jax import lax
 from jax.typing import ArrayLike
@@ -85,11 +83,6 @@ def to_bool(x: ArrayLike) -> jax.Array:
   return to_bool_p.bind(x)
 
 
-op_p = core.Primitive("stablehlo_elementwise")
-to_bool_p = core.Primitive("stablehlo_convert_to_bool")
-
-
-@op_p.def_abstract_eval
 def _abstract_eval(*operands, name):
   x = operands[0]
   if name == "abs" and np.issubdtype(x.dtype, np.complexfloating):
@@ -97,7 +90,6 @@ def _abstract_eval(*operands, name):
   return core.ShapedArray(x.shape, x.dtype)
 
 
-@to_bool_p.def_abstract_eval
 def _to_bool_abstract_eval(x):
   return core.ShapedArray(x.shape, np.dtype(np.bool_))
 
@@ -133,9 +125,9 @@ def _jvp(primals, tangents, *, name):
   return out, tangent
 
 
-for _p in (op_p, to_bool_p):
-  _p.def_impl(functools.partial(dispatch.apply_primitive, _p))
-  mlir.register_lowering(_p, _lower)
-  batching.primitive_batchers[_p] = _batch
-ad.primitive_jvps[op_p] = _jvp
-ad.defjvp_zero(to_bool_p)
+op_p = _primitive.op_primitive(
+    "stablehlo_elementwise", abstract_eval=_abstract_eval, lower=_lower,
+    batch=_batch, jvp=_jvp)
+to_bool_p = _primitive.op_primitive(
+    "stablehlo_convert_to_bool", abstract_eval=_to_bool_abstract_eval,
+    lower=_lower, batch=_batch, jvp=None)

@@ -26,27 +26,16 @@ is, and transposes it where its value is linear.
 
 from __future__ import annotations
 
-import functools
-
 import jax
-from jax._src import core
-from jax._src import dispatch
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.interpreters import ad
-from jax._src.interpreters import batching
-from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import hlo
 from jax.typing import ArrayLike
-
-barrier_p = core.Primitive("stablehlo_optimization_barrier")
 
 
 def barrier(x: ArrayLike) -> jax.Array:
   """``stablehlo.optimization_barrier`` of `x`."""
   return barrier_p.bind(x)
-
-
-barrier_p.def_impl(functools.partial(dispatch.apply_primitive, barrier_p))
-barrier_p.def_abstract_eval(lambda x: x)
 
 
 def _lower(ctx, x):
@@ -75,7 +64,6 @@ def _transpose(ct, x):
   return [barrier(ct)]
 
 
-mlir.register_lowering(barrier_p, _lower)
-batching.primitive_batchers[barrier_p] = _batch
-ad.primitive_jvps[barrier_p] = _jvp
-ad.primitive_transposes[barrier_p] = _transpose
+barrier_p = _primitive.op_primitive(
+    "stablehlo_optimization_barrier", abstract_eval=lambda x: x,
+    lower=_lower, batch=_batch, jvp=_jvp, transpose=_transpose)

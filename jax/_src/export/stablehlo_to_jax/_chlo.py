@@ -31,14 +31,13 @@ import inspect
 from jax import lax
 from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _dynamic
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 
 
 @_registry.rule(*_as_op.chlo_ops(), padded=_dynamic.elementwise)

@@ -49,13 +49,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import dataclasses
+import enum
 import functools
 import re
 from typing import Any
 
 import jax
 from jax._src import core
-from jax._src import dispatch
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import compat
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
@@ -79,6 +80,22 @@ Transpose = Callable[["Call", Sequence[Any], Sequence[Any]],
                      Sequence[jax.Array | None]]
 
 
+class NativeForm(enum.Enum):
+  """How a GPU library's call's results differ from LAPACK's (see
+  :class:`Native`)."""
+  # They are LAPACK's.
+  LAPACK = "as LAPACK's"
+  # An SVD of the transpose: results 2 and 3 are LAPACK's 3 and 2.
+  VECTORS_SWAPPED = "vectors swapped"
+  # An SVD whose result 3 is ``V``, LAPACK's the adjoint ``V^H``.
+  V = "v"
+  # An SVD without vectors: results 2 and 3 are placeholders the module
+  # does not read, of other shapes than LAPACK's, zeros.
+  NO_VECTORS = "no vectors"
+  # An older call the interpreter computes on the CPU only.
+  CPU_ONLY = "cpu only"
+
+
 @dataclasses.dataclass(frozen=True)
 class Native:
   """A GPU library's call that a :class:`Call` of LAPACK's routine stands
@@ -89,19 +106,13 @@ class Native:
     attributes: its attributes as MLIR prints them.
     platform: the platform its library runs on (``"cuda"``, ``"rocm"``).
     results: its results' shapes and dtypes, unbatched.
-    form: how its results differ from LAPACK's: ``""`` (they are
-      LAPACK's), ``"vectors swapped"`` (an SVD of the transpose: results 2
-      and 3 are LAPACK's 3 and 2), ``"v"`` (an SVD whose result 3 is
-      ``V``, LAPACK's the adjoint ``V^H``) or ``"no vectors"`` (an SVD
-      without vectors: results 2 and 3 are placeholders the module does
-      not read, of other shapes than LAPACK's, zeros); ``"cpu only"``: an
-      older call the interpreter computes on the CPU only.
+    form: how its results differ from LAPACK's.
   """
   target: str
   attributes: tuple[tuple[str, str], ...]
   platform: str
   results: tuple[tuple[tuple[int, ...], np.dtype], ...]
-  form: str = ""
+  form: NativeForm = NativeForm.LAPACK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,11 +188,6 @@ def apply(call: Call, *operands: ArrayLike) -> list[jax.Array]:
   return call_p.bind(*operands, call=call)
 
 
-call_p = core.Primitive("stablehlo_custom_call")
-call_p.multiple_results = True
-
-
-@call_p.def_abstract_eval
 def _abstract_eval(*operands, call: Call):
   del operands
   return call.out_avals
@@ -190,7 +196,7 @@ def _abstract_eval(*operands, call: Call):
 _LAYOUT = re.compile(r"dense<(\[[^\]]*\]|\d*)>\s*:\s*tensor<\d*xindex>")
 
 
-def _layouts_text(text: str, added: int) -> str:
+def _batched_layouts_text(text: str, added: int) -> str:
   """``operand_layouts``/``result_layouts`` with `added` batch dimensions,
   each the most major (``[0, 1]`` becomes ``[1, 2, 0]`` for one)."""
   def extend(match: re.Match[str]) -> str:
@@ -214,7 +220,7 @@ def _batched_attributes(call: Call) -> dict[str, str]:
   out = {}
   for name, text in call.attributes:
     if added and name in ("operand_layouts", "result_layouts"):
-      text = _layouts_text(text, added)
+      text = _batched_layouts_text(text, added)
     elif added and name == "mhlo.frontend_attributes":
       text = _NUM_BATCH_DIMS.sub(
           lambda m: f'num_batch_dims = "{int(m.group(1)) + added}"', text)
@@ -283,7 +289,7 @@ def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
   native = call.native
   if native is None:
     return _lower(ctx, *operands, call=call)
-  if native.form == "cpu only":
+  if native.form is NativeForm.CPU_ONLY:
     raise NotImplementedError(
         f"The custom call {native.target!r} on {platform}: the interpreter "
         f"computes this older call on the CPU only (as LAPACK's "
@@ -298,20 +304,20 @@ def _lower_off_cpu(ctx, *operands, call: Call, platform: str):
                                   attributes=native.attributes)
   # (An SVD without vectors has scalar placeholders, which JAX's lowering
   # does not batch.)
-  unbatched = [i for i in (2, 3) if native.form == "no vectors"
+  unbatched = [i for i in (2, 3) if native.form is NativeForm.NO_VECTORS
                and not native.results[i][0]]
   avals = [core.ShapedArray(
       (*([] if i in unbatched else call.batch), *shape), dtype)
            for i, (shape, dtype) in enumerate(native.results)]
   results = _write(ctx, operands[call.leading:], as_native, avals, unbatched)
-  if native.form == "vectors swapped":
+  if native.form is NativeForm.VECTORS_SWAPPED:
     results[2], results[3] = results[3], results[2]
-  elif native.form == "v":
+  elif native.form is NativeForm.V:
     results[3] = _adjoint(results[3], avals[3])
-  elif native.form == "no vectors":  # (placeholders the kernel leaves)
+  elif native.form is NativeForm.NO_VECTORS:  # (placeholders the kernel leaves)
     for i in (2, 3):
       results[i] = mlir.full_like_aval(ctx, 0, ctx.avals_out[i])
-  elif native.form:
+  elif native.form is not NativeForm.LAPACK:
     raise AssertionError(native.form)
   return results
 
@@ -383,12 +389,9 @@ def _transpose(cts, *operands, call: Call):
   return list(call.transpose(call, cts, operands))
 
 
-call_p.def_impl(functools.partial(dispatch.apply_primitive, call_p))
-ad.primitive_transposes[call_p] = _transpose
-mlir.register_lowering(call_p, _lower)
-for _platform in ("cuda", "rocm", "tpu"):
-  mlir.register_lowering(
-      call_p, functools.partial(_lower_off_cpu, platform=_platform),
-      platform=_platform)
-batching.primitive_batchers[call_p] = _batch
-ad.primitive_jvps[call_p] = _jvp
+call_p = _primitive.op_primitive(
+    "stablehlo_custom_call", abstract_eval=_abstract_eval, lower=_lower,
+    batch=_batch, jvp=_jvp, transpose=_transpose, multiple_results=True,
+    platform_lowerings={
+        platform: functools.partial(_lower_off_cpu, platform=platform)
+        for platform in ("cuda", "rocm", "tpu")})

@@ -32,16 +32,14 @@ framework; a caller passes :class:`DerivativeRules` to ``parse``:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 import dataclasses
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from jax._src import dtypes
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _registry
 import numpy as np
-
-if TYPE_CHECKING:
-  from jax._src.export.stablehlo_to_jax import _interpret
 
 # StableHLO ops that branch or kink: where a module holds one on floating
 # values, JAX's derivative of it is one convention among several at the
@@ -60,15 +58,11 @@ def is_branching(op: _ir.Op) -> bool:
                                                              np.inexact)
 
 
-# A compiled op: ``step(env, *operands) -> results``, ``env`` mapping the
-# module's value ids to the values computed so far.
-Step = Callable[..., Sequence[Any]]
-
-
 class DerivativeRules(Protocol):
   """A caller's derivatives for some ops of the modules it reads."""
 
-  def rule(self, op: _ir.Op, compiler: _interpret.Compiler) -> Step | None:
+  def rule(self, op: _ir.Op, compiler: _registry.Compiler
+           ) -> _registry.Step | None:
     """A step for ``op`` with the caller's derivative, or None.
 
     Called for each live op that the interpreter can compute (after its own

@@ -49,7 +49,7 @@ import numpy as np
 
 
 # What a rule makes of an op: a function of its operands' values (see
-# ._interpret.Step), and the op's own rule, of which a padded form is made.
+# ._registry.Step), and the op's own rule, of which a padded form is made.
 Step = _registry.Step
 Rule = _registry.Rule
 

@@ -77,7 +77,6 @@ import re
 import jax
 from jax import lax
 from jax._src.export.stablehlo_to_jax import _custom_calls
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _lapack
 from jax._src.export.stablehlo_to_jax import _registry
@@ -87,8 +86,9 @@ import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 Call = _custom_calls.Call
+NativeForm = _custom_calls.NativeForm
 
 _LIBRARIES = {"cusolver": "cuda", "hipsolver": "rocm"}
 _TYPE_LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -106,14 +106,14 @@ def _type_letter(op: Op) -> str:
 
 
 def _flag(op: Op, name: str, default: bool | None = None) -> bool:
-  value = _lapack._config(op).get(name, default)  # pylint: disable=protected-access
+  value = _lapack.backend_config(op).get(name, default)
   if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
     raise NoRule(f"its attribute {name}={value!r} (a boolean)")
   return bool(value)
 
 
 def _known_config(op: Op, known: Sequence[str]) -> None:
-  unknown = sorted(set(_lapack._config(op)) - set(known))  # pylint: disable=protected-access
+  unknown = sorted(set(_lapack.backend_config(op)) - set(known))
   if unknown:
     raise NoRule(f"its attributes {', '.join(unknown)}, which this rule does "
                  "not know")
@@ -124,7 +124,7 @@ def _config_text(config: dict[str, str]) -> str:
                          for k, v in sorted(config.items())) + "}"
 
 
-def _layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
+def _lapack_layouts_text(ranks: Sequence[int], matrix_rank: int) -> str:
   """The layouts JAX writes for LAPACK's calls: arrays of the operand's
   rank column-major (batch dimensions most major), the others
   row-major."""
@@ -144,7 +144,8 @@ def _layouts(text: str) -> list[list[int]]:
 
 
 def _as_lapack(op: Op, call: Call, routine: str, t: str,
-               config: dict[str, str], form: str = "") -> Call:
+               config: dict[str, str],
+               form: NativeForm = NativeForm.LAPACK) -> Call:
   """`call` (the GPU library's, as the module writes it) as a call of
   LAPACK's ``routine`` with `config`, standing for it."""
   library = call.target.split("_", 1)[0]
@@ -160,13 +161,14 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
   # none.)
   attributes.pop("sdy.sharding_rule", None)
   results, live = list(call.results), list(call.live)
-  if form == "vectors swapped":
+  if form is NativeForm.VECTORS_SWAPPED:
     results[2], results[3] = results[3], results[2]
     live[2], live[3] = live[3], live[2]
-  elif form == "v":
+  elif form is NativeForm.V:
     shape, dtype = results[3]
     results[3] = ((*shape[:-2], shape[-1], shape[-2]), dtype)
-  elif form == "no vectors":  # (LAPACK's shapes: its FFI writes none)
+  elif form is NativeForm.NO_VECTORS:
+    # (LAPACK's shapes: its FFI writes none.)
     (*batch, m, n), dtype = results[0]
     k = min(m, n)
     full = config.get("mode") != "S" and _flag(op, "full_matrices", True)
@@ -183,11 +185,11 @@ def _as_lapack(op: Op, call: Call, routine: str, t: str,
                                        op.result_types])):
     given = dict(call.attributes).get(name)
     if given is not None and _layouts(given) != _layouts(
-        _layouts_text(of, matrix_rank)):
+        _lapack_layouts_text(of, matrix_rank)):
       raise NoRule(f"a call with {name} {given} (JAX writes "
-                   f"{_layouts_text(of, matrix_rank)})")
-  attributes["operand_layouts"] = _layouts_text(ranks, max(ranks))
-  attributes["result_layouts"] = _layouts_text(
+                   f"{_lapack_layouts_text(of, matrix_rank)})")
+  attributes["operand_layouts"] = _lapack_layouts_text(ranks, max(ranks))
+  attributes["result_layouts"] = _lapack_layouts_text(
       [len(shape) for shape, _ in results], max(ranks))
   return dataclasses.replace(
       call, target=target,
@@ -206,15 +208,17 @@ def _register(routine: str
   return decorate
 
 
-def _step(call: Call, form: str = "") -> _registry.Step:
+def _step(call: Call, form: NativeForm = NativeForm.LAPACK
+          ) -> _registry.Step:
   """The step of `call` (LAPACK's), its results in the GPU call's order."""
   def step(env, *xs):
     ys = list(_custom_calls.apply(call, *xs))
-    if form == "vectors swapped":
+    if form is NativeForm.VECTORS_SWAPPED:
       ys[2], ys[3] = ys[3], ys[2]
-    elif form == "v":
-      ys[3] = _lapack._H(ys[3])  # pylint: disable=protected-access
-    elif form == "no vectors":  # (the GPU call's placeholders: unread)
+    elif form is NativeForm.V:
+      ys[3] = _lapack.adjoint(ys[3])
+    elif form is NativeForm.NO_VECTORS:
+      # (The GPU call's placeholders: unread.)
       for i in (2, 3):
         shape, dtype = call.native.results[i]
         ys[i] = jnp.zeros(shape, dtype)
@@ -228,8 +232,8 @@ def _potrf_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower"])
   lower = _flag(op, "lower")
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._potrf_tangents, lower=lower))  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.potrf_tangents, lower=lower))
   return _step(_as_lapack(op, call, "potrf", t, {"uplo": "L" if lower else "U"}))
 
 
@@ -238,7 +242,7 @@ def _getrf_rule(op: Op, c: Compiler) -> _registry.Step:
   """``getrf``: ``(lu, pivots (1-based), info)``, LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
-  call = _lapack._call(op, c, _lapack._getrf_tangents)  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, _lapack.getrf_tangents)
   return _step(_as_lapack(op, call, "getrf", t, {}))
 
 
@@ -247,19 +251,19 @@ def _geqrf_rule(op: Op, c: Compiler) -> _registry.Step:
   """``geqrf``: ``(R and reflectors, taus)``, LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
-  call = _lapack._call(op, c, _lapack._geqrf_tangents, "the Householder "  # pylint: disable=protected-access
-                       "reflectors of a QR factorization (JAX differentiates "
-                       "its Q, from orgqr, and its R)")
+  call = _lapack.call_of(op, c, _lapack.geqrf_tangents, "the Householder "
+                         "reflectors of a QR factorization (JAX differentiates "
+                         "its Q, from orgqr, and its R)")
   return _step(_as_lapack(op, call, "geqrf", t, {}))
 
 
 @_register("orgqr")
-def _orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
+def orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
   """``orgqr`` (``ungqr`` of complex matrices): LAPACK's."""
   t = _type_letter(op)
   _known_config(op, [])
   routine = "orgqr" if t in "sd" else "ungqr"
-  return _lapack._orgqr_rule(  # pylint: disable=protected-access
+  return _lapack.orgqr_rule(
       op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}))
 
 
@@ -270,14 +274,14 @@ def _syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower", "algorithm"])
   lower = _flag(op, "lower")
-  algorithm = _lapack._config(op).get("algorithm", 0)  # pylint: disable=protected-access
+  algorithm = _lapack.backend_config(op).get("algorithm", 0)
   if algorithm not in (0, 1, 2):
     raise NoRule(f"its algorithm={algorithm!r} (known: 0 default, 1 QR, 2 "
                  "Jacobi)")
   if len(op.result_types) != 3:
     raise NoRule(f"a syevd of {len(op.result_types)} results (JAX writes 3)")
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._syevd_tangents, lower=lower))  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.syevd_tangents, lower=lower))
   routine = "syevd" if t in "sd" else "heevd"
   return _step(_as_lapack(op, call, routine, t,
                           {"mode": "V", "uplo": "L" if lower else "U"}))
@@ -290,8 +294,8 @@ def _sytrd_rule(op: Op, c: Compiler) -> _registry.Step:
   t = _type_letter(op)
   _known_config(op, ["lower"])
   lower = _flag(op, "lower")
-  call = _lapack._call(op, c, None, "JAX has no derivative of "  # pylint: disable=protected-access
-                       "lax.linalg.tridiagonal")
+  call = _lapack.call_of(op, c, None, "JAX has no derivative of "
+                         "lax.linalg.tridiagonal")
   routine = "sytrd" if t in "sd" else "hetrd"
   return _step(_as_lapack(op, call, routine, t, {"uplo": "L" if lower else "U"}))
 
@@ -308,14 +312,15 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   full = _flag(op, "full_matrices", True)
   transposed = not jacobi and _flag(op, "transposed", False)
   mode = "A" if full else "S"
-  form = "v" if jacobi else ("vectors swapped" if transposed else "")
+  form = (NativeForm.V if jacobi else
+          (NativeForm.VECTORS_SWAPPED if transposed else NativeForm.LAPACK))
   if not _flag(op, "compute_uv", True):
     # The vector results are placeholders the kernel does not write.
     if any(r in c.live for r in op.results[2:4]):
       raise NoRule("an SVD without its vectors (compute_uv false) whose "
                    "placeholder vector results the module reads (the GPU "
                    "kernel does not write them)")
-    mode, form = "N", "no vectors"
+    mode, form = "N", NativeForm.NO_VECTORS
   # gesvdj computes full vectors for a reduced SVD of up to 32 rows or
   # columns, which JAX's lowering slices: their leading min(m, n) have the
   # reduced SVD's derivative. The others (an arbitrary completion) have
@@ -324,8 +329,8 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   # vectors is refused (a constant's cotangent would be dropped silently
   # in reverse mode).
   completion = jacobi and full and _reads_leading_vectors_only(op, c)
-  call = _lapack._call(op, c, functools.partial(  # pylint: disable=protected-access
-      _lapack._gesdd_tangents, mode=mode, completion_nan=completion),  # pylint: disable=protected-access
+  call = _lapack.call_of(op, c, functools.partial(
+      _lapack.gesdd_tangents, mode=mode, completion_nan=completion),
                        "the input the routine overwrites and the full "
                        "vectors of a non-square matrix (JAX has no "
                        "derivative of those)")
@@ -519,17 +524,19 @@ def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   attributes = (  # (as the typed FFI's calls of JAX's modules read)
       ("call_target_name", f'"lapack_{t}{routine}_ffi"'),
       (_CONFIG, _config_text({"mode": "V", "uplo": "L"})),
-      ("operand_layouts", _layouts_text([rank], rank)),
+      ("operand_layouts", _lapack_layouts_text([rank], rank)),
       ("output_operand_aliases", "[#stablehlo.output_operand_alias<"
        "output_tuple_indices = [0], operand_index = 0, "
        "operand_tuple_indices = []>]"),
-      ("result_layouts", _layouts_text([rank, rank - 1, rank - 2], rank)))
+      ("result_layouts",
+       _lapack_layouts_text([rank, rank - 1, rank - 2], rank)))
   texts = op.attrs.get(_ir.ATTRIBUTE_TEXTS) or ()
   native = _custom_calls.Native(
       op.attrs["call_target_name"], tuple(texts), "", tuple(
-          (tuple(r.shape), np.dtype(r.dtype)) for r in results), "cpu only")
+          (tuple(r.shape), np.dtype(r.dtype)) for r in results),
+      NativeForm.CPU_ONLY)
   call = Call(f"lapack_{t}{routine}_ffi", attributes, lapack_results,
-              tangents=functools.partial(_lapack._syevd_tangents,  # pylint: disable=protected-access
+              tangents=functools.partial(_lapack.syevd_tangents,
                                          lower=True),
               live=tuple(r in c.live for r in op.results[:3]), native=native)
   work_shape, work_dtype = native.results[3]

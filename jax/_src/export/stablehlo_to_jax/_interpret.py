@@ -38,7 +38,6 @@ import contextlib
 import functools
 from typing import Any
 
-from jax._src import config
 from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
@@ -51,8 +50,7 @@ NoRule = _ir.NoRule
 # A value of a module: an array, or a tuple of values.
 Value = ArrayLike | tuple["Value", ...]
 
-
-Step = _derivatives.Step
+Step = _registry.Step
 
 
 class CompiledBlock:
@@ -317,18 +315,6 @@ def maybe_constant_values(funcs: Mapping[str, _ir.Func], entry: str
   if entry in funcs:
     func(entry, (False,) * len(funcs[entry].body.args))
   return frozenset(everywhere)
-
-
-def keeping_64_bit_types() -> contextlib.AbstractContextManager[object] | None:
-  """A context in which lax keeps 64-bit types; None if this JAX has none.
-
-  With ``jax_enable_x64`` any context does; without it, the option
-  ``jax_explicit_x64_dtypes="allow"`` (where this JAX has it).
-  """
-  if config.enable_x64.value:
-    return contextlib.nullcontext()
-  explicit = getattr(config, "explicit_x64_dtypes", None)
-  return None if explicit is None else explicit("allow")
 
 
 def _may_have_effects(op: _ir.Op, rules: _registry.Registry) -> bool:

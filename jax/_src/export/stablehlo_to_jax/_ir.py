@@ -269,7 +269,7 @@ _NUMBER = re.compile(
     r"0x[0-9A-Fa-f]+|true|false|[-+]?inf|nan|[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
-def _is_float(dtype: np.dtype) -> bool:
+def _is_real_float(dtype: np.dtype) -> bool:
   """Whether `dtype` is a real floating type (ml_dtypes' ones included)."""
   if dtype.kind == "f":
     return True
@@ -293,7 +293,7 @@ def _scalar(tok: str, dtype: np.dtype) -> np.ndarray | bool:
     return bits.view(dtype)
   if tok in ("true", "false"):
     return tok == "true"
-  if _is_float(dtype):
+  if _is_real_float(dtype):
     return np.array(float(tok)).astype(dtype)
   return np.array(int(tok)).astype(dtype)
 

@@ -42,6 +42,10 @@ routine            written by                     derivative
 
 Where a factorization fails (its info code is not 0), the tangents of its
 results are NaN: JAX's lowering replaces those results by NaN.
+
+The public names (:func:`call_of`, :func:`backend_config`, :func:`adjoint`,
+the routines' tangents, :func:`orgqr_rule`) are those that
+:mod:`._gpu_solver` shares: it writes the GPU libraries' calls as these.
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ import jax
 from jax import lax
 from jax._src.interpreters import ad
 from jax._src.export.stablehlo_to_jax import _custom_calls
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 import jax.numpy as jnp
@@ -61,7 +64,7 @@ import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 Call = _custom_calls.Call
 NO_DERIVATIVE = _custom_calls.NO_DERIVATIVE
 _HIGHEST = lax.Precision.HIGHEST
@@ -75,7 +78,8 @@ def _mT(x: jax.Array) -> jax.Array:
   return jnp.swapaxes(x, -1, -2)
 
 
-def _H(x: jax.Array) -> jax.Array:
+def adjoint(x: jax.Array) -> jax.Array:
+  """The conjugate transpose of (each matrix of) `x`."""
   return jnp.conj(_mT(x)) if jnp.iscomplexobj(x) else _mT(x)
 
 
@@ -108,7 +112,7 @@ def _hermitian_of_lower(t: jax.Array) -> jax.Array:
 
 def _read_lower(x: jax.Array, lower: bool) -> jax.Array:
   """The triangle a routine reads, as the lower one."""
-  return x if lower else _H(x)
+  return x if lower else adjoint(x)
 
 
 def _nan_where_failed(t: jax.Array, info: jax.Array) -> jax.Array:
@@ -120,7 +124,8 @@ def _nan_where_failed(t: jax.Array, info: jax.Array) -> jax.Array:
 
 # The calls' attributes.
 
-def _config(op: Op) -> dict[str, _ir.AttrValue]:
+def backend_config(op: Op) -> dict[str, _ir.AttrValue]:
+  """The call's ``mhlo.backend_config`` dictionary (empty if absent)."""
   config = op.attrs.get("mhlo.backend_config", {})
   if not isinstance(config, dict):
     raise NoRule(f"a backend_config other than a dictionary: {config!r}")
@@ -128,16 +133,16 @@ def _config(op: Op) -> dict[str, _ir.AttrValue]:
 
 
 def _char(op: Op, name: str, allowed: str) -> str:
-  value = _config(op).get(name)
+  value = backend_config(op).get(name)
   if not isinstance(value, int) or chr(value) not in allowed:
     raise NoRule(f"its attribute {name}={value!r} (known: "
                  f"{', '.join(allowed)})")
   return chr(value)
 
 
-def _call(op: Op, c: Compiler, tangents: _custom_calls.Tangents | None,
-          no_derivative: str = "", leading: int = 0,
-          transpose: _custom_calls.Transpose | None = None) -> Call:
+def call_of(op: Op, c: Compiler, tangents: _custom_calls.Tangents | None,
+            no_derivative: str = "", leading: int = 0,
+            transpose: _custom_calls.Transpose | None = None) -> Call:
   """The :class:`Call` of `op`."""
   if op.attrs.get("has_side_effect"):
     raise NoRule("a custom call with side effects")
@@ -191,10 +196,11 @@ def _typed(op: Op, c: Compiler, *, rule: Routine, t: str) -> _registry.Step:
 def _potrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``potrf``: ``(factor, info)``; the other triangle untouched."""
   lower = _char(op, "uplo", "LU") == "L"
-  return _step(_call(op, c, functools.partial(_potrf_tangents, lower=lower)))
+  return _step(call_of(op, c, functools.partial(potrf_tangents, lower=lower)))
 
 
-def _potrf_tangents(call, xs, ys, dxs, *, lower: bool):
+def potrf_tangents(call, xs, ys, dxs, *, lower: bool):
+  """``cholesky``'s tangents (see :data:`._custom_calls.Tangents`)."""
   del call, xs
   (out, info), (dx,) = ys, dxs
   l = _tril(_read_lower(out, lower))
@@ -202,7 +208,7 @@ def _potrf_tangents(call, xs, ys, dxs, *, lower: bool):
   n = out.shape[-1]
   mask = jnp.tril(jnp.ones((n, n), bool)) if lower else jnp.triu(
       jnp.ones((n, n), bool))
-  t = jnp.where(mask, l_dot if lower else _H(l_dot), dx)
+  t = jnp.where(mask, l_dot if lower else adjoint(l_dot), dx)
   return [_nan_where_failed(t, info), None]
 
 
@@ -223,10 +229,11 @@ def _cholesky_tangent(l: jax.Array, sigma_dot: jax.Array) -> jax.Array:
 @_register(["getrf"])
 def _getrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``getrf``: ``(lu, pivots (1-based), info)``."""
-  return _step(_call(op, c, _getrf_tangents))
+  return _step(call_of(op, c, getrf_tangents))
 
 
-def _getrf_tangents(call, xs, ys, dxs):
+def getrf_tangents(call, xs, ys, dxs):
+  """``lu``'s tangents (see :data:`._custom_calls.Tangents`)."""
   del call, xs
   (lu, pivots, _), (dx,) = ys, dxs
   m, n = lu.shape[-2:]
@@ -254,12 +261,13 @@ def _syevd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``syevd``/``heevd``: ``(eigenvectors, eigenvalues, info)``."""
   lower = _char(op, "uplo", "LU") == "L"
   if _char(op, "mode", "VN") != "V":
-    return _step(_call(op, c, None, "eigenvalues without eigenvectors "
-                       "(JAX writes none)"))
-  return _step(_call(op, c, functools.partial(_syevd_tangents, lower=lower)))
+    return _step(call_of(op, c, None, "eigenvalues without eigenvectors "
+                         "(JAX writes none)"))
+  return _step(call_of(op, c, functools.partial(syevd_tangents, lower=lower)))
 
 
-def _syevd_tangents(call, xs, ys, dxs, *, lower: bool):
+def syevd_tangents(call, xs, ys, dxs, *, lower: bool):
+  """``eigh``'s tangents (see :data:`._custom_calls.Tangents`)."""
   del call, xs
   (v, w, info), (dx,) = ys, dxs
   a_dot = _hermitian_of_lower(_read_lower(dx, lower))
@@ -268,7 +276,7 @@ def _syevd_tangents(call, xs, ys, dxs, *, lower: bool):
   eye = jnp.eye(n, dtype=v.dtype)
   delta = wc[..., None, :] - wc[..., :, None]
   f = 1 / (delta + eye) - eye
-  vav = _mm(_mm(_H(v), a_dot), v)
+  vav = _mm(_mm(adjoint(v), a_dot), v)
   dv = _mm(v, f * vav)
   dw = jnp.real(jnp.diagonal(vav, axis1=-2, axis2=-1))
   return [_nan_where_failed(dv, info), _nan_where_failed(dw, info), None]
@@ -280,14 +288,14 @@ def _syevd_tangents(call, xs, ys, dxs, *, lower: bool):
 def _gesdd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``gesdd``/``gesvd``: ``(overwritten input, s, u, vt, info)``."""
   mode = _char(op, "mode", "ASN")
-  return _step(_call(op, c, functools.partial(_gesdd_tangents, mode=mode),
-                     "the input the routine "
-                     "overwrites, the vectors of an SVD computed without "
-                     "them, and the full vectors of a non-square matrix "
-                     "(JAX has no derivative of those)"))
+  return _step(call_of(op, c, functools.partial(gesdd_tangents, mode=mode),
+                       "the input the routine "
+                       "overwrites, the vectors of an SVD computed without "
+                       "them, and the full vectors of a non-square matrix "
+                       "(JAX has no derivative of those)"))
 
 
-def _gesdd_tangents(call, xs, ys, dxs, *, mode: str,
+def gesdd_tangents(call, xs, ys, dxs, *, mode: str,
                     completion_nan: bool = False):
   """``svd``'s tangents; with `completion_nan`, of full vectors of a
   non-square matrix too: those of its reduced vectors, NaN in the columns
@@ -302,8 +310,8 @@ def _gesdd_tangents(call, xs, ys, dxs, *, mode: str,
     u_k, _, vt_k = lax.linalg.svd(a, full_matrices=False, compute_uv=True)
   else:
     u_k, vt_k = u[..., :, :k], vt[..., :k, :]
-  v_k = _H(vt_k)
-  ds_mat = _mm(_mm(_H(u_k), dx), v_k)
+  v_k = adjoint(vt_k)
+  ds_mat = _mm(_mm(adjoint(u_k), dx), v_k)
   ds = jnp.real(jnp.diagonal(ds_mat, axis1=-2, axis2=-1))
   vectors = [NO_DERIVATIVE, NO_DERIVATIVE]
   if mode == "S" or (mode == "A" and (m == n or completion_nan)):
@@ -320,7 +328,7 @@ def _gesdd_tangents(call, xs, ys, dxs, *, mode: str,
 def _svd_vector_tangents(a, da, s, u, vt, ds_mat):
   """``svd``'s tangents of ``u`` and ``vt`` (reduced), as JAX's rule."""
   dtype = a.dtype
-  ut, v = _H(u), _H(vt)
+  ut, v = adjoint(u), adjoint(vt)
   s_dim = s[..., None, :]
   s_diffs = (s_dim + _mT(s_dim)) * (s_dim - _mT(s_dim))
   eye = jnp.eye(s.shape[-1], dtype=s.dtype)
@@ -330,17 +338,17 @@ def _svd_vector_tangents(a, da, s, u, vt, ds_mat):
   s_zeros = (s == 0).astype(s.dtype)
   s_inv = 1 / (s + s_zeros) - s_zeros
   s_inv_mat = s_inv[..., :, None] * eye
-  dudv_diag = .5 * (ds_mat - _H(ds_mat)) * s_inv_mat.astype(dtype)
-  du = _mm(u, f.astype(dtype) * (dss + _H(dss)) + dudv_diag)
-  dv = _mm(v, f.astype(dtype) * (sds + _H(sds)))
+  dudv_diag = .5 * (ds_mat - adjoint(ds_mat)) * s_inv_mat.astype(dtype)
+  du = _mm(u, f.astype(dtype) * (dss + adjoint(dss)) + dudv_diag)
+  dv = _mm(v, f.astype(dtype) * (sds + adjoint(sds)))
   m, n = a.shape[-2:]
   if m > n:
     dav = _mm(da, v)
     du = du + (dav - _mm(u, _mm(ut, dav))) / s_dim.astype(dtype)
   if n > m:
-    dahu = _mm(_H(da), u)
+    dahu = _mm(adjoint(da), u)
     dv = dv + (dahu - _mm(v, _mm(vt, dahu))) / s_dim.astype(dtype)
-  return du, _H(dv)
+  return du, adjoint(dv)
 
 
 # Nonsymmetric eigendecomposition.
@@ -351,7 +359,7 @@ def _geev_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   info)``."""
   _char(op, "compute_left", "VN")
   right = _char(op, "compute_right", "VN") == "V"
-  return _step(_call(op, c, functools.partial(
+  return _step(call_of(op, c, functools.partial(
       _geev_tangents, real=t in "sd", right=right),
                      "the eigenvectors of a nonsymmetric matrix (JAX "
                      "differentiates them only where "
@@ -384,8 +392,8 @@ def _trsm_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
     raise NoRule(f"a trsm of {len(op.operands)} operands (JAX writes 2)")
   flags = {name: _char(op, name, "LRUNTC")
            for name in ("side", "uplo", "trans_x", "diag")}
-  return _step(_call(op, c, functools.partial(_trsm_tangents, **flags),
-                     transpose=functools.partial(_trsm_transpose, **flags)))
+  return _step(call_of(op, c, functools.partial(_trsm_tangents, **flags),
+                       transpose=functools.partial(_trsm_transpose, **flags)))
 
 
 def _trsm_transpose(call, cts, operands, *, side, uplo, trans_x, diag):
@@ -410,7 +418,7 @@ def _trsm_tangents(call, xs, ys, dxs, *, side, uplo, trans_x, diag):
   transpose, conjugate = trans_x != "N", trans_x == "C"
   k = (-1 if lower else 1) if unit else 0
   da = _tril(da, k) if lower else _triu(da, k)
-  op_da = _H(da) if conjugate else (_mT(da) if transpose else da)
+  op_da = adjoint(da) if conjugate else (_mT(da) if transpose else da)
   rhs = db - (_mm(op_da, x) if left else _mm(x, op_da))
   return [lax.linalg.triangular_solve(
       a, rhs, left_side=left, lower=lower, transpose_a=transpose,
@@ -420,8 +428,8 @@ def _trsm_tangents(call, xs, ys, dxs, *, side, uplo, trans_x, diag):
 @_register(["gtsv"])
 def _gtsv_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``gtsv``: ``(dl, d, du (overwritten), x, info)``."""
-  call = _call(op, c, _gtsv_tangents, "the factors the routine overwrites "
-               "its diagonals with", transpose=_gtsv_transpose)
+  call = call_of(op, c, _gtsv_tangents, "the factors the routine overwrites "
+                 "its diagonals with", transpose=_gtsv_transpose)
   if not any(call.live[:3] + call.live[4:]):
     return _step(call)
 
@@ -477,9 +485,9 @@ def _gtsv_tangents(call, xs, ys, dxs):
 @_register(["geqrf"])
 def _geqrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``geqrf``: ``(R above the diagonal, reflectors below; taus)``."""
-  return _step(_call(op, c, _geqrf_tangents, "the Householder reflectors "
-                     "of a QR factorization (JAX differentiates its Q, "
-                     "from orgqr, and its R)"))
+  return _step(call_of(op, c, geqrf_tangents, "the Householder reflectors "
+                       "of a QR factorization (JAX differentiates its Q, "
+                       "from orgqr, and its R)"))
 
 
 def _qr_tangents(x: jax.Array, dx: jax.Array, q: jax.Array, r: jax.Array
@@ -489,16 +497,16 @@ def _qr_tangents(x: jax.Array, dx: jax.Array, q: jax.Array, r: jax.Array
   m, n = x.shape[-2:]
   if m < n:
     dq, dr1 = _thin_qr_tangents(q, r[..., :, :m], dx[..., :, :m])
-    dr2 = _mm(_H(dq), x[..., :, m:]) + _mm(_H(q), dx[..., :, m:])
+    dr2 = _mm(adjoint(dq), x[..., :, m:]) + _mm(adjoint(q), dx[..., :, m:])
     return dq, jnp.concatenate([dr1, dr2], axis=-1)
   return _thin_qr_tangents(q, r, dx)
 
 
 def _thin_qr_tangents(q, r, dx):
   dx_rinv = lax.linalg.triangular_solve(r, dx)
-  qt_dx_rinv = _mm(_H(q), dx_rinv)
+  qt_dx_rinv = _mm(adjoint(q), dx_rinv)
   lower = _tril(qt_dx_rinv, -1)
-  do = lower - _H(lower)
+  do = lower - adjoint(lower)
   n = r.shape[-1]
   eye = jnp.eye(n, dtype=do.dtype)
   do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(do.dtype))
@@ -513,7 +521,9 @@ def _reduced_qr(x, g, taus):
   return q, _triu(g[..., :k, :])
 
 
-def _geqrf_tangents(call, xs, ys, dxs):
+def geqrf_tangents(call, xs, ys, dxs):
+  """``qr``'s tangents of the compact factors (see
+  :data:`._custom_calls.Tangents`)."""
   del call
   (x,), (g, taus), (dx,) = xs, ys, dxs
   q, r = _reduced_qr(x, g, taus)
@@ -529,9 +539,9 @@ def _geqrf_tangents(call, xs, ys, dxs):
 
 @_register(["orgqr"], "sd")
 @_register(["ungqr"], "cz")
-def _orgqr_rule(op: Op, c: Compiler, t: str,
-                form: Callable[[Call], Call] = lambda call: call
-                ) -> _registry.Step:
+def orgqr_rule(op: Op, c: Compiler, t: str,
+               form: Callable[[Call], Call] = lambda call: call
+               ) -> _registry.Step:
   """``orgqr``/``ungqr``: Q of Householder reflectors; of a geqrf's
   factors of a matrix, with ``qr``'s derivative with respect to it.
 
@@ -540,13 +550,13 @@ def _orgqr_rule(op: Op, c: Compiler, t: str,
   """
   source = _qr_source(op, c)
   if source is None:
-    return _step(form(_call(op, c, None, "the product of Householder "
-                            "reflectors other than a QR factorization's (JAX "
-                            "has no derivative of "
-                            "lax.linalg.householder_product)")))
-  call = form(_call(op, c, _orgqr_tangents, "the full Q of a tall matrix "
-                    "(this rule differentiates the reduced QR only)",
-                    leading=1))
+    return _step(form(call_of(op, c, None, "the product of Householder "
+                              "reflectors other than a QR factorization's (JAX "
+                              "has no derivative of "
+                              "lax.linalg.householder_product)")))
+  call = form(call_of(op, c, _orgqr_tangents, "the full Q of a tall matrix "
+                      "(this rule differentiates the reduced QR only)",
+                      leading=1))
 
   def step(env, g, taus):
     return _custom_calls.apply(call, env[source], g, taus)
@@ -604,20 +614,20 @@ def _orgqr_tangents(call, xs, ys, dxs):
 def _gees_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``gees``: the Schur form, vectors, eigenvalues, info."""
   _char(op, "sort", "N")
-  return _step(_call(op, c, None, "JAX has no derivative of "
-                     "lax.linalg.schur"))
+  return _step(call_of(op, c, None, "JAX has no derivative of "
+                       "lax.linalg.schur"))
 
 
 @_register(["gehrd"])
 def _gehrd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``gehrd``: the Hessenberg form and reflectors, info."""
-  return _step(_call(op, c, None, "JAX has no derivative of "
-                     "lax.linalg.hessenberg"))
+  return _step(call_of(op, c, None, "JAX has no derivative of "
+                       "lax.linalg.hessenberg"))
 
 
 @_register(["sytrd"], "sd")
 @_register(["hetrd"], "cz")
 def _sytrd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
   """``sytrd``/``hetrd``: the tridiagonal form, reflectors, info."""
-  return _step(_call(op, c, None, "JAX has no derivative of "
-                     "lax.linalg.tridiagonal"))
+  return _step(call_of(op, c, None, "JAX has no derivative of "
+                       "lax.linalg.tridiagonal"))

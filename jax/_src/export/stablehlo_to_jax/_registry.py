@@ -34,24 +34,77 @@ the op's registration and, by the op's types, the rule or its padded form.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+import contextlib
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _ir
-
-if TYPE_CHECKING:
-  from jax._src.export.stablehlo_to_jax import _interpret
+import numpy as np
 
 NoRule = _ir.NoRule
-# A compiled op: ``step(env, *operands) -> results``.
-Step = _derivatives.Step
+# A compiled op: ``step(env, *operands) -> results``, ``env`` mapping the
+# module's value ids to the values computed so far.
+Step = Callable[..., Sequence[Any]]
+# A compiled block: ``block(*arguments, outer=env) -> results``, ``outer``
+# the values of the enclosing blocks its ops read.
+Block = Callable[..., list[Any]]
+
+
+class Compiler(Protocol):
+  """What a rule may ask of the compiler that calls it.
+
+  :class:`~._interpret.Compiler` is the one implementation; the rules, and
+  a caller's :class:`~._derivatives.DerivativeRules`, see it through this
+  interface, so that they do not depend on the compiler's module (it
+  depends on theirs).
+
+  Attributes:
+    funcs: the module's functions, by name.
+    rules: the registry whose rules compile the ops (a rule may ask it for
+      another op's step).
+    follow_default_precision: whether dots and convolutions at DEFAULT
+      precision take the caller's ``jax_default_matmul_precision``.
+    constants: the NumPy value of each value id that is a constant of the
+      module; a rule of a constant adds its own.
+    no_derivative: the names of the compiled ops whose rule JAX cannot
+      differentiate; a rule adds its op's.
+    live: the value ids the entry function's results depend on.
+    defining: the op that defines each value of the module.
+    maybe_constant: the values that may not depend on the entry function's
+      arguments (see ``_interpret.maybe_constant_values``).
+  """
+  funcs: Mapping[str, _ir.Func]
+  rules: Registry
+  follow_default_precision: bool
+  constants: dict[int, Any]
+  no_derivative: set[str]
+  live: set[int]
+  defining: Mapping[int, _ir.Op]
+  maybe_constant: frozenset[int]
+
+  def block(self, block: _ir.Block) -> Block:
+    """`block` compiled, its live ops each a step."""
+
+  def func(self, name: str) -> Block:
+    """The compiled body of the function `name`."""
+
+  def constant(self, value: int) -> np.ndarray | None:
+    """The NumPy value of `value` where it is a constant (or a conversion,
+    broadcast or reshape of one); else None."""
+
+  def is_live(self, op: _ir.Op) -> bool:
+    """Whether the entry function's results depend on `op`."""
+
+  def reduction_region(self) -> contextlib.AbstractContextManager[None]:
+    """The context in which a reduction's (or a sort's) region compiles."""
+
+
 # ``rule(op, compiler) -> step``, or NoRule with the reason.
-Rule = Callable[[_ir.Op, "_interpret.Compiler"], Step]
+Rule = Callable[[_ir.Op, Compiler], Step]
 # ``padded(op, compiler, rule) -> step``: the op on values of a bounded
 # dynamic shape, from its rule (see ._dynamic).
-PaddedRule = Callable[[_ir.Op, "_interpret.Compiler", Rule], Step]
+PaddedRule = Callable[[_ir.Op, Compiler, Rule], Step]
 
 CUSTOM_CALL = "stablehlo.custom_call"
 
@@ -170,7 +223,7 @@ class Registry:
   def registration(self, name: str) -> Registration | None:
     return self._entries.get(name)
 
-  def step(self, op: _ir.Op, c: _interpret.Compiler) -> Step:
+  def step(self, op: _ir.Op, c: Compiler) -> Step:
     """The dispatcher: ``op``'s step, by its registration and its types.
 
     Raises:

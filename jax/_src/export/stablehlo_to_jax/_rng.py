@@ -29,15 +29,10 @@ own ``rng_bit_generator`` does for a batch of keys.
 
 from __future__ import annotations
 
-import functools
-
 import jax
 from jax._src import core
-from jax._src import dispatch
-from jax._src.interpreters import ad
-from jax._src.interpreters import batching
-from jax._src.interpreters import mlir
 from jax._src.lib.mlir.dialects import hlo
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import compat
 from jax import lax
 import jax.numpy as jnp
@@ -60,21 +55,12 @@ def rng_bit_generator(key: ArrayLike, *, shape: tuple[int, ...],
                                   dtype=np.dtype(dtype), algorithm=algorithm)
 
 
-rng_bit_generator_p = core.Primitive("stablehlo_rng_bit_generator")
-rng_bit_generator_p.multiple_results = True
-
-
 def _abstract_eval(key, *, shape, dtype, algorithm):
   del algorithm
   if key.ndim != 1 or not np.issubdtype(key.dtype, np.unsignedinteger):
     raise TypeError(f"rng_bit_generator takes a vector key of unsigned "
                     f"integers, not {key.str_short()}")
   return [key.update(weak_type=False), core.ShapedArray(shape, dtype)]
-
-
-rng_bit_generator_p.def_impl(
-    functools.partial(dispatch.apply_primitive, rng_bit_generator_p))
-rng_bit_generator_p.def_abstract_eval(_abstract_eval)
 
 
 def _lower(ctx, key, *, shape, dtype, algorithm):
@@ -84,9 +70,6 @@ def _lower(ctx, key, *, shape, dtype, algorithm):
   op = hlo.RngBitGeneratorOp(
       *types, hlo.RngAlgorithmAttr.get(algorithm), key)
   return op.results
-
-
-mlir.register_lowering(rng_bit_generator_p, _lower)
 
 
 def _batch(args, dims, *, shape, dtype, algorithm):
@@ -101,5 +84,6 @@ def _batch(args, dims, *, shape, dtype, algorithm):
   return [new_keys, bits], [0, 0]
 
 
-batching.primitive_batchers[rng_bit_generator_p] = _batch
-ad.defjvp_zero(rng_bit_generator_p)
+rng_bit_generator_p = _primitive.op_primitive(
+    "stablehlo_rng_bit_generator", abstract_eval=_abstract_eval,
+    lower=_lower, batch=_batch, jvp=None, multiple_results=True)

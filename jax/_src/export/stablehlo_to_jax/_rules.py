@@ -23,7 +23,7 @@ that computes the op's results with ``lax`` operations (``env`` holds the
 values of enclosing blocks, for regions that use them). Where the op cannot
 be expressed exactly (an attribute or region pattern whose semantics a
 ``lax`` operation does not reproduce in every corner), the rule raises
-:class:`~._interpret.NoRule` with the reason; nothing is guessed.
+:class:`~._ir.NoRule` with the reason; nothing is guessed.
 
 Every rule binds the ``lax`` operation whose lowering is that same StableHLO
 op (or, where noted, a composition with the same semantics), so that values
@@ -47,7 +47,6 @@ from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _barrier
 from jax._src.export.stablehlo_to_jax import _dynamic
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
 from jax._src.export.stablehlo_to_jax import _registry
@@ -58,9 +57,9 @@ from jax import lax
 import ml_dtypes
 import numpy as np
 
-NoRule = _interpret.NoRule
+NoRule = _ir.NoRule
 Op = _ir.Op
-Compiler = _interpret.Compiler
+Compiler = _registry.Compiler
 rule = _registry.rule
 
 
@@ -115,7 +114,7 @@ def _is_complex(t: Any) -> bool:
   return np.issubdtype(t.dtype, np.complexfloating)
 
 
-def _is_float(dtype: Any) -> bool:
+def _is_inexact_dtype(dtype: Any) -> bool:
   """Real or complex floating point, bfloat16 and float8 types included."""
   return dtypes.issubdtype(dtype, np.inexact)
 
@@ -163,7 +162,8 @@ rule("mhlo.erf", padded=_dynamic.elementwise)(_unary(lax.erf))
 
 def _is_narrow_float(t: _ir.TensorType) -> bool:
   """Whether `t` is a real float type narrower than 32 bits."""
-  return _is_float(t.dtype) and not _is_complex(t) and t.dtype.itemsize < 4
+  return (_is_inexact_dtype(t.dtype) and not _is_complex(t)
+          and t.dtype.itemsize < 4)
 
 
 def _as_op_where(name: str, fn: Callable[..., Any],
@@ -217,7 +217,7 @@ def _abs_rule(op: Op, c: Compiler):
   dtype = op.operand_types[0].dtype
   if _is_complex(op.operand_types[0]):
     return _as_op_where("abs", lax.abs, _is_complex)(op, c)
-  if dtype.kind == "V" and not _is_float(dtype):
+  if dtype.kind == "V" and not _is_inexact_dtype(dtype):
     wide = np.dtype(np.int8)
     return lambda env, x: [lax.convert_element_type(
         lax.abs(lax.convert_element_type(x, wide)), dtype)]
@@ -247,7 +247,7 @@ rule("stablehlo.multiply", padded=_dynamic.elementwise)(
 def _power_rule(op: Op, c: Compiler):
   del c
   _check_accuracy(op)
-  if not _is_float(_dtype(op)):
+  if not _is_inexact_dtype(_dtype(op)):
     return lambda env, x, y: [_integer_power(x, y)]
   return lambda env, x, y: [lax.pow(x, y)]
 
@@ -349,7 +349,7 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
     raise NoRule(f"an ordered ({direction}) comparison of complex numbers "
                  "(the specification's lexicographic order; XLA fails to "
                  "compile it)")
-  if _is_float(dtype):
+  if _is_inexact_dtype(dtype):
     # lax's float comparisons are FLOAT compares (IEEE: NaN unordered).
     if ctype in ("NOTYPE", "FLOAT"):
       return _COMPARE[direction]
@@ -392,7 +392,7 @@ def _convert_rule(op: Op, c: Compiler):
           and not np.issubdtype(dtype, np.complexfloating) else lambda x: x)
   # The imaginary part is ignored (NumPy's conversion of a constant to bool
   # would count it).
-  if dtype == np.bool_ and _is_float(src.dtype):
+  if dtype == np.bool_ and _is_inexact_dtype(src.dtype):
     # The op itself: lax's conversion of floats to booleans is a comparison
     # with zero, which XLA:CPU computes otherwise at subnormal numbers.
     return lambda env, x: [_as_op.to_bool(real(x))]
@@ -997,7 +997,7 @@ def _reduce_rule(op: Op, c: Compiler):
   # JAX's derivative of a general reduce fails on integer operands (argmax's
   # indices). Where only integer results are live, no derivative flows: the
   # operands are cut from differentiation (exact: integers have none).
-  inexact = [_is_float(t.dtype) for t in op.result_types]
+  inexact = [_is_inexact_dtype(t.dtype) for t in op.result_types]
   cut = not all(inexact) and not any(
       f and r in c.live for f, r in zip(inexact, op.results))
 
@@ -1064,8 +1064,9 @@ def _select_and_scatter_rule(op: Op, c: Compiler):
     raise NoRule("a scatter region other than add")
   sel = select.ops[0] if len(select.ops) == 1 else None
   dtype = op.operand_types[0].dtype
-  kinds = (("NOTYPE", "FLOAT") if _is_float(dtype) and dtype.kind != "c"
-           else ("NOTYPE", _integer_order(dtype)) if not _is_float(dtype)
+  inexact = _is_inexact_dtype(dtype)
+  kinds = (("NOTYPE", "FLOAT") if inexact and dtype.kind != "c"
+           else ("NOTYPE", _integer_order(dtype)) if not inexact
            and dtype != np.bool_ else ())
   if (sel is None or sel.name != "stablehlo.compare"
       or sel.operands != select.args or sel.results != select.returns
@@ -1216,7 +1217,7 @@ def _sort_key(x: Any, descending: bool) -> Any:
   """An integer key whose signed order is XLA's total order of `x`."""
   dtype = np.dtype(x.dtype)
   nan = None
-  if _is_float(dtype) and dtype.itemsize == 1:
+  if _is_inexact_dtype(dtype) and dtype.itemsize == 1:
     # 8-bit and narrower floats are ordered as XLA orders them: as float32,
     # where the NaN of the types without a negative zero (its bits are
     # -0's) comes first.
@@ -1224,7 +1225,7 @@ def _sort_key(x: Any, descending: bool) -> Any:
       nan = lax.ne(x, x)
     x = lax.convert_element_type(x, np.float32)
     dtype = np.dtype(np.float32)
-  if _is_float(dtype):
+  if _is_inexact_dtype(dtype):
     ity = np.dtype(f"int{8 * dtype.itemsize}")
     bits = lax.bitcast_convert_type(x, ity)
     low = _const(np.array(np.iinfo(ity).max, ity))
@@ -1286,7 +1287,7 @@ def _one_comparison_of_operand_0(op: Op) -> bool:
     raise NoRule(f"a {direction} comparator (not a strict order)")
   dtype = op.operand_types[0].dtype
   ctype = cmp.attrs.get("compare_type", "NOTYPE")
-  if _is_float(dtype):
+  if _is_inexact_dtype(dtype):
     if ctype != "TOTALORDER" or np.issubdtype(dtype, np.complexfloating):
       raise NoRule(f"a {ctype} comparator on {dtype} (only TOTALORDER "
                    "comparisons of real floats are a strict order)")

@@ -29,15 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 import dataclasses
 
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax._ir import NoRule
 import numpy as np
 
 Op = _ir.Op
-Compiler = _interpret.Compiler
-Step = _interpret.Step
+Compiler = _registry.Compiler
+Step = _registry.Step
 
 
 def _constant(op: Op, c: Compiler, index: int, what: str) -> np.ndarray:

@@ -45,20 +45,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import contextlib
-import functools
 from typing import Any
 
 import jax
 from jax._src import core
-from jax._src import dispatch
 from jax._src import dtypes
 from jax._src.interpreters import ad
-from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import compat
-from jax._src.export.stablehlo_to_jax import _interpret
 from jax import lax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -95,10 +92,6 @@ def sort(operands: Sequence[ArrayLike], *, comparator: Comparator,
                      is_stable=is_stable)
 
 
-sort_p = core.Primitive("stablehlo_sort")
-sort_p.multiple_results = True
-
-
 def _abstract_eval(*avals, comparator, dimension, is_stable):
   del comparator, is_stable
   shape = avals[0].shape
@@ -106,10 +99,6 @@ def _abstract_eval(*avals, comparator, dimension, is_stable):
     raise TypeError(f"sort of shapes {[a.shape for a in avals]} along "
                     f"dimension {dimension}")
   return [a.update(weak_type=False) for a in avals]
-
-
-sort_p.def_impl(functools.partial(dispatch.apply_primitive, sort_p))
-sort_p.def_abstract_eval(_abstract_eval)
 
 
 def _flat(values: Sequence[Any]) -> list[ir.Value]:
@@ -121,7 +110,7 @@ def _flat(values: Sequence[Any]) -> list[ir.Value]:
 def _lower(ctx, *operands, comparator, dimension, is_stable):
   # The comparator is traced now, after the program ran: with the types it
   # was written for (64-bit ones too, as the program keeps them).
-  with _interpret.keeping_64_bit_types() or contextlib.nullcontext():
+  with compat.keeping_64_bit_types() or contextlib.nullcontext():
     return _lower_sort(ctx, *operands, comparator=comparator,
                        dimension=dimension, is_stable=is_stable)
 
@@ -146,9 +135,6 @@ def _lower_sort(ctx, *operands, comparator, dimension, is_stable):
   return op.results
 
 
-mlir.register_lowering(sort_p, _lower)
-
-
 def _batch(args, dims, *, comparator, dimension, is_stable):
   size, = {x.shape[d] for x, d in zip(args, dims)
            if d is not None}
@@ -157,9 +143,6 @@ def _batch(args, dims, *, comparator, dimension, is_stable):
   out = sort(args, comparator=comparator, dimension=dimension + 1,
              is_stable=is_stable)
   return out, [0] * len(out)
-
-
-batching.primitive_batchers[sort_p] = _batch
 
 
 def _jvp(primals, tangents, *, comparator, dimension, is_stable):
@@ -177,4 +160,6 @@ def _jvp(primals, tangents, *, comparator, dimension, is_stable):
   return out, out_tangents
 
 
-ad.primitive_jvps[sort_p] = _jvp
+sort_p = _primitive.op_primitive(
+    "stablehlo_sort", abstract_eval=_abstract_eval, lower=_lower,
+    batch=_batch, jvp=_jvp, multiple_results=True)

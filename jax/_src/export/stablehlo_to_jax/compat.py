@@ -29,9 +29,11 @@ Nothing here imports TensorFlow or ``jax.experimental``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import contextlib
 import inspect
 from typing import Any
 
+from jax._src import config
 from jax._src import core
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
@@ -169,6 +171,18 @@ def threefry2x32_p() -> core.Primitive:
   except ImportError:
     from jax._src import prng  # pylint: disable=g-import-not-at-top
     return prng.threefry2x32_p
+
+
+def keeping_64_bit_types() -> contextlib.AbstractContextManager[object] | None:
+  """A context in which lax keeps 64-bit types; None if this JAX has none.
+
+  With ``jax_enable_x64`` any context does; without it, the option
+  ``jax_explicit_x64_dtypes="allow"`` (where this JAX has it).
+  """
+  if config.enable_x64.value:
+    return contextlib.nullcontext()
+  explicit = getattr(config, "explicit_x64_dtypes", None)
+  return None if explicit is None else explicit("allow")
 
 
 def zero_tangent(x: ArrayLike) -> ad.Zero:
