@@ -392,7 +392,8 @@ def render_speed(root: pathlib.Path, platform: str) -> str:
       f"precision {data.get('precision') or 'default'}; load average "
       f"{_load(data['load_before'])} before the run and "
       f"{_load(data['load_after'])} after. Every result matched native "
-      f"JAX's (largest relative difference {worst:.1g}).*")
+      f"JAX's (largest relative difference {worst:.1g}).*"
+      + (f" *Partial: {data['partial']}.*" if data.get("partial") else ""))
 
 
 TRANSFORMS = {
