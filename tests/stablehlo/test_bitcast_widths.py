@@ -36,6 +36,7 @@ import itertools
 
 import jax
 from jax._src import config
+from jax import export
 from jax._src.export import stablehlo_to_jax as s2j
 import numpy as np
 import pytest
@@ -202,3 +203,26 @@ def test_bitcasts_of_booleans_to_another_type_are_refused_by_name():
         f"  return %0 : {t_out}\n}}\n}}\n")
     assert "bitcast of booleans to another width" in program.reasons[
         "stablehlo.bitcast_convert"], (t_in, t_out)
+
+
+@pytest.mark.parametrize("t_in,t_out", [("tensor<3x4xui2>", "tensor<3xi8>"),
+                                        ("tensor<3xi64>", "tensor<3x32xi2>")])
+def test_bitcasts_of_two_bit_types_between_widths_are_refused_on_the_tpu(
+    t_in, t_out):
+  """XLA's TPU compiler aborted the process on them (its own bitcast of ui2
+  to i8; the composition of ui2 to i32 and i2 to i64): refused by name
+  when lowered for the TPU; the CPU's and GPUs' lowerings compose them."""
+  text = (f"module {{\nfunc.func public @main(%a: {t_in}) -> ({t_out}) {{\n"
+          f"  %0 = stablehlo.bitcast_convert %a : ({t_in}) -> {t_out}\n"
+          f"  return %0 : {t_out}\n}}\n}}\n")
+  program = s2j.parse(text)
+  shape = tuple(int(d) for d in t_in[7:-1].split("x")[:-1])
+  arg = jax.ShapeDtypeStruct(shape, st.DTYPES[t_in[7:-1].split("x")[-1]])
+  fun = jax.jit(jax.vmap(lambda a: program(a)[0]))
+  batched = jax.ShapeDtypeStruct((2, *arg.shape), arg.dtype)
+  with config.enable_x64(True):
+    with pytest.raises(NotImplementedError,
+                       match=r"stablehlo.bitcast_convert of .* on the TPU"):
+      export.export(fun, platforms=("tpu",))(batched)
+    for platform in ("cpu", "cuda"):
+      export.export(fun, platforms=(platform,))(batched)

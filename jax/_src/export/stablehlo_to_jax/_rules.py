@@ -40,7 +40,10 @@ import re
 from typing import Any
 
 from jax._src import config
+from jax._src import core
 from jax._src import dtypes
+from jax._src.interpreters import batching
+from jax._src.interpreters import mlir
 from jax._src.lax import lax as lax_internal
 from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
@@ -49,6 +52,7 @@ from jax._src.export.stablehlo_to_jax import _barrier
 from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _loops
+from jax._src.export.stablehlo_to_jax import _primitive
 from jax._src.export.stablehlo_to_jax import _registry
 from jax._src.export.stablehlo_to_jax import _rng
 from jax._src.export.stablehlo_to_jax import _sort
@@ -411,7 +415,10 @@ def _bitcast_convert_rule(op: Op, c: Compiler):
     raise NoRule(f"a bitcast of {src.dtype} to {dtype} (lax bitcasts no "
                  "complex numbers to another type; XLA:CPU aborts the "
                  "process on it)")
-  if _ir.bit_width(src.dtype) != _ir.bit_width(dtype):
+  widths = (_ir.bit_width(src.dtype), _ir.bit_width(dtype))
+  if widths[0] != widths[1] and 2 in widths:
+    return lambda env, x: [_two_bit_bitcast_p.bind(x, dtype=np.dtype(dtype))]
+  if widths[0] != widths[1]:
     return lambda env, x: [_bitcast_to_width(x, dtype)]
   return lambda env, x: [lax.bitcast_convert_type(x, dtype)]
 
@@ -476,6 +483,41 @@ def _bitcast_same_width(x: jax.Array | np.ndarray, dtype: np.dtype
   if np.dtype(x.dtype) == dtype:
     return x
   return lax.bitcast_convert_type(x, dtype)
+
+
+# A bitcast between a 2-bit type and another width, composed as any other
+# (_bitcast_to_width), refused on the TPU: its compiler supports 2-bit
+# integers in convolutions only, and aborts the process on its own bitcast
+# of ui2 to i8 and on the composition of ui2 to i32, and halts the core on
+# that of i2 to i64 (benchmarks/results/device/bitcast_widths_tpu.txt).
+def _two_bit_bitcast_abstract_eval(x: core.ShapedArray, *, dtype: np.dtype
+                                   ) -> core.ShapedArray:
+  n_src, n_dst = _ir.bit_width(x.dtype), _ir.bit_width(dtype)
+  if n_src > n_dst:
+    return core.ShapedArray((*x.shape, n_src // n_dst), dtype)
+  return core.ShapedArray(x.shape[:-1], dtype)
+
+
+def _two_bit_bitcast_batch(args, dims, *, dtype: np.dtype):
+  x = batching.moveaxis(args[0], dims[0], 0)
+  return _two_bit_bitcast_p.bind(x, dtype=dtype), 0
+
+
+def _two_bit_bitcast_on_tpu(ctx, x, *, dtype: np.dtype):
+  del x
+  raise NotImplementedError(
+      f"stablehlo.bitcast_convert of {ctx.avals_in[0].dtype} to {dtype} on "
+      "the TPU: XLA's TPU compiler supports 2-bit types in convolutions "
+      "only (such bitcasts aborted the process there); run the module on "
+      "the CPU or a GPU")
+
+
+_two_bit_bitcast_p = _primitive.op_primitive(
+    "stablehlo_bitcast_convert_two_bit",
+    abstract_eval=_two_bit_bitcast_abstract_eval,
+    lower=mlir.lower_fun(_bitcast_to_width, multiple_results=False),
+    batch=_two_bit_bitcast_batch, jvp=None,
+    platform_lowerings={"tpu": _two_bit_bitcast_on_tpu})
 
 
 @rule("stablehlo.reduce_precision")
