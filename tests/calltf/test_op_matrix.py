@@ -247,14 +247,20 @@ def test_workers_batches_hold_every_case_once_and_heavy_families_alone():
 
 
 def test_the_full_run_leaves_each_column_and_family_to_the_default_run():
-  """What the default run leaves to the full run (`Family.full_run`) is
-  never a whole column or a whole family: every transformation runs on
-  most families, every family on its value and batching columns."""
+  """What the default run leaves to the full run (`Family.full_run`,
+  `FULL_RUN_COLUMNS`) is never a whole column or a whole family: every
+  transformation runs on most families, or (a column of
+  `FULL_RUN_COLUMNS`) on a family of every group; every family on its
+  value and batching columns."""
   left = cases.full_run_case_ids()
+  groups = {f.group for f in cases.FAMILIES}
   for transform in cases.TRANSFORMS:
-    ran = [f.name for f in cases.FAMILIES
+    ran = [f for f in cases.FAMILIES
            if cases.case_id(f.name, transform) not in left]
-    assert len(ran) > len(cases.FAMILIES) * 0.9, transform
+    if transform in cases.FULL_RUN_COLUMNS:
+      assert {f.group for f in ran} == groups, transform
+    else:
+      assert len(ran) > len(cases.FAMILIES) * 0.9, transform
   for f in cases.FAMILIES:
     assert not {"value", "jit", "vmap", "jit(vmap)"} & set(f.full_run), f.name
     assert set(f.full_run) <= set(cases.TRANSFORMS), f.name
