@@ -62,6 +62,7 @@ from typing import Any
 
 from forklib.sources import patchq
 from forklib.upstreaming import stage_plan
+from forklib.upstreaming import stage_conventions
 
 JEP = "docs/jep/stablehlo-interpreter.md"
 SPEED = "benchmarks/results/exported_call"
@@ -132,24 +133,10 @@ PLATFORMS = {"cpu": "CPU", "tpu": "TPU"}
 # Counting.
 # ---------------------------------------------------------------------------
 
-def _docstring_lines(text: str) -> set[int]:
-  """The lines of Python `text`'s docstrings."""
-  lines: set[int] = set()
-  tree = ast.parse(text)
-  for node in ast.walk(tree):
-    if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                         ast.AsyncFunctionDef)) and node.body:
-      first = node.body[0]
-      if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-          and isinstance(first.value.value, str)):
-        lines.update(range(first.lineno, first.end_lineno + 1))
-  return lines
-
-
 def code_lines(text: str) -> int:
   """Lines of Python `text` that are code: not blank, not only a comment,
   not a docstring."""
-  prose = _docstring_lines(text)
+  prose = stage_conventions.docstring_lines(ast.parse(text))
   count = 0
   for n, line in enumerate(text.splitlines(), 1):
     stripped = line.strip()

@@ -119,13 +119,9 @@ def identity_problems(name: str, email: str) -> list[str]:
 # Names docstrings refer to.
 # ---------------------------------------------------------------------------
 
-def _prose_lines(text: str) -> set[int]:
-  """The lines of docstrings and comments in Python source `text`."""
+def docstring_lines(tree: ast.AST) -> set[int]:
+  """The lines of the docstrings of parsed Python source `tree`."""
   lines: set[int] = set()
-  try:
-    tree = ast.parse(text)
-  except SyntaxError:
-    return lines
   for node in ast.walk(tree):
     if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
                          ast.AsyncFunctionDef)) and node.body:
@@ -133,6 +129,15 @@ def _prose_lines(text: str) -> set[int]:
       if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
           and isinstance(first.value.value, str)):
         lines.update(range(first.lineno, first.end_lineno + 1))
+  return lines
+
+
+def _prose_lines(text: str) -> set[int]:
+  """The lines of docstrings and comments in Python source `text`."""
+  try:
+    lines = docstring_lines(ast.parse(text))
+  except SyntaxError:
+    return set()
   try:
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
       if tok.type == tokenize.COMMENT:
