@@ -59,7 +59,8 @@ refused_p.multiple_results = True
 
 def _refused_abstract_eval(*args: core.AbstractValue,
                            out_avals: tuple[core.ShapedArray, ...],
-                           message: str, unreached: tuple[str, ...]) -> tuple[core.ShapedArray, ...]:
+                           message: str, unreached: tuple[str, ...]
+                           ) -> tuple[core.ShapedArray, ...]:
   del args, message, unreached
   return out_avals
 
