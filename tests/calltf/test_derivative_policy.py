@@ -34,6 +34,7 @@ import pytest
 from tests.calltf.util import assert_close, count_calls  # noqa: I001
 
 import jax  # noqa: E402
+from jax._src import config  # noqa: E402
 from jax._src.export import stablehlo_to_jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness  # noqa: E402
@@ -241,18 +242,51 @@ def tf_autodiff(monkeypatch) -> collections.Counter:
      [1., 2., 3., 4.]),
     (tf.nn.silu, [0., -30., 2., 1e-3]),
     (tf.nn.softsign, [0., -30., 2., 1e-3]),
-], ids=["softplus", "band_part", "silu", "softsign"])
+    # (Erfc's branches meet at |x| = 1; 0, large inputs, negative ones.)
+    (tf.math.erfc, [1., -1., 0., 1e-3, -30., 30., .5, 9.]),
+    (lambda x: tf.nn.gelu(x, approximate=False),
+     [1.4142135, -1.4142135, 0., -30., 30., .5, -2., 1e-3]),
+], ids=["softplus", "band_part", "silu", "softsign", "erfc", "exact_gelu"])
 def test_branches_jax_differentiates_as_tf_take_the_module(
     f_tf, point, tf_autodiff):
-  """Softplus's selects (with TF's gradient from its input), MatrixBandPart's
-  select, Softsign's abs and tf.nn.silu's custom gradient: JAX
-  differentiates the module, both ways, as TF's gradient."""
+  """Softplus's and Erfc's selects (with TF's gradient from their input),
+  MatrixBandPart's select, Softsign's abs and tf.nn.silu's custom gradient:
+  JAX differentiates the module, both ways, as TF's gradient."""
   x = np.array(point, np.float32)
   expected = _tf_jacobian(f_tf, x).reshape(np.shape(f_tf(x)) + x.shape)
   used = tf_autodiff["tf"]
   f = call_tf(f_tf)
   for t in (jax.jacfwd, jax.jacrev):
     assert_close(jax.jit(t(f))(x), expected, 1e-6)
+  assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16],
+                         ids=["float64", "float16"])
+def test_erfc_takes_tf_gradient_at_each_precision(dtype, tf_autodiff):
+  """Erfc's lowering at float64 (more selects) and at float16 (computed in
+  float32, converted back): the module, both ways and to second order, as
+  TF's gradient and its own gradient."""
+  x = np.array([1., -1., 0., -3., 3., .25, 9.], dtype)
+  xt = tf.constant(x)
+  with tf.GradientTape() as outer:
+    outer.watch(xt)
+    with tf.GradientTape() as inner:
+      inner.watch(xt)
+      y = tf.reduce_sum(tf.math.erfc(xt))
+    first = inner.gradient(y, xt)
+  second = outer.gradient(first, xt)  # (the Hessian's diagonal, summed)
+  used = tf_autodiff["tf"]
+  f = call_tf(tf.math.erfc)
+  tol = 1e-12 if dtype == np.float64 else 2e-3
+
+  def total(v):
+    return jnp.sum(f(v))
+  with config.enable_x64(True):
+    assert_close(jax.jit(jax.grad(total))(x), first.numpy(), tol)
+    assert_close(jax.vmap(jax.grad(lambda v: f(v)))(x), first.numpy(), tol)
+    assert_close(jnp.diagonal(jax.jit(jax.hessian(total))(x)),
+                 second.numpy(), tol)
   assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
 
 

@@ -39,9 +39,10 @@ need not be:
 tf2xla records the type and name of the TF op each instruction lowers in
 its metadata, and the module's locations carry the name. Given the TF op
 type of each location name, :meth:`TfDerivatives.rule` gives the ops of
-``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu``, ``Elu`` and
-``Softplus`` as ``jax.custom_jvp``\\ s of the same ``lax`` operations with
-TF's gradients (the values are the module's), the ``reduce_window`` of
+``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu``, ``Elu``,
+``Softplus`` and ``Erfc`` (whose lowering is a piecewise approximation:
+Keras's exact GELU) as ``jax.custom_jvp``\\ s of the same ``lax``
+operations with TF's gradients (the values are the module's), the ``reduce_window`` of
 ``Cumprod`` (whose TF gradient is wrong at zeros) the derivative in a form
 JAX transposes, and the interpreter records the other
 branches and kinks (``DerivativeRecord.branching``): a module whose
@@ -67,7 +68,7 @@ import numpy as np
 LOWERED_TO = {"Relu": "stablehlo.maximum", "Maximum": "stablehlo.maximum",
               "Minimum": "stablehlo.minimum", "Abs": "stablehlo.abs",
               "Selu": "stablehlo.select", "Elu": "stablehlo.select",
-              "Softplus": "stablehlo.select"}
+              "Softplus": "stablehlo.select", "Erfc": "stablehlo.select"}
 # TF ops whose TF gradient is not their derivative at some points, and the
 # StableHLO op of each lowering that a rule here gives the derivative, in a
 # form JAX also transposes: Cumprod's gradient (math_grad._CumprodGrad)
@@ -94,10 +95,20 @@ _BRANCHES = frozenset({"stablehlo.compare", "stablehlo.multiply",
 _SOFTPLUS = frozenset({"stablehlo.compare", "stablehlo.exponential",
                        "stablehlo.log_plus_one", "stablehlo.log",
                        "stablehlo.add", "stablehlo.negate"})
+# Erfc's lowering (XLA's Erfc; upcast to f32 for f16 and bf16):
+# select(|x| > 1, erfc's rational approximation in exp(-x^2) (whose sign
+# branch selects 2 - y for x < 0, and whose abs is clamped by a minimum),
+# 1 - erf's polynomial); the outer select's rule takes TF's gradient from
+# x, so the approximations' derivatives, which are not the derivative of
+# erfc, are not used, nor their selects and kinks.
+_ERFC = frozenset({"stablehlo.compare", "stablehlo.abs", "stablehlo.minimum",
+                   "stablehlo.multiply", "stablehlo.negate",
+                   "stablehlo.exponential", "stablehlo.divide",
+                   "stablehlo.add", "stablehlo.subtract"})
+_LOWERING = {"Selu": _BRANCHES, "Elu": _BRANCHES, "Softplus": _SOFTPLUS,
+             "Erfc": _ERFC}
 ALLOWED = {
-    op_type: _SMOOTH | {lowered}
-    | (_BRANCHES if op_type in ("Selu", "Elu") else frozenset())
-    | (_SOFTPLUS if op_type == "Softplus" else frozenset())
+    op_type: _SMOOTH | {lowered} | _LOWERING.get(op_type, frozenset())
     for op_type, lowered in LOWERED_TO.items()}
 
 # The TF ops whose branches and kinks JAX differentiates as TF does, each
@@ -119,6 +130,10 @@ SAFE_BRANCHES = {
     "Sign": frozenset({"stablehlo.sign"}),
     "MatrixBandPart": frozenset({"stablehlo.select"}),
     "Softsign": frozenset({"stablehlo.abs"}),
+    # (The inner selects and kinks of Erfc's approximations, whose
+    # derivatives its outer select's rule does not use.)
+    "Erfc": frozenset({"stablehlo.select", "stablehlo.abs",
+                       "stablehlo.minimum"}),
 }
 
 
@@ -234,6 +249,26 @@ def _softplus_select_jvp(primals, tangents):
   return _softplus_select(pred, x, b), lax.mul(tx, lax.logistic(x))
 
 
+@jax.custom_jvp
+def _erfc_select(x: jax.Array, pred: jax.Array, a: jax.Array, b: jax.Array
+                 ) -> jax.Array:
+  """Erfc's outer select, ``select(|x| > 1, a, b)``, with TF's gradient.
+
+  _ErfcGrad: the tangent of ``x`` times ``-2 / sqrt(pi) * exp(-x^2)``, the
+  derivative of erfc; the branches' (rational approximations) are not used.
+  """
+  del x
+  return lax.select(pred, a, b)
+
+
+@_erfc_select.defjvp
+def _erfc_select_jvp(primals, tangents):
+  x, pred, a, b = primals
+  factor = lax.mul(lax.full_like(x, -2. / np.sqrt(np.pi)),
+                   lax.exp(lax.neg(lax.mul(x, x))))
+  return _erfc_select(x, pred, a, b), lax.mul(tangents[0], factor)
+
+
 def cumulative_product(axis: int, reverse: bool, exclusive: bool,
                        window: dict[str, Any], differentiable: bool = True
                        ) -> Callable[..., jax.Array]:
@@ -277,7 +312,7 @@ _FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
 # The selects that need their input x: (TF op type) -> function of
 # (x, pred, a, b).
 _SELECTS_OF_X: dict[str, Callable[..., Any]] = {
-    "Selu": _selu_select, "Elu": _elu_select}
+    "Selu": _selu_select, "Elu": _elu_select, "Erfc": _erfc_select}
 
 
 def function(tf_op_type: str | None, op_name: str,
@@ -303,7 +338,8 @@ def function(tf_op_type: str | None, op_name: str,
 
 def select_of_x(tf_op_type: str | None, dtype: np.dtype
                 ) -> Callable[..., jax.Array] | None:
-  """For the ``select`` of Selu or Elu: ``f(x, pred, a, b)``, else None."""
+  """For the ``select`` of Selu, Elu or Erfc: ``f(x, pred, a, b)``, else
+  None."""
   if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
     return None
   return _SELECTS_OF_X.get(tf_op_type)
@@ -323,6 +359,31 @@ def _input_compared_with_zero(pred: int, c: stablehlo_to_jax.Compiler
       or np.any(np.asarray(zero.attrs["value"]) != 0)):
     return None
   return compare.operands[0]
+
+
+def _input_of_abs_above_one(pred: int, c: stablehlo_to_jax.Compiler
+                            ) -> int | None:
+  """``x`` of a predicate ``compare GT, abs(x), 1`` (a broadcast 1), or None.
+
+  (Erfc's outer select; its inner ones compare ``x`` itself, or ``|x|``
+  with another bound.)
+  """
+  compare = c.defining.get(pred)
+  if (compare is None or compare.name != "stablehlo.compare"
+      or compare.attrs.get("comparison_direction") != "GT"):
+    return None
+  abs_ = c.defining.get(compare.operands[0])
+  one = c.constant(compare.operands[1])
+  if (abs_ is None or abs_.name != "stablehlo.abs" or one is None
+      or np.any(np.asarray(one) != 1)):
+    return None
+  return abs_.operands[0]
+
+
+# How to find x of each select of _SELECTS_OF_X.
+_INPUT_OF_SELECT: dict[str, Callable[..., int | None]] = {
+    "Selu": _input_compared_with_zero, "Elu": _input_compared_with_zero,
+    "Erfc": _input_of_abs_above_one}
 
 
 def _softplus_input(op: stablehlo_to_jax.Op,
@@ -432,10 +493,12 @@ class TfDerivatives:
       return lambda env, x, init: [product(x)]
     if op.name == "stablehlo.select":
       special = select_of_x(op_type, dtype)
-      x = _input_compared_with_zero(op.operands[0], compiler)
-      if special is None or x is None:
+      if special is None:
         return None
-      # Selu's and Elu's: TF's gradient, from their input x.
+      x = _INPUT_OF_SELECT[op_type](op.operands[0], compiler)
+      if x is None:
+        return None
+      # Selu's, Elu's and Erfc's: TF's gradient, from their input x.
       return lambda env, p, a, b: [special(env[x], p, a, b)]
     fn = function(op_type, op.name, dtype)
     if fn is None:
