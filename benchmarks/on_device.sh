@@ -11,7 +11,8 @@
 # Steps: correctness (benchmarks/accelerator.py's section), symbolic
 # (tests.stablehlo.symbolic_batch_on_device), bitcast
 # (tests.stablehlo.bitcast_widths_on_device), exported_call
-# (benchmarks/exported_call.py), keras:MODELS (benchmarks/keras_models.py,
+# (benchmarks/exported_call.py; exported_call:WORKLOADS with --only,
+# comma-separated), keras:MODELS (benchmarks/keras_models.py,
 # batch of 8). A step that fails is reported; the next one runs.
 set -u
 : "${OUT:?run on the device machine, where OUT is set}"
@@ -38,6 +39,8 @@ for step in "$@"; do
     symbolic) python3 -m tests.stablehlo.symbolic_batch_on_device ;;
     bitcast) python3 -m tests.stablehlo.bitcast_widths_on_device ;;
     exported_call) python3 benchmarks/exported_call.py --out "$OUT/$name" ;;
+    exported_call:*) python3 benchmarks/exported_call.py --out "$OUT/$name" \
+                       --only $(echo "${step#exported_call:}" | tr ',' ' ') ;;
     keras:*) python3 benchmarks/keras_models.py --models "${step#keras:}" \
                --batch 8 --out "$OUT/$name" ;;
     *) echo "unknown step $step" ;;
