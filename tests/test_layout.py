@@ -15,7 +15,8 @@
 module reading another's privates; the StableHLO interpreter and the
 transformations of ``Exported.call`` importing neither TensorFlow nor
 ``jax.experimental``; its vocabulary: each ``vmap_method`` name spelled in
-one module. The build tool's (`build/forklib`): its subpackages in the
+one module; the package's ``__init__`` defining and importing nothing
+of its own. The build tool's (`build/forklib`): its subpackages in the
 order docs/maintainers.md states. Its shape: no function longer than 60
 lines (nor in build/), and few ``Any`` annotations.
 
@@ -211,6 +212,68 @@ def test_the_layer_check_catches_an_upward_import(root, tmp_path):
     assert "tf_function.graph imports" in str(e)
   else:
     raise AssertionError("an upward import was not found")
+
+
+# The package itself (call_tf_lib/__init__.py) is its docstring and its
+# ``__getattr__``: no function or class of its own, and no import of its
+# subpackages or modules but the lowest layer's (``_lazy``, the helper that
+# makes that ``__getattr__``), so that importing one module of the overlay
+# loads only what that module imports. What every call uses loads with
+# jax2tf through ``preload``, which call_tf.py imports.
+ROOT_MAY_IMPORT = (f"{PACKAGE}._lazy",)
+
+
+def _root_problems(root: pathlib.Path) -> list[str]:
+  """What the package's ``__init__.py`` defines or imports beyond its
+  ``__getattr__``."""
+  path = root / pathlib.Path(*PACKAGE.split(".")) / "__init__.py"
+  problems = []
+  for node in ast.walk(_tree(path)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                         ast.ClassDef, ast.Lambda)):
+      what = getattr(node, "name", "a lambda")
+      problems.append(f"__init__.py:{node.lineno} defines {what} (helpers "
+                      "go in a module of their own)")
+    elif isinstance(node, ast.ImportFrom) and node.level:
+      names = ", ".join(alias.name for alias in node.names)
+      problems.append(f"__init__.py:{node.lineno} imports {names} from "
+                      f"{'.' * node.level}{node.module or ''} (relative)")
+  problems += [f"__init__.py:{line} imports {target} (the package imports "
+               f"only {', '.join(ROOT_MAY_IMPORT)})"
+               for target, line in _imported_names(path)
+               if target.startswith(PACKAGE + ".")
+               and target not in ROOT_MAY_IMPORT]
+  return sorted(problems)
+
+
+def test_the_package_root_defines_and_imports_nothing_of_its_own(root):
+  assert not _root_problems(root), _root_problems(root)
+
+
+def test_the_root_check_catches_a_helper_and_an_eager_import(root, tmp_path):
+  """The check above can fail: a root with a function, a class, a lambda,
+  an eager import of a subpackage's module and a relative one."""
+  base = pathlib.Path(*PACKAGE.split("."))
+  (tmp_path / base).mkdir(parents=True)
+  init = (root / base / "__init__.py").read_text(encoding="utf-8")
+  (tmp_path / base / "__init__.py").write_text(init + (
+      "\n\ndef helper():\n  return 1\n\n\nclass Thing:\n  pass\n\n\n"
+      "f = lambda: 0\n"
+      f"from {PACKAGE}.autodiff import jvp as _jvp  # noqa\n"
+      "from . import errors  # noqa\n"), encoding="utf-8")
+  lines = len(init.splitlines())
+  assert _root_problems(tmp_path) == [
+      f"__init__.py:{lines + 3} defines helper (helpers go in a module of "
+      "their own)",
+      f"__init__.py:{lines + 7} defines Thing (helpers go in a module of "
+      "their own)",
+      f"__init__.py:{lines + 11} defines a lambda (helpers go in a module "
+      "of their own)",
+      f"__init__.py:{lines + 12} imports {PACKAGE}.autodiff (the package "
+      f"imports only {PACKAGE}._lazy)",
+      f"__init__.py:{lines + 12} imports {PACKAGE}.autodiff.jvp (the "
+      f"package imports only {PACKAGE}._lazy)",
+      f"__init__.py:{lines + 13} imports errors from . (relative)"]
 
 
 # The StableHLO interpreter is a JAX facility: jax.export's users call it

@@ -25,10 +25,13 @@ jax.export artifact under vmap, jacrev, jacfwd and hessian.
 
 from __future__ import annotations
 
+import sys
+
 import jax
 from jax._src import config
 from jax.experimental import jax2tf
 from jax.experimental.jax2tf.call_tf_lib import errors as call_tf_errors
+from jax.experimental.jax2tf.call_tf_lib import preload
 import jax.numpy as jnp
 import pytest
 import tensorflow as tf
@@ -48,6 +51,15 @@ def energy_tf(x):
 
 def energy(x):
   return jnp.sum(jnp.sin(x) * (x @ W)[..., :1], axis=-1)
+
+
+def test_the_modules_every_call_uses_load_with_jax2tf():
+  """call_tf.py imports call_tf_lib.preload (patch 0003), so that its
+  modules load with jax2tf, not in a first call."""
+  assert sys.modules["jax.experimental.jax2tf.call_tf"].preload is preload
+  for name in ("autodiff.jvp", "embed.embedding", "stablehlo.exactness",
+               "tf_function.shapes"):
+    assert f"jax.experimental.jax2tf.call_tf_lib.{name}" in sys.modules
 
 
 @pytest.mark.parametrize("method", [None, "vectorized", "sequential"],

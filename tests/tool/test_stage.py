@@ -670,6 +670,14 @@ def test_the_real_plan_accounts_for_every_patch_module_and_test(root):
                          '"patches/stage/overlay/pfor.patch"\n'),
      "changes jax/experimental/jax2tf/call_tf_lib/compat.py, which its "
      "commit does not lay"),
+    (lambda p: p.replace('overlay = "patches/stage/overlay/pfor.patch"',
+                         'overlay = "patches/stage/overlay/pfor.patch"\n'
+                         'overlay_from = { pr = "nope" }'),
+     "overlay_from: 'nope' is not a pull request of the plan whose overlay "
+     "patch is written by hand"),
+    (lambda p: p.replace('name = "version"\n',
+                         'name = "version"\noverlay_from = { pr = "pfor" }\n'),
+     "overlay_from needs overlay"),
 ])
 def test_a_plan_that_leaves_out_doubles_or_misorders_is_refused(
     root, tmp_path, edit, message):

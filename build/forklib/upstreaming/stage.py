@@ -70,6 +70,7 @@ from forklib.upstreaming import jep_numbers
 from forklib.upstreaming import stage_bazel
 from forklib.upstreaming import stage_checks
 from forklib.upstreaming import stage_conventions
+from forklib.upstreaming import stage_overlays
 from forklib.upstreaming import stage_plan
 from forklib.upstreaming import stage_precommit
 from forklib.upstreaming import stage_source
@@ -323,6 +324,9 @@ class _Layer:
         variant = stage_source.overlay_variant(self.project.root, pr.overlay)
       except ForkError as e:
         result.problems.append(str(e))
+      stale = stage_overlays.stale_problem(self.project.root, self.plan, pr)
+      if stale:
+        result.problems.append(stale)
     written: list[str] = []
     new_modules, new_tests = [], []
     for earlier in chain:
@@ -665,6 +669,19 @@ def _write_reports(release: Release, base_text: str, base: str,
   return problems
 
 
+def _held_overlay_problem(project: Project, plan: stage_plan.Plan,
+                          pr: stage_plan.PullRequest) -> str:
+  """Why a held pull request's overlay patch does not apply, or is not
+  what its `overlay_from` derives ("": it does, and is)."""
+  if not pr.overlay:
+    return ""
+  try:
+    stage_source.overlay_variant(project.root, pr.overlay)
+  except ForkError as e:
+    return str(e)
+  return stage_overlays.stale_problem(project.root, plan, pr)
+
+
 def _commit_all(project: Project, plan: stage_plan.Plan,
                 queue: dict[str, patchq.Patch], repo: pathlib.Path,
                 base: str, staged: pathlib.Path,
@@ -689,11 +706,7 @@ def _commit_all(project: Project, plan: stage_plan.Plan,
       log.step("stage", f"{pr.slug}: held ({pr.held})")
       if pr.jep is not None:
         _write_jep_issue(project, pr, staged, who, result)
-      if pr.overlay:
-        try:
-          stage_source.overlay_variant(project.root, pr.overlay)
-        except ForkError as e:
-          result.overlay_problem = str(e)
+      result.overlay_problem = _held_overlay_problem(project, plan, pr)
       continue
     parent = commits[pr.after] if pr.after else base
     if pr.source:

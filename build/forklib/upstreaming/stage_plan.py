@@ -83,6 +83,11 @@ patches = ["0004-call-tf-pfor.patch"]
 modules = ["call_tf_lib/batching/pfor.py"]
 overlay = "patches/stage/overlay/pfor.patch"   # its commit's variant of the
                                  # chain's modules and tests (a diff of them)
+overlay_from = { pr = "NAME", keep = ["import pfor"] }
+                                 # optional: the overlay above is written
+                                 # by `stage_overlays` from pull request
+                                 # NAME's (one written by hand), with those
+                                 # of its removed lines kept
 
 [[pr.test]]
 file = "call_tf_pfor_test.py"    # in tests/upstream/
@@ -212,11 +217,20 @@ class PullRequest:
   breaking: bool = False
   files: tuple[FileCopy, ...] = ()
   overlay: str = ""          # its variant of the overlay (project path)
+  overlay_from: OverlaySource | None = None   # its overlay is derived
   jep: Jep | None = None     # a design proposal (held until its issue)
 
   @property
   def slug(self) -> str:
     return f"{self.index:02d}-{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OverlaySource:
+  """Where a derived overlay patch comes from (`stage_overlays`): the
+  overlay of pull request `pr`, with the removed lines `keep` kept."""
+  pr: str
+  keep: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -325,7 +339,7 @@ def _default_like(to: str) -> str | None:
 _PR_KEYS = {"name", "title", "summary", "patches", "modules", "test",
             "changelog", "edit", "deferred", "source", "after", "held", "bug",
             "max_added_lines", "replaces", "touches", "breaking", "files",
-            "overlay", "jep"}
+            "overlay", "overlay_from", "jep"}
 # What a pull request written for upstream (`source`) carries in its patch.
 _NOT_WITH_SOURCE = ("title", "summary", "patches", "modules", "test",
                     "deferred", "files", "overlay", "jep")
@@ -490,9 +504,29 @@ def _load_pr(root: pathlib.Path, path: pathlib.Path, index: int, raw: Any
       touches=_strings(path, f"{where} touches", raw.get("touches", [])),
       breaking=bool(raw.get("breaking", False)), files=files,
       overlay=_string(path, f"{where} overlay", raw.get("overlay", "")),
-      jep=jep)
+      overlay_from=_load_overlay_source(path, where, raw), jep=jep)
   _check_pr(root, path, where, pr)
   return pr
+
+
+def _load_overlay_source(path: pathlib.Path, where: str, raw: dict
+                         ) -> OverlaySource | None:
+  """`overlay_from = { pr = "NAME", keep = ["LINE", ...] }`, or None."""
+  source = raw.get("overlay_from")
+  if source is None:
+    return None
+  if not isinstance(source, dict):
+    raise _fail(path, where, 'overlay_from: a table { pr = "NAME", keep = '
+                '["LINE", ...] }')
+  _check_keys(path, f"{where} overlay_from", source, {"pr", "keep"},
+              {"pr"})
+  if not raw.get("overlay"):
+    raise _fail(path, where, "overlay_from needs overlay: the path of the "
+                "patch derived from it")
+  return OverlaySource(
+      pr=_string(path, f"{where} overlay_from pr", source["pr"]),
+      keep=_strings(path, f"{where} overlay_from keep",
+                    source.get("keep", [])))
 
 
 def _check_pr(root: pathlib.Path, path: pathlib.Path, where: str,
@@ -637,6 +671,7 @@ def _check_overlays(root: pathlib.Path, path: pathlib.Path,
   for pr in prs:
     if not pr.overlay:
       continue
+    _check_overlay_source(path, pr, by_name)
     chain = [pr]
     while chain[0].after:
       chain.insert(0, by_name[chain[0].after])
@@ -649,6 +684,18 @@ def _check_overlays(root: pathlib.Path, path: pathlib.Path,
                   f"overlay {pr.overlay} changes {', '.join(outside)}, which "
                   "its commit does not lay (not a module or test of it or "
                   "of a pull request it is stacked on)")
+
+
+def _check_overlay_source(path: pathlib.Path, pr: PullRequest,
+                          by_name: dict[str, PullRequest]) -> None:
+  """`overlay_from` names a pull request whose overlay is written by hand."""
+  if pr.overlay_from is None:
+    return
+  source = by_name.get(pr.overlay_from.pr)
+  if source is None or not source.overlay or source.overlay_from:
+    raise _fail(path, f"pull request {pr.index} ({pr.name})",
+                f"overlay_from: {pr.overlay_from.pr!r} is not a pull request "
+                "of the plan whose overlay patch is written by hand")
 
 
 def upstream_style_tests(root: pathlib.Path) -> list[str]:

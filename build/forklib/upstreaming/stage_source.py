@@ -77,7 +77,13 @@ def overlay_variant(root: pathlib.Path, patch: str) -> dict[str, str]:
   path = root / patch
   if not path.is_file():
     raise VariantError(f"{patch} does not exist")
-  files = variant_files(path.read_text(encoding="utf-8"))
+  return variant_of_text(root, patch, path.read_text(encoding="utf-8"))
+
+
+def variant_of_text(root: pathlib.Path, patch: str, text: str
+                    ) -> dict[str, str]:
+  """As `overlay_variant`, of an overlay patch's `text` (named `patch`)."""
+  files = variant_files(text)
   if not files:
     raise VariantError(f"{patch} changes no file (no `diff --git` line)")
   with tempfile.TemporaryDirectory(prefix="stage-variant-") as tmp:
@@ -89,9 +95,9 @@ def overlay_variant(root: pathlib.Path, patch: str) -> dict[str, str]:
                            "does not have")
       (work / f).parent.mkdir(parents=True, exist_ok=True)
       (work / f).write_bytes(source.read_bytes())
-    proc = subprocess.run(["git", "apply", "--whitespace=nowarn",
-                           str(path.resolve())], cwd=work, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"],
+                          input=text, cwd=work, capture_output=True,
+                          text=True, encoding="utf-8", check=False)
     if proc.returncode != 0:
       detail = "; ".join(l.strip() for l in proc.stderr.splitlines()
                          if l.strip())

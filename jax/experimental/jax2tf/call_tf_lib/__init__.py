@@ -40,47 +40,13 @@ per concern, each readable in one sitting:
 * :mod:`.tf_overrides`: where call_tf changes TensorFlow's behaviour while
   it builds a graph (each a context manager, restored on exit).
 
-Submodules load on first use (``call_tf_lib.batching.dispatch``), so that
-each can be added on its own; those every call uses are imported below,
-with jax2tf, so that a first call does not load them; see
-https://github.com/jax-ml/jax/issues/11753.
+Submodules load on first use (``call_tf_lib.batching.dispatch``, through
+:mod:`._lazy`), so that each can be added on its own and importing one
+loads only what it imports; those every call uses load with jax2tf
+(:mod:`.preload`, which ``call_tf.py`` imports), so that a first call does
+not load them; see https://github.com/jax-ml/jax/issues/11753.
 """
 
-from collections.abc import Callable
-import importlib
-import types
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-
-def lazy_submodules(package: str) -> Callable[[str], types.ModuleType]:
-  """A module ``__getattr__`` that imports ``package``'s submodules on use.
-
-  Args:
-    package: the package's ``__name__``.
-
-  Returns:
-    The ``__getattr__`` to set in the package's ``__init__``.
-  """
-  def getattr_(name: str) -> types.ModuleType:
-    if name.startswith("_"):
-      raise AttributeError(name)
-    try:
-      return importlib.import_module(f"{package}.{name}")
-    except ModuleNotFoundError as e:
-      if e.name != f"{package}.{name}":
-        raise
-      raise AttributeError(f"module {package!r} has no submodule {name!r}"
-                           ) from None
-  return getattr_
-
-
-__getattr__ = lazy_submodules(__name__)
-
-
-# The modules every call_tf uses load with jax2tf, as jax's own modules load
-# with jax: not in the first call, whose time a user sees.
-# pylint: disable=g-import-not-at-top,unused-import
-from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes as _shapes  # noqa: F401,E402
-from jax.experimental.jax2tf.call_tf_lib.embed import embedding as _embedding  # noqa: F401,E402
-from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness as _exactness  # noqa: F401,E402
-from jax.experimental.jax2tf.call_tf_lib.autodiff import jvp as _jvp  # noqa: F401,E402
-# pylint: enable=g-import-not-at-top,unused-import
+__getattr__ = _lazy.lazy_submodules(__name__)

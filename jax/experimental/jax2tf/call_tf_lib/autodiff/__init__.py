@@ -21,6 +21,6 @@ The tangents are a linear call whose transpose is the VJP
 (``jax._src.export.transforms.linear``, which ``Exported.call`` uses too).
 """
 
-from jax.experimental.jax2tf import call_tf_lib
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-__getattr__ = call_tf_lib.lazy_submodules(__name__)
+__getattr__ = _lazy.lazy_submodules(__name__)

@@ -21,6 +21,6 @@
 * :mod:`.pfor`: TensorFlow's vectorizer, and reading what it failed on.
 """
 
-from jax.experimental.jax2tf import call_tf_lib
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-__getattr__ = call_tf_lib.lazy_submodules(__name__)
+__getattr__ = _lazy.lazy_submodules(__name__)

@@ -18,6 +18,6 @@
 * :mod:`.embedding`: calling it, under ``jax.vmap`` and autodiff.
 """
 
-from jax.experimental.jax2tf import call_tf_lib
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-__getattr__ = call_tf_lib.lazy_submodules(__name__)
+__getattr__ = _lazy.lazy_submodules(__name__)

@@ -31,6 +31,6 @@ JAX's: ``jax._src.export.stablehlo_to_jax``; a module as a JAX function
   (reverse mode), read from their ops.
 """
 
-from jax.experimental.jax2tf import call_tf_lib
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-__getattr__ = call_tf_lib.lazy_submodules(__name__)
+__getattr__ = _lazy.lazy_submodules(__name__)

@@ -28,6 +28,6 @@
   beside JAX's compilation cache.
 """
 
-from jax.experimental.jax2tf import call_tf_lib
+from jax.experimental.jax2tf.call_tf_lib import _lazy
 
-__getattr__ = call_tf_lib.lazy_submodules(__name__)
+__getattr__ = _lazy.lazy_submodules(__name__)
