@@ -380,7 +380,8 @@ def render_speed(root: pathlib.Path, platform: str) -> str:
       f"{_load(data['load_before'])} before the run and "
       f"{_load(data['load_after'])} after. Every result matched native "
       f"JAX's (largest relative difference {worst:.1g}).*"
-      + (f" *Partial: {data['partial']}.*" if data.get("partial") else ""))
+      + (f" *Partial: {data['partial']}.*" if data.get("partial") else "")
+      + (f" *Note: {data['note']}.*" if data.get("note") else ""))
 
 
 TRANSFORMS = {
