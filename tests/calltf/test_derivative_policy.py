@@ -290,6 +290,66 @@ def test_erfc_takes_tf_gradient_at_each_precision(dtype, tf_autodiff):
   assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
 
 
+def _layer_norm(x):
+  mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+  return (x - mean) * tf.math.rsqrt(variance + 1e-3) * tf.constant(
+      [1., 2., 3.], x.dtype)
+
+
+_LAYER_NORM_CALLED = tf.function(_layer_norm, autograph=False)
+
+
+def _tf_hessian_of_sum_sin(f_tf: Callable[[Any], Any], x: np.ndarray
+                           ) -> np.ndarray:
+  """TF eager's nested tapes: the Hessian of sum(sin(f(x)))."""
+  xt = tf.constant(x)
+  with tf.GradientTape(persistent=True) as outer:
+    outer.watch(xt)
+    with tf.GradientTape() as inner:
+      inner.watch(xt)
+      y = tf.reduce_sum(tf.sin(f_tf(xt)))
+    g = inner.gradient(y, xt)
+  return outer.jacobian(g, xt, experimental_use_pfor=False).numpy()
+
+
+@pytest.mark.parametrize("f_tf,point", [
+    (_layer_norm, [[.5, -1., 2.], [3., 3.5, -2.]]),
+    (lambda x: tf.sin(x) * tf.stop_gradient(tf.cos(x)), [[0., 1., -2.]]),
+    # (A called function's nodes: tf2xla names them after the call too.)
+    (lambda x: 2. * _LAYER_NORM_CALLED(x), [[.5, -1., 2.], [3., 3.5, -2.]]),
+], ids=["moments", "stopped_cos", "moments_in_a_called_function"])
+def test_stop_gradient_the_module_stops_too(f_tf, point, tf_autodiff):
+  """A StopGradient of a value one op makes (tf.nn.moments' mean in a
+  LayerNormalization): the module's ops that read it read it through
+  lax.stop_gradient, so JAX's derivatives are TF's tapes', at first and
+  second order, and no TF autodiff runs."""
+  x = np.array(point, np.float32)
+  expected = _tf_jacobian(f_tf, x).reshape(x.shape + x.shape)
+  hessian = _tf_hessian_of_sum_sin(f_tf, x)
+  used = tf_autodiff["tf"]
+  f = call_tf(f_tf)
+  for t in (jax.jacfwd, jax.jacrev):
+    assert_close(jax.jit(t(f))(x), expected, 1e-5)
+  h = jax.hessian(lambda v: jnp.sum(jnp.sin(f(v))))
+  assert_close(jax.jit(h)(x), hessian, 1e-4)
+  assert_close(h(x), hessian, 1e-4)
+  assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
+
+
+def test_stop_gradient_of_a_value_also_read_unstopped_is_tf_gradient(
+    tf_autodiff):
+  """A consumer that reads a value both stopped and not: the module cannot
+  tell the two apart, so TF's gradients differentiate the function."""
+  def f_tf(x):
+    c = tf.cos(x)
+    return c * tf.stop_gradient(c)
+  x = np.array([0., 1., -2.], np.float32)
+  expected = _tf_jacobian(f_tf, x)
+  used = tf_autodiff["tf"]
+  assert_close(jax.jit(jax.jacrev(call_tf(f_tf)))(x), expected, 1e-6)
+  assert tf_autodiff["tf"] > used
+
+
 def _cumprod_ref(x: np.ndarray, axis: int, exclusive: bool,
                  reverse: bool) -> jax.Array:
   v = jnp.flip(x, axis) if reverse else x

@@ -61,8 +61,8 @@ def is_branching(op: _ir.Op) -> bool:
 class DerivativeRules(Protocol):
   """A caller's derivatives for some ops of the modules it reads."""
 
-  def rule(self, op: _ir.Op, compiler: _registry.Compiler
-           ) -> _registry.Step | None:
+  def rule(self, op: _ir.Op, compiler: _registry.Compiler,
+           step: _registry.Step) -> _registry.Step | None:
     """A step for ``op`` with the caller's derivative, or None.
 
     Called for each live op that the interpreter can compute (after its own
@@ -73,6 +73,9 @@ class DerivativeRules(Protocol):
       op: the op.
       compiler: the compiler reading the module (``compiler.defining``: the
         op that defines each value, to recognize patterns).
+      step: the interpreter's own step for ``op`` (``step(env, *operands)``),
+        which the caller's may call with operands of its own (the same
+        values, another derivative: ``lax.stop_gradient`` of one).
 
     Returns:
       The step, or None to keep the interpreter's.

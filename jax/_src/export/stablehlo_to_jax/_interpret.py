@@ -257,16 +257,16 @@ class Compiler:
       if uncomputable:
         raise NoRule(uncomputable)
       step = self.rules.step(op, self)
-      return self._callers_step(op) or step
+      return self._callers_step(op, step) or step
     except NoRule as e:
       self.unsupported.setdefault(key, f"{e} (in: {op.text})")
       return _unsupported_step(key)
 
-  def _callers_step(self, op: _ir.Op) -> Step | None:
+  def _callers_step(self, op: _ir.Op, own: Step) -> Step | None:
     """The caller's step for `op`, with its derivative (``derivatives``)."""
     if self.derivatives is None:
       return None
-    step = self.derivatives.rule(op, self)
+    step = self.derivatives.rule(op, self, own)
     if step is not None:
       self.replaced.add(op.location)
     return step

@@ -300,11 +300,14 @@ def _module_to_differentiate(fn: tf.types.experimental.GenericFunction,
     return None
   # Ops whose TF gradient differs from JAX's derivative of their lowering,
   # unless the module takes TF's derivative for them (ties of Relu,
-  # Maximum, Minimum, Abs, Selu, Elu).
+  # Maximum, Minimum, Abs, Selu, Elu; the StopGradients it stops too).
   found = graph_lib.scanned(fn, sig, _mismatches)
+  stopped = {stop for stop, _, _ in graph_lib.scanned(
+      fn, sig, tf_derivatives.stopped_inputs)}
   mismatch = [m for m in found
               if not ((m.op_type in tf_derivatives.LOWERED_TO
-                       or m.op_type in _GRADIENT_WRONG)
+                       or m.op_type in _GRADIENT_WRONG
+                       or (m.op_type == "StopGradient" and m.node in stopped))
                       and interp.takes_tf_derivatives)]
   if mismatch:
     logger.debug("call_tf: differentiation of %s uses TensorFlow's "

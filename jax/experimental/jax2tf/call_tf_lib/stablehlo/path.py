@@ -278,7 +278,8 @@ def fit_result(result: jax.Array, aval: core.ShapedArray) -> jax.Array:
   return stablehlo_to_jax.with_dtype(result, aval.dtype)
 
 
-def _parse(module: _Module, sig: Sequence[tf.TensorSpec], name: str
+def _parse(module: _Module, sig: tuple[tf.TensorSpec, ...],
+           function_flat_tf: tf.types.experimental.GenericFunction
            ) -> tuple[module_function.ModuleFunction,
                       stablehlo_to_jax.Program] | Refusal:
   """tf2xla's module as a JAX function, read (or why not, for the log).
@@ -286,11 +287,16 @@ def _parse(module: _Module, sig: Sequence[tf.TensorSpec], name: str
   Its dots and convolutions at DEFAULT precision (TF's, unless
   TensorFloat-32 is off) follow ``jax_default_matmul_precision``, as the
   same function in ``jnp`` does (a module JAX exported keeps its own
-  precisions, as when XLA runs it); its derivatives at ties are TF's.
+  precisions, as when XLA runs it); its derivatives at ties are TF's, and
+  its values a ``StopGradient`` of the graph stops are stopped.
   """
+  stops = graph_lib.scanned(function_flat_tf, sig,
+                            tf_derivatives.stopped_inputs)
+  calls = graph_lib.scanned(function_flat_tf, sig, tf_derivatives.call_sites)
   fun = module_function.ModuleFunction(
-      module.copy, name,
-      derivatives=tf_derivatives.TfDerivatives(module.op_types),
+      module.copy, _name(function_flat_tf),
+      derivatives=tf_derivatives.TfDerivatives(module.op_types, stops,
+                                               calls),
       follow_default_precision=True)
   program = fun.program(tuple(tuple(s.shape.as_list()) for s in sig))
   if not isinstance(program, stablehlo_to_jax.Program):
@@ -337,7 +343,7 @@ def _converted(function_flat_tf: tf.types.experimental.GenericFunction,
   # tf2xla's metadata: the TF op type of each location (TF's derivatives
   # at ties, see .tf_derivatives).
   module = _Module(compat.hlo_op_types(hlo), copy)
-  found = _parse(module, sig, _name(function_flat_tf))
+  found = _parse(module, sig, function_flat_tf)
   return found if isinstance(found, Refusal) else (module, *found)
 
 
@@ -400,7 +406,7 @@ def _kept_or_converted(
   kept = cache.get(key) if cache is not None else None
   module = _loads(kept) if kept is not None else None
   if module is not None:
-    found = _parse(module, sig, _name(function_flat_tf))
+    found = _parse(module, sig, function_flat_tf)
     if not isinstance(found, Refusal):
       return (module, *found)
   made = _converted(function_flat_tf, sig, platform)

@@ -54,14 +54,19 @@ tangents, which JAX transposes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import collections
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TYPE_CHECKING
 
 import jax
 from jax._src import dtypes
 from jax._src.export import stablehlo_to_jax
 from jax import lax
+from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import numpy as np
+
+if TYPE_CHECKING:
+  import tensorflow as tf
 
 # The TF op types handled here, and the StableHLO op of each lowering that
 # takes TF's gradient.
@@ -452,6 +457,54 @@ def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
   return axis, reverse, exclusive, window
 
 
+def stopped_inputs(graph: tf.Graph) -> Iterator[tuple[str, str, str]]:
+  """The ``StopGradient``\\ s whose stop the module can make too.
+
+  tf2xla lowers ``StopGradient`` to nothing: its consumer's ops read its
+  input's value. Where that value is the one result of the op that makes
+  it (the producer), the ops of each consumer's location that read a value
+  of the producer's location read it through the stop, and
+  :meth:`TfDerivatives.rule` gives them ``lax.stop_gradient`` of it: JAX's
+  derivative of the module is then TF's gradient at every order (a Keras
+  ``LayerNormalization``'s ``tf.nn.moments``). Left out (TF's gradients
+  then differentiate the function, ``.exactness``): a producer of several
+  results, a consumer that also reads the producer's value unstopped, and
+  names that occur twice in the graph and the functions it calls.
+
+  The names are those of the graph that holds the nodes; tf2xla names a
+  node of a called function after the call too (``call/node``), which
+  :class:`TfDerivatives` matches with :func:`call_sites`.
+
+  Args:
+    graph: a ``tf.Graph`` (a concrete function's ``graph``).
+
+  Yields:
+    ``(stop, consumer, producer)`` node names, one per consumer.
+  """
+  ops = list(graph_lib.graph_ops(graph))
+  counts = collections.Counter(op.name for op in ops)
+  for op in ops:
+    if op.type != "StopGradient" or counts[op.name] != 1:
+      continue
+    producer = op.inputs[0].op
+    consumers = op.outputs[0].consumers()
+    if (len(producer.outputs) != 1 or counts[producer.name] != 1
+        or not consumers or any(
+            counts[c.name] != 1 or any(t.op is producer for t in c.inputs)
+            for c in consumers)):
+      continue
+    for c in consumers:
+      yield op.name, c.name, producer.name
+
+
+def call_sites(graph: tf.Graph) -> Iterator[str]:
+  """The names of the nodes of ``graph`` and the functions it calls that
+  call functions (tf2xla's prefixes of the called functions' nodes)."""
+  for op in graph_lib.graph_ops(graph):
+    if op.type in graph_lib.CALLS:
+      yield op.name
+
+
 def _result_dtype(op: stablehlo_to_jax.Op) -> np.dtype | None:
   t = op.result_types[0] if op.result_types else None
   return t.dtype if isinstance(t, stablehlo_to_jax.TensorType) else None
@@ -466,15 +519,75 @@ class TfDerivatives:
   Attributes:
     op_types: the TF op type of each location name of the module (tf2xla's
       metadata, ``compat.hlo_op_types``).
+    stopped: for each consumer of a ``StopGradient`` the module stops too
+      (:func:`stopped_inputs`), the producers whose values it reads stopped.
+    calls: the names of the graph's nodes that call functions
+      (:func:`call_sites`).
   """
 
-  def __init__(self, op_types: Mapping[str, str]):
+  def __init__(self, op_types: Mapping[str, str],
+               stops: Iterable[tuple[str, str, str]] = (),
+               calls: Iterable[str] = ()):
     self.op_types = dict(op_types)
+    stopped: dict[str, set[str]] = collections.defaultdict(set)
+    for _, consumer, producer in stops:
+      stopped[consumer].add(producer)
+    self.stopped = {c: frozenset(p) for c, p in stopped.items()}
+    self.calls = frozenset(calls)
+    # (The consumers by their names' last part, for :meth:`_instance`.)
+    self._by_leaf: dict[str, list[str]] = collections.defaultdict(list)
+    for c in self.stopped:
+      self._by_leaf[c.rsplit("/", 1)[-1]].append(c)
 
-  def rule(self, op: stablehlo_to_jax.Op, compiler: stablehlo_to_jax.Compiler
-           ) -> stablehlo_to_jax.Step | None:
+  def _instance(self, location: str) -> tuple[str, str] | None:
+    """``(prefix, consumer)`` where ``location`` is ``prefix + consumer``,
+    a consumer of :attr:`stopped` in the graph or, after the names of the
+    calls that lead to it (``call/``), in a function it calls."""
+    for c in self._by_leaf.get(location.rsplit("/", 1)[-1], ()):
+      if location == c:
+        return "", c
+      prefix = location[:-len(c)]
+      if location.endswith("/" + c) and any(
+          prefix[:-1] == n or prefix[:-1].endswith("/" + n)
+          for n in self.calls):
+        return prefix, c
+    return None
+
+  def _stopped_producers(self, location: str) -> frozenset[str]:
+    """The locations whose values the ops at ``location`` read stopped."""
+    found = self._instance(location)
+    if found is None:
+      return frozenset()
+    prefix, consumer = found
+    return frozenset(prefix + p for p in self.stopped[consumer])
+
+  def rule(self, op: stablehlo_to_jax.Op, compiler: stablehlo_to_jax.Compiler,
+           step: stablehlo_to_jax.Step) -> stablehlo_to_jax.Step | None:
     """``op``'s step with TF's gradient (or, for :data:`EXACT_BY_RULE`,
-    the derivative), where its TF op needs one."""
+    the derivative), where its TF op needs one; with the operands a
+    ``StopGradient`` stops (:attr:`stopped`) under ``lax.stop_gradient``."""
+    own = self._tf_gradient(op, compiler)
+    producers = self._stopped_producers(op.location)
+    stops = frozenset(
+        i for i, (v, t) in enumerate(zip(op.operands, op.operand_types))
+        if isinstance(t, stablehlo_to_jax.TensorType)
+        and dtypes.issubdtype(t.dtype, np.inexact)
+        and (d := compiler.defining.get(v)) is not None
+        and d.location in producers)
+    if not stops:
+      return own
+    base = own or step
+
+    def stopped(env, *xs):
+      return base(env, *(lax.stop_gradient(x) if i in stops else x
+                         for i, x in enumerate(xs)))
+    return stopped
+
+  def _tf_gradient(self, op: stablehlo_to_jax.Op,
+                   compiler: stablehlo_to_jax.Compiler
+                   ) -> stablehlo_to_jax.Step | None:
+    """:meth:`rule`'s step for an op of a TF op whose TF gradient is not
+    JAX's derivative of the module's ops, or None."""
     op_type = self.op_types.get(op.location)
     dtype = _result_dtype(op)
     if op_type is None or dtype is None:
@@ -517,8 +630,14 @@ class TfDerivatives:
     derivative where TF's gradient is wrong: the module's is then not
     TF's, but the derivative TF's gradient approximates, see
     ``.exactness``). A module without op types (not tf2xla's) takes them
-    only if nothing in it branches.
+    only if nothing in it branches. Every consumer of a ``StopGradient``
+    in :attr:`stopped` must have had its operands stopped.
     """
+    instances = {location: found for location in record.located
+                 if (found := self._instance(location)) is not None}
+    if ({c for _, c in instances.values()} != self.stopped.keys()
+        or not instances.keys() <= record.replaced):
+      return False  # (a stopped value read where no rule could stop it)
     for location, ops in record.located.items():
       op_type = self.op_types.get(location)
       if (EXACT_BY_RULE.get(op_type) in ops
