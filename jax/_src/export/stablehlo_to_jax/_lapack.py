@@ -45,7 +45,7 @@ results are NaN: JAX's lowering replaces those results by NaN.
 
 The public names (:func:`call_of`, :func:`backend_config`, :func:`adjoint`,
 the routines' tangents, :func:`orgqr_rule`) are those that
-:mod:`._gpu_solver` shares: it writes the GPU libraries' calls as these.
+:mod:`._gpu_calls` shares: it writes the GPU libraries' calls as these.
 """
 
 from __future__ import annotations
@@ -172,15 +172,33 @@ def _step(call: Call) -> _registry.Step:
 
 Routine = Callable[[Op, Compiler, str], _registry.Step]
 
+# The CPU's custom calls that have rules: each LAPACK routine, with the
+# types it is called for (``lapack_<t><routine>_ffi``).
+_ROUTINES = {"potrf": "sdcz", "getrf": "sdcz", "syevd": "sd", "heevd": "cz",
+             "gesdd": "sdcz", "gesvd": "sdcz", "geev": "sdcz",
+             "trsm": "sdcz", "gtsv": "sdcz", "geqrf": "sdcz", "orgqr": "sd",
+             "ungqr": "cz", "gees": "sdcz", "gehrd": "sdcz", "sytrd": "sd",
+             "hetrd": "cz"}
+
+# The CPU's table of custom calls (see _registry.PlatformCalls).
+CALLS = _registry.PlatformCalls(
+    platform="cpu", library="a LAPACK", prefixes=("lapack_",),
+    rules={f"lapack_{t}{routine}_ffi": ("whose routines are LAPACK's",
+                                        routine)
+           for routine, types in _ROUTINES.items() for t in types},
+    advice="")
+_registry.RULES.add_platform(CALLS)
+
 
 def _register(routines: Sequence[str], types: str = "sdcz"
               ) -> Callable[[Routine], Routine]:
   """Registers a rule ``rule(op, c, t)`` (``t`` the type letter) for
-  ``lapack_<t><routine>_ffi`` of each type and routine."""
+  ``lapack_<t><routine>_ffi`` of each type and routine (each in
+  :data:`CALLS`)."""
   def decorate(rule: Routine) -> Routine:
     for routine in routines:
       for t in types:
-        _registry.rule(f"stablehlo.custom_call @lapack_{t}{routine}_ffi")(
+        _registry.RULES.platform_rule(CALLS, f"lapack_{t}{routine}_ffi")(
             functools.partial(_typed, rule=rule, t=t))
     return rule
   return decorate
@@ -546,7 +564,7 @@ def orgqr_rule(op: Op, c: Compiler, t: str,
   factors of a matrix, with ``qr``'s derivative with respect to it.
 
   `form` makes the call of `op` (a GPU library's call: LAPACK's, standing
-  for it; see ._gpu_solver).
+  for it; see ._gpu_calls).
   """
   source = _qr_source(op, c)
   if source is None:
@@ -590,7 +608,7 @@ def _qr_source(op: Op, c: Compiler) -> int | None:
   return g_op.operands[0]
 
 
-# (And the GPU libraries' geqrf, whose routine is LAPACK's: ._gpu_solver.)
+# (And the GPU libraries' geqrf, whose routine is LAPACK's: ._gpu_calls.)
 _GEQRF = frozenset([*(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
                       for t in "sdcz"),
                     "stablehlo.custom_call @cusolver_geqrf_ffi",
