@@ -128,6 +128,10 @@ ROCM_CALLS = _table("rocm", "a ROCm library's",
                     ("hipsolver", "hipsparse", "hip"), older=("syevd", "syevj"))
 _registry.RULES.add_platform(CUDA_CALLS)
 _registry.RULES.add_platform(ROCM_CALLS)
+# The geqrf calls whose factors a GPU's orgqr follows (LAPACK's too).
+_GEQRF = _lapack.GEQRF | {target for calls in (CUDA_CALLS, ROCM_CALLS)
+                          for target, (_, routine) in calls.rules.items()
+                          if routine == "geqrf"}
 
 
 def _rule(*targets: tuple[str, str]
@@ -309,7 +313,8 @@ def orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
   _known_config(op, [])
   routine = "orgqr" if t in "sd" else "ungqr"
   return _lapack.orgqr_rule(
-      op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}))
+      op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}),
+      geqrf=_GEQRF)
 
 
 @_register("syevd")

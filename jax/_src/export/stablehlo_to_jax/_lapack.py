@@ -61,7 +61,7 @@ The public names (:func:`call_of`, :func:`backend_config`, :func:`adjoint`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 import functools
 
 import jax
@@ -531,15 +531,16 @@ def geqrf_tangents(call, xs, ys, dxs):
 @_register(["orgqr"], "sd")
 @_register(["ungqr"], "cz")
 def orgqr_rule(op: Op, c: Compiler, t: str,
-               form: Callable[[Call], Call] = lambda call: call
-               ) -> _registry.Step:
+               form: Callable[[Call], Call] = lambda call: call,
+               geqrf: Collection[str] | None = None) -> _registry.Step:
   """``orgqr``/``ungqr``: Q of Householder reflectors; of a geqrf's
   factors of a matrix, with ``qr``'s derivative with respect to it.
 
   `form` makes the call of `op` (a GPU library's call: LAPACK's, standing
-  for it; see ._gpu_calls).
+  for it; see ._gpu_calls); `geqrf` names the targets of the geqrf calls
+  whose factors it follows (:data:`GEQRF`, LAPACK's, if None).
   """
-  source = _qr_source(op, c)
+  source = _qr_source(op, c, GEQRF if geqrf is None else geqrf)
   if source is None:
     return _step(form(call_of(op, c, None, "the product of Householder "
                               "reflectors other than a QR factorization's (JAX "
@@ -554,7 +555,7 @@ def orgqr_rule(op: Op, c: Compiler, t: str,
   return step
 
 
-def _qr_source(op: Op, c: Compiler) -> int | None:
+def _qr_source(op: Op, c: Compiler, geqrf: Collection[str]) -> int | None:
   """The matrix whose geqrf factors `op` multiplies, or None."""
   taus_op = c.defining.get(op.operands[1])
   g = op.operands[0]
@@ -575,17 +576,16 @@ def _qr_source(op: Op, c: Compiler) -> int | None:
     g = g_op.operands[0]
     g_op = c.defining.get(g)
   if (g_op is None or g_op is not taus_op
-      or _registry.key(g_op) not in _GEQRF
+      or g_op.name != _registry.CUSTOM_CALL
+      or g_op.attrs.get("call_target_name") not in geqrf
       or g != g_op.results[0] or op.operands[1] != g_op.results[1]):
     return None
   return g_op.operands[0]
 
 
-# (And the GPU libraries' geqrf, whose routine is LAPACK's: ._gpu_calls.)
-_GEQRF = frozenset([*(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
-                      for t in "sdcz"),
-                    "stablehlo.custom_call @cusolver_geqrf_ffi",
-                    "stablehlo.custom_call @hipsolver_geqrf_ffi"])
+# The CPU's geqrf calls (from its table).
+GEQRF = frozenset(target for target, (_, routine) in CALLS.rules.items()
+                  if routine == "geqrf")
 
 
 def _orgqr_tangents(call, xs, ys, dxs):
