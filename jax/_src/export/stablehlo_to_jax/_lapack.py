@@ -225,8 +225,9 @@ _ROUTINES = {"potrf": "sdcz", "getrf": "sdcz", "syevd": "sd", "heevd": "cz",
 # The CPU's table of custom calls (see _registry.PlatformCalls).
 CALLS = _registry.PlatformCalls(
     platform="cpu", library="a LAPACK", prefixes=("lapack_",),
-    rules={f"lapack_{t}{routine}_ffi": ("whose routines are LAPACK's",
-                                        routine)
+    rules={f"lapack_{t}{routine}_ffi": (
+        "of the typed FFI, lapack_<t><routine>_ffi, of LAPACK's routines",
+        routine)
            for routine, types in _ROUTINES.items() for t in types},
     advice="")
 _registry.RULES.add_platform(CALLS)
