@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""The GPU libraries' custom calls (``._gpu_solver``) on the CPU.
+"""The GPU libraries' custom calls (``._gpu_calls``) on the CPU.
 
 JAX lowers a function for CUDA and ROCm on any machine: each function here
 is exported for a GPU (its module holds cuSOLVER's, hipSOLVER's, cuSPARSE's

@@ -22,6 +22,7 @@ registration of an op fails.
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 import types
 
@@ -39,7 +40,8 @@ def _rule_modules() -> list[pathlib.Path]:
   """The engine's modules that register rules."""
   return sorted(p for p in _PACKAGE.glob("*.py")
                 if any(s in p.read_text(encoding="utf-8") for s in (
-                    "@_registry.rule(", "rule = _registry.rule")))
+                    "@_registry.rule(", "rule = _registry.rule",
+                    "_registry.RULES.platform_rule")))
 
 
 def _registered_afresh(monkeypatch, extra: str = "") -> _registry.Registry:
@@ -121,3 +123,62 @@ def test_the_engine_has_one_dispatcher():
   for path in _PACKAGE.glob("*.py"):
     text = path.read_text(encoding="utf-8")
     assert "RULES: dict" not in text and "\nRULES = {" not in text, path.name
+
+
+# Each platform's table of custom calls (_registry.PlatformCalls): the rules
+# of its module are registered from it, and a call of the platform without
+# a rule is refused by a message built from it.
+
+_UNKNOWN = {"cpu": "lapack_snope_ffi", "cuda": "cusolver_nope_ffi",
+            "rocm": "hipsolver_nope_ffi", "tpu": "Eigh"}
+
+
+def _listed(message: str) -> set[str]:
+  """The routines a "no rule" message lists (in its groups' parentheses)."""
+  rules = message.split("it has rules for its calls ", 1)[1].split("; ")[0]
+  return {name.strip() for group in re.findall(r"\(([^()]*)\)", rules)
+          for name in group.split(",")}
+
+
+def test_every_platform_has_a_table_and_every_rule_of_its_calls_is_in_it():
+  assert {p.platform for p in _registry.RULES.platforms} == set(_UNKNOWN)
+  assert _registry.RULES.platform_problems() == []
+
+
+@pytest.mark.parametrize("platform", sorted(_UNKNOWN))
+def test_a_platform_call_without_a_rule_lists_what_has_rules(platform):
+  """The message lists exactly the routines of the platform's registered
+  calls, which are its table's."""
+  (calls,) = [p for p in _registry.RULES.platforms
+              if p.platform == platform]
+  compiler = _interpret.Compiler({}, _registry.RULES)
+  target = _UNKNOWN[platform]
+  with pytest.raises(_ir.NoRule) as error:
+    _registry.RULES.step(_op("stablehlo.custom_call",
+                             call_target_name=target), compiler)
+  message = str(error.value)
+  assert f"custom call target {target!r}: {calls.library} call" in message
+  registered = {name.split(" @", 1)[1] for name in _registry.RULES
+                if " @" in name and calls.holds(name.split(" @", 1)[1])}
+  assert registered == set(calls.rules)
+  assert _listed(message) == {calls.rules[t][1] for t in registered}
+  assert all(reason in message for reason in calls.refused.values())
+
+
+def test_a_rule_of_a_platform_call_outside_its_table_is_caught():
+  registry = _registry.Registry()
+  calls = _registry.PlatformCalls("gpu", "a GPU's", ("gpu_",),
+                                  {"gpu_potrf": ("of LAPACK's", "potrf")})
+  registry.add_platform(calls)
+  with pytest.raises(KeyError, match="gpu_getrf: not in the gpu table"):
+    registry.platform_rule(calls, "gpu_getrf")
+  assert registry.platform_problems() == [
+      "the gpu table lists gpu_potrf, which has no rule"]
+  registry.platform_rule(calls, "gpu_potrf")(lambda op, c: None)
+  registry.add("stablehlo.custom_call @gpu_getrf", lambda op, c: None)
+  assert registry.platform_problems() == [
+      "gpu_getrf has a rule but the gpu table does not list it"]
+  message = _registry.unknown_custom_call("gpu_geqrf", registry.platforms)
+  assert _listed(message) == {"potrf"}
+  with pytest.raises(_registry.DoubleRegistration):
+    registry.add_platform(calls)

@@ -54,9 +54,14 @@ Its modules:
 * What ``jax.export`` writes beyond the specification:
   :mod:`._custom_calls` (a custom call written again as itself),
   :mod:`._lapack` (LAPACK's calls, differentiated as ``lax.linalg``'s
-  operations), :mod:`._gpu_solver` (cuSOLVER's and hipSOLVER's calls as
-  LAPACK's, the GPU libraries' other calls as ``lax`` operations), :mod:`._chlo` (CHLO's ops, top-k) and :mod:`._annotations`
-  (sharding and placement, on one device).
+  operations: the CPU's calls), :mod:`._gpu_calls` (cuSOLVER's and
+  hipSOLVER's calls as LAPACK's, the GPU libraries' other calls as
+  ``lax`` operations), :mod:`._tpu_calls` (the TPU's calls as ``lax``
+  operations), :mod:`._chlo` (CHLO's ops, top-k) and
+  :mod:`._annotations` (sharding and placement, on one device). Each
+  platform's module has a table of its calls
+  (:class:`._registry.PlatformCalls`), which its rules are registered from
+  and a call without a rule is refused by.
 * :mod:`.compat`: the JAX internals it uses that differ across releases.
 
 See https://github.com/jax-ml/jax/issues/28327.
@@ -82,10 +87,11 @@ from jax._src.export.stablehlo_to_jax import compat
 from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _chlo  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _lapack  # noqa: F401  # pylint: disable=unused-import
-from jax._src.export.stablehlo_to_jax import _gpu_solver  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _gpu_calls  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _normalization  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _rules  # noqa: F401  # pylint: disable=unused-import
 from jax._src.export.stablehlo_to_jax import _shape_operands  # noqa: F401  # pylint: disable=unused-import
+from jax._src.export.stablehlo_to_jax import _tpu_calls  # noqa: F401  # pylint: disable=unused-import
 from jax import lax
 from jax.typing import ArrayLike
 import numpy as np

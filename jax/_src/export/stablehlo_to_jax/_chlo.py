@@ -20,8 +20,7 @@ when it compiles the module. Each elementwise one is written as itself
 (:mod:`._as_op`: XLA's values, the ``lax`` function's derivative);
 ``chlo.top_k`` is ``lax.top_k``, whose lowering is that op.
 
-``ApproxTopK`` (``lax.approx_max_k``/``approx_min_k``) is the
-``lax`` operation whose lowering is that call, with the call's parameters.
+(The TPU's ``ApproxTopK`` call is in :mod:`._tpu_calls`.)
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _dynamic
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
-import numpy as np
 
 NoRule = _ir.NoRule
 Op = _ir.Op
@@ -60,51 +58,3 @@ def _top_k_rule(op: Op, c: Compiler) -> _registry.Step:
   elif "is_stable" in op.attrs:
     raise NoRule("is_stable, which this JAX's lax.top_k does not take")
   return lambda env, x: list(lax.top_k(x, k, **kwargs))
-
-
-@_registry.rule("stablehlo.custom_call @ApproxTopK")
-def _approx_top_k_rule(op: Op, c: Compiler) -> _registry.Step:
-  """``ApproxTopK``: ``lax.approx_max_k``/``approx_min_k``."""
-  config = op.attrs.get("mhlo.backend_config")
-  if not isinstance(config, dict) or len(op.operands) != 4:
-    raise NoRule("an ApproxTopK other than the one lax.approx_max_k writes "
-                 "(a dictionary backend_config, 4 operands)")
-  dim = int(config["reduction_dim"])
-  is_max = _approx_top_k_order(op, c)
-  _check_iota_and_inits(op, c, dim, is_max)
-  fn = lax.approx_max_k if is_max else lax.approx_min_k
-  kwargs = dict(
-      k=int(config["top_k"]), reduction_dimension=dim,
-      recall_target=float(config["recall_target"]),
-      reduction_input_size_override=int(
-          config.get("reduction_input_size_override", -1)),
-      aggregate_to_topk=bool(config.get("aggregate_to_topk", True)))
-  return lambda env, x, *_: list(fn(x, **kwargs))
-
-
-def _approx_top_k_order(op: Op, c: Compiler) -> bool:
-  """Whether the comparator is ``GT`` of the values (max) or ``LT`` (min)."""
-  called = op.attrs.get("called_computations") or ()
-  comparator = c.funcs.get(called[0]) if len(called) == 1 else None
-  ops = comparator.body.ops if comparator is not None else ()
-  cmp = ops[0] if len(ops) == 1 else None
-  if (cmp is None or cmp.name != "stablehlo.compare"
-      or cmp.operands != comparator.body.args[:2]
-      or cmp.attrs["comparison_direction"] not in ("GT", "LT")):
-    raise NoRule("an ApproxTopK comparator other than GT or LT of the values")
-  return cmp.attrs["comparison_direction"] == "GT"
-
-
-def _check_iota_and_inits(op: Op, c: Compiler, dim: int, is_max: bool
-                          ) -> None:
-  """The indices an iota along `dim`, the initial values lax's."""
-  iota = c.defining.get(op.operands[1])
-  if (iota is None or iota.name != "stablehlo.iota"
-      or iota.attrs["iota_dimension"] != dim):
-    raise NoRule("ApproxTopK indices other than an iota along the reduced "
-                 "dimension")
-  init, init_index = (c.constant(v) for v in op.operands[2:])
-  want = -np.inf if is_max else np.inf
-  if (init is None or init_index is None or np.asarray(init) != want
-      or np.asarray(init_index) != -1):
-    raise NoRule(f"ApproxTopK initial values other than {want} and -1")

@@ -40,25 +40,39 @@ routine            written by                     derivative
 ``sytrd/hetrd``    ``lax.linalg.tridiagonal``     none (JAX has none)
 =================  =============================  ===========================
 
+Each derivative of a ``lax.linalg`` primitive is JAX's own JVP rule of
+that primitive (:func:`lax_tangents`), evaluated at the call's results
+(the decomposition it returned, not another one of the same matrix):
+what stays this module's is the packing of the call's results (the
+triangle a routine reads and the one it leaves, LAPACK's compact QR
+factors) and ``geev``'s eigenvalues, each pinned against ``jax.jvp`` of the
+``lax.linalg`` function in ``tests/export/test_lapack_derivatives.py``.
+
 Where a factorization fails (its info code is not 0), the tangents of its
 results are NaN: JAX's lowering replaces those results by NaN.
 
+:data:`CALLS` is the CPU's table of these calls
+(:class:`._registry.PlatformCalls`): each rule is registered from it.
+
 The public names (:func:`call_of`, :func:`backend_config`, :func:`adjoint`,
-the routines' tangents, :func:`orgqr_rule`) are those that
-:mod:`._gpu_solver` shares: it writes the GPU libraries' calls as these.
+:func:`lax_tangents`, the routines' tangents, :func:`orgqr_rule`) are those that
+:mod:`._gpu_calls` shares: it writes the GPU libraries' calls as these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 import functools
 
 import jax
 from jax import lax
+from jax._src import core
 from jax._src.interpreters import ad
+from jax._src.lax import linalg as lax_linalg
 from jax._src.export.stablehlo_to_jax import _custom_calls
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import compat
 import jax.numpy as jnp
 import numpy as np
 
@@ -67,7 +81,6 @@ Op = _ir.Op
 Compiler = _registry.Compiler
 Call = _custom_calls.Call
 NO_DERIVATIVE = _custom_calls.NO_DERIVATIVE
-_HIGHEST = lax.Precision.HIGHEST
 _TYPES = {"s": np.float32, "d": np.float64, "c": np.complex64,
           "z": np.complex128}
 
@@ -83,20 +96,12 @@ def adjoint(x: jax.Array) -> jax.Array:
   return jnp.conj(_mT(x)) if jnp.iscomplexobj(x) else _mT(x)
 
 
-def _mm(a: jax.Array, b: jax.Array) -> jax.Array:
-  return jnp.matmul(a, b, precision=_HIGHEST)
-
-
 def _tril(x: jax.Array, k: int = 0) -> jax.Array:
   return jnp.tril(x, k)
 
 
 def _triu(x: jax.Array, k: int = 0) -> jax.Array:
   return jnp.triu(x, k)
-
-
-def _eye_like(x: jax.Array, n: int) -> jax.Array:
-  return jnp.eye(n, dtype=x.dtype)
 
 
 def _hermitian_of_lower(t: jax.Array) -> jax.Array:
@@ -120,6 +125,43 @@ def _nan_where_failed(t: jax.Array, info: jax.Array) -> jax.Array:
   ok = lax.eq(info, lax.full_like(info, 0))
   ok = lax.broadcast_in_dim(ok, t.shape, tuple(range(info.ndim)))
   return jnp.where(ok, t, jnp.full_like(t, jnp.nan))
+
+
+# JAX's own derivatives, at the call's results.
+
+def lax_tangents(fn: Callable[..., object], primitive: core.Primitive,
+                 outputs: Sequence[jax.Array], primals: Sequence[jax.Array],
+                 tangents: Sequence[jax.Array]) -> list[jax.Array]:
+  """The tangents of ``fn(*primals)`` (a ``lax.linalg`` function) along
+  `tangents` by JAX's own JVP rule, the first result of `primitive` it
+  computes (the decomposition its rule differentiates) taken to be
+  `outputs`: JAX's derivative, at the factors the call returned (a
+  decomposition free up to signs is differentiated at the call's)."""
+  avals = [jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
+           for x in (*primals, *tangents)]
+  n = len(primals)
+  closed = jax.make_jaxpr(lambda *xs: jax.jvp(fn, xs[:n], xs[n:]))(*avals)
+  jaxpr = closed.jaxpr
+  first = next((e for e in jaxpr.eqns if e.primitive is primitive), None)
+  if first is None or [tuple(v.aval.shape) for v in first.outvars] != [
+      tuple(jnp.shape(y)) for y in outputs]:
+    raise NotImplementedError(
+        f"JAX's derivative of {primitive} here: its rule does not compute "
+        "the decomposition once, of the call's shapes")
+  env: dict[core.Var, object] = dict(zip(jaxpr.constvars, closed.consts))
+  env.update(zip(jaxpr.invars, [*primals, *tangents]))
+
+  def read(v):
+    return v.val if isinstance(v, core.Literal) else env[v]
+  for eqn in jaxpr.eqns:
+    if eqn is first:
+      outs = [lax.convert_element_type(y, v.aval.dtype)
+              for y, v in zip(outputs, eqn.outvars)]
+    else:
+      outs = compat.bind_equation(eqn, [read(v) for v in eqn.invars])
+    env.update(zip(eqn.outvars, outs))
+  results = [read(v) for v in jaxpr.outvars]
+  return results[len(results) // 2:]
 
 
 # The calls' attributes.
@@ -172,15 +214,34 @@ def _step(call: Call) -> _registry.Step:
 
 Routine = Callable[[Op, Compiler, str], _registry.Step]
 
+# The CPU's custom calls that have rules: each LAPACK routine, with the
+# types it is called for (``lapack_<t><routine>_ffi``).
+_ROUTINES = {"potrf": "sdcz", "getrf": "sdcz", "syevd": "sd", "heevd": "cz",
+             "gesdd": "sdcz", "gesvd": "sdcz", "geev": "sdcz",
+             "trsm": "sdcz", "gtsv": "sdcz", "geqrf": "sdcz", "orgqr": "sd",
+             "ungqr": "cz", "gees": "sdcz", "gehrd": "sdcz", "sytrd": "sd",
+             "hetrd": "cz"}
+
+# The CPU's table of custom calls (see _registry.PlatformCalls).
+CALLS = _registry.PlatformCalls(
+    platform="cpu", library="a LAPACK", prefixes=("lapack_",),
+    rules={f"lapack_{t}{routine}_ffi": (
+        "of the typed FFI, lapack_<t><routine>_ffi, of LAPACK's routines",
+        routine)
+           for routine, types in _ROUTINES.items() for t in types},
+    advice="")
+_registry.RULES.add_platform(CALLS)
+
 
 def _register(routines: Sequence[str], types: str = "sdcz"
               ) -> Callable[[Routine], Routine]:
   """Registers a rule ``rule(op, c, t)`` (``t`` the type letter) for
-  ``lapack_<t><routine>_ffi`` of each type and routine."""
+  ``lapack_<t><routine>_ffi`` of each type and routine (each in
+  :data:`CALLS`)."""
   def decorate(rule: Routine) -> Routine:
     for routine in routines:
       for t in types:
-        _registry.rule(f"stablehlo.custom_call @lapack_{t}{routine}_ffi")(
+        _registry.RULES.platform_rule(CALLS, f"lapack_{t}{routine}_ffi")(
             functools.partial(_typed, rule=rule, t=t))
     return rule
   return decorate
@@ -200,28 +261,21 @@ def _potrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
 
 
 def potrf_tangents(call, xs, ys, dxs, *, lower: bool):
-  """``cholesky``'s tangents (see :data:`._custom_calls.Tangents`)."""
-  del call, xs
-  (out, info), (dx,) = ys, dxs
+  """``cholesky``'s tangents (see :data:`._custom_calls.Tangents`): JAX's
+  rule at the call's factor, of the triangle the call reads."""
+  del call
+  (x,), (out, info), (dx,) = xs, ys, dxs
   l = _tril(_read_lower(out, lower))
-  l_dot = _cholesky_tangent(l, _hermitian_of_lower(_read_lower(dx, lower)))
+  (l_dot,) = lax_tangents(
+      functools.partial(lax.linalg.cholesky, symmetrize_input=False),
+      lax_linalg.cholesky_p, [l],
+      [_hermitian_of_lower(_read_lower(x, lower))],
+      [_hermitian_of_lower(_read_lower(dx, lower))])
   n = out.shape[-1]
   mask = jnp.tril(jnp.ones((n, n), bool)) if lower else jnp.triu(
       jnp.ones((n, n), bool))
   t = jnp.where(mask, l_dot if lower else adjoint(l_dot), dx)
   return [_nan_where_failed(t, info), None]
-
-
-def _cholesky_tangent(l: jax.Array, sigma_dot: jax.Array) -> jax.Array:
-  """``cholesky``'s tangent (Murray, arXiv:1602.07527) at the factor `l`."""
-  n = l.shape[-1]
-  tmp = lax.linalg.triangular_solve(l, sigma_dot, left_side=False,
-                                    transpose_a=True, conjugate_a=True,
-                                    lower=True)
-  x = lax.linalg.triangular_solve(l, tmp, left_side=True, transpose_a=False,
-                                  lower=True)
-  phi = _tril(x) / (1 + _eye_like(x, n))
-  return _mm(l, phi)
 
 
 # LU.
@@ -233,23 +287,14 @@ def _getrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
 
 
 def getrf_tangents(call, xs, ys, dxs):
-  """``lu``'s tangents (see :data:`._custom_calls.Tangents`)."""
-  del call, xs
-  (lu, pivots, _), (dx,) = ys, dxs
-  m, n = lu.shape[-2:]
-  perm = lax.linalg.lu_pivots_to_permutation(pivots - 1, m)
-  pdx = jnp.take_along_axis(dx, perm[..., :, None], axis=-2)
-  k = min(m, n)
-  eye_m = jnp.eye(m, dtype=lu.dtype)
-  l = jnp.pad(_tril(lu[..., :, :k], -1),
-              [(0, 0)] * (lu.ndim - 1) + [(0, m - k)]) + eye_m
-  u_eye = jnp.pad(jnp.eye(n - k, dtype=lu.dtype), ((k, 0), (k, 0)))
-  u = jnp.pad(_triu(lu[..., :k, :]),
-              [(0, 0)] * (lu.ndim - 2) + [(0, n - k), (0, 0)]) + u_eye
-  la = lax.linalg.triangular_solve(l, pdx, left_side=True, lower=True,
-                                   unit_diagonal=True)
-  lau = lax.linalg.triangular_solve(u, la, left_side=False, lower=False)
-  lu_dot = _mm(l, _tril(lau, -1)) + _mm(_triu(lau), u)
+  """``lu``'s tangents (see :data:`._custom_calls.Tangents`): JAX's rule
+  at the call's factors."""
+  del call
+  (x,), (lu, pivots, _), (dx,) = xs, ys, dxs
+  pivots = pivots - 1
+  perm = lax.linalg.lu_pivots_to_permutation(pivots, lu.shape[-2])
+  lu_dot, *_ = lax_tangents(lax.linalg.lu, lax_linalg.lu_p,
+                            [lu, pivots, perm], [x], [dx])
   return [lu_dot, None, None]
 
 
@@ -267,18 +312,15 @@ def _syevd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
 
 
 def syevd_tangents(call, xs, ys, dxs, *, lower: bool):
-  """``eigh``'s tangents (see :data:`._custom_calls.Tangents`)."""
-  del call, xs
-  (v, w, info), (dx,) = ys, dxs
-  a_dot = _hermitian_of_lower(_read_lower(dx, lower))
-  n = v.shape[-1]
-  wc = w.astype(v.dtype)
-  eye = jnp.eye(n, dtype=v.dtype)
-  delta = wc[..., None, :] - wc[..., :, None]
-  f = 1 / (delta + eye) - eye
-  vav = _mm(_mm(adjoint(v), a_dot), v)
-  dv = _mm(v, f * vav)
-  dw = jnp.real(jnp.diagonal(vav, axis1=-2, axis2=-1))
+  """``eigh``'s tangents (see :data:`._custom_calls.Tangents`): JAX's rule
+  at the call's eigenvectors, of the triangle the call reads."""
+  del call
+  (x,), (v, w, info), (dx,) = xs, ys, dxs
+  dv, dw = lax_tangents(
+      functools.partial(lax.linalg.eigh, lower=True, symmetrize_input=False),
+      lax_linalg.eigh_p, [v, w],
+      [_hermitian_of_lower(_read_lower(x, lower))],
+      [_hermitian_of_lower(_read_lower(dx, lower))])
   return [_nan_where_failed(dv, info), _nan_where_failed(dw, info), None]
 
 
@@ -296,26 +338,26 @@ def _gesdd_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
 
 
 def gesdd_tangents(call, xs, ys, dxs, *, mode: str,
-                    completion_nan: bool = False):
-  """``svd``'s tangents; with `completion_nan`, of full vectors of a
-  non-square matrix too: those of its reduced vectors, NaN in the columns
-  of ``u`` and rows of ``vt`` past ``min(m, n)`` (an arbitrary orthonormal
-  completion, which has none: a GPU's reduced SVD computes full vectors
-  and slices them)."""
+                   completion_nan: bool = False):
+  """``svd``'s tangents (JAX's rule at the call's vectors); with
+  `completion_nan`, of full vectors of a non-square matrix too: those of
+  its reduced vectors, NaN in the columns of ``u`` and rows of ``vt`` past
+  ``min(m, n)`` (an arbitrary orthonormal completion, which has none: a
+  GPU's reduced SVD computes full vectors and slices them)."""
   del call
   (a,), (_, s, u, vt, info), (dx,) = xs, ys, dxs
   m, n = a.shape[-2:]
   k = min(m, n)
-  if mode == "N":
-    u_k, _, vt_k = lax.linalg.svd(a, full_matrices=False, compute_uv=True)
-  else:
-    u_k, vt_k = u[..., :, :k], vt[..., :k, :]
-  v_k = adjoint(vt_k)
-  ds_mat = _mm(_mm(adjoint(u_k), dx), v_k)
-  ds = jnp.real(jnp.diagonal(ds_mat, axis1=-2, axis2=-1))
+  if mode == "N":  # (JAX's rule computes vectors; s's tangent is theirs)
+    _, ds = jax.jvp(functools.partial(lax.linalg.svd, compute_uv=False),
+                    (a,), (dx,))
+    return [NO_DERIVATIVE, _nan_where_failed(ds, info), NO_DERIVATIVE,
+            NO_DERIVATIVE, None]
+  du, ds, dvt = lax_tangents(
+      functools.partial(lax.linalg.svd, full_matrices=False),
+      lax_linalg.svd_p, [s, u[..., :, :k], vt[..., :k, :]], [a], [dx])
   vectors = [NO_DERIVATIVE, NO_DERIVATIVE]
   if mode == "S" or (mode == "A" and (m == n or completion_nan)):
-    du, dvt = _svd_vector_tangents(a, dx, s, u_k, vt_k, ds_mat)
     if mode == "A" and m != n:
       du = jnp.concatenate([du, jnp.full((*du.shape[:-1], m - k), jnp.nan,
                                          du.dtype)], axis=-1)
@@ -323,32 +365,6 @@ def gesdd_tangents(call, xs, ys, dxs, *, mode: str,
                                            jnp.nan, dvt.dtype)], axis=-2)
     vectors = [_nan_where_failed(du, info), _nan_where_failed(dvt, info)]
   return [NO_DERIVATIVE, _nan_where_failed(ds, info), *vectors, None]
-
-
-def _svd_vector_tangents(a, da, s, u, vt, ds_mat):
-  """``svd``'s tangents of ``u`` and ``vt`` (reduced), as JAX's rule."""
-  dtype = a.dtype
-  ut, v = adjoint(u), adjoint(vt)
-  s_dim = s[..., None, :]
-  s_diffs = (s_dim + _mT(s_dim)) * (s_dim - _mT(s_dim))
-  eye = jnp.eye(s.shape[-1], dtype=s.dtype)
-  f = 1 / (s_diffs + eye) - eye
-  dss = s_dim.astype(dtype) * ds_mat
-  sds = _mT(s_dim.astype(dtype)) * ds_mat
-  s_zeros = (s == 0).astype(s.dtype)
-  s_inv = 1 / (s + s_zeros) - s_zeros
-  s_inv_mat = s_inv[..., :, None] * eye
-  dudv_diag = .5 * (ds_mat - adjoint(ds_mat)) * s_inv_mat.astype(dtype)
-  du = _mm(u, f.astype(dtype) * (dss + adjoint(dss)) + dudv_diag)
-  dv = _mm(v, f.astype(dtype) * (sds + adjoint(sds)))
-  m, n = a.shape[-2:]
-  if m > n:
-    dav = _mm(da, v)
-    du = du + (dav - _mm(u, _mm(ut, dav))) / s_dim.astype(dtype)
-  if n > m:
-    dahu = _mm(adjoint(da), u)
-    dv = dv + (dahu - _mm(v, _mm(vt, dahu))) / s_dim.astype(dtype)
-  return du, adjoint(dv)
 
 
 # Nonsymmetric eigendecomposition.
@@ -412,17 +428,12 @@ def _trsm_transpose(call, cts, operands, *, side, uplo, trans_x, diag):
 
 
 def _trsm_tangents(call, xs, ys, dxs, *, side, uplo, trans_x, diag):
+  """``triangular_solve``'s tangents: JAX's rule at the call's solution."""
   del call
-  (a, _), (x,), (da, db) = xs, ys, dxs
-  left, lower, unit = side == "L", uplo == "L", diag == "U"
-  transpose, conjugate = trans_x != "N", trans_x == "C"
-  k = (-1 if lower else 1) if unit else 0
-  da = _tril(da, k) if lower else _triu(da, k)
-  op_da = adjoint(da) if conjugate else (_mT(da) if transpose else da)
-  rhs = db - (_mm(op_da, x) if left else _mm(x, op_da))
-  return [lax.linalg.triangular_solve(
-      a, rhs, left_side=left, lower=lower, transpose_a=transpose,
-      conjugate_a=conjugate, unit_diagonal=unit)]
+  return lax_tangents(functools.partial(
+      lax.linalg.triangular_solve, left_side=side == "L", lower=uplo == "L",
+      transpose_a=trans_x != "N", conjugate_a=trans_x == "C",
+      unit_diagonal=diag == "U"), lax_linalg.triangular_solve_p, ys, xs, dxs)
 
 
 @_register(["gtsv"])
@@ -466,17 +477,13 @@ def _gtsv_transpose(call, cts, operands):
   return [None, None, None, lax.linalg.tridiagonal_solve(dl_t, d, du_t, ct)]
 
 
-def _tridiagonal_product(dl, d, du, b):
-  y = d[..., :, None] * b
-  y = y.at[..., 1:, :].add(dl[..., 1:, None] * b[..., :-1, :])
-  return y.at[..., :-1, :].add(du[..., :-1, None] * b[..., 1:, :])
-
-
 def _gtsv_tangents(call, xs, ys, dxs):
+  """``tridiagonal_solve``'s tangents: JAX's rule at the call's solution
+  (the overwritten diagonals have none)."""
   del call
-  (dl, d, du, _), (*_, x, info), (ddl, dd, ddu, db) = xs, ys, dxs
-  rhs = db - _tridiagonal_product(ddl, dd, ddu, x)
-  dx = lax.linalg.tridiagonal_solve(dl, d, du, rhs)
+  *_, x, info = ys
+  (dx,) = lax_tangents(lax.linalg.tridiagonal_solve,
+                       lax_linalg.tridiagonal_solve_p, [x], xs, dxs)
   return [NO_DERIVATIVE] * 3 + [_nan_where_failed(dx, info), None]
 
 
@@ -491,26 +498,11 @@ def _geqrf_rule(op: Op, c: Compiler, t: str) -> _registry.Step:
 
 
 def _qr_tangents(x: jax.Array, dx: jax.Array, q: jax.Array, r: jax.Array
-                 ) -> tuple[jax.Array, jax.Array]:
-  """``qr``'s reduced tangents ``(dq, dr)`` (JAX's rule), `q` m x k, `r`
-  k x n."""
-  m, n = x.shape[-2:]
-  if m < n:
-    dq, dr1 = _thin_qr_tangents(q, r[..., :, :m], dx[..., :, :m])
-    dr2 = _mm(adjoint(dq), x[..., :, m:]) + _mm(adjoint(q), dx[..., :, m:])
-    return dq, jnp.concatenate([dr1, dr2], axis=-1)
-  return _thin_qr_tangents(q, r, dx)
-
-
-def _thin_qr_tangents(q, r, dx):
-  dx_rinv = lax.linalg.triangular_solve(r, dx)
-  qt_dx_rinv = _mm(adjoint(q), dx_rinv)
-  lower = _tril(qt_dx_rinv, -1)
-  do = lower - adjoint(lower)
-  n = r.shape[-1]
-  eye = jnp.eye(n, dtype=do.dtype)
-  do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(do.dtype))
-  return _mm(q, do - qt_dx_rinv) + dx_rinv, _mm(qt_dx_rinv - do, r)
+                 ) -> list[jax.Array]:
+  """``qr``'s reduced tangents ``[dq, dr]``: JAX's rule at the factors `q`
+  (m x k) and `r` (k x n)."""
+  return lax_tangents(functools.partial(lax.linalg.qr, full_matrices=False),
+                      lax_linalg.qr_p, [q, r], [x], [dx])
 
 
 def _reduced_qr(x, g, taus):
@@ -540,15 +532,16 @@ def geqrf_tangents(call, xs, ys, dxs):
 @_register(["orgqr"], "sd")
 @_register(["ungqr"], "cz")
 def orgqr_rule(op: Op, c: Compiler, t: str,
-               form: Callable[[Call], Call] = lambda call: call
-               ) -> _registry.Step:
+               form: Callable[[Call], Call] = lambda call: call,
+               geqrf: Collection[str] | None = None) -> _registry.Step:
   """``orgqr``/``ungqr``: Q of Householder reflectors; of a geqrf's
   factors of a matrix, with ``qr``'s derivative with respect to it.
 
   `form` makes the call of `op` (a GPU library's call: LAPACK's, standing
-  for it; see ._gpu_solver).
+  for it; see ._gpu_calls); `geqrf` names the targets of the geqrf calls
+  whose factors it follows (:data:`GEQRF`, LAPACK's, if None).
   """
-  source = _qr_source(op, c)
+  source = _qr_source(op, c, GEQRF if geqrf is None else geqrf)
   if source is None:
     return _step(form(call_of(op, c, None, "the product of Householder "
                               "reflectors other than a QR factorization's (JAX "
@@ -563,7 +556,7 @@ def orgqr_rule(op: Op, c: Compiler, t: str,
   return step
 
 
-def _qr_source(op: Op, c: Compiler) -> int | None:
+def _qr_source(op: Op, c: Compiler, geqrf: Collection[str]) -> int | None:
   """The matrix whose geqrf factors `op` multiplies, or None."""
   taus_op = c.defining.get(op.operands[1])
   g = op.operands[0]
@@ -584,17 +577,16 @@ def _qr_source(op: Op, c: Compiler) -> int | None:
     g = g_op.operands[0]
     g_op = c.defining.get(g)
   if (g_op is None or g_op is not taus_op
-      or _registry.key(g_op) not in _GEQRF
+      or g_op.name != _registry.CUSTOM_CALL
+      or g_op.attrs.get("call_target_name") not in geqrf
       or g != g_op.results[0] or op.operands[1] != g_op.results[1]):
     return None
   return g_op.operands[0]
 
 
-# (And the GPU libraries' geqrf, whose routine is LAPACK's: ._gpu_solver.)
-_GEQRF = frozenset([*(f"stablehlo.custom_call @lapack_{t}geqrf_ffi"
-                      for t in "sdcz"),
-                    "stablehlo.custom_call @cusolver_geqrf_ffi",
-                    "stablehlo.custom_call @hipsolver_geqrf_ffi"])
+# The CPU's geqrf calls (from its table).
+GEQRF = frozenset(target for target, (_, routine) in CALLS.rules.items()
+                  if routine == "geqrf")
 
 
 def _orgqr_tangents(call, xs, ys, dxs):
@@ -604,6 +596,9 @@ def _orgqr_tangents(call, xs, ys, dxs):
     return [NO_DERIVATIVE]
   del call
   _, r = _reduced_qr(x, g[..., :, :n], taus)
+  if m < n:  # (of a wide matrix, the reflectors of its leading square:
+    # R's other columns, which Q's tangent does not depend on, Q^H x's)
+    r = jnp.concatenate([r, adjoint(q_out) @ x[..., :, r.shape[-1]:]], -1)
   dq, _ = _qr_tangents(x, dx, q_out, r)
   return [dq]
 

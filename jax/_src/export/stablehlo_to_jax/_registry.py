@@ -145,34 +145,67 @@ PADDED_ONLY_IN = (
     "slices, reshapes, broadcasts, transposes, gathers and reductions")
 
 
-# The libraries of other platforms whose custom calls JAX writes, and what
-# the interpreter has rules for: LAPACK's calls (the CPU's), and the GPU
-# libraries' calls whose routines are LAPACK's or lax operations.
-_GPU_RULES = ("it has rules for the calls JAX writes now whose routines are "
-              "LAPACK's (potrf, getrf, geqrf, orgqr, syevd, sytrd, gesvd, "
-              "gesdd, gesvdj) or lax operations (LU pivots, gtsv2, "
-              "threefry2x32)")
-_PLATFORM_LIBRARIES = (
-    (("cusolver_", "cusparse_", "cu_", "cublas"), "a CUDA library's",
-     _GPU_RULES),
-    (("hipsolver_", "hipsparse_", "hip_", "rocsolver"), "a ROCm library's",
-     _GPU_RULES),
-    (("Eigh", "LuDecomposition", "Svd", "TopK"), "a TPU's",
-     "it has rules for the TPU's calls that lax operations write and the "
-     "CPU computes by the same definition: Qr, LuDecomposition, "
-     "ApproxTopK; Eigh is XLA's Jacobi solver, whose eigenvectors' signs "
-     "and order no lax operation reproduces"),
-)
+@dataclasses.dataclass(frozen=True)
+class PlatformCalls:
+  """One platform's table of custom calls: those its module has rules for,
+  with the routine each computes, and how the platform's other calls are
+  recognized. The module's rules are registered from it (a target it does
+  not hold has none), and a call of the platform without a rule is refused
+  with a message built from it (:meth:`Registry.step`).
+
+  Attributes:
+    platform: the platform (``"cpu"``, ``"cuda"``, ``"rocm"``, ``"tpu"``).
+    library: its calls, as a message names them (``"a CUDA library's"``).
+    prefixes: how its libraries' targets begin.
+    rules: each target that has a rule: ``(group, routine)``, the routine
+      as messages name it and the group of routines it is listed in (a
+      phrase: ``"whose routines are LAPACK's"``).
+    refused: the platform's targets that have no rule: why, or "" (a
+      target of the platform not worth a sentence).
+    advice: what to do instead, for the message ("" for none).
+  """
+  platform: str
+  library: str
+  prefixes: tuple[str, ...]
+  rules: Mapping[str, tuple[str, str]]
+  refused: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  advice: str = ("an artifact exported for the CPU (platforms=('cpu', ...)) "
+                 "batches and differentiates on the CPU")
+
+  def holds(self, target: object) -> bool:
+    """Whether `target` is a call of this platform's."""
+    return isinstance(target, str) and (
+        target.startswith(self.prefixes) or target in self.rules
+        or target in self.refused)
+
+  def rules_text(self) -> str:
+    """What it has rules for, from :attr:`rules` (and the reasons of
+    :attr:`refused`)."""
+    groups: dict[str, list[str]] = {}
+    for group, routine in self.rules.values():
+      routines = groups.setdefault(group, [])
+      if routine not in routines:
+        routines.append(routine)
+    parts = [f"{group} ({', '.join(routines)})"
+             for group, routines in groups.items()]
+    if len(parts) > 1:
+      parts[-2:] = [f"{parts[-2]} and {parts[-1]}"]
+    reasons = [reason for reason in self.refused.values() if reason]
+    return "; ".join([f"it has rules for its calls {', '.join(parts)}",
+                      *reasons])
 
 
-def _unknown_custom_call(target: object) -> str:
-  """The reason a custom call of `target` has no rule."""
-  for prefixes, library, rules in _PLATFORM_LIBRARIES:
-    if isinstance(target, str) and target.startswith(prefixes):
-      return (f"custom call target {target!r}: {library} call, which the "
-              f"interpreter has no rule for ({rules}); an artifact "
-              "exported for the CPU (platforms=('cpu', ...)) batches and "
-              "differentiates on the CPU")
+def unknown_custom_call(target: object,
+                        platforms: Sequence[PlatformCalls] = ()) -> str:
+  """The reason a custom call of `target` has no rule; a platform's call
+  (one of `platforms` holds it) is named with what that platform's table
+  has rules for."""
+  for calls in platforms:
+    if calls.holds(target):
+      advice = f"; {calls.advice}" if calls.advice else ""
+      return (f"custom call target {target!r}: {calls.library} call, which "
+              f"the interpreter has no rule for ({calls.rules_text()})"
+              f"{advice}")
   return (f"custom call target {target!r} has no JAX equivalent (or none "
           "with the same results)")
 
@@ -183,6 +216,56 @@ class Registry:
   def __init__(self) -> None:
     self._entries: dict[str, Registration] = {}
     self._ops: set[str] = set()
+    self._platforms: dict[str, PlatformCalls] = {}
+
+  def add_platform(self, calls: PlatformCalls) -> None:
+    """Adds a platform's table of custom calls (see :class:`PlatformCalls`).
+
+    Raises:
+      DoubleRegistration: the platform has a table already.
+    """
+    if calls.platform in self._platforms:
+      raise DoubleRegistration(f"the platform {calls.platform} has two "
+                               "tables of custom calls")
+    self._platforms[calls.platform] = calls
+
+  @property
+  def platforms(self) -> list[PlatformCalls]:
+    """The platforms' tables of custom calls."""
+    return list(self._platforms.values())
+
+  def platform_rule(self, calls: PlatformCalls, *targets: str
+                    ) -> Callable[[Rule], Rule]:
+    """A decorator: the decorated rule is the custom calls `targets`', each
+    of which `calls` (the platform's table) must hold.
+
+    Raises:
+      KeyError: the table does not hold a target.
+    """
+    missing = [t for t in targets if t not in calls.rules]
+    if missing:
+      raise KeyError(f"{', '.join(missing)}: not in the {calls.platform} "
+                     "table of custom calls; add it there")
+    return self.register(*(f"{CUSTOM_CALL} @{t}" for t in targets))
+
+  def platform_problems(self) -> list[str]:
+    """Where the platforms' tables and the registered custom calls differ:
+    a registered call that a platform holds but whose table lacks it, or a
+    table's call without a rule (an empty list: none)."""
+    problems = []
+    for name in self._entries:
+      target = name.removeprefix(f"{CUSTOM_CALL} @")
+      if target == name:
+        continue
+      for calls in self._platforms.values():
+        if calls.holds(target) and target not in calls.rules:
+          problems.append(f"{target} has a rule but the {calls.platform} "
+                          "table does not list it")
+    for calls in self._platforms.values():
+      problems += [f"the {calls.platform} table lists {target}, which has "
+                   "no rule" for target in calls.rules
+                   if f"{CUSTOM_CALL} @{target}" not in self._entries]
+    return problems
 
   def add(self, name: str, rule: Rule, padded: PaddedRule | None = None
           ) -> None:
@@ -232,7 +315,8 @@ class Registry:
     registration = self._entries.get(key(op))
     if registration is None:
       if op.name == CUSTOM_CALL:
-        raise NoRule(_unknown_custom_call(op.attrs.get("call_target_name")))
+        raise NoRule(unknown_custom_call(op.attrs.get("call_target_name"),
+                                         self.platforms))
       raise NoRule("no rule for this op")
     if has_dynamic_shapes(op):
       if registration.padded is None:

@@ -45,7 +45,6 @@ from jax._src import dtypes
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
 from jax._src.lax import lax as lax_internal
-from jax._src.lax import linalg
 from jax._src.lax import windowed_reductions
 from jax._src.export.stablehlo_to_jax import _as_op
 from jax._src.export.stablehlo_to_jax import _barrier
@@ -929,48 +928,6 @@ def _fft_rule(op: Op, c: Compiler):
              op.attrs["fft_type"]]
   lengths = op.attrs["fft_length"]
   return lambda env, x: [lax.fft(x, typ, lengths)]
-
-
-def pure_custom_call(op: Op) -> None:
-  """NoRule for a custom call that declares side effects."""
-  if op.attrs.get("has_side_effect"):
-    raise NoRule("a custom call with side effects")
-
-
-@rule("stablehlo.custom_call @Qr")
-def _qr_custom_call_rule(op: Op, c: Compiler):
-  """XLA's Householder QR in LAPACK's compact form, as lax's geqrf.
-
-  (JAX has no derivative of geqrf or householder_product.)
-  """
-  pure_custom_call(op)
-  c.no_derivative.add("stablehlo.custom_call @Qr")
-  if len(op.results) == 2:  # (jax.export's; tf2xla's is one tuple)
-    return lambda env, x: list(linalg.geqrf(x))
-  return lambda env, x: [tuple(linalg.geqrf(x))]
-
-
-@rule("stablehlo.custom_call @LuDecomposition")
-def _lu_custom_call_rule(op: Op, c: Compiler):
-  """XLA's LU with partial pivoting (TPU's), as ``lax.linalg.lu``, which
-  writes it: ``(lu, pivots, permutation)``, both 0-based (on a TPU the
-  call itself; elsewhere the platform's LU of the same definition: of a
-  matrix with an exactly zero pivot, LAPACK's factors, with the column
-  below it unscaled, where a TPU's may be inf or NaN)."""
-  del c
-  pure_custom_call(op)
-  if len(op.results) == 3:  # (jax.export's; older ones write one tuple)
-    return lambda env, x: list(lax.linalg.lu(x))
-  return lambda env, x: [tuple(lax.linalg.lu(x))]
-
-
-@rule("stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
-def _householder_product_custom_call_rule(op: Op, c: Compiler):
-  """XLA's product of Householder reflectors, as lax's."""
-  pure_custom_call(op)
-  c.no_derivative.add(
-      "stablehlo.custom_call @ProductOfElementaryHouseholderReflectors")
-  return lambda env, x, taus: [linalg.householder_product(x, taus)]
 
 
 @rule("stablehlo.rng_bit_generator")

@@ -155,6 +155,19 @@ def inline_calls(module: ir.Module) -> None:
       context=module.context).run(module.operation)
 
 
+def bind_equation(eqn: core.JaxprEqn, invals: Sequence[object]
+                  ) -> list[object]:
+  """The results of a jaxpr's equation `eqn` bound on `invals` (as
+  ``core.eval_jaxpr`` binds it: ``get_bind_params`` gives the parameters,
+  and before JAX 0.7 the sub-functions too)."""
+  params = eqn.primitive.get_bind_params(eqn.params)
+  subfuns: Sequence[object] = ()
+  if isinstance(params, tuple):
+    subfuns, params = params
+  outs = eqn.primitive.bind(*subfuns, *invals, **params)
+  return list(outs) if eqn.primitive.multiple_results else [outs]
+
+
 def initialize_lapack() -> None:
   """Loads jaxlib's LAPACK kernels, which its ``lapack_*`` custom calls run
   (as JAX's own lowerings do before writing one)."""

@@ -59,8 +59,13 @@ The calls that are ``lax`` operations themselves:
 
 hipSOLVER's older ``hipsolver_syevd``/``hipsolver_syevj`` (api_version
 2, their attributes an opaque descriptor, in JAX's test data) are
-LAPACK's ``syevd`` on the CPU only. (TPU's ``LuDecomposition`` is
-``lax.linalg.lu``'s, in :mod:`._rules`, beside ``Qr``.)
+LAPACK's ``syevd`` on the CPU only. (The TPU's calls are in
+:mod:`._tpu_calls`.)
+
+:data:`CUDA_CALLS` and :data:`ROCM_CALLS` are the platforms' tables of
+these calls (:class:`._registry.PlatformCalls`): each rule is registered
+from them, and a call of theirs without a rule is refused naming what they
+hold.
 
 An SVD without its vectors (``compute_uv`` false) is LAPACK's without
 them; the GPU call's placeholder vector results (which its kernel does
@@ -91,6 +96,54 @@ Call = _custom_calls.Call
 NativeForm = _custom_calls.NativeForm
 
 _LIBRARIES = {"cusolver": "cuda", "hipsolver": "rocm"}
+
+# The GPU libraries' routines that are LAPACK's (``<solver>_<routine>_ffi``).
+_LAPACK_ROUTINES = ("potrf", "getrf", "geqrf", "orgqr", "syevd", "sytrd",
+                    "gesvd", "gesdd", "gesvdj")
+_AS_LAPACK = "whose routines are LAPACK's"
+_AS_LAX = "that are lax operations"
+
+
+def _table(platform: str, library: str, prefixes: tuple[str, ...],
+           names: tuple[str, str, str], older: Sequence[str] = ()
+           ) -> _registry.PlatformCalls:
+  """A GPU platform's table: its calls of LAPACK's routines and of lax
+  operations; `names` its solver's, sparse library's and own prefixes."""
+  solver, sparse, own = names
+  rules = {f"{solver}_{r}_ffi": (_AS_LAPACK, r) for r in _LAPACK_ROUTINES}
+  rules.update({f"{solver}_{r}": ("older ones whose routines are LAPACK's",
+                                  r) for r in older})
+  rules.update({f"{own}_lu_pivots_to_permutation": (_AS_LAX, "LU pivots"),
+                f"{sparse}_gtsv2_ffi": (_AS_LAX, "gtsv2"),
+                f"{own}_threefry2x32_ffi": (_AS_LAX, "threefry2x32")})
+  return _registry.PlatformCalls(platform, library, prefixes, rules)
+
+
+# The GPU platforms' tables of custom calls (see _registry.PlatformCalls).
+CUDA_CALLS = _table("cuda", "a CUDA library's",
+                    ("cusolver_", "cusparse_", "cu_", "cublas"),
+                    ("cusolver", "cusparse", "cu"))
+ROCM_CALLS = _table("rocm", "a ROCm library's",
+                    ("hipsolver_", "hipsparse_", "hip_", "rocsolver"),
+                    ("hipsolver", "hipsparse", "hip"), older=("syevd", "syevj"))
+_registry.RULES.add_platform(CUDA_CALLS)
+_registry.RULES.add_platform(ROCM_CALLS)
+# The geqrf calls whose factors a GPU's orgqr follows (LAPACK's too).
+_GEQRF = _lapack.GEQRF | {target for calls in (CUDA_CALLS, ROCM_CALLS)
+                          for target, (_, routine) in calls.rules.items()
+                          if routine == "geqrf"}
+
+
+def _rule(*targets: tuple[str, str]
+          ) -> Callable[[_registry.Rule], _registry.Rule]:
+  """Registers a rule for the targets ``(CUDA's, ROCm's)``, each in its
+  platform's table."""
+  def decorate(rule):
+    for cuda, rocm in targets:
+      _registry.RULES.platform_rule(CUDA_CALLS, cuda)(rule)
+      _registry.RULES.platform_rule(ROCM_CALLS, rocm)(rule)
+    return rule
+  return decorate
 _TYPE_LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
                  np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 _CONFIG = "mhlo.backend_config"
@@ -201,11 +254,7 @@ def _register(routine: str
               ) -> Callable[[_registry.Rule], _registry.Rule]:
   """Registers a rule for ``cusolver_<routine>_ffi`` and
   ``hipsolver_<routine>_ffi``."""
-  def decorate(rule):
-    for library in _LIBRARIES:
-      _registry.rule(f"stablehlo.custom_call @{library}_{routine}_ffi")(rule)
-    return rule
-  return decorate
+  return _rule((f"cusolver_{routine}_ffi", f"hipsolver_{routine}_ffi"))
 
 
 def _step(call: Call, form: NativeForm = NativeForm.LAPACK
@@ -264,7 +313,8 @@ def orgqr_rule(op: Op, c: Compiler) -> _registry.Step:
   _known_config(op, [])
   routine = "orgqr" if t in "sd" else "ungqr"
   return _lapack.orgqr_rule(
-      op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}))
+      op, c, t, form=lambda call: _as_lapack(op, call, routine, t, {}),
+      geqrf=_GEQRF)
 
 
 @_register("syevd")
@@ -346,18 +396,14 @@ def _svd_rule(op: Op, c: Compiler, *, jacobi: bool) -> _registry.Step:
   return _step(call, form)
 
 
-for _library in _LIBRARIES:
-  for _routine in ("gesvd", "gesdd"):
-    _registry.rule(f"stablehlo.custom_call @{_library}_{_routine}_ffi")(
-        functools.partial(_svd_rule, jacobi=False))
-  _registry.rule(f"stablehlo.custom_call @{_library}_gesvdj_ffi")(
-      functools.partial(_svd_rule, jacobi=True))
+_register("gesvd")(functools.partial(_svd_rule, jacobi=False))
+_register("gesdd")(functools.partial(_svd_rule, jacobi=False))
+_register("gesvdj")(functools.partial(_svd_rule, jacobi=True))
 
 
 # The calls that are lax operations.
 
-@_registry.rule("stablehlo.custom_call @cu_lu_pivots_to_permutation",
-                "stablehlo.custom_call @hip_lu_pivots_to_permutation")
+@_rule(("cu_lu_pivots_to_permutation", "hip_lu_pivots_to_permutation"))
 def _lu_pivots_to_permutation_rule(op: Op, c: Compiler) -> _registry.Step:
   """The permutation of LU's row swaps ``pivots`` (0-based; the last
   dimension): the identity's entries swapped in order, a swap out of
@@ -448,8 +494,7 @@ def _lu_pivots_to_permutation(pivots: jax.Array, m: int) -> jax.Array:
   return lax.fori_loop(0, k, swap, iota)
 
 
-@_registry.rule("stablehlo.custom_call @cusparse_gtsv2_ffi",
-                "stablehlo.custom_call @hipsparse_gtsv2_ffi")
+@_rule(("cusparse_gtsv2_ffi", "hipsparse_gtsv2_ffi"))
 def _gtsv2_rule(op: Op, c: Compiler) -> _registry.Step:
   """``gtsv2``: the solution of a tridiagonal system,
   ``lax.linalg.tridiagonal_solve``'s (NaN where it is singular)."""
@@ -462,8 +507,7 @@ def _gtsv2_rule(op: Op, c: Compiler) -> _registry.Step:
       lax.linalg.tridiagonal_solve(dl, d, du, b)]
 
 
-@_registry.rule("stablehlo.custom_call @cu_threefry2x32_ffi",
-                "stablehlo.custom_call @hip_threefry2x32_ffi")
+@_rule(("cu_threefry2x32_ffi", "hip_threefry2x32_ffi"))
 def _threefry2x32_rule(op: Op, c: Compiler) -> _registry.Step:
   """``threefry2x32`` of keys and counts of one shape: JAX's primitive."""
   del c
@@ -485,8 +529,8 @@ _LEGACY_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64),
 _HIPSOLVER_FILL_MODE_LOWER = 122
 
 
-@_registry.rule("stablehlo.custom_call @hipsolver_syevd",
-                "stablehlo.custom_call @hipsolver_syevj")
+@_registry.RULES.platform_rule(ROCM_CALLS, "hipsolver_syevd",
+                               "hipsolver_syevj")
 def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   """``hipsolver_syevd``/``syevj`` (api_version 2): ``(eigenvectors,
   eigenvalues, info, workspace)``; its descriptor ``(type, fill mode,
