@@ -390,6 +390,7 @@ def markdown(data: dict[str, Any]) -> str:
            f"{env.get('keras', '?')}, Python {env.get('python', '?')}, "
            f"{env.get('cpus', '?')} CPUs; {env.get('date', '?')}. Generated "
            "by `python -m benchmarks.keras_models --report DIR`.", "",
+           *([env["note"], ""] if env.get("note") else []),
            "Each first call is a fresh process (cold: new caches; warm: a "
            "second process with the first's JAX compilation cache, and "
            "call_tf's beside it). TF's floor: a fresh `tf.function(model, "
