@@ -131,16 +131,14 @@ def _takes_module_context(fn: Callable[..., Any]) -> bool:
   return bool(params) and params[0] == "ctx"
 
 
-def aval_to_ir_type(module_context: mlir.ModuleContext,
-                    aval: core.AbstractValue) -> ir.Type:
+def aval_to_ir_type(module_context: Any, aval: core.AbstractValue) -> ir.Type:
   """``mlir.aval_to_ir_type``, with the module context where it takes one."""
   if _takes_module_context(mlir.aval_to_ir_type):
     return mlir.aval_to_ir_type(module_context, aval)
   return mlir.aval_to_ir_type(aval)
 
 
-def shape_tensor(module_context: mlir.ModuleContext,
-                 sizes: Sequence[Any]) -> ir.Value:
+def shape_tensor(module_context: Any, sizes: Sequence[Any]) -> ir.Value:
   """``mlir.shape_tensor``, with the module context where it takes one."""
   if _takes_module_context(mlir.shape_tensor):
     return mlir.shape_tensor(module_context, sizes)
