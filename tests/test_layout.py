@@ -17,8 +17,9 @@ transformations of ``Exported.call`` importing neither TensorFlow nor
 ``jax.experimental``; its vocabulary: each ``vmap_method`` name spelled in
 one module; the package's ``__init__`` defining and importing nothing
 of its own. The build tool's (`build/forklib`): its subpackages in the
-order docs/maintainers.md states. Its shape: no function longer than 60
-lines (nor in build/), and few ``Any`` annotations.
+order docs/maintainers.md states. Its shape: no function longer than 55
+lines (nor in build/), and few ``Any`` annotations: caps set to what the
+code needs (docs/design.md says what each is for).
 
 Read from the source (``ast``), so it needs neither JAX nor TensorFlow. Every
 import counts, at module level or inside a function.
@@ -713,13 +714,18 @@ def test_the_forklib_layer_check_catches_an_upward_import(root, tmp_path):
       "sources)"]
 
 
+# Each cap below is what the code needs now, so that it binds: a change that
+# needs more raises it in the same commit and says why (docs/design.md).
+#
 # No overlay function (docstring included) is longer than this: the logic
-# lives in small named pieces, each tested alone.
-MAX_FUNCTION_LINES = 60
+# lives in small named pieces, each tested alone. (60 until issue 58 split
+# the five functions of 56 to 60 lines.)
+MAX_FUNCTION_LINES = 55
 # ``Any`` annotations of parameters, results and variables in the overlay: 297
 # before contracts were typed (235 by the grep of the issue that asked for
-# half); ``Any`` stays only where a value really is anything.
-MAX_ANY_ANNOTATIONS = 117
+# half), 117 before issue 58 typed eight more; ``Any`` stays only where a value
+# really is anything.
+MAX_ANY_ANNOTATIONS = 109
 
 
 def _long_functions(path: pathlib.Path, limit: int) -> list[str]:
@@ -750,7 +756,7 @@ def _any_annotations(text: str) -> int:
   return count
 
 
-def test_no_overlay_function_is_longer_than_sixty_lines(root):
+def test_no_overlay_function_is_longer_than_the_cap(root):
   long = [f for path in _all_modules(root).values()
           for f in _long_functions(path, MAX_FUNCTION_LINES)]
   assert not long, "split into named pieces: " + ", ".join(long)
@@ -765,7 +771,7 @@ def test_the_length_check_catches_a_long_function(tmp_path):
       f"m.py:5 long ({MAX_FUNCTION_LINES + 1} lines)"]
 
 
-def test_any_annotations_stay_at_most_half_of_what_they_were(root):
+def test_any_annotations_stay_within_the_cap(root):
   count = sum(_any_annotations(path.read_text(encoding="utf-8"))
               for path in _all_modules(root).values())
   assert count <= MAX_ANY_ANNOTATIONS, (
@@ -844,8 +850,9 @@ def test_the_ownership_check_catches_a_second_owner(root, tmp_path):
 
 # build/ under the overlay's rule: no function longer than this, docstring
 # included, counted as for the overlay. Its own constant, so that the
-# overlay's cap can move without moving this one.
-MAX_BUILD_FUNCTION_LINES = 60
+# overlay's cap can move without moving this one. (60 until issue 58 split
+# the three of 56 to 60 lines.)
+MAX_BUILD_FUNCTION_LINES = 55
 
 
 def _build_long_functions(build: pathlib.Path, limit: int
@@ -870,7 +877,7 @@ def _build_length_problems(build: pathlib.Path, limit: int) -> list[str]:
           for name, lines in _build_long_functions(build, limit)]
 
 
-def test_no_build_function_is_longer_than_sixty_lines(root):
+def test_no_build_function_is_longer_than_the_cap(root):
   assert len(list((root / "build").rglob("*.py"))) > 40  # build/ was found
   problems = _build_length_problems(root / "build", MAX_BUILD_FUNCTION_LINES)
   assert not problems, "\n".join(problems)

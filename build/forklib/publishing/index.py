@@ -271,6 +271,33 @@ def _sweep_temporaries(out: pathlib.Path) -> None:
         log.step("index", f"removed {entry}, left by a crashed run")
 
 
+def _undo_writes(out: pathlib.Path, writes: dict[str, dict[str, Any]],
+                 accepted: dict[str, set[str | None]]) -> None:
+  """Undoes the `writes` (the journal's: path to sha256 `before` and
+  `after`) of a run interrupted before it committed its ledger: removes
+  the files it added; a file it rewrote (a page, an install file, which the
+  caller rewrites from the ledger) may have either version, added to
+  `accepted`.
+
+  Raises:
+    ForkError: a file has neither version: something else changed it.
+  """
+  for path, change in writes.items():
+    current = _file_sha(out / path)
+    if change["before"] is None and current == change["after"]:
+      (out / path).unlink()
+      log.step("index", f"removed {path}, added by the interrupted run")
+    elif current in (change["before"], change["after"]):
+      accepted.setdefault(path, set()).update(
+          {change["before"], change["after"]})
+    else:
+      raise ForkError(
+          f"{out / path} is neither the published version nor the one "
+          "an interrupted `index` run was writing: it was changed by "
+          "something else. Nothing was changed; restore it from a backup "
+          f"(sha256 {change['before'] or '(no file)'}).")
+
+
 def _open_index(out: pathlib.Path) -> dict[str, Any]:
   """The ledger of `out`, after recovery and verification (lock held).
 
@@ -299,21 +326,7 @@ def _open_index(out: pathlib.Path) -> dict[str, Any]:
     else:
       log.step("index", "the previous run was interrupted before it "
                "committed; undoing its changes")
-      for path, change in journal["writes"].items():
-        current = _file_sha(out / path)
-        if change["before"] is None and current == change["after"]:
-          (out / path).unlink()
-          log.step("index", f"removed {path}, added by the interrupted run")
-        elif current in (change["before"], change["after"]):
-          # A page or an install file, rewritten below from the ledger.
-          accepted.setdefault(path, set()).update(
-              {change["before"], change["after"]})
-        else:
-          raise ForkError(
-              f"{out / path} is neither the published version nor the one "
-              "an interrupted `index` run was writing: it was changed by "
-              "something else. Nothing was changed; restore it from a backup "
-              f"(sha256 {change['before'] or '(no file)'}).")
+      _undo_writes(out, journal["writes"], accepted)
   for path, shas in sorted(accepted.items()):
     actual = _file_sha(out / path)
     if actual not in shas:

@@ -100,6 +100,24 @@ def _record_hash(data: bytes) -> str:
   return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def _record_problems(files: dict[str, bytes], dist_info: str) -> list[str]:
+  """The wheel's files (`files`, by name) that its RECORD (in `dist_info`)
+  does not list, or lists with another hash, one line each."""
+  problems = []
+  record = {}
+  for line in files.get(dist_info + "RECORD", b"").decode(
+      "utf-8", "replace").splitlines():
+    name, digest, _ = (line.rsplit(",", 2) + ["", ""])[:3]
+    record[name] = digest
+  for name, data in sorted(files.items()):
+    if name == dist_info + "RECORD":
+      continue
+    if record.get(name) != _record_hash(data):
+      problems.append(f"{name}: " + ("not in RECORD" if name not in record
+                                     else "its hash differs from RECORD's"))
+  return problems
+
+
 def wheel_problems(project: Project, release: Release,
                    path: pathlib.Path) -> list[str]:
   """How the wheel at `path` differs from the fork's wheel of `release`.
@@ -134,17 +152,7 @@ def wheel_problems(project: Project, release: Release,
       files.get(dist_info + "WHEEL", b"")).get_all("Tag") or []
   if tags != ["py3-none-any"]:
     problems.append(f"its WHEEL tags are {tags}, not ['py3-none-any']")
-  record = {}
-  for line in files.get(dist_info + "RECORD", b"").decode(
-      "utf-8", "replace").splitlines():
-    name, digest, _ = (line.rsplit(",", 2) + ["", ""])[:3]
-    record[name] = digest
-  for name, data in sorted(files.items()):
-    if name == dist_info + "RECORD":
-      continue
-    if record.get(name) != _record_hash(data):
-      problems.append(f"{name}: " + ("not in RECORD" if name not in record
-                                     else "its hash differs from RECORD's"))
+  problems += _record_problems(files, dist_info)
   tree = tree_lib.cached_tree(project, release)
   package = {n for n in files if not n.startswith(dist_info)}
   for name in sorted(package):

@@ -592,11 +592,7 @@ def stage(project: Project, release: Release, out: pathlib.Path,
     `report.md`, `report.json`, `pull-requests/`, and with `verify` the
     pytest logs in `verify/`; `problems` lists every failed check.
   """
-  out = out.resolve()
-  if out.exists():
-    raise ForkError(f"{out} already exists; remove it first")
-  if ref and onto is None:
-    raise ForkError("--ref needs --onto (a repository to take it from)")
+  out = _new_out(out, onto, ref)
   who = identity(author)
   queue, plan = _queue_and_plan(project, release)
   sdist = None if onto else fetch.fetch(release)
@@ -620,12 +616,31 @@ def stage(project: Project, release: Release, out: pathlib.Path,
     problems = _write_reports(release, base_text, base, plan, who, results,
                               verify, staged, hooks)
     os.rename(staged, out)
-  held = len(results) - len(committed)
-  log.step("stage", f"{out}/repo: {len(committed)} pull requests (branches "
-           f"{plan.branch}-NN-name) on {base_text}, {held} held; "
-           f"{out}/report.md, report.json; descriptions in "
-           f"{out}/pull-requests")
+  _log_staged(out, base_text, plan.branch, results)
   return StageResult(out, base_text, results, problems, verify)
+
+
+def _new_out(out: pathlib.Path, onto: pathlib.Path | None,
+             ref: str | None) -> pathlib.Path:
+  """`out`, resolved, where `stage` may create it; a ForkError where it
+  exists or `ref` comes without `onto`."""
+  out = out.resolve()
+  if out.exists():
+    raise ForkError(f"{out} already exists; remove it first")
+  if ref and onto is None:
+    raise ForkError("--ref needs --onto (a repository to take it from)")
+  return out
+
+
+def _log_staged(out: pathlib.Path, base_text: str, branch: str,
+                results: list[CommitResult]) -> None:
+  """Logs what `stage` wrote at `out`: the pull requests committed (on
+  branches `branch`-NN-name), those held, the reports."""
+  committed = sum(1 for r in results if r.commit)
+  log.step("stage", f"{out}/repo: {committed} pull requests (branches "
+           f"{branch}-NN-name) on {base_text}, {len(results) - committed} "
+           f"held; {out}/report.md, report.json; descriptions in "
+           f"{out}/pull-requests")
 
 
 def _queue_and_plan(project: Project, release: Release

@@ -529,14 +529,10 @@ _LEGACY_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64),
 _HIPSOLVER_FILL_MODE_LOWER = 122
 
 
-@_registry.RULES.platform_rule(ROCM_CALLS, "hipsolver_syevd",
-                               "hipsolver_syevj")
-def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
-  """``hipsolver_syevd``/``syevj`` (api_version 2): ``(eigenvectors,
-  eigenvalues, info, workspace)``; its descriptor ``(type, fill mode,
-  batch, n, lwork)`` as five int32. LAPACK's ``syevd/heevd`` on the CPU
-  (the workspace, which the module does not read, zeros); on no other
-  platform."""
+def _check_legacy_syevd(op: Op) -> None:
+  """Refuses a ``hipsolver_syevd``/``syevj`` other than JAX wrote: api
+  version 2, no side effect, 4 results, a descriptor of five int32 that
+  describes its operand, the lower triangle's fill mode."""
   if op.attrs.get("has_side_effect") or op.attrs.get("api_version") != 2:
     raise NoRule("an older hipSOLVER call other than the api_version 2 "
                  "one JAX wrote")
@@ -558,6 +554,18 @@ def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
   if fill != _HIPSOLVER_FILL_MODE_LOWER:
     raise NoRule(f"its fill mode {fill} (JAX wrote the lower triangle's, "
                  f"{_HIPSOLVER_FILL_MODE_LOWER})")
+
+
+@_registry.RULES.platform_rule(ROCM_CALLS, "hipsolver_syevd",
+                               "hipsolver_syevj")
+def _legacy_syevd_rule(op: Op, c: Compiler) -> _registry.Step:
+  """``hipsolver_syevd``/``syevj`` (api_version 2): ``(eigenvectors,
+  eigenvalues, info, workspace)``; its descriptor ``(type, fill mode,
+  batch, n, lwork)`` as five int32. LAPACK's ``syevd/heevd`` on the CPU
+  (the workspace, which the module does not read, zeros); on no other
+  platform."""
+  _check_legacy_syevd(op)
+  (a,), results = op.operand_types, op.result_types
   if op.results[3] in c.live:
     raise NoRule("its workspace result, which the module reads")
   t = _TYPE_LETTERS[np.dtype(a.dtype)]

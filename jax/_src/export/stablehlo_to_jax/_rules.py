@@ -113,11 +113,11 @@ def _accuracy(op: Op, fn: Callable[..., Any]) -> dict[str, Any]:
   raise NoRule(f"result_accuracy {text}")
 
 
-def _is_complex(t: Any) -> bool:
+def _is_complex(t: _ir.TensorType) -> bool:
   return np.issubdtype(t.dtype, np.complexfloating)
 
 
-def _is_inexact_dtype(dtype: Any) -> bool:
+def _is_inexact_dtype(dtype: np.dtype) -> bool:
   """Real or complex floating point, bfloat16 and float8 types included."""
   return dtypes.issubdtype(dtype, np.inexact)
 

@@ -182,7 +182,7 @@ class Differentiable:
       module: JAX cannot differentiate a ``while`` loop in reverse mode).
   """
   fun: Callable[..., list[Any]]
-  out_tree: Any
+  out_tree: tree_util.PyTreeDef
   reverse: bool
 
 

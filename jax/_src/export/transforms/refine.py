@@ -80,9 +80,30 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
   if not fixed and _already_refined(
       module, original.type.inputs[nr_platform_args:], in_shapes):
     return module
+  _call_with_static_shapes(module, original, nr_platform_args, in_shapes,
+                           platform_index if fixed else None)
+  module = compat.refine_polymorphic_shapes(module)
+  if fixed:
+    compat.inline_calls(module)
+  return module
+
+
+def _call_with_static_shapes(module: ir.Module, original: func_dialect.FuncOp,
+                             nr_platform_args: int,
+                             in_shapes: Sequence[tuple[int, ...]],
+                             platform_index: int | None) -> None:
+  """Gives ``module`` a main for static shapes that calls its original.
+
+  ``original`` (the module's main) becomes the private
+  :data:`ORIGINAL_MAIN`; the new public main takes the arguments with
+  ``in_shapes`` (and first the platform arguments, unless
+  ``platform_index`` is given: then it passes that index as a constant),
+  converts them to the original's types and calls it.
+  """
   ir.SymbolTable.set_symbol_name(original, ORIGINAL_MAIN)
   ir.SymbolTable.set_visibility(original, "private")
   original_type = original.type
+  fixed = platform_index is not None
   inputs = [] if fixed else list(original_type.inputs[:nr_platform_args])
   for t, s in zip(original_type.inputs[nr_platform_args:], in_shapes):
     inputs.append(ir.RankedTensorType.get(
@@ -101,10 +122,6 @@ def refined_module(module_bytes: bytes, nr_platform_args: int,
     call = func_dialect.CallOp(
         original_type.results, ir.FlatSymbolRefAttr.get(ORIGINAL_MAIN), args)
     func_dialect.ReturnOp(call.results)
-  module = compat.refine_polymorphic_shapes(module)
-  if fixed:
-    compat.inline_calls(module)
-  return module
 
 
 def _platform_constant(t: ir.Type, index: int) -> ir.Value:

@@ -79,7 +79,8 @@ def _element_avals(args: Sequence[Any], dims: Sequence[int | None]
 
 
 def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
-                  exported: Any) -> tuple[list[Any], list[int | None]]:
+                  exported: jax.export.Exported
+                  ) -> tuple[list[Any], list[int | None]]:
   """``call_exported_p``'s batching rule: ``jax.vmap`` of ``Exported.call``.
 
   Args:
@@ -122,9 +123,19 @@ def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
       full[i] = a
     return tuple(o for o in fun(*full) if o is not None)
 
-  values = iter(jax.vmap(
+  values = jax.vmap(
       unbatched, in_axes=[None if dims[i] is None else 0 for i in positions],
-      axis_size=size)(*moved))
+      axis_size=size)(*moved)
+  return _with_float0_outs(fun, values)
+
+
+def _with_float0_outs(fun: module_function.ExportedCall,
+                      values: Sequence[Any]
+                      ) -> tuple[list[Any], list[int | None]]:
+  """All of ``fun``'s results and their batch axes, given ``values``, the
+  batched values of its results other than ``float0`` (in order, at axis
+  0): each ``float0`` result zeros of its shape, unbatched."""
+  values = iter(values)
   outs, out_dims = [], []
   for f0, shape in zip(fun.float0_outs, fun.out_shapes):
     if f0:
@@ -136,7 +147,7 @@ def batching_rule(args: Sequence[Any], dims: Sequence[int | None], *,
   return outs, out_dims
 
 
-def jvp(call: Callable[..., Any], exported: Any,
+def jvp(call: Callable[..., Any], exported: jax.export.Exported,
         vjp_bwd: Callable[[tuple[Any, ...], list[Any]], Sequence[Any]],
         primals: tuple[Any, ...], tangents: tuple[Any, ...]
         ) -> tuple[Any, Any]:
@@ -169,14 +180,14 @@ def jvp(call: Callable[..., Any], exported: Any,
   return linear.linear_jvp(call, tangent_call, bwd)(primals, tangents)
 
 
-def _zeros(aval: Any) -> Any:
+def _zeros(aval: core.ShapedArray) -> jax.Array | np.ndarray:
   """A zero tangent (or cotangent) for a value of ``aval``."""
   if linear.has_tangent_space(aval.dtype):
     return jnp.zeros(aval.shape, aval.dtype)
   return np.zeros(aval.shape, dtypes.float0)
 
 
-def forward_mode(call: Callable[..., Any], exported: Any,
+def forward_mode(call: Callable[..., Any], exported: jax.export.Exported,
                  args: Sequence[Any], tangents: Sequence[Any | None]
                  ) -> list[Any]:
   """The output tangents of ``Exported.call``, from its serialized VJPs.

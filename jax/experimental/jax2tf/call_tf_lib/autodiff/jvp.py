@@ -87,7 +87,6 @@ def define_jvp(make_call: jax.custom_jvp,
   """
   tangent_call = _TangentCall(call_tf, callable_tf, vmap_method=vmap_method,
                               call_tf_graph=call_tf_graph)
-  xla_eagerly = compat.runs_with_xla_eagerly(callable_tf)
   undecorated = make_call.fun
 
   def one_call(call: traces.CallTraces, *args: Any) -> Any:
@@ -95,7 +94,40 @@ def define_jvp(make_call: jax.custom_jvp,
       return undecorated(*args)
 
   call_once = jax.custom_jvp(one_call, nondiff_argnums=(0,))
+  rule = _jvp_rule(one_call, call_once, tangent_call, vjp_bwd,
+                   vmap_method=vmap_method, call_tf_graph=call_tf_graph,
+                   xla_eagerly=compat.runs_with_xla_eagerly(callable_tf))
+  call_once.defjvp(rule, symbolic_zeros=True)
 
+  @functools.wraps(undecorated)
+  def call(*args: Any) -> Any:
+    return call_once(traces.CallTraces(), *args)
+  return call
+
+
+def _jvp_rule(one_call: Callable[..., Any], call_once: jax.custom_jvp,
+              tangent_call: _TangentCall,
+              vjp_bwd: Callable[[Any, Any], Any], *,
+              vmap_method: vmap_methods.VmapMethod | None,
+              call_tf_graph: bool, xla_eagerly: bool
+              ) -> Callable[..., tuple[Any, Any]]:
+  """The JVP rule of ``call_once``, the ``custom_jvp`` of ``one_call``.
+
+  Args:
+    one_call: ``one_call(call_traces, *args)``, the undecorated call.
+    call_once: ``one_call`` as a ``custom_jvp`` (its first argument static).
+    tangent_call: the call's tangents, as :class:`_TangentCall` computes
+      them.
+    vjp_bwd: ``call_tf``'s VJP, the transpose of the tangent map.
+    vmap_method: the ``call_tf``'s.
+    call_tf_graph: the ``call_tf``'s.
+    xla_eagerly: whether the TF function runs with XLA when called eagerly.
+
+  Returns:
+    ``call_jvp(call_traces, primals, tangents)``: the primal, read from the
+    call's own trace, and the tangents, as a linear call whose transpose is
+    ``vjp_bwd``.
+  """
   def call_jvp(call: traces.CallTraces, primals: tuple[Any, ...],
                tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     rule_traces = _RuleTraces(
@@ -111,13 +143,7 @@ def define_jvp(make_call: jax.custom_jvp,
     return linear.linear_jvp(empties.primal, empties.tangent_call, vjp_bwd,
                              differentiable=rule_traces.differentiable)(
                                  primals, tangents)
-
-  call_once.defjvp(call_jvp, symbolic_zeros=True)
-
-  @functools.wraps(undecorated)
-  def call(*args: Any) -> Any:
-    return call_once(traces.CallTraces(), *args)
-  return call
+  return call_jvp
 
 
 class _GraphShapedEmpties:

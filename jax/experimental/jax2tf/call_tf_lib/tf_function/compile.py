@@ -118,23 +118,8 @@ def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
   arg_placeholders = list(graph.inputs[:len(graph.inputs) - len(internal)])
   if len(arg_placeholders) != len(specs):
     raise errors.argument_count_error(len(arg_placeholders), len(specs))
-  # The placeholders we rebind must go, or XLA would try to compile them,
-  # and with them the control inputs on them (TF's gradients add such, as
-  # Exp's conjugate of a complex result; the arguments exist before any op
-  # runs): import_graph_def's input_map rebinds values only. Colocation
-  # attributes may name nodes of the outer graph.
-  rebound = {t.op.name for t in [*arg_placeholders, *internal]}
-  kept = [n for n in graph_def.node if n.name not in rebound]
-  del graph_def.node[:]
-  graph_def.node.extend(kept)
-  for node in graph_def.node:
-    if "_class" in node.attr:
-      del node.attr["_class"]
-    inputs = [i for i in node.input
-              if not (i.startswith("^") and i[1:] in rebound)]
-    if len(inputs) != len(node.input):
-      del node.input[:]
-      node.input.extend(inputs)
+  _drop_rebound_placeholders(
+      graph_def, {t.op.name for t in [*arg_placeholders, *internal]})
   out_names = [t.name for t in graph.outputs]
   with tf_context.eager_mode():
     stand_ins = [tf.Variable(tf.zeros(c.shape, c.dtype.base_dtype),
@@ -155,6 +140,30 @@ def _compile_graph_mode(concrete_fn: tf.types.experimental.ConcreteFunction,
     fn = tf.function(body, jit_compile=True, autograph=False)
     return fn.experimental_get_compiler_ir(*specs)(
         stage="hlo_serialized", platform_name=platform)
+
+
+def _drop_rebound_placeholders(graph_def: tf.compat.v1.GraphDef,
+                               rebound: set[str]) -> None:
+  """Removes from ``graph_def`` the nodes named in ``rebound``, the control
+  inputs on them, and every node's colocation attributes.
+
+  The placeholders that are rebound must go, or XLA would try to compile
+  them, and with them the control inputs on them (TF's gradients add such,
+  as Exp's conjugate of a complex result; the arguments exist before any
+  op runs): ``import_graph_def``'s ``input_map`` rebinds values only.
+  Colocation attributes may name nodes of the outer graph.
+  """
+  kept = [n for n in graph_def.node if n.name not in rebound]
+  del graph_def.node[:]
+  graph_def.node.extend(kept)
+  for node in graph_def.node:
+    if "_class" in node.attr:
+      del node.attr["_class"]
+    inputs = [i for i in node.input
+              if not (i.startswith("^") and i[1:] in rebound)]
+    if len(inputs) != len(node.input):
+      del node.input[:]
+      node.input.extend(inputs)
 
 
 def _check_no_variable_writes(side_effect_ops: Sequence[tuple[str, str]]
