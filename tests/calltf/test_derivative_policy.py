@@ -336,13 +336,33 @@ def test_stop_gradient_the_module_stops_too(f_tf, point, tf_autodiff):
   assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
 
 
+@pytest.mark.parametrize("f_tf", [
+    lambda x: tf.nn.relu(tf.stop_gradient(tf.identity(2. * x))) + x,
+    lambda x: tf.maximum(tf.stop_gradient(tf.identity(2. * x)), x),
+], ids=["relu", "maximum"])
+def test_stop_gradient_the_module_cannot_see_is_tf_gradient(f_tf):
+  """A StopGradient of an Identity (which tf2xla lowers to nothing, so no
+  op of the module is located at the producer) read by an op with a rule
+  of its own (Relu's, Maximum's): the module cannot stop the value, and
+  its other rule is no stop, so TF's gradients (the derivatives were the
+  stopped value's before)."""
+  x = np.array([1., -1., 2.], np.float32)
+  expected = _tf_jacobian(f_tf, x)
+  f = call_tf(f_tf)
+  for t in (jax.jacfwd, jax.jacrev):
+    assert_close(jax.jit(t(f))(x), expected, 1e-6)
+
+
+@pytest.mark.parametrize("through", [lambda c: c, tf.identity],
+                         ids=["directly", "through_identity"])
 def test_stop_gradient_of_a_value_also_read_unstopped_is_tf_gradient(
-    tf_autodiff):
-  """A consumer that reads a value both stopped and not: the module cannot
-  tell the two apart, so TF's gradients differentiate the function."""
+    through, tf_autodiff):
+  """A consumer that reads a value both stopped and not (also through an
+  Identity, which tf2xla lowers to nothing): the module cannot tell the two
+  apart, so TF's gradients differentiate the function."""
   def f_tf(x):
     c = tf.cos(x)
-    return c * tf.stop_gradient(c)
+    return through(c) * tf.stop_gradient(c)
   x = np.array([0., 1., -2.], np.float32)
   expected = _tf_jacobian(f_tf, x)
   used = tf_autodiff["tf"]

@@ -42,9 +42,9 @@ type of each location name, :meth:`TfDerivatives.rule` gives the ops of
 ``Relu``, ``Maximum``, ``Minimum``, ``Abs``, ``Selu``, ``Elu``,
 ``Softplus`` and ``Erfc`` (whose lowering is a piecewise approximation:
 Keras's exact GELU) as ``jax.custom_jvp``\\ s of the same ``lax``
-operations with TF's gradients (the values are the module's), the ``reduce_window`` of
-``Cumprod`` (whose TF gradient is wrong at zeros) the derivative in a form
-JAX transposes, and the interpreter records the other
+operations with TF's gradients (the values are the module's), the
+``reduce_window`` of ``Cumprod`` (whose TF gradient is wrong at zeros) the
+derivative in a form JAX transposes, and the interpreter records the other
 branches and kinks (``DerivativeRecord.branching``): a module whose
 branches and kinks are all of TF ops whose gradient JAX's derivative is
 (:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
@@ -457,6 +457,25 @@ def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
   return axis, reverse, exclusive, window
 
 
+# Ops tf2xla lowers to no op of their own (their result is their input's
+# value in the module), and calls, whose results may be their arguments.
+_FORWARDING = frozenset({"Identity", "IdentityN", "Snapshot", "EnsureShape",
+                         "StopGradient", "PreventGradient"})
+
+
+def _may_be_value_of(t: tf.Tensor, producer: tf.Operation,
+                     depth: int = 0) -> bool:
+  """Whether ``t`` may be ``producer``'s value itself in the module (through
+  ops that lower to nothing of their own, or a call)."""
+  op = t.op
+  if op is producer:
+    return True
+  if depth > 64 or (op.type not in _FORWARDING
+                    and op.type not in graph_lib.CALLS):
+    return False
+  return any(_may_be_value_of(i, producer, depth + 1) for i in op.inputs)
+
+
 def stopped_inputs(graph: tf.Graph) -> Iterator[tuple[str, str, str]]:
   """The ``StopGradient``\\ s whose stop the module can make too.
 
@@ -468,8 +487,9 @@ def stopped_inputs(graph: tf.Graph) -> Iterator[tuple[str, str, str]]:
   derivative of the module is then TF's gradient at every order (a Keras
   ``LayerNormalization``'s ``tf.nn.moments``). Left out (TF's gradients
   then differentiate the function, ``.exactness``): a producer of several
-  results, a consumer that also reads the producer's value unstopped, and
-  names that occur twice in the graph and the functions it calls.
+  results, a consumer that also reads the producer's value unstopped (or
+  may: through an ``Identity``, a call), and names that occur twice in the
+  graph and the functions it calls.
 
   The names are those of the graph that holds the nodes; tf2xla names a
   node of a called function after the call too (``call/node``), which
@@ -490,7 +510,9 @@ def stopped_inputs(graph: tf.Graph) -> Iterator[tuple[str, str, str]]:
     consumers = op.outputs[0].consumers()
     if (len(producer.outputs) != 1 or counts[producer.name] != 1
         or not consumers or any(
-            counts[c.name] != 1 or any(t.op is producer for t in c.inputs)
+            counts[c.name] != 1 or any(
+                t is not op.outputs[0] and _may_be_value_of(t, producer)
+                for t in c.inputs)
             for c in consumers)):
       continue
     for c in consumers:
@@ -534,6 +556,9 @@ class TfDerivatives:
       stopped[consumer].add(producer)
     self.stopped = {c: frozenset(p) for c, p in stopped.items()}
     self.calls = frozenset(calls)
+    # The locations whose ops :meth:`rule` gave stopped operands (another
+    # rule of the same location, Relu's, is no stop).
+    self.stopped_at: set[str] = set()
     # (The consumers by their names' last part, for :meth:`_instance`.)
     self._by_leaf: dict[str, list[str]] = collections.defaultdict(list)
     for c in self.stopped:
@@ -576,6 +601,7 @@ class TfDerivatives:
         and d.location in producers)
     if not stops:
       return own
+    self.stopped_at.add(op.location)
     base = own or step
 
     def stopped(env, *xs):
@@ -636,7 +662,7 @@ class TfDerivatives:
     instances = {location: found for location in record.located
                  if (found := self._instance(location)) is not None}
     if ({c for _, c in instances.values()} != self.stopped.keys()
-        or not instances.keys() <= record.replaced):
+        or not instances.keys() <= self.stopped_at):
       return False  # (a stopped value read where no rule could stop it)
     for location, ops in record.located.items():
       op_type = self.op_types.get(location)
