@@ -581,10 +581,7 @@ def test_an_option_in_the_jit_key_is_justified():
 # ---------------------------------------------------------------------------
 
 def _real_plan(root):
-  project = Project(root)
-  return stage_plan.load(root, patchq.read_series(project.patches),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+  return stage_plan.load_project(Project(root))
 
 
 def test_the_real_plan_accounts_for_every_patch_module_and_test(root):

@@ -28,7 +28,6 @@ import pytest
 
 from forklib import ForkError
 from forklib.project import Project
-from forklib.sources import patchq
 from forklib.upstreaming import stage_overlays
 from forklib.upstreaming import stage_plan
 
@@ -37,10 +36,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None,
 
 
 def _real_plan(root):
-  project = Project(root)
-  return stage_plan.load(root, patchq.read_series(project.patches),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+  return stage_plan.load_project(Project(root))
 
 
 def test_the_committed_derived_overlays_are_current(root):

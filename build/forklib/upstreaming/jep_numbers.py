@@ -594,10 +594,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="with --measure-tests: the machine, in words")
   args = parser.parse_args(argv)
   root = args.root.resolve()
-  project = Project(root)
-  plan = stage_plan.load(root, patchq.read_series(project.patches),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+  plan = stage_plan.load_project(Project(root))
   if args.measure_tests:
     parts = measure_tests(root, plan, args.measure_tests)
     failed = {k: v["failed_tests"] or v["summary"] for k, v in parts.items()

@@ -650,8 +650,7 @@ def _queue_and_plan(project: Project, release: Release
   queue = {p.name: p for p in patchq.load_queue(project.patches,
                                                 release.version)}
   plan = stage_plan.load(project.root, list(queue),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+                         stage_plan.overlay_paths(project))
   return queue, plan
 
 

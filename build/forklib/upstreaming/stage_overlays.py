@@ -38,7 +38,6 @@ import sys
 
 from forklib import ForkError
 from forklib.project import Project
-from forklib.sources import patchq
 from forklib.upstreaming import stage_plan
 from forklib.upstreaming import stage_source
 
@@ -183,10 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="rewrite the derived overlay patches")
   args = parser.parse_args(argv)
   root = args.root.resolve()
-  project = Project(root)
-  plan = stage_plan.load(root, patchq.read_series(project.patches),
-                         [f"jax/{r.as_posix()}"
-                          for r in project.overlay_files()])
+  plan = stage_plan.load_project(Project(root))
   if args.write:
     for path, text in derived(root, plan).items():
       (root / path).write_text(text, encoding="utf-8")

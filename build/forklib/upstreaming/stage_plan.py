@@ -132,6 +132,7 @@ from typing import Any
 
 from forklib import ForkError
 from forklib import load_toml
+from forklib.project import Project
 from forklib.sources import patchq
 from forklib.upstreaming import stage_source
 
@@ -735,6 +736,18 @@ def _load_top(path: pathlib.Path, raw: dict[str, Any]
                         raw.get("module_root", "jax/experimental/jax2tf")
                         ).strip("/")
   return patterns, allow, max_lines, module_root
+
+
+def overlay_paths(project: Project) -> list[str]:
+  """The overlay's files, as paths in upstream's repository (`load`'s
+  `overlay_files`)."""
+  return [f"jax/{r.as_posix()}" for r in project.overlay_files()]
+
+
+def load_project(project: Project) -> Plan:
+  """The project's plan (`load`), checked against its series and overlay."""
+  return load(project.root, patchq.read_series(project.patches),
+              overlay_paths(project))
 
 
 def load(root: pathlib.Path, series: list[str],
