@@ -314,10 +314,6 @@ _FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Minimum", "stablehlo.minimum"): _first_min,
     ("Abs", "stablehlo.abs"): _sign_abs,
 }
-# The selects that need their input x: (TF op type) -> function of
-# (x, pred, a, b).
-_SELECTS_OF_X: dict[str, Callable[..., Any]] = {
-    "Selu": _selu_select, "Elu": _elu_select, "Erfc": _erfc_select}
 
 
 def function(tf_op_type: str | None, op_name: str,
@@ -342,9 +338,10 @@ def function(tf_op_type: str | None, op_name: str,
 
 
 def select_of_x(tf_op_type: str | None, dtype: np.dtype
-                ) -> Callable[..., jax.Array] | None:
-  """For the ``select`` of Selu, Elu or Erfc: ``f(x, pred, a, b)``, else
-  None."""
+                ) -> tuple[Callable[..., int | None],
+                           Callable[..., jax.Array]] | None:
+  """For the ``select`` of Selu, Elu or Erfc: how to find its input ``x``
+  from the predicate, and ``f(x, pred, a, b)``; else None."""
   if tf_op_type is None or not dtypes.issubdtype(dtype, np.floating):
     return None
   return _SELECTS_OF_X.get(tf_op_type)
@@ -385,10 +382,13 @@ def _input_of_abs_above_one(pred: int, c: stablehlo_to_jax.Compiler
   return abs_.operands[0]
 
 
-# How to find x of each select of _SELECTS_OF_X.
-_INPUT_OF_SELECT: dict[str, Callable[..., int | None]] = {
-    "Selu": _input_compared_with_zero, "Elu": _input_compared_with_zero,
-    "Erfc": _input_of_abs_above_one}
+# The selects that need their input x: (TF op type) -> how to find x from
+# the predicate, and the function of (x, pred, a, b).
+_SELECTS_OF_X: dict[str, tuple[Callable[..., int | None],
+                               Callable[..., jax.Array]]] = {
+    "Selu": (_input_compared_with_zero, _selu_select),
+    "Elu": (_input_compared_with_zero, _elu_select),
+    "Erfc": (_input_of_abs_above_one, _erfc_select)}
 
 
 def _softplus_input(op: stablehlo_to_jax.Op,
@@ -631,10 +631,11 @@ class TfDerivatives:
           *found, differentiable=dtypes.issubdtype(dtype, np.floating))
       return lambda env, x, init: [product(x)]
     if op.name == "stablehlo.select":
-      special = select_of_x(op_type, dtype)
-      if special is None:
+      found = select_of_x(op_type, dtype)
+      if found is None:
         return None
-      x = _INPUT_OF_SELECT[op_type](op.operands[0], compiler)
+      input_of, special = found
+      x = input_of(op.operands[0], compiler)
       if x is None:
         return None
       # Selu's, Elu's and Erfc's: TF's gradient, from their input x.
