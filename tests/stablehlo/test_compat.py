@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import sys
 
+import jax
 from jax._src.export.stablehlo_to_jax import compat
+import jax.numpy as jnp
 import pytest
 
 
@@ -38,6 +40,25 @@ def test_the_changed_internal_error_names_jax_only():
   assert isinstance(e, compat.InternalsChangedError)
   assert "jax._src.util.register_cache" in str(e)
   assert "TensorFlow" not in str(e)
+
+
+def test_stages_out_under_jit_and_transformations_inside_it_only():
+  seen = []
+
+  def f(x):
+    seen.append(compat.stages_out())
+    return jnp.sum(jnp.sin(x))
+  x = jnp.ones(2)
+  f(x)
+  jax.vmap(f)(x[None])
+  jax.grad(f)(x)
+  jax.vmap(jax.grad(f))(x[None])
+  assert seen == [False] * 4
+  seen.clear()
+  jax.jit(f)(x)
+  jax.jit(jax.vmap(jax.grad(f)))(x[None])
+  jax.make_jaxpr(jax.jvp, static_argnums=0)(f, (x,), (x,))
+  assert seen == [True] * 3
 
 
 @pytest.mark.skipif("tensorflow" in sys.modules,

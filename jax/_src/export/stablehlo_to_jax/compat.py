@@ -38,6 +38,7 @@ from jax._src import core
 from jax._src.interpreters import ad
 from jax._src.interpreters import batching
 from jax._src.interpreters import mlir
+from jax._src.interpreters import partial_eval as pe
 from jax._src.lib.mlir import ir
 from jax._src import util
 from jax.typing import ArrayLike
@@ -206,6 +207,20 @@ def zero_tangent(x: ArrayLike) -> ad.Zero:
   return ad.Zero(typeof(x).to_tangent_aval())
 
 
+def stages_out() -> bool:
+  """Whether the current trace stages out a jaxpr, directly or under
+  transformations: a jaxpr trace (``jax.jit``'s, ``jax.make_jaxpr``'s)
+  among the current trace and the traces it transforms for
+  (``jax.jit(jax.vmap(jax.grad(f)))``); False eagerly, and under
+  transformations applied eagerly."""
+  trace = core.trace_ctx.trace
+  while trace is not None:
+    if isinstance(trace, pe.DynamicJaxprTrace):
+      return True
+    trace = getattr(trace, "parent_trace", None)
+  return False
+
+
 def check() -> list[str]:
   """What this module relies on and cannot find; empty if all is there."""
   missing = []
@@ -216,6 +231,8 @@ def check() -> list[str]:
 
   need(hasattr(core, "typeof") or hasattr(core, "get_aval"),
        "jax._src.core.typeof or get_aval")
+  need(hasattr(getattr(core, "trace_ctx", None), "trace"),
+       "jax._src.core.trace_ctx.trace")
   need(hasattr(util, "register_cache")
        or hasattr(util, "cache_clearing_funs"),
        "jax._src.util.register_cache or cache_clearing_funs")

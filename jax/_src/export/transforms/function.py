@@ -31,8 +31,9 @@ jax2tf modules):
   default;
 * the caches: a module is read and interpreted once per argument shapes
   and platform, and made one ``jax.jit`` function per batching pattern;
-  every transformation then reuses it (JAX's own rules transform the
-  ``lax`` operations).
+  every transformation then reuses its jaxpr (JAX's own rules transform
+  the ``lax`` operations; under ``jax.jit`` the jaxpr is replayed in the
+  current trace, :class:`_Replayed`).
 
 What a caller adds stays the caller's: the operands a module takes beyond
 the call's arguments (``call_tf``'s captured variables, a SavedModel's
@@ -89,6 +90,31 @@ def _read(module: str | bytes | stablehlo_to_jax.ModuleCopy,
   except Exception as e:  # pylint: disable=broad-except
     # Not a wrong number: the caller refuses, or takes another path.
     return f"the interpreter failed on its module ({_first_line(e)})"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Replayed:
+  """A ``jax.jit`` function whose jaxpr is replayed where a trace stages out.
+
+  Under ``jax.jit`` with transformations between it and the call
+  (``jax.jit(jax.vmap(jax.grad(f)))``), the jaxpr's equations are bound in
+  the current trace: they go through the transformations in one pass, as
+  the ops of native JAX code do. Bound as one ``jax.jit`` call instead,
+  JAX's rules for it would transform the whole jaxpr once per step
+  (linearization, partial evaluation, batching of each part,
+  transposition), each a pass of its own, costing the first call about a
+  third of its trace. Eagerly, and under transformations applied eagerly,
+  the compiled function. The jaxpr is ``jax.jit``'s own trace, cached by
+  it per argument types: the module is interpreted once for both.
+  """
+  fun: Jitted
+
+  def __call__(self, *args: jax.Array) -> tuple[jax.Array, ...]:
+    """The function's results, replayed or called (the class's doc)."""
+    if not compat.stages_out():
+      return self.fun(*args)
+    closed = self.fun.trace(*args).jaxpr  # type: ignore[attr-defined]
+    return tuple(core.jaxpr_as_fun(closed)(*args))
 
 
 def unsupported(program: Program) -> str | None:
@@ -177,9 +203,11 @@ class ModuleFunction:
              wide: tuple[np.dtype | None, ...] = ()) -> Jitted:
     """``program`` as one ``jax.jit`` function of its operands.
 
-    Inlined into an enclosing staging trace (as the program's ops would
-    be); eagerly, and under eager transformations, one compiled program
-    whose compilation JAX caches by argument types. One per pattern of
+    Inlined into an enclosing staging trace, transformations between
+    included (:class:`_Replayed`); eagerly, and under eager
+    transformations, one compiled program whose compilation JAX caches by
+    argument types. The module is interpreted once either way. One per
+    pattern of
     batched operands (``jax.vmap`` of the program over them; None:
     unbatched) and of trailing operands narrowed to 32-bit words
     (``wide``, see ``stablehlo_to_jax.narrow_64_bit``).
@@ -195,7 +223,7 @@ class ModuleFunction:
         run = jax.vmap(run, in_axes=[0 if b else None for b in is_batched]
                        + [None] * (len(program.in_avals) - len(is_batched)),
                        out_axes=0)
-      fun = jax.jit(run, inline=True)
+      fun = _Replayed(jax.jit(run, inline=True))
       self._jitted[key] = fun
     return fun
 
