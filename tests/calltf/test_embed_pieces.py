@@ -164,6 +164,23 @@ def test_embeddable_module_of_a_converted_function():
   assert found.exported.fun_name == "call_tf__lambda_"
 
 
+def test_a_tf_function_of_arrays_is_traced_without_a_wrapper():
+  v = tf.Variable(np.ones(3, np.float32))
+  f = tf.function(lambda x, y: x * v + y, autograph=False)
+  specs = _spec() * 2
+  concrete, _ = restored._concrete_function(
+      f, jax.tree_util.tree_structure((0, 0)), specs)
+  # Its own trace: no wrapper that captures the variable again.
+  assert concrete is f.get_concrete_function(*specs)
+  # Arguments in a pytree, or a restored function: a wrapper of flat ones.
+  tree = jax.tree_util.tree_structure(({"a": 0}, 0))
+  wrapped, _ = restored._concrete_function(
+      lambda d, y: f(d["a"], y), tree, specs)
+  assert wrapped is not concrete
+  assert not restored._takes_flat(f, tree)
+  assert not restored._takes_flat(lambda x: x, tree)
+
+
 def test_embeddable_module_refuses_other_ops():
   f = tf.function(lambda x: tf.sin(x), autograph=False)
   with pytest.raises(restored.NotEmbeddableError, match="also has ops"):

@@ -301,9 +301,31 @@ def _concrete_function(callable_tf: Callable,
     return callable_tf(*args_treedef.unflatten(args_flat))
   with (jax2tf_internal.inside_call_tf(),
         jax2tf_internal.exported_functions() as made):
-    concrete = tf.function(flat_fun, autograph=False).get_concrete_function(
-        *args_flat_sig_tf)
+    if _takes_flat(callable_tf, args_treedef):
+      concrete = callable_tf.get_concrete_function(*args_flat_sig_tf)
+    else:
+      concrete = tf.function(flat_fun, autograph=False).get_concrete_function(
+          *args_flat_sig_tf)
   return concrete, made
+
+
+@functools.cache
+def _live_tf_function_type() -> type:
+  """The type of the functions ``tf.function`` makes (not a subclass:
+  restored ones are their own)."""
+  return type(tf.function(lambda: None))
+
+
+def _takes_flat(callable_tf: Callable, args_treedef: tree_util.PyTreeDef
+                ) -> bool:
+  """Whether ``callable_tf`` is a ``tf.function`` (not a restored one) called
+  with array arguments only: its own concrete function then takes the flat
+  arguments, in their order, and needs no wrapper. (A wrapper's trace
+  captures every variable again: for a Keras model, a tenth of a second.)
+  """
+  return (type(callable_tf) is _live_tf_function_type()
+          and args_treedef == tree_util.tree_structure(
+              (0,) * args_treedef.num_leaves))
 
 
 def _retraced(callable_tf: Callable, walker: _GraphWalker,
