@@ -207,9 +207,8 @@ class ModuleFunction:
     included (:class:`_Replayed`); eagerly, and under eager
     transformations, one compiled program whose compilation JAX caches by
     argument types. The module is interpreted once either way. One per
-    pattern of
-    batched operands (``jax.vmap`` of the program over them; None:
-    unbatched) and of trailing operands narrowed to 32-bit words
+    pattern of batched operands (``jax.vmap`` of the program over them;
+    None: unbatched) and of trailing operands narrowed to 32-bit words
     (``wide``, see ``stablehlo_to_jax.narrow_64_bit``).
     """
     key = (id(program), is_batched, wide)
