@@ -172,13 +172,20 @@ def test_a_tf_function_of_arrays_is_traced_without_a_wrapper():
       f, jax.tree_util.tree_structure((0, 0)), specs)
   # Its own trace: no wrapper that captures the variable again.
   assert concrete is f.get_concrete_function(*specs)
-  # Arguments in a pytree, or a restored function: a wrapper of flat ones.
+  assert not any(op.type in ("PartitionedCall", "StatefulPartitionedCall")
+                 for op in concrete.graph.get_operations())
+  # Arguments in a pytree, or another callable (a Python function, a
+  # concrete or restored function): a wrapper of flat ones, which calls it.
   tree = jax.tree_util.tree_structure(({"a": 0}, 0))
   wrapped, _ = restored._concrete_function(
       lambda d, y: f(d["a"], y), tree, specs)
-  assert wrapped is not concrete
+  assert any(op.type in ("PartitionedCall", "StatefulPartitionedCall")
+             for op in wrapped.graph.get_operations())
+  flat = jax.tree_util.tree_structure((0, 0))
+  assert restored._takes_flat(f, flat)
   assert not restored._takes_flat(f, tree)
-  assert not restored._takes_flat(lambda x: x, tree)
+  assert not restored._takes_flat(lambda x, y: f(x, y), flat)
+  assert not restored._takes_flat(concrete, flat)
 
 
 def test_embeddable_module_refuses_other_ops():

@@ -207,13 +207,15 @@ def zero_tangent(x: ArrayLike) -> ad.Zero:
   return ad.Zero(typeof(x).to_tangent_aval())
 
 
-def stages_out() -> bool:
-  """Whether the current trace stages out a jaxpr, directly or under
-  transformations: a jaxpr trace (``jax.jit``'s, ``jax.make_jaxpr``'s)
-  among the current trace and the traces it transforms for
-  (``jax.jit(jax.vmap(jax.grad(f)))``); False eagerly, and under
-  transformations applied eagerly."""
+def transforms_a_staging_trace() -> bool:
+  """Whether the current trace transforms (JVP, batching, partial
+  evaluation) for a trace that stages out a jaxpr (``jax.jit``'s,
+  ``jax.make_jaxpr``'s): ``jax.jit(jax.vmap(jax.grad(f)))`` inside ``f``.
+  False eagerly, under transformations applied eagerly, and in a staging
+  trace itself (``jax.jit(f)``)."""
   trace = core.trace_ctx.trace
+  if isinstance(trace, pe.DynamicJaxprTrace):
+    return False
   while trace is not None:
     if isinstance(trace, pe.DynamicJaxprTrace):
       return True

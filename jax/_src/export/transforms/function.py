@@ -32,8 +32,8 @@ jax2tf modules):
 * the caches: a module is read and interpreted once per argument shapes
   and platform, and made one ``jax.jit`` function per batching pattern;
   every transformation then reuses its jaxpr (JAX's own rules transform
-  the ``lax`` operations; under ``jax.jit`` the jaxpr is replayed in the
-  current trace, :class:`_Replayed`).
+  the ``lax`` operations; the first time under ``jax.jit``, the jaxpr is
+  replayed in the current trace, :class:`Replayed`).
 
 What a caller adds stays the caller's: the operands a module takes beyond
 the call's arguments (``call_tf``'s captured variables, a SavedModel's
@@ -92,27 +92,35 @@ def _read(module: str | bytes | stablehlo_to_jax.ModuleCopy,
     return f"the interpreter failed on its module ({_first_line(e)})"
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Replayed:
-  """A ``jax.jit`` function whose jaxpr is replayed where a trace stages out.
+@dataclasses.dataclass(eq=False)
+class Replayed:
+  """A ``jax.jit`` function whose jaxpr is replayed the first time
+  transformations inside a staging trace meet it.
 
   Under ``jax.jit`` with transformations between it and the call
-  (``jax.jit(jax.vmap(jax.grad(f)))``), the jaxpr's equations are bound in
-  the current trace: they go through the transformations in one pass, as
-  the ops of native JAX code do. Bound as one ``jax.jit`` call instead,
-  JAX's rules for it would transform the whole jaxpr once per step
-  (linearization, partial evaluation, batching of each part,
-  transposition), each a pass of its own, costing the first call about a
-  third of its trace. Eagerly, and under transformations applied eagerly,
-  the compiled function. The jaxpr is ``jax.jit``'s own trace, cached by
-  it per argument types: the module is interpreted once for both.
+  (``jax.jit(jax.vmap(jax.grad(f)))``), the first call replays the jaxpr's
+  equations in the current trace: they go through the transformations in
+  one pass, as the ops of native JAX code do. Bound as one ``jax.jit`` call,
+  JAX's rules would transform the whole jaxpr once per step (linearization,
+  partial evaluation, batching of each part, transposition), each a pass
+  of its own: about a third of the ViT's trace on the CPU, and most of it
+  on the TPU's host. Later calls bind the ``jax.jit`` function, whose
+  transformed jaxprs JAX keeps: a program called again (in the same trace,
+  or in a new trace of the same function) costs JAX's passes once, then a
+  lookup, where replays would each cost a pass. Eagerly, under
+  transformations applied
+  eagerly, and directly in a staging trace (where the ``jax.jit`` function
+  is inlined), the ``jax.jit`` function. Its jaxpr is ``jax.jit``'s own
+  trace, cached per argument types: the module is interpreted once.
   """
-  fun: Jitted
+  fun: Jitted  # (the ``jax.jit`` function)
+  replayed: bool = dataclasses.field(default=False, init=False)
 
   def __call__(self, *args: jax.Array) -> tuple[jax.Array, ...]:
     """The function's results, replayed or called (the class's doc)."""
-    if not compat.stages_out():
+    if self.replayed or not compat.transforms_a_staging_trace():
       return self.fun(*args)
+    self.replayed = True
     closed = self.fun.trace(*args).jaxpr  # type: ignore[attr-defined]
     return tuple(core.jaxpr_as_fun(closed)(*args))
 
@@ -156,7 +164,7 @@ class ModuleFunction:
   _programs: dict[tuple[Shapes, int], Program | str | ValueError] = (
       dataclasses.field(default_factory=dict, init=False, repr=False))
   _jitted: dict[tuple[int, tuple[bool, ...] | None,
-                      tuple[np.dtype | None, ...]], Jitted] = (
+                      tuple[np.dtype | None, ...]], Replayed] = (
       dataclasses.field(default_factory=dict, init=False, repr=False))
 
   @property
@@ -200,11 +208,12 @@ class ModuleFunction:
     return _read(module, self.derivatives, self.follow_default_precision)
 
   def jitted(self, program: Program, is_batched: tuple[bool, ...] | None,
-             wide: tuple[np.dtype | None, ...] = ()) -> Jitted:
+             wide: tuple[np.dtype | None, ...] = ()) -> Replayed:
     """``program`` as one ``jax.jit`` function of its operands.
 
-    Inlined into an enclosing staging trace, transformations between
-    included (:class:`_Replayed`); eagerly, and under eager
+    Inlined into an enclosing staging trace (the first time
+    transformations between meet it, replayed: :class:`Replayed`);
+    eagerly, and under eager
     transformations, one compiled program whose compilation JAX caches by
     argument types. The module is interpreted once either way. One per
     pattern of batched operands (``jax.vmap`` of the program over them;
@@ -222,7 +231,7 @@ class ModuleFunction:
         run = jax.vmap(run, in_axes=[0 if b else None for b in is_batched]
                        + [None] * (len(program.in_avals) - len(is_batched)),
                        out_axes=0)
-      fun = _Replayed(jax.jit(run, inline=True))
+      fun = Replayed(jax.jit(run, inline=True))
       self._jitted[key] = fun
     return fun
 

@@ -203,7 +203,9 @@ class Interpreted:
     avals = ([jax.ShapeDtypeStruct(a.shape, a.dtype)
               for a in in_avals[:nr_args]]
              + [jax.ShapeDtypeStruct(v.shape, v.dtype) for v, _ in narrowed])
-    fun = self._function(None, wide)
+    # The jax.jit function itself: this probe must not take the replay
+    # meant for the first trace of a call (ModuleFunction.jitted).
+    fun = self._function(None, wide).fun
 
     def pullback(*args):
       outs, vjp = jax.vjp(lambda *a: tuple(fun(*a)), *args)
@@ -226,7 +228,7 @@ class Interpreted:
 
   def _function(self, is_batched: tuple[bool, ...] | None,
                 wide: tuple[np.dtype | None, ...]
-                ) -> Callable[..., tuple[jax.Array, ...]]:
+                ) -> module_function.Replayed:
     """The program as one ``jax.jit`` function of (arguments, captured),
     per pattern of batched arguments and of captured values narrowed to
     32-bit words (:meth:`ModuleFunction.jitted`)."""
