@@ -213,14 +213,8 @@ def transforms_a_staging_trace() -> bool:
   ``jax.make_jaxpr``'s): ``jax.jit(jax.vmap(jax.grad(f)))`` inside ``f``.
   False eagerly, under transformations applied eagerly, and in a staging
   trace itself (``jax.jit(f)``)."""
-  trace = core.trace_ctx.trace
-  if isinstance(trace, pe.DynamicJaxprTrace):
-    return False
-  while trace is not None:
-    if isinstance(trace, pe.DynamicJaxprTrace):
-      return True
-    trace = getattr(trace, "parent_trace", None)
-  return False
+  return (not isinstance(core.trace_ctx.trace, pe.DynamicJaxprTrace)
+          and core.unsafe_am_i_under_a_jit())
 
 
 def check() -> list[str]:
@@ -235,6 +229,8 @@ def check() -> list[str]:
        "jax._src.core.typeof or get_aval")
   need(hasattr(getattr(core, "trace_ctx", None), "trace"),
        "jax._src.core.trace_ctx.trace")
+  need(callable(getattr(core, "unsafe_am_i_under_a_jit", None)),
+       "jax._src.core.unsafe_am_i_under_a_jit")
   need(hasattr(util, "register_cache")
        or hasattr(util, "cache_clearing_funs"),
        "jax._src.util.register_cache or cache_clearing_funs")
