@@ -108,10 +108,10 @@ class Replayed:
   transformed jaxprs JAX keeps: a program called again (in the same trace,
   or in a new trace of the same function) costs JAX's passes once, then a
   lookup, where replays would each cost a pass. Eagerly, under
-  transformations applied
-  eagerly, and directly in a staging trace (where the ``jax.jit`` function
-  is inlined), the ``jax.jit`` function. Its jaxpr is ``jax.jit``'s own
-  trace, cached per argument types: the module is interpreted once.
+  transformations applied eagerly, and directly in a staging trace (where
+  the ``jax.jit`` function is inlined), the ``jax.jit`` function. Its jaxpr
+  is ``jax.jit``'s own trace, cached per argument types: the module is
+  interpreted once.
   """
   fun: Jitted  # (the ``jax.jit`` function)
   replayed: bool = dataclasses.field(default=False, init=False)
@@ -213,9 +213,9 @@ class ModuleFunction:
 
     Inlined into an enclosing staging trace (the first time
     transformations between meet it, replayed: :class:`Replayed`);
-    eagerly, and under eager
-    transformations, one compiled program whose compilation JAX caches by
-    argument types. The module is interpreted once either way. One per
+    eagerly, and under eager transformations, one compiled program whose
+    compilation JAX caches by argument types. The module is interpreted
+    once either way. One per
     pattern of batched operands (``jax.vmap`` of the program over them;
     None: unbatched) and of trailing operands narrowed to 32-bit words
     (``wide``, see ``stablehlo_to_jax.narrow_64_bit``).
