@@ -12,8 +12,8 @@
 # (tests.stablehlo.symbolic_batch_on_device), bitcast
 # (tests.stablehlo.bitcast_widths_on_device), exported_call
 # (benchmarks/exported_call.py; exported_call:WORKLOADS with --only,
-# comma-separated), keras:MODELS (benchmarks/keras_models.py,
-# batch of 8). A step that fails is reported; the next one runs.
+# comma-separated), keras:MODELS[:TRANSFORMS] (benchmarks/keras_models.py,
+# batch of 8; both comma-separated). A step that fails is reported; the next one runs.
 set -u
 : "${OUT:?run on the device machine, where OUT is set}"
 if [ ! -d /tmp/fork/jax ]; then
@@ -41,6 +41,9 @@ for step in "$@"; do
     exported_call) python3 benchmarks/exported_call.py --out "$OUT/$name" ;;
     exported_call:*) python3 benchmarks/exported_call.py --out "$OUT/$name" \
                        --only $(echo "${step#exported_call:}" | tr ',' ' ') ;;
+    keras:*:*) rest=${step#keras:}
+               python3 benchmarks/keras_models.py --models "${rest%%:*}" \
+                 --transforms "${rest#*:}" --batch 8 --out "$OUT/$name" ;;
     keras:*) python3 benchmarks/keras_models.py --models "${step#keras:}" \
                --batch 8 --out "$OUT/$name" ;;
     *) echo "unknown step $step" ;;
