@@ -64,6 +64,7 @@ from jax._src import tree_util
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
+from jax.experimental.jax2tf.call_tf_lib.tf_function import own_trace
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
@@ -189,9 +190,15 @@ class TraceCache:
     del callable_flat_tf
     if (user_trace := self._user_trace(key)) is not None:
       # A tf.function keeps its own traces, by TensorFlow's rule: its trace
-      # for these arguments tells the graph, without tracing ours.
+      # for these arguments tells the graph, and where ours would add
+      # nothing, it is ours (no second trace).
       graph_key = (key, id(user_trace), _Keep(user_trace))
-      return self.get(graph_key, lambda: own)[:3]
+      return self.get(graph_key, lambda: own_trace.stand_in(
+          own, user_trace, key.args_flat_sig_tf,
+          flat_args=key.args_treedef == tree_util.tree_structure(
+              (0,) * key.args_treedef.num_leaves),
+          checks_results=(key.output_avals is not None
+                          or key.call_tf_graph)))[:3]
     concrete = graph_lib.concrete_function(function_flat_tf,
                                            key.args_flat_sig_tf)
     graph_key = (key, fingerprint(concrete), res_treedef())

@@ -1,0 +1,183 @@
+# Copyright 2026 The JAX call_tf fork authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     https://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""A live ``tf.function``'s own trace as ``call_tf``'s (``tf_function.own_trace``).
+
+Where ``call_tf``'s flat function would add nothing, it is not traced: the
+user's trace stands in. Checked against TF alone (a loop of eager calls,
+``tf.GradientTape``), and that every case where the flat function does
+something (checks, casts, constants, structure) still traces it.
+"""
+
+from __future__ import annotations
+
+import jax
+from jax.experimental.jax2tf import call_tf
+from jax.experimental.jax2tf.call_tf_lib.tf_function import own_trace
+from jax.experimental.jax2tf.call_tf_lib.tf_function import traces
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+# pylint: disable=protected-access
+
+RTOL = 1e-5
+
+
+def _flat_functions(fn):
+  """The flat ``tf.function``s ``call_tf`` keeps for ``fn``'s traces."""
+  entries = traces.TraceCache.for_callable(fn)._entries.values()
+  return [e[1] for e in entries if isinstance(e, tuple) and len(e) >= 3]
+
+
+def _traced_flat(fn) -> int:
+  """How many times the flat functions kept for ``fn`` were traced."""
+  return sum((f.flat if isinstance(f, own_trace.OwnTraceFunction) else f)
+             .experimental_get_tracing_count() for f in _flat_functions(fn))
+
+
+def _loop_reference(fn, x):
+  return np.stack([np.asarray(tf.nest.flatten(fn(tf.constant(r)))[0])
+                   for r in x]) if len(x) else np.zeros((0, 3), np.float32)
+
+
+def _grad_reference(fn, x):
+  rows = []
+  for r in x:
+    t = tf.constant(r)
+    with tf.GradientTape() as tape:
+      tape.watch(t)
+      y = tf.reduce_sum(tf.nest.flatten(fn(t))[0])
+    rows.append(tape.gradient(y, t).numpy())
+  return np.stack(rows) if rows else np.zeros((0, 3), np.float32)
+
+
+def _first(res):
+  return jax.tree_util.tree_leaves(res)[0]
+
+
+OUTPUTS = {
+    "tensor": lambda y: y,
+    "tuple": lambda y: (y, y * 2.),
+    "list": lambda y: [y, tf.cast(y > 0., tf.int32)],
+}
+
+
+@pytest.mark.parametrize("batch", [0, 1, 5])
+@pytest.mark.parametrize("outputs", sorted(OUTPUTS))
+def test_the_users_trace_stands_in_under_jit_vmap_and_grad(outputs, batch):
+  v = tf.Variable(np.linspace(0.5, 1.5, 3).astype(np.float32))
+
+  @tf.function(autograph=False)
+  def f(x):
+    return OUTPUTS[outputs](tf.sin(x) * v)
+
+  g = call_tf(f)
+  x = np.random.default_rng(0).standard_normal((batch, 3)).astype(np.float32)
+  got = jax.jit(jax.vmap(lambda x: _first(g(x))))(x)
+  np.testing.assert_allclose(got, _loop_reference(f, x), rtol=RTOL)
+  grads = jax.jit(jax.vmap(jax.grad(lambda x: jnp.sum(_first(g(x))))))(x)
+  np.testing.assert_allclose(grads, _grad_reference(f, x), rtol=RTOL)
+  assert jax.tree_util.tree_structure(jax.jit(g)(x[0] if batch else
+                                                np.ones(3, np.float32))) == (
+      jax.tree_util.tree_structure(f(tf.ones(3))))
+  kept = _flat_functions(f)
+  assert kept and all(isinstance(k, own_trace.OwnTraceFunction) for k in kept)
+  assert _traced_flat(f) == 0  # the flat function was never traced
+
+
+def test_python_state_changed_between_calls_is_read_again():
+  scale = [2.]
+
+  @tf.function(autograph=False, reduce_retracing=False)
+  def f(x):
+    return x * scale[0]
+
+  g = call_tf(f)
+  x = np.ones((2, 3), np.float32)
+  np.testing.assert_allclose(jax.jit(jax.vmap(g))(x), 2 * x)
+  scale[0] = 3.
+  f2 = tf.function(f.python_function, autograph=False)  # TF's rule: retrace
+  np.testing.assert_allclose(jax.jit(jax.vmap(call_tf(f2)))(x), 3 * x)
+
+
+FALLBACKS = {
+    # A declared output_shape_dtype: the flat function checks the results.
+    "output_shape_dtype": dict(
+        fn=lambda v: lambda x: tf.sin(x) * v,
+        kw=dict(output_shape_dtype=jax.ShapeDtypeStruct((3,), np.float32))),
+    # A captured eager tensor: the flat function makes it a constant.
+    "captured_tensor": dict(fn=lambda v: (lambda c: lambda x: x * c)(
+        tf.constant([1., 2., 3.])), kw={}),
+    # A dict of results: flattened by the flat function.
+    "dict": dict(fn=lambda v: lambda x: {"a": x * v}, kw={}),
+    # A None among the results: no result of JAX's.
+    "none_result": dict(fn=lambda v: lambda x: (x * v, None), kw={}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_where_the_flat_function_does_something_it_is_traced(case):
+  v = tf.Variable(np.ones(3, np.float32))
+  f = tf.function(FALLBACKS[case]["fn"](v), autograph=False)
+  g = call_tf(f, **FALLBACKS[case]["kw"])
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  got = jax.jit(jax.vmap(lambda x: _first(g(x))))(x)
+  np.testing.assert_allclose(got, _loop_reference(f, x), rtol=RTOL)
+  assert not any(isinstance(k, own_trace.OwnTraceFunction)
+                 for k in _flat_functions(f))
+  assert _traced_flat(f) >= 1
+
+
+def test_an_input_signature_of_unknown_sizes_traces_the_flat_function():
+  @tf.function(autograph=False,
+               input_signature=[tf.TensorSpec((None,), tf.float32)])
+  def f(x):
+    return tf.sin(x)
+
+  g = call_tf(f)
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  np.testing.assert_allclose(jax.jit(jax.vmap(g))(x), np.sin(x), rtol=RTOL)
+  assert not any(isinstance(k, own_trace.OwnTraceFunction)
+                 for k in _flat_functions(f))
+
+
+def test_pytree_arguments_trace_the_flat_function():
+  @tf.function(autograph=False)
+  def f(d):
+    return d["a"] * d["b"]
+
+  g = call_tf(f)
+  x = {"a": np.ones((2, 3), np.float32), "b": np.full((2, 3), 2., np.float32)}
+  np.testing.assert_allclose(jax.jit(jax.vmap(g))(x), 2 * np.ones((2, 3)))
+  assert not any(isinstance(k, own_trace.OwnTraceFunction)
+                 for k in _flat_functions(f))
+
+
+def test_a_flat_trace_has_the_flat_functions_attributes():
+  v = tf.Variable(2.)
+  concrete = tf.function(lambda x: x * v, autograph=False).get_concrete_function(
+      tf.TensorSpec((3,), tf.float32))
+  flat = own_trace.FlatTrace(concrete)
+  assert flat.output_shapes == [tf.TensorShape([3])]
+  assert flat.output_dtypes == [tf.float32]
+  assert flat.structured_outputs == list(concrete.outputs)
+  assert flat.name == concrete.name
+  assert list(flat.captured_inputs) == list(concrete.captured_inputs)
+  np.testing.assert_allclose(flat(tf.ones(3))[0], [2., 2., 2.])
+  assert own_trace.results_treedef(
+      concrete, [tf.TensorSpec((3,), tf.float32)]) is not None
+  # Another signature than the trace's: not the same function.
+  assert own_trace.results_treedef(
+      concrete, [tf.TensorSpec((4,), tf.float32)]) is None
