@@ -48,11 +48,15 @@ def _traced_flat(fn) -> int:
 
 
 def _loop_reference(fn, x):
-  return np.stack([np.asarray(tf.nest.flatten(fn(tf.constant(r)))[0])
-                   for r in x]) if len(x) else np.zeros((0, 3), np.float32)
+  """Each result of ``fn`` on each row of ``x``, stacked (TF eager)."""
+  rows = [[t for t in tf.nest.flatten(fn(tf.constant(r))) if t is not None]
+          for r in x]
+  return [np.stack([np.asarray(row[i]) for row in rows])
+          for i in range(len(rows[0]))]
 
 
 def _grad_reference(fn, x):
+  """The gradient of the sum of ``fn``'s first result, row by row."""
   rows = []
   for r in x:
     t = tf.constant(r)
@@ -60,7 +64,17 @@ def _grad_reference(fn, x):
       tape.watch(t)
       y = tf.reduce_sum(tf.nest.flatten(fn(t))[0])
     rows.append(tape.gradient(y, t).numpy())
-  return np.stack(rows) if rows else np.zeros((0, 3), np.float32)
+  return np.stack(rows)
+
+
+def _check_leaves(got, want):
+  """Every result, its dtype (as JAX canonicalizes TF's) and values."""
+  got = jax.tree_util.tree_leaves(got)
+  assert len(got) == len(want)
+  for g, w in zip(got, want):
+    assert g.dtype == jax.dtypes.canonicalize_dtype(w.dtype), (g.dtype,
+                                                                w.dtype)
+    np.testing.assert_allclose(g, w, rtol=RTOL)
 
 
 def _first(res):
@@ -68,9 +82,12 @@ def _first(res):
 
 
 OUTPUTS = {
-    "tensor": lambda y: y,
-    "tuple": lambda y: (y, y * 2.),
-    "list": lambda y: [y, tf.cast(y > 0., tf.int32)],
+    "tensor": lambda x, y: y,
+    "tuple": lambda x, y: (y, y * 2.),
+    "list": lambda x, y: [y, tf.cast(y > 0., tf.int32)],
+    "same_twice": lambda x, y: (y, y),
+    "an_input": lambda x, y: (y, x),
+    "float64": lambda x, y: (y, tf.cast(y, tf.float64) * 3.),
 }
 
 
@@ -81,35 +98,32 @@ def test_the_users_trace_stands_in_under_jit_vmap_and_grad(outputs, batch):
 
   @tf.function(autograph=False)
   def f(x):
-    return OUTPUTS[outputs](tf.sin(x) * v)
+    return OUTPUTS[outputs](x, tf.sin(x) * v)
 
   g = call_tf(f)
-  x = np.random.default_rng(0).standard_normal((batch, 3)).astype(np.float32)
-  got = jax.jit(jax.vmap(lambda x: _first(g(x))))(x)
-  np.testing.assert_allclose(got, _loop_reference(f, x), rtol=RTOL)
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((batch, 3)).astype(np.float32)
+  probe = rng.standard_normal((2, 3)).astype(np.float32)
+  want = _loop_reference(f, x if batch else probe)
+  if not batch:  # the shapes and dtypes of a batch of none
+    want = [np.zeros((0, *w.shape[1:]), w.dtype) for w in want]
+  _check_leaves(jax.jit(jax.vmap(g))(x), want)
+  _check_leaves(jax.vmap(g)(x), want)  # eager vmap: the same trace
   grads = jax.jit(jax.vmap(jax.grad(lambda x: jnp.sum(_first(g(x))))))(x)
-  np.testing.assert_allclose(grads, _grad_reference(f, x), rtol=RTOL)
-  assert jax.tree_util.tree_structure(jax.jit(g)(x[0] if batch else
-                                                np.ones(3, np.float32))) == (
-      jax.tree_util.tree_structure(f(tf.ones(3))))
+  np.testing.assert_allclose(
+      grads, _grad_reference(f, x) if batch else np.zeros((0, 3)), rtol=RTOL)
+  # Forward mode: d first result / dx, row i from TF's tape of its element i.
+  jac = jax.jit(jax.jacfwd(lambda x: _first(g(x))))(probe[0])
+  rows = [_grad_reference(lambda t, i=i: tf.nest.flatten(f(t))[0][i],
+                          probe[:1])[0] for i in range(3)]
+  np.testing.assert_allclose(jac, np.stack(rows), rtol=RTOL)
+  assert jax.tree_util.tree_structure(jax.jit(g)(probe[0])) == (
+      jax.tree_util.tree_structure(f(tf.constant(probe[0]))))
   kept = _flat_functions(f)
   assert kept and all(isinstance(k, own_trace.OwnTraceFunction) for k in kept)
   assert _traced_flat(f) == 0  # the flat function was never traced
-
-
-def test_python_state_changed_between_calls_is_read_again():
-  scale = [2.]
-
-  @tf.function(autograph=False, reduce_retracing=False)
-  def f(x):
-    return x * scale[0]
-
-  g = call_tf(f)
-  x = np.ones((2, 3), np.float32)
-  np.testing.assert_allclose(jax.jit(jax.vmap(g))(x), 2 * x)
-  scale[0] = 3.
-  f2 = tf.function(f.python_function, autograph=False)  # TF's rule: retrace
-  np.testing.assert_allclose(jax.jit(jax.vmap(call_tf(f2)))(x), 3 * x)
+  # TF traced the user's function once, for its one signature (3,).
+  assert f.experimental_get_tracing_count() == 1
 
 
 FALLBACKS = {
@@ -133,16 +147,16 @@ def test_where_the_flat_function_does_something_it_is_traced(case):
   f = tf.function(FALLBACKS[case]["fn"](v), autograph=False)
   g = call_tf(f, **FALLBACKS[case]["kw"])
   x = np.arange(6, dtype=np.float32).reshape(2, 3)
-  got = jax.jit(jax.vmap(lambda x: _first(g(x))))(x)
-  np.testing.assert_allclose(got, _loop_reference(f, x), rtol=RTOL)
+  _check_leaves(jax.jit(jax.vmap(g))(x), _loop_reference(f, x))
   assert not any(isinstance(k, own_trace.OwnTraceFunction)
                  for k in _flat_functions(f))
   assert _traced_flat(f) >= 1
 
 
-def test_an_input_signature_of_unknown_sizes_traces_the_flat_function():
+@pytest.mark.parametrize("shape", [(None,), None], ids=["size", "rank"])
+def test_an_input_signature_of_unknown_sizes_traces_the_flat_function(shape):
   @tf.function(autograph=False,
-               input_signature=[tf.TensorSpec((None,), tf.float32)])
+               input_signature=[tf.TensorSpec(shape, tf.float32)])
   def f(x):
     return tf.sin(x)
 
@@ -181,3 +195,13 @@ def test_a_flat_trace_has_the_flat_functions_attributes():
   # Another signature than the trace's: not the same function.
   assert own_trace.results_treedef(
       concrete, [tf.TensorSpec((4,), tf.float32)]) is None
+
+
+def test_a_result_jax_has_no_dtype_for_gets_upstreams_error():
+  @tf.function(autograph=False)
+  def f(x):
+    return x, tf.constant("a")
+
+  with pytest.raises(ValueError, match="returns a result that is not "
+                     "convertible to JAX"):
+    jax.jit(call_tf(f))(np.ones(3, np.float32))

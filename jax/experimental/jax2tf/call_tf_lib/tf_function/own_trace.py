@@ -27,7 +27,7 @@ Where the flat function would add nothing, its trace is the user's own
 of them, each of a dtype JAX has; no declared ``output_shape_dtype`` to
 check them against; no ``call_tf_graph``; and only variables captured (the
 flat function makes captured eager tensors constants, see
-``captures.keep_constants_constant``). Anything else traces the flat
+``captures.keep_constants_constant``; other resources are captured alike). Anything else traces the flat
 function as before.
 """
 
@@ -60,6 +60,8 @@ class FlatTrace:
     self.concrete = concrete
 
   def __getattr__(self, name: str) -> object:
+    if name == "concrete" or name.startswith("__"):
+      raise AttributeError(name)  # (a copy made without __init__)
     return getattr(self.concrete, name)
 
   @property
@@ -98,6 +100,8 @@ class OwnTraceFunction:
     self.specs = tuple(specs)
 
   def __getattr__(self, name: str) -> object:
+    if name in ("flat", "trace", "specs") or name.startswith("__"):
+      raise AttributeError(name)  # (a copy made without __init__)
     return getattr(self.flat, name)
 
   def __call__(self, *args: tf.Tensor, **kwargs: object) -> object:
@@ -131,9 +135,10 @@ def results_treedef(concrete: tf.types.experimental.ConcreteFunction,
   traced = tf.nest.flatten(concrete.structured_input_signature)
   if len(traced) != len(specs) or not all(
       isinstance(t, tf.TensorSpec) and t.dtype == s.dtype
+      and t.shape.rank is not None and s.shape.rank is not None
       and t.shape.as_list() == s.shape.as_list()
       for t, s in zip(traced, specs)):
-    return None
+    return None  # (an unknown rank too)
   outputs = concrete.structured_outputs
   leaves = ([outputs] if isinstance(outputs, tf.Tensor) else
             list(outputs) if type(outputs) in (list, tuple) else None)
@@ -145,7 +150,7 @@ def results_treedef(concrete: tf.types.experimental.ConcreteFunction,
   except Exception:  # pylint: disable=broad-except
     return None  # the flat function's check says what is wrong
   if any(c.dtype != tf.resource for c in concrete.captured_inputs):
-    return None
+    return None  # (variables and other resources are read as they are)
   return tree_util.tree_structure(outputs)
 
 
@@ -172,8 +177,11 @@ def stand_in(triple: tuple[FlatCallable,
     ``triple``, or one whose ``tf.function`` is an
     :class:`OwnTraceFunction` and whose tree is the trace's.
   """
-  treedef = (results_treedef(concrete, specs)
-             if flat_args and not checks_results else None)
+  try:
+    treedef = (results_treedef(concrete, specs)
+               if flat_args and not checks_results else None)
+  except Exception:  # pylint: disable=broad-except
+    treedef = None  # a trace this cannot read: the flat function's, as before
   if treedef is None:
     return triple
   callable_flat_tf, function_flat_tf, _ = triple
