@@ -14,6 +14,8 @@
 """A TensorFlow function as ``call_tf`` needs it, in every TF mode.
 
 * :mod:`.traces`: the TF traces of a ``call_tf``, and when one is reused.
+* :mod:`.own_trace`: a ``tf.function``'s own trace as ``call_tf``'s flat
+  function's, where that adds nothing (one TF trace).
 * :mod:`.graph`: a traced function's graph: its concrete function and ops.
 * :mod:`.compile`: TF function to HLO (TF2 eager, ``tf.function``, TF1).
 * :mod:`.version`: the TensorFlow versions ``call_tf`` can use.
