@@ -11,7 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""A live ``tf.function``'s own trace as ``call_tf``'s (``tf_function.own_trace``).
+"""A live ``tf.function``'s own trace as ``call_tf``'s (``own_trace``).
 
 Where ``call_tf``'s flat function would add nothing, it is not traced: the
 user's trace stands in. Checked against TF alone (a loop of eager calls,
@@ -181,8 +181,8 @@ def test_pytree_arguments_trace_the_flat_function():
 
 def test_a_flat_trace_has_the_flat_functions_attributes():
   v = tf.Variable(2.)
-  concrete = tf.function(lambda x: x * v, autograph=False).get_concrete_function(
-      tf.TensorSpec((3,), tf.float32))
+  fn = tf.function(lambda x: x * v, autograph=False)
+  concrete = fn.get_concrete_function(tf.TensorSpec((3,), tf.float32))
   flat = own_trace.FlatTrace(concrete)
   assert flat.output_shapes == [tf.TensorShape([3])]
   assert flat.output_dtypes == [tf.float32]
