@@ -205,3 +205,37 @@ def test_a_result_jax_has_no_dtype_for_gets_upstreams_error():
   with pytest.raises(ValueError, match="returns a result that is not "
                      "convertible to JAX"):
     jax.jit(call_tf(f))(np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("tape", ["before", "between"])
+def test_a_trace_a_tape_differentiated_is_read_as_the_call_needs(tape):
+  """A ``tf.GradientTape`` over a call appends intermediates to the trace's
+  outputs (upstream's ``test_several_round_trips``): the call's results are
+  still the function's, whenever the tape ran."""
+  v = tf.Variable(1.5)
+
+  @tf.function(autograph=False)
+  def f(x):
+    return tf.sin(x) * v
+
+  def tf_grad(x):
+    t = tf.constant(x)
+    with tf.GradientTape() as tape_:
+      tape_.watch(t)
+      y = f(t)
+    return tape_.gradient(y, t).numpy()
+
+  x = np.float32(0.7)
+  if tape == "before":
+    tf_grad(x)
+  g = lambda x: x * call_tf(f)(x)
+  want = x * np.sin(x) * 1.5
+  np.testing.assert_allclose(jax.jit(g)(x), want, rtol=RTOL)
+  if tape == "between":
+    tf_grad(x)
+  np.testing.assert_allclose(jax.jit(jax.grad(g))(x),
+                             np.sin(x) * 1.5 + x * tf_grad(x), rtol=RTOL)
+  np.testing.assert_allclose(jax.grad(g)(x),
+                             np.sin(x) * 1.5 + x * tf_grad(x), rtol=RTOL)
+  np.testing.assert_allclose(jax.jit(jax.vmap(g))(np.full(3, x)),
+                             np.full(3, want), rtol=RTOL)

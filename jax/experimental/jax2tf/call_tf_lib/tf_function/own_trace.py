@@ -49,8 +49,14 @@ class FlatTrace:
 
   Its results are a flat list, as the flat function's are: the structured
   attributes of a ``ConcreteFunction`` (``structured_outputs``,
-  ``output_shapes``, ``output_dtypes``, a call's results) are flat here;
-  everything else is the trace's own.
+  ``output_shapes``, ``output_dtypes``, a call's results) are flat here,
+  and ``outputs`` is the function's results only; everything else is the
+  trace's own.
+
+  TensorFlow appends intermediates to a trace's ``outputs`` (its graph's)
+  when a ``tf.GradientTape`` differentiates a call of it; from then on
+  (:meth:`unchanged` is False) its module would return them too, and the
+  flat function's trace is used instead (:class:`OwnTraceFunction`).
 
   Attributes:
     concrete: the ``tf.function``'s ``ConcreteFunction``.
@@ -58,23 +64,33 @@ class FlatTrace:
 
   def __init__(self, concrete: tf.types.experimental.ConcreteFunction):
     self.concrete = concrete
+    self._size = (len(concrete.outputs), len(concrete.captured_inputs))
+
+  def unchanged(self) -> bool:
+    """Whether the trace's outputs and captures are still as they were."""
+    return self._size == (len(self.concrete.outputs),
+                          len(self.concrete.captured_inputs))
 
   def __getattr__(self, name: str) -> object:
-    if name == "concrete" or name.startswith("__"):
+    if name in ("concrete", "_size") or name.startswith("__"):
       raise AttributeError(name)  # (a copy made without __init__)
     return getattr(self.concrete, name)
 
   @property
+  def outputs(self) -> list[tf.Tensor]:
+    return list(self.concrete.outputs[:self._size[0]])
+
+  @property
   def structured_outputs(self) -> list[tf.Tensor]:
-    return list(self.concrete.outputs)
+    return self.outputs
 
   @property
   def output_shapes(self) -> list[tf.TensorShape]:
-    return [t.shape for t in self.concrete.outputs]
+    return [t.shape for t in self.outputs]
 
   @property
   def output_dtypes(self) -> list[tf.dtypes.DType]:
-    return [t.dtype for t in self.concrete.outputs]
+    return [t.dtype for t in self.outputs]
 
   def __call__(self, *args: tf.Tensor) -> list[tf.Tensor]:
     return tf.nest.flatten(self.concrete(*args))
@@ -84,8 +100,9 @@ class OwnTraceFunction:
   """``call_tf``'s flat ``tf.function``, traced as the user's function.
 
   For the call's own argument specs, :meth:`get_concrete_function` is the
-  user's trace (:class:`FlatTrace`); for any other (a batched variant's,
-  eagerly), and for everything else, the flat ``tf.function`` itself.
+  user's trace (:class:`FlatTrace`) while TensorFlow has not changed it;
+  for any other (a batched variant's, eagerly), and for everything else,
+  the flat ``tf.function`` itself.
 
   Attributes:
     flat: the flat ``tf.function`` (``call_tf``'s ``function_flat_tf``).
@@ -110,7 +127,7 @@ class OwnTraceFunction:
   def get_concrete_function(
       self, *specs: tf.TensorSpec, **kwargs: object
   ) -> FlatTrace | tf.types.experimental.ConcreteFunction:
-    if not kwargs and tuple(specs) == self.specs:
+    if not kwargs and tuple(specs) == self.specs and self.trace.unchanged():
       return self.trace
     return self.flat.get_concrete_function(*specs, **kwargs)
 
@@ -142,7 +159,8 @@ def results_treedef(concrete: tf.types.experimental.ConcreteFunction,
   outputs = concrete.structured_outputs
   leaves = ([outputs] if isinstance(outputs, tf.Tensor) else
             list(outputs) if type(outputs) in (list, tuple) else None)
-  if not leaves or not all(isinstance(t, tf.Tensor) for t in leaves):
+  if (not leaves or not all(isinstance(t, tf.Tensor) for t in leaves)
+      or len(concrete.outputs) != len(leaves)):  # (a tape's intermediates)
     return None
   try:
     for t in leaves:
