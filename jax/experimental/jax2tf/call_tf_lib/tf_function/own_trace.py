@@ -53,10 +53,11 @@ class FlatTrace:
   and ``outputs`` is the function's results only; everything else is the
   trace's own.
 
-  TensorFlow appends intermediates to a trace's ``outputs`` (its graph's)
-  when a ``tf.GradientTape`` differentiates a call of it; from then on
-  (:meth:`unchanged` is False) its module would return them too, and the
-  flat function's trace is used instead (:class:`OwnTraceFunction`).
+  TensorFlow appends intermediates to a trace's ``outputs`` (its graph's,
+  in place) when a ``tf.GradientTape`` differentiates a call of it; from
+  then on (:meth:`unchanged` is False) the trace is no longer the
+  function's results alone, and the flat function's trace is used instead
+  (:class:`OwnTraceFunction`).
 
   Attributes:
     concrete: the ``tf.function``'s ``ConcreteFunction``.
