@@ -526,9 +526,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
   if args.out is None:
     p.error("--out DIR (or --report DIR) is required")
+  for given, known in ((args.models, MODELS), (args.transforms, TRANSFORMS)):
+    if unknown := [n for n in given.split(",") if n not in known]:
+      p.error(f"unknown {', '.join(map(repr, unknown))}; one of {known}")
   args.out.mkdir(parents=True, exist_ok=True)
   data: dict[str, Any] = {"env": _run_worker("env", "tensorflow", [],
                                              args.timeout), "rows": []}
+  failed = False  # a model not prepared: the exit status says so
   for model in args.models.split(","):
     if not _weights(args.out, model).exists():
       prepared = _run_worker("prepare", "tensorflow", [
@@ -536,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              args.timeout)
       if "error" in prepared:
         print(f"{model}: {prepared['error']}", file=sys.stderr)
+        failed = True
         continue
     for transform in args.transforms.split(","):
       row = _measure(args.out, model, transform, args.batch, args.timeout,
@@ -544,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       print(json.dumps(row), flush=True)
       (args.out / "keras_models.json").write_text(json.dumps(data, indent=1))
       (args.out / "keras_models.md").write_text(markdown(data))
-  return 0
+  return 1 if failed else 0
 
 
 if __name__ == "__main__":
