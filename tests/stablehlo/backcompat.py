@@ -43,7 +43,7 @@ table in ``docs/stablehlo.md`` (between its back-compat markers), which
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import dataclasses
 import importlib
 import pathlib
@@ -374,11 +374,18 @@ def _lifted(entry: Entry) -> tuple[stablehlo_to_jax.Program,
 
 
 def _check_vmap(program: stablehlo_to_jax.Program,
-                inputs: Sequence[np.ndarray]) -> str | None:
+                inputs: Sequence[np.ndarray],
+                jitted: Callable[..., Sequence[jax.Array]] | None = None
+                ) -> str | None:
+  """``jax.vmap`` of the program against a loop of `jitted` (``jax.jit``
+  of it, made here unless given; None if they match)."""
   batch = [np.stack([_perturbed(x, k) for k in range(3)]) for x in inputs]
   got = jax.jit(jax.vmap(lambda *a: program(*a)))(*batch)
+  # (The loop under jax.jit, the call's own where it is given: one compile
+  # for its three elements, where eagerly each op compiled on its own.)
+  jitted = jitted or jax.jit(lambda *a: program(*a))
   for k in range(3):
-    one = program(*[b[k] for b in batch])
+    one = jitted(*[b[k] for b in batch])
     for i, (g, o) in enumerate(zip(got, one)):
       if not _close(np.asarray(g)[k], o):
         return f"vmap differs from a loop at element {k}, result {i}"
@@ -395,8 +402,11 @@ def _check_jvp(file: str, program: stablehlo_to_jax.Program,
                ).astype(x.dtype) if np.issubdtype(x.dtype, np.inexact)
               else np.zeros(x.shape, jax.dtypes.float0) for x in inputs]
   smooth = _SMOOTH.get(file, lambda *outs: outs)
-  fun = lambda *a: list(smooth(*program(*a)))  # noqa: E731
-  _, got = jax.jvp(fun, tuple(inputs), tuple(tangents))
+  # (Under jax.jit: the derivative and both sides of the difference each
+  # compiled once, where eagerly each op was compiled on its own.)
+  fun = jax.jit(lambda *a: list(smooth(*program(*a))))
+  _, got = jax.jit(lambda p, t: jax.jvp(fun, p, t))(tuple(inputs),
+                                                    tuple(tangents))
   h = 1e-6
   plus = fun(*[x + h * t if np.issubdtype(x.dtype, np.inexact) else x
                for x, t in zip(inputs, tangents)])
@@ -449,8 +459,9 @@ RUN_HERE = ("cpu", "cuda", "rocm", "tpu_Lu", "tpu_Qr")
 def _run_checks(entry: Entry, program: stablehlo_to_jax.Program,
                 out: Outcome) -> None:
   inputs = [np.asarray(x) for x in entry.data["inputs"]]
+  jitted = jax.jit(lambda *a: program(*a))
   try:
-    got = [np.asarray(x) for x in jax.jit(lambda *a: program(*a))(*inputs)]
+    got = [np.asarray(x) for x in jitted(*inputs)]
   except Exception as e:  # pylint: disable=broad-except
     out.failures.append(f"call: {_first_line(e)}")
     return
@@ -466,8 +477,9 @@ def _run_checks(entry: Entry, program: stablehlo_to_jax.Program,
     if lifted is None:
       return
     program, inputs = lifted
+    jitted = None  # (another program)
   try:
-    why = _check_vmap(program, inputs)
+    why = _check_vmap(program, inputs, jitted)
     out.failures.append(f"vmap: {why}") if why else out.checks.append("vmap")
   except Exception as e:  # pylint: disable=broad-except
     out.failures.append(f"vmap: {_first_line(e)}")

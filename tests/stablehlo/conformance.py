@@ -374,8 +374,15 @@ class _Runner:
                 = None) -> dict[str, list[object] | str]:
     """`run` of the cases at once: each case's results, or its error.
 
-    A case whose `probe` (a trace, which compiles nothing) raises gets that
-    error; the others run together, halved where a run raises."""
+    Where that raises, a case whose `probe` (a trace, which compiles
+    nothing) raises gets that error; the others run together, halved where
+    a run raises. (Probed only then: a run that succeeds traced each case
+    as its probe would have, so no probe of it could have raised; probing
+    every case first traced each twice.)"""
+    try:
+      return dict(zip([c.name for c in cases], run(cases)))
+    except Exception as e:  # pylint: disable=broad-except
+      failed = _error(e)
     out: dict[str, list[object] | str] = {}
     if probe is not None:
       for case in cases:
@@ -384,8 +391,14 @@ class _Runner:
         except Exception as e:  # pylint: disable=broad-except
           out[case.name] = _error(e)
     rest = [c for c in cases if c.name not in out]
-    if rest:
-      out.update(self._halved(rest, run))
+    if len(rest) == len(cases) == 1:
+      return {rest[0].name: failed}
+    # (Where no probe raised, the run of them all would raise again.)
+    parts = ([rest[:len(rest) // 2], rest[len(rest) // 2:]]
+             if len(rest) == len(cases) else [rest])
+    for part in parts:
+      if part:
+        out.update(self._halved(part, run))
     return out
 
   def _halved(self, cases, run) -> dict[str, list[object] | str]:

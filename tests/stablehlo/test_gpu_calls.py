@@ -101,9 +101,12 @@ def _check(f: Callable, args, platform: str, *, smooth: Callable | None = None,
   gauge-free functions of its results compared)."""
   smooth = smooth or (lambda *outs: outs)
   program = _program(f, args, platform)
-  run = lambda *a: tuple(smooth(*program(*a)))  # noqa: E731
+  # (The engine's program under jax.jit, compiled once for the value, each
+  # element of the loop and each side of a difference, all of the same
+  # shapes: eagerly each op of the module compiled on its own.)
+  run = jax.jit(lambda *a: tuple(smooth(*program(*a))))
   native = lambda *a: tuple(smooth(*jax.tree.leaves(f(*a))))  # noqa: E731
-  for g, w in zip(jax.jit(run)(*args), native(*args), strict=True):
+  for g, w in zip(run(*args), native(*args), strict=True):
     _close(g, w, tol)
   batch = [np.stack([a, (a * 1.5).astype(a.dtype)]) for a in args]
   got = jax.jit(jax.vmap(run))(*batch)
@@ -124,16 +127,23 @@ def _check(f: Callable, args, platform: str, *, smooth: Callable | None = None,
           run(*[a + h * t for a, t in zip(args, tangents)]),
           run(*[a - h * t for a, t in zip(args, tangents)]))]
       try:
-        _, got = jax.jvp(run, tuple(args), tuple(tangents))
+        _, got = _jitted_jvp(run, args, tangents)
       except NotImplementedError as e:
         assert "Differentiation of" in str(e)
         return
       for g, w in zip(got, want, strict=True):
         _close(g, w, 1e-5)
       return
-    _, got = jax.jvp(run, tuple(args), tuple(tangents))
+    _, got = _jitted_jvp(run, args, tangents)
     for g, w in zip(got, want, strict=True):
       _close(g, w, 1e-7)
+
+
+def _jitted_jvp(fun: Callable, args, tangents):
+  """``jax.jvp`` of `fun` under ``jax.jit`` (one compile of the derivative,
+  where eagerly each op of it compiled on its own)."""
+  return jax.jit(lambda p, t: jax.jvp(fun, p, t))(tuple(args),
+                                                  tuple(tangents))
 
 
 def _svd_smooth(u, s, vt):
