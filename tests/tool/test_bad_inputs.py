@@ -25,7 +25,6 @@ import pathlib
 import pytest
 
 from . import patchutil
-from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 from .test_pipeline_synthetic import synthetic  # noqa: F401
 
 CONFIG = patchutil.SDIST_FILES["jax/_src/config.py"]

@@ -39,7 +39,6 @@ from forklib import scratch
 from forklib.project import Project
 from forklib.sources import tree as tree_lib
 
-from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 from .test_pipeline_synthetic import synthetic as synthetic_sdist  # noqa: F401
 
 

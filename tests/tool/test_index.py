@@ -86,15 +86,6 @@ def _upstream_requires_python(release: manifest_lib.Release) -> str:
   return email.parser.BytesParser().parsebytes(pkg_info)["Requires-Python"]
 
 
-@pytest.fixture(scope="module")
-def index(root, fork_wheel, tmp_path_factory) -> pathlib.Path:
-  out = tmp_path_factory.mktemp("index") / "index"
-  subprocess.run([sys.executable, str(root / "build" / "fork.py"), "-q",
-                  "index", "--out", str(out), "--wheel", str(fork_wheel)],
-                 check=True)
-  return out
-
-
 class _Server:
   """`python build/fork.py serve` in a subprocess; collects its log."""
 
@@ -125,15 +116,16 @@ def server(root, index):
   s.close()
 
 
-def _venv(path: pathlib.Path) -> pathlib.Path:
-  subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-  return path / "bin" / "python"
-
-
 def _pip(python: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+  """`pip install` with the venv's pip.
+
+  --no-compile: byte-compiling the installed modules (jax's, jaxlib's,
+  scipy's) is most of an install's time, and pip ignores a module that does
+  not compile, so it checks nothing here.
+  """
   return subprocess.run([str(python), "-m", "pip", "install",
-                         "--disable-pip-version-check", *args],
-                        capture_output=True, text=True)
+                         "--disable-pip-version-check", "--no-compile",
+                         *args], capture_output=True, text=True)
 
 
 def test_pages_link_every_file_with_hashes_and_metadata(root, index,
@@ -169,8 +161,9 @@ def test_pages_link_every_file_with_hashes_and_metadata(root, index,
   assert f"jax=={release.label} --hash=sha256:{digest}" in install
 
 
-def test_pip_installs_the_fork_from_the_index(server, release, tmp_path):
-  python = _venv(tmp_path / "venv")
+def test_pip_installs_the_fork_from_the_index(server, release, new_venv,
+                                              tmp_path):
+  python = new_venv(tmp_path / "venv")
   proc = _pip(python, "--extra-index-url", server.url,
               f"jax=={release.label}", f"jaxlib=={release.test_jaxlib}")
   assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -188,8 +181,8 @@ def test_pip_installs_the_fork_from_the_index(server, release, tmp_path):
   assert f"GET /files/{wheel} " in log
 
 
-def test_hash_pinned_install_file(server, release, tmp_path):
-  python = _venv(tmp_path / "venv")
+def test_hash_pinned_install_file(server, release, new_venv, tmp_path):
+  python = new_venv(tmp_path / "venv")
   install = server.url.replace("/simple/", f"/install/{release.label}.txt")
   proc = _pip(python, "--no-deps", "--require-hashes", "--extra-index-url",
               server.url, "-r", install)
@@ -201,14 +194,15 @@ def test_hash_pinned_install_file(server, release, tmp_path):
   assert versions == [release.label, release.test_jaxlib]
 
 
-def test_pip_refuses_a_tampered_wheel(root, index, release, tmp_path):
+def test_pip_refuses_a_tampered_wheel(root, index, release, new_venv,
+                                      tmp_path):
   tampered = tmp_path / "tampered"
   shutil.copytree(index, tampered)
   wheel = tampered / "files" / f"jax-{release.label}-py3-none-any.whl"
   wheel.write_bytes(wheel.read_bytes() + b"\0")
   server = _Server(root, tampered)
   try:
-    python = _venv(tmp_path / "venv")
+    python = new_venv(tmp_path / "venv")
     proc = _pip(python, "--no-deps", "--extra-index-url", server.url,
                 f"jax=={release.label}")
   finally:

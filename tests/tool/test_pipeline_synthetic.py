@@ -21,7 +21,6 @@ setuptools wheel pip needs to read its metadata.
 from __future__ import annotations
 
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -41,20 +40,13 @@ def _config_patch(old_line: str = "line 20\n") -> str:
                                 {"jax/_src/config.py": (old, new)})
 
 
-@pytest.fixture(scope="module")
-def setuptools_links(tmp_path_factory) -> pathlib.Path:
-  """A find-links folder holding the setuptools wheel pip's metadata needs."""
-  links = tmp_path_factory.mktemp("links")
-  subprocess.run(
-      [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-       "--only-binary", ":all:", "--dest", str(links), "setuptools==82.0.1"],
-      check=True)
-  return links
-
-
 @pytest.fixture
 def synthetic(tmp_path, setuptools_links, root):
-  """A synthetic sdist served by pip, and a fork project pinning it."""
+  """A synthetic sdist served by pip, and a fork project pinning it.
+
+  `setuptools_links` (conftest.py): the session's setuptools wheel, linked
+  into this test's own find-links folder.
+  """
   links = tmp_path / "links"
   links.mkdir()
   for whl in setuptools_links.iterdir():

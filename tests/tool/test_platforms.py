@@ -55,12 +55,8 @@ PLATFORMS = {
 
 
 @pytest.fixture(scope="module")
-def served(root, fork_wheel, tmp_path_factory):
-  out = tmp_path_factory.mktemp("platforms") / "index"
-  subprocess.run([sys.executable, str(root / "build" / "fork.py"), "-q",
-                  "index", "--out", str(out), "--wheel", str(fork_wheel)],
-                 check=True)
-  server = _Server(root, out)
+def served(root, index):
+  server = _Server(root, index)
   yield server
   server.close()
 
@@ -159,7 +155,8 @@ def _versions(python: pathlib.Path) -> list[str]:
       capture_output=True, text=True, check=True).stdout.split()
 
 
-def test_the_fork_installs_here_with_uv_and_pip(release, served, tmp_path):
+def test_the_fork_installs_here_with_uv_and_pip(release, served, new_venv,
+                                                tmp_path):
   """uv installs the guide's way and jax runs; pip takes both from the fork."""
   venv = tmp_path / "venv-uv"
   subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
@@ -178,9 +175,7 @@ def test_the_fork_installs_here_with_uv_and_pip(release, served, tmp_path):
   assert ran.stdout.split() == [release.label, "3"], ran.stderr
   # pip, from the fork's index alone: both wheels are there (the
   # dependencies, from the public index, are the uv case's).
-  venv = tmp_path / "venv-pip"
-  subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-  python = venv / "bin" / "python"
+  python = new_venv(tmp_path / "venv-pip")
   proc = subprocess.run(
       [str(python), "-m", "pip", "install", "--quiet",
        "--disable-pip-version-check", "--no-deps", "--index-url", served.url,

@@ -31,7 +31,6 @@ import tarfile
 import pytest
 
 from . import patchutil
-from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 
 PAD = "".join(f"PAD_{i} = {i}\n" for i in range(12))
 OLD = f"""import os
@@ -61,7 +60,7 @@ def _sdist_files(version: str, config: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def project(tmp_path, setuptools_links):  # noqa: F811
+def project(tmp_path, setuptools_links):
   """Releases 9.9.9 (the queue applies) and 9.9.8, served by pip."""
   links = tmp_path / "links"
   links.mkdir()

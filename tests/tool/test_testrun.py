@@ -27,7 +27,6 @@ from forklib.project import Project
 from forklib.testing import testrun
 
 from .test_pipeline_synthetic import _config_patch
-from .test_pipeline_synthetic import setuptools_links  # noqa: F401
 from .test_pipeline_synthetic import synthetic  # noqa: F401
 
 MANIFEST = manifest_lib.load(

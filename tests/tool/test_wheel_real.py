@@ -60,13 +60,17 @@ def upstream_wheel(tmp_path_factory, release) -> pathlib.Path:
 
 
 def test_two_builds_are_byte_identical(root, release, fork_wheel, tmp_path):
-  # A fresh cache, so the patched tree is rebuilt from the sdist too.
-  first = _build(root, release, tmp_path / "a", tmp_path / "cache-a")
-  second = _build(root, release, tmp_path / "b", tmp_path / "cache-b")
-  assert first.name == f"jax-{release.label}-py3-none-any.whl"
-  assert _sha(first) == _sha(second)
-  # ...and identical to the wheel under test, built earlier by the runner.
-  assert _sha(first) == _sha(fork_wheel)
+  """This build and the runner's build of the wheel under test.
+
+  The wheel under test is the first build: `fork.py test` built it earlier,
+  in another process, with the user's cache. This one runs with a fresh
+  cache, so the patched tree is rebuilt from the sdist too. (A third build
+  with another fresh cache would differ from this one in nothing but the
+  cache's path, which the runner's build differs in already.)
+  """
+  built = _build(root, release, tmp_path / "a", tmp_path / "cache-a")
+  assert built.name == f"jax-{release.label}-py3-none-any.whl"
+  assert _sha(built) == _sha(fork_wheel)
 
 
 def test_pip_wheel_of_the_repository_builds_the_same_wheel(root, release,
