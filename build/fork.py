@@ -178,12 +178,14 @@ def _add_serve(sub: _Subparsers) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
   project = _project(args)
+  manifest = project.manifest()
+  given = publication.given_wheels(manifest, args.wheel)
+  releases = list(given) or publication.select(manifest, args.upstream,
+                                               args.all)
   for name in publish.publish(
-      project, publication.select(project.manifest(), args.upstream,
-                                  args.all),
-      repository_url=args.repository_url, repository=args.repository,
-      simple_url=args.simple_url, config_file=args.config_file,
-      jaxlib=not args.no_jaxlib):
+      project, releases, repository_url=args.repository_url,
+      repository=args.repository, simple_url=args.simple_url,
+      config_file=args.config_file, jaxlib=not args.no_jaxlib, given=given):
     print(name)
   return 0
 
@@ -205,6 +207,9 @@ def _add_publish(sub: _Subparsers) -> None:
                       "devpi has it, whichever answers)")
   p.add_argument("--config-file",
                  help="the .pypirc to read (default: twine's, ~/.pypirc)")
+  p.add_argument("--wheel", action="append", default=[],
+                 help="a fork wheel to upload (repeatable), for its release; "
+                      "default: build the wheel of the release chosen below")
   _add_publication_choice(p, "do not upload the pinned jaxlib wheels")
   p.set_defaults(func=cmd_publish)
 

@@ -269,6 +269,7 @@ def test_release_choice_of_index_and_publish(root):
     help_text = " ".join(_fork(root, command, "--help").stdout.split())
     assert "default: the newest in the manifest" in help_text, command
     assert "--all" in help_text, command
+    assert "--wheel" in help_text, command  # a wheel built already
 
 
 def _forge(index: pathlib.Path, name: str, data: bytes) -> None:

@@ -90,9 +90,10 @@ def _probe(python: str, twine_args: list[str], simple_url: str | None,
 
 
 def _verified_files(project: Project, releases: list[Release],
-                    jaxlib: bool) -> list[publication.File]:
+                    jaxlib: bool, given: dict[Release, pathlib.Path] | None
+                    ) -> list[publication.File]:
   """Every file to publish, verified, jaxlib first, each once."""
-  files = publication.collect(project, releases, jaxlib=jaxlib)
+  files = publication.collect(project, releases, jaxlib=jaxlib, given=given)
   jaxlibs = {f.path.name: f for r in files for f in r.jaxlib}
   return [*jaxlibs.values(), *(r.fork_wheel for r in files)]
 
@@ -130,7 +131,8 @@ def publish(project: Project, releases: list[Release], *,
             repository: str | None = None,
             simple_url: str | None = None,
             config_file: str | None = None,
-            jaxlib: bool = True) -> list[str]:
+            jaxlib: bool = True,
+            given: dict[Release, pathlib.Path] | None = None) -> list[str]:
   """Uploads the fork's wheels of `releases` (and their jaxlib) with twine.
 
   Args:
@@ -142,6 +144,8 @@ def publish(project: Project, releases: list[Release], *,
       else <repository>/+simple/ as devpi has it, whichever answers).
     config_file: the .pypirc to read (twine's default when None).
     jaxlib: also publish the pinned jaxlib wheels.
+    given: fork wheels built already, by release (`publish --wheel`), checked
+      as `index --wheel` checks them; the others are built.
 
   Returns:
     The names of the files uploaded (files already there are skipped).
@@ -153,7 +157,7 @@ def publish(project: Project, releases: list[Release], *,
   """
   twine_args = _twine_args(repository_url, repository, config_file)
   python = twine_python()
-  files = _verified_files(project, releases, jaxlib)
+  files = _verified_files(project, releases, jaxlib, given)
   uploaded = []
   with scratch.directory(cache_root() / "publish", "publish") as staging:
     staged = _staged(files, staging)
