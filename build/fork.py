@@ -131,10 +131,8 @@ def _add_check(sub: _Subparsers) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
   index.check_out(pathlib.Path(args.out))
   project = _project(args)
-  manifest = project.manifest()
-  given = publication.given_wheels(manifest, args.wheel)
-  releases = list(given) or publication.select(manifest, args.upstream,
-                                               args.all)
+  releases, given = publication.chosen(project.manifest(), args.upstream,
+                                       args.all, args.wheel)
   print(index.add_releases(pathlib.Path(args.out), publication.collect(
       project, releases, jaxlib=not args.no_jaxlib, given=given)))
   return 0
@@ -178,10 +176,8 @@ def _add_serve(sub: _Subparsers) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
   project = _project(args)
-  manifest = project.manifest()
-  given = publication.given_wheels(manifest, args.wheel)
-  releases = list(given) or publication.select(manifest, args.upstream,
-                                               args.all)
+  releases, given = publication.chosen(project.manifest(), args.upstream,
+                                       args.all, args.wheel)
   for name in publish.publish(
       project, releases, repository_url=args.repository_url,
       repository=args.repository, simple_url=args.simple_url,

@@ -265,6 +265,13 @@ def test_release_choice_of_index_and_publish(root):
   assert publication.select(manifest, [oldest.version], False) == [oldest]
   with pytest.raises(ForkError, match="not both"):
     publication.select(manifest, [oldest.version], True)
+  # Wheels built already, or releases to build: one would be left out.
+  with pytest.raises(ForkError, match=r"\(--wheel\) or .* not both"):
+    publication.chosen(manifest, [oldest.version], False, ["x.whl"])
+  with pytest.raises(ForkError, match=r"\(--wheel\) or .* not both"):
+    publication.chosen(manifest, [], True, ["x.whl"])
+  assert publication.chosen(manifest, [], False, []) == (
+      [manifest.default()], {})
   for command in ("index", "publish"):
     help_text = " ".join(_fork(root, command, "--help").stdout.split())
     assert "default: the newest in the manifest" in help_text, command

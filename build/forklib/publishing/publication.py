@@ -62,6 +62,24 @@ def select(manifest: Manifest, names: list[str], every: bool
   return [manifest.default()]
 
 
+def chosen(manifest: Manifest, names: list[str], every: bool,
+           wheels: list[str]
+           ) -> tuple[list[Release], dict[Release, pathlib.Path]]:
+  """The releases `index` and `publish` publish, and the wheels given.
+
+  Either wheels built already (`--wheel`), for their releases, or releases
+  to build (`select`): never both, since one would be left out.
+
+  Raises:
+    ForkError: both are given, or as `select` and `given_wheels`.
+  """
+  if wheels and (names or every):
+    raise ForkError("pass fork wheels (--wheel) or the releases to build "
+                    "(--upstream, --all), not both")
+  given = given_wheels(manifest, wheels)
+  return (list(given) or select(manifest, names, every)), given
+
+
 def given_wheels(manifest: Manifest, wheels: list[str]
                  ) -> dict[Release, pathlib.Path]:
   """Fork wheels given to publish (`index --wheel`), by their release.
