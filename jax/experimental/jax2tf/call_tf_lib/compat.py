@@ -632,6 +632,19 @@ def session_is_open(sess: Any) -> bool:
   return not closed
 
 
+def is_plain_resource_variable(value: object) -> bool:
+  """Whether ``value`` is a plain resource variable (``tf.Variable``'s class
+  eagerly, not a subclass: a distributed or a Keras-mirrored variable reads
+  otherwise), which a ``ReadVariableOp`` of its handle reads. False where TF
+  moved the class: every value is then read as NumPy reads it."""
+  try:
+    from tensorflow.python.ops import resource_variable_ops  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return False
+  return type(value) is getattr(resource_variable_ops, "ResourceVariable",  # pylint: disable=unidiomatic-typecheck
+                                None)
+
+
 # ---------------------------------------------------------------------------
 # The check the tests run.
 # ---------------------------------------------------------------------------
@@ -767,6 +780,10 @@ def _tf_graph_missing() -> list[str]:
   with tf.compat.v1.Session(graph=graph) as sess:
     need(isinstance(getattr(sess, "_closed", None), bool),
          "tf.compat.v1.Session._closed")
+  with tf.init_scope():
+    need(is_plain_resource_variable(tf.Variable(0.)),
+         "tensorflow resource_variable_ops.ResourceVariable, the class of "
+         "an eager tf.Variable")
   return need.problems
 
 

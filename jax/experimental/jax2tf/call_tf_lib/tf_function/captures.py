@@ -240,5 +240,21 @@ def read_captured_values(captured: Sequence[tf.Variable | tf.Tensor]
     return []
   with tf.init_scope():
     if tf.executing_eagerly():
-      return [np.asarray(v) for v in captured]
+      return [_read_eagerly(v) for v in captured]
   return _read_in_graph_mode(captured)
+
+
+def _read_eagerly(value: tf.Variable | tf.Tensor) -> np.ndarray:
+  """An eager variable's or tensor's value, as a NumPy array.
+
+  A plain resource variable (what ``tf.Variable`` makes eagerly, and Keras's
+  TensorFlow backend holds) is read by its ``ReadVariableOp`` alone:
+  ``np.asarray`` reads it through ``read_value``'s Python layers and an
+  ``Identity``, 4-5x the time (a ViT's 66 variables: 26 ms against 6 ms in
+  a fresh process; every call that passes them pays it). Any other kind
+  (a distributed variable, a tensor) is read as NumPy reads it.
+  """
+  if compat.is_plain_resource_variable(value):
+    return tf.raw_ops.ReadVariableOp(resource=value.handle,
+                                     dtype=value.dtype).numpy()
+  return np.asarray(value)
