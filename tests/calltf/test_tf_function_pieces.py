@@ -22,7 +22,9 @@ test_vmap_function_kinds.py and test_call_tf_graph.py.
 from __future__ import annotations
 
 from jax import export
+from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
+from jax.experimental.jax2tf.call_tf_lib.tf_function import captures
 from jax.experimental.jax2tf.call_tf_lib.tf_function import empty
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph_call
 from jax.experimental.jax2tf.call_tf_lib.tf_function import shapes
@@ -158,3 +160,28 @@ def test_a_function_capturing_variables_is_warned_about_once(caplog):
   assert len(warnings) == 1, warnings
   assert "captures 7 variables and 0 tensors" in warnings[0]
   assert warnings[0].endswith(", ...")
+
+
+def test_captured_values_are_read_as_numpy_reads_them():
+  """A plain variable is read by its ReadVariableOp alone; the values, their
+  dtypes, and a read kept across an assignment are np.asarray's."""
+  plain = tf.Variable(np.arange(6, dtype=np.float64).reshape(2, 3))
+  ints = tf.Variable([1, 2], dtype=tf.int32)
+
+  class Sub(type(plain)):  # a subclass (as a distributed variable is)
+    pass
+  sub = Sub(np.float32(3.))
+  tensor = tf.constant([True, False])
+  assert compat.is_plain_resource_variable(plain)
+  assert not compat.is_plain_resource_variable(sub)
+  assert not compat.is_plain_resource_variable(tensor)
+  values = [plain, ints, sub, tensor]
+  got = captures.read_captured_values(values)
+  for g, v in zip(got, values, strict=True):
+    assert isinstance(g, np.ndarray)
+    assert g.dtype == np.asarray(v).dtype
+    np.testing.assert_array_equal(g, np.asarray(v))
+  plain.assign_add(tf.ones((2, 3), tf.float64))
+  np.testing.assert_array_equal(got[0], np.arange(6.).reshape(2, 3))
+  np.testing.assert_array_equal(captures.read_captured_values([plain])[0],
+                                np.arange(1., 7.).reshape(2, 3))

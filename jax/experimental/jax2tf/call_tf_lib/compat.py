@@ -634,9 +634,9 @@ def session_is_open(sess: Any) -> bool:
 
 def is_plain_resource_variable(value: object) -> bool:
   """Whether ``value`` is a plain resource variable (``tf.Variable``'s class
-  eagerly, not a subclass: a distributed or a Keras-mirrored variable reads
-  otherwise), which a ``ReadVariableOp`` of its handle reads. False where TF
-  moved the class: every value is then read as NumPy reads it."""
+  eagerly, not a subclass: a distributed variable reads otherwise), which a
+  ``ReadVariableOp`` of its handle reads. False where TF moved the class:
+  every value is then read as NumPy reads it."""
   try:
     from tensorflow.python.ops import resource_variable_ops  # pylint: disable=g-import-not-at-top
   except ImportError:

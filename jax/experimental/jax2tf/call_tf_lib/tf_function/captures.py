@@ -250,9 +250,10 @@ def _read_eagerly(value: tf.Variable | tf.Tensor) -> np.ndarray:
   A plain resource variable (what ``tf.Variable`` makes eagerly, and Keras's
   TensorFlow backend holds) is read by its ``ReadVariableOp`` alone:
   ``np.asarray`` reads it through ``read_value``'s Python layers and an
-  ``Identity``, 4-5x the time (a ViT's 66 variables: 26 ms against 6 ms in
-  a fresh process; every call that passes them pays it). Any other kind
-  (a distributed variable, a tensor) is read as NumPy reads it.
+  ``Identity``, twice the time or more (a ViT's 66 variables in
+  ``call_tf``'s first call: 17-24 ms against 8-10 ms; every call that
+  passes them pays it). Any other kind (a distributed variable, a tensor)
+  is read as NumPy reads it.
   """
   if compat.is_plain_resource_variable(value):
     return tf.raw_ops.ReadVariableOp(resource=value.handle,
