@@ -44,6 +44,7 @@ import pytest
 from forklib.publishing import publish as publish_lib
 from forklib.sources import jaxlib_mirror
 
+from .test_index import _pip
 from .test_index import _small_wheel
 
 USER, PASSWORD = "fork-publisher", "correct horse battery staple"
@@ -152,19 +153,6 @@ def _twine_upload(url: str, wheel: pathlib.Path, credentials: bool = True,
       env=env, capture_output=True, text=True)
 
 
-def _pip_install(python: pathlib.Path, *args: str
-                 ) -> subprocess.CompletedProcess:
-  """`pip install` with the venv's pip.
-
-  --no-compile: byte-compiling the fork's thousand modules is most of an
-  install's time, and pip ignores a module that does not compile, so it
-  checks nothing here.
-  """
-  return subprocess.run(
-      [str(python), "-m", "pip", "install", "--disable-pip-version-check",
-       "--no-compile", *args], capture_output=True, text=True)
-
-
 def _installed_version(python: pathlib.Path, dist: str) -> str:
   return subprocess.run(
       [str(python), "-c", "import importlib.metadata as m, sys; "
@@ -193,8 +181,8 @@ def test_publish_round_trip_then_pip_installs_the_fork(
     assert f"{name}: already on {pypiserver.url}, same sha256" in again.stderr
 
   python = new_venv(tmp_path / "venv")
-  proc = _pip_install(python, "--no-deps", "--index-url",
-                      pypiserver.url + "simple/", f"jax=={release.label}")
+  proc = _pip(python, "--no-deps", "--index-url",
+              pypiserver.url + "simple/", f"jax=={release.label}")
   assert proc.returncode == 0, proc.stdout + proc.stderr
   assert _installed_version(python, "jax") == release.label
 
@@ -203,8 +191,8 @@ def test_publish_round_trip_then_pip_installs_the_fork(
   pinned.write_text(f"jax=={release.label} "
                     f"--hash=sha256:{_sha(fork_wheel)}\n")
   python = new_venv(tmp_path / "venv-pinned")
-  proc = _pip_install(python, "--no-deps", "--require-hashes", "--index-url",
-                      pypiserver.url + "simple/", "-r", str(pinned))
+  proc = _pip(python, "--no-deps", "--require-hashes", "--index-url",
+              pypiserver.url + "simple/", "-r", str(pinned))
   assert proc.returncode == 0, proc.stdout + proc.stderr
   assert _installed_version(python, "jax") == release.label
 
@@ -356,8 +344,8 @@ def test_publish_to_devpi_then_pip_installs_the_fork(root, release,
                               password="guess")
     assert anonymous.returncode != 0
     python = new_venv(tmp_path / "venv")
-    proc = _pip_install(python, "--no-deps", "--index-url",
-                        devpi.url + "+simple/", f"jax=={release.label}")
+    proc = _pip(python, "--no-deps", "--index-url",
+                devpi.url + "+simple/", f"jax=={release.label}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _installed_version(python, "jax") == release.label
   finally:
