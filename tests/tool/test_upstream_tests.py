@@ -173,11 +173,12 @@ def test_prepare_applies_the_test_hunks_of_the_queue(tests_dir, tmp_path):
 def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
   import jax  # pylint: disable=g-import-not-at-top
   suite = "jax/experimental/jax2tf/tests/call_tf_test.py"
+  other = "tests/version_test.py"
   tree = tmp_path / "tree"
   _checkout(tree, _files(**{suite: CALL_TF_TEST}))
   (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  result = upstream_tests.run_suite(
-      pathlib.Path(sys.executable), tree, suite, tmp_path / "logs",
+  result, after = upstream_tests.run_suites(
+      pathlib.Path(sys.executable), tree, (suite, other), tmp_path / "logs",
       expect_version=jax.__version__, build_dir=root / "build")
   outcomes = {n.rsplit("::", 1)[1]: o for n, o in result.outcomes.items()}
   assert outcomes["test_imports_the_installed_jax"][0] == "passed"
@@ -188,8 +189,14 @@ def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
   assert outcomes["test_after_the_crash"][0] == "passed"
   assert len(result.summary) == 2
   assert "the process died" in result.summary[0]
-  assert result.summary[1].startswith("1 passed, 4 deselected")
+  assert result.summary[1].startswith("1 failed, 3 passed, 1 error in ")
   assert result.count("passed") == 3 and len(result.failures) == 2
+  # The suite after the crash ran in the process started again, and its
+  # tests are its own.
+  assert after.suite == other
+  assert after.outcomes == {f"{other}::test_ok": ("passed", "")}
+  assert after.summary[0].startswith("1 passed in ")
+  assert after.log == result.log
 
 
 def test_a_pytest_that_exits_without_a_summary_is_an_error(root, tmp_path):
@@ -201,12 +208,13 @@ def test_a_pytest_that_exits_without_a_summary_is_an_error(root, tmp_path):
   python = tmp_path / "python"
   python.write_text("#!/bin/sh\necho 'ERROR: usage'\nexit 4\n")
   python.chmod(0o755)
-  result = upstream_tests.run_suite(
-      python, tree, "tests/version_test.py", tmp_path / "logs",
-      expect_version="any", build_dir=root / "build")
-  assert result.failures == {
-      "tests/version_test.py::<pytest>": "pytest exited with 4"}
-  assert "pytest exited with 4" in result.summary[0]
+  results = upstream_tests.run_suites(
+      python, tree, ("tests/version_test.py", "tests/config_test.py"),
+      tmp_path / "logs", expect_version="any", build_dir=root / "build")
+  for suite, result in zip(("tests/version_test.py", "tests/config_test.py"),
+                           results):
+    assert result.failures == {f"{suite}::<pytest>": "pytest exited with 4"}
+    assert "pytest exited with 4" in result.summary[0]
 
 
 def test_a_source_tree_jax_is_refused(root, tmp_path):
@@ -288,16 +296,18 @@ def test_every_release_has_a_stock_baseline(root):
 
 def test_a_suite_that_cannot_be_imported_is_an_error_saying_why(root,
                                                                 tmp_path):
+  """Its suite is an error; the other suites of the process still run."""
   import jax  # pylint: disable=g-import-not-at-top
   tree = tmp_path / "tree"
   _checkout(tree, _files(**{"tests/version_test.py":
                             "import no_such_module_here\n" + PASSING}))
   (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  result = upstream_tests.run_suite(
-      pathlib.Path(sys.executable), tree, "tests/version_test.py",
-      tmp_path / "logs", expect_version=jax.__version__,
-      build_dir=root / "build")
-  assert result.failures == {
+  broken, other = upstream_tests.run_suites(
+      pathlib.Path(sys.executable), tree,
+      ("tests/version_test.py", "tests/config_test.py"), tmp_path / "logs",
+      expect_version=jax.__version__, build_dir=root / "build")
+  assert broken.failures == {
       "tests/version_test.py": "collection failed: ModuleNotFoundError: No "
                                "module named 'no_such_module_here'"}
-  assert result.summary and "error" in result.summary[0]
+  assert broken.summary and "error" in broken.summary[0]
+  assert other.outcomes == {"tests/config_test.py::test_ok": ("passed", "")}

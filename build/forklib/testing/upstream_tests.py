@@ -23,8 +23,8 @@ The set is copied into the cache (only the test files: never a `jax/`
 package a test could import instead of the installed one), the test-file
 hunks of the release's patch queue are applied to it (a patch that changes
 upstream's behaviour on purpose also changes upstream's test for it), and
-each suite runs in the test venv with `forklib.testing.pytest_plugin`, which
-finds `jax.experimental.jax2tf.tests` in that copy and checks that `jax` is
+the suites run in one pytest process in the test venv with
+`forklib.testing.pytest_plugin`, which finds `jax.experimental.jax2tf.tests` in that copy and checks that `jax` is
 the installed wheel.
 
 Failures are judged against stock upstream: `tests/upstream_known_failures.
@@ -70,7 +70,8 @@ SUITES = (
 KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
 _TESTS_DIR = "jax/experimental/jax2tf/tests/"
 _TAG_RE = re.compile(r"^jax-v(?P<version>[0-9]+(?:\.[0-9]+)*)(?:\.tar\.gz)?$")
-# Where a suite is killed: far above the slowest measured (docs/maintainers.md).
+# Where the suites' process is killed: far above the slowest measured
+# (docs/maintainers.md).
 SUITE_TIMEOUT = 3600
 _MAX_CRASHES = 5
 FAILING = ("failed", "error")
@@ -342,87 +343,170 @@ def read_report(path: pathlib.Path) -> tuple[dict[str, tuple[str, str]],
   return outcomes, started
 
 
-def run_suite(python: pathlib.Path, tree: pathlib.Path, suite: str,
-              log_dir: pathlib.Path, *, expect_version: str,
-              build_dir: pathlib.Path, timeout: int = SUITE_TIMEOUT
-              ) -> SuiteResult:
-  """Runs one suite of `tree` with the venv's `python`.
+def run_suites(python: pathlib.Path, tree: pathlib.Path,
+               suites: tuple[str, ...], log_dir: pathlib.Path, *,
+               expect_version: str, build_dir: pathlib.Path,
+               timeout: int = SUITE_TIMEOUT) -> list[SuiteResult]:
+  """Runs `suites` of `tree` in one pytest process with the venv's `python`.
 
-  A test that kills the Python process (an abort in TF, say) is recorded as
-  an error, and the suite goes on without the tests already run.
+  One process, as upstream's own CI runs a folder of tests with pytest: each
+  suite's own process imported JAX and TensorFlow again, about a third of
+  a smoke run's upstream time. A file that does not import is an error of
+  its suite and the others run (`--continue-on-collection-errors`). A test
+  that kills the Python process (an abort in TF, say) is recorded as an
+  error, and pytest starts again without the tests already run.
 
   Args:
     python: the test venv's interpreter.
     tree: the prepared tests (`prepare`).
-    suite: a path in `SUITES`.
+    suites: paths in `SUITES`.
     log_dir: where pytest's output and the report go.
     expect_version: the `jax.__version__` the venv must have.
     build_dir: the repository's build/ (for `forklib.testing.pytest_plugin`).
-    timeout: seconds before the suite is killed.
+    timeout: seconds before the process is killed.
+
+  Returns:
+    A result per suite, in the order of `suites`: its tests' outcomes, a
+    summary of their counts and seconds (each process's notes first: a
+    crash or a timeout in one of its tests), and the shared log.
   """
-  log_path, report, exclude = _fresh_logs(log_dir, suite)
+  log_path, report, exclude = _fresh_logs(log_dir)
+  start = time.monotonic()
+  notes, crashed, summaries = _attempts(
+      python, tree, suites, report, exclude, log_path,
+      expect_version=expect_version, build_dir=build_dir, timeout=timeout)
+  log.step("upstream-tests", f"{len(suites)} suite(s) in one process: "
+           + "; ".join(summaries or ["no summary"])
+           + f" ({time.monotonic() - start:.0f}s)")
+  outcomes, _ = read_report(report)
+  outcomes.update(crashed)
+  return _by_suite(_without_paths(outcomes, tree, python),
+                   _seconds_by_test(report), notes, log_path)
+
+
+def _attempts(python: pathlib.Path, tree: pathlib.Path,
+              suites: tuple[str, ...], report: pathlib.Path,
+              exclude: pathlib.Path, log_path: pathlib.Path, *,
+              expect_version: str, build_dir: pathlib.Path, timeout: int
+              ) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]],
+                         list[str]]:
+  """pytest on `suites`, started again after each crash (`run_suites`).
+
+  Returns:
+    Each suite's notes (a crash, a timeout), the tests that never finished
+    (node id -> ("error", why)), and pytest's summary line of each attempt.
+  """
   env = clean_env({"PYTHONPATH": str(build_dir),
                     "TF_CPP_MIN_LOG_LEVEL": "2"})
-  summaries: list[str] = []
+  notes: dict[str, list[str]] = {suite: [] for suite in suites}
   crashed: dict[str, tuple[str, str]] = {}
-  start = time.monotonic()
+  summaries: list[str] = []
   for _ in range(_MAX_CRASHES + 1):
-    cmd = _suite_command(python, tree, suite, expect_version, report, exclude)
+    cmd = _suites_command(python, tree, suites, expect_version, report,
+                          exclude)
     rc = _run_logged(cmd, tree, env, log_path, timeout)
     output = log_path.read_text(encoding="utf-8", errors="replace")
     summary = _summary_line(output.rsplit("$ ", 1)[-1])
     outcomes, unfinished = read_report(report)
     if rc is None:
-      summaries.append(f"timed out after {timeout}s")
-      if unfinished:
-        crashed[unfinished] = ("error", f"timed out after {timeout}s")
+      for suite in _owners(unfinished, suites):
+        notes[suite].append(f"timed out after {timeout}s")
+      for test in ([unfinished] if unfinished
+                   else [f"{suite}::<pytest>" for suite in suites]):
+        crashed[test] = ("error", f"timed out after {timeout}s")
       break
     if summary:
       summaries.append(summary)
     if unfinished is None or rc in (0, 1):
       if rc not in (0, 1, 5) and not summary:
         # (Kept with the crashes: the report, read again below, has none.)
-        summaries.append(f"pytest exited with {rc}; see {log_path}")
-        crashed[f"{suite}::<pytest>"] = ("error", f"pytest exited with {rc}")
+        for suite in suites:
+          notes[suite].append(f"pytest exited with {rc}; see {log_path}")
+          crashed[f"{suite}::<pytest>"] = ("error", f"pytest exited with {rc}")
       break
     reason = (f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
     crashed[unfinished] = ("error", f"the test process died ({reason})")
-    summaries.append(f"the process died ({reason}) in {unfinished}; going on "
-                     "without it")
+    for suite in _owners(unfinished, suites):
+      notes[suite].append(f"the process died ({reason}) in {unfinished}; "
+                          "going on without it")
     exclude.write_text("\n".join([*outcomes, *crashed]) + "\n",
                        encoding="utf-8")
-  outcomes, _ = read_report(report)
-  outcomes.update(crashed)
-  return SuiteResult(suite=suite, outcomes=_without_paths(outcomes, tree,
-                                                          python),
-                     summary=summaries, seconds=time.monotonic() - start,
-                     log=log_path)
+  return notes, crashed, summaries
 
 
-def _fresh_logs(log_dir: pathlib.Path, suite: str
+def _by_suite(outcomes: dict[str, tuple[str, str]],
+              seconds: dict[str, float], notes: dict[str, list[str]],
+              log_path: pathlib.Path) -> list[SuiteResult]:
+  """A process's outcomes as a result per suite (`notes`' keys, in order)."""
+  results = []
+  for suite, suite_notes in notes.items():
+    mine = {n: o for n, o in outcomes.items() if _owners(n, (suite,))}
+    took = sum(seconds.get(n, 0.) for n in mine)
+    results.append(SuiteResult(
+        suite=suite, outcomes=mine,
+        summary=[*suite_notes, _counts_summary(mine, took)],
+        seconds=took, log=log_path))
+  return results
+
+
+def _owners(nodeid: str | None, suites: tuple[str, ...]) -> list[str]:
+  """The suites a test belongs to: the one whose file it is in, or every
+  suite when the test is not known."""
+  if nodeid is None or nodeid.startswith("("):
+    return list(suites)
+  return [s for s in suites if nodeid == s or nodeid.startswith(s + "::")]
+
+
+def _seconds_by_test(report: pathlib.Path) -> dict[str, float]:
+  seconds: dict[str, float] = {}
+  for record in _report_records(report)[0]:
+    if "nodeid" in record and "seconds" in record:
+      seconds[record["nodeid"]] = (seconds.get(record["nodeid"], 0.)
+                                   + record["seconds"])
+  return seconds
+
+
+# pytest's order of the counts in its summary line.
+_COUNTED = (("failed", "failed"), ("passed", "passed"),
+            ("skipped", "skipped"), ("xfailed", "xfailed"),
+            ("xpassed", "xpassed"), ("error", "errors"))
+
+
+def _counts_summary(outcomes: dict[str, tuple[str, str]],
+                    seconds: float) -> str:
+  """A suite's counts in pytest's words ("1 failed, 145 passed, 17 skipped
+  in 58.14s"): what `Baseline.test_count` and `Baseline.seconds` read."""
+  counts = [f"{n} {word if n != 1 or word != 'errors' else 'error'}"
+            for outcome, word in _COUNTED
+            if (n := sum(1 for o, _ in outcomes.values() if o == outcome))]
+  return f"{', '.join(counts) or 'no tests ran'} in {seconds:.2f}s"
+
+
+def _fresh_logs(log_dir: pathlib.Path
                 ) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path]:
-  """The files in `log_dir` of a run of `suite`, those of an earlier run
+  """The files in `log_dir` of a run of the suites, those of an earlier run
   removed: pytest's output, the report, the tests to exclude."""
-  name = suite.rsplit("/", 1)[1].removesuffix(".py")
   log_dir.mkdir(parents=True, exist_ok=True)
-  files = (log_dir / f"{name}.log", log_dir / f"{name}.jsonl",
-           log_dir / f"{name}.exclude")
+  files = (log_dir / "suites.log", log_dir / "suites.jsonl",
+           log_dir / "suites.exclude")
   for p in files:
     p.unlink(missing_ok=True)
   return files
 
 
-def _suite_command(python: pathlib.Path, tree: pathlib.Path, suite: str,
-                   expect_version: str, report: pathlib.Path,
-                   exclude: pathlib.Path) -> list[str]:
-  """The pytest command of one attempt at `suite` (`run_suite`)."""
+def _suites_command(python: pathlib.Path, tree: pathlib.Path,
+                    suites: tuple[str, ...], expect_version: str,
+                    report: pathlib.Path, exclude: pathlib.Path
+                    ) -> list[str]:
+  """The pytest command of one attempt at `suites` (`run_suites`)."""
   # -P: the working directory is not put on sys.path.
   cmd = [str(python), "-P", "-m", "pytest",
          "-p", "forklib.testing.pytest_plugin",
          "-q", "-p", "no:cacheprovider", "--rootdir", str(tree),
+         "--continue-on-collection-errors",
          "--jax-fork-upstream-tree", str(tree),
          "--jax-fork-expect-version", expect_version,
-         "--jax-fork-report", str(report), suite]
+         "--jax-fork-report", str(report), *suites]
   if exclude.exists():
     cmd += ["--jax-fork-exclude", str(exclude)]
   return cmd
@@ -620,12 +704,16 @@ def report(results: list[SuiteResult], judgement: Judgement | None,
            *, known_path: pathlib.Path | None = None) -> str:
   """The text the test command prints for one release's upstream run."""
   width = max(len(r.name) for r in results)
+  logs = list(dict.fromkeys(r.log for r in results))
   lines = []
   for r in results:
     for i, summary in enumerate(r.summary or ["(no summary line)"]):
       label = r.name if i == 0 else ""
       lines.append(f"  {label:<{width}}  {summary}")
-    lines.append(f"  {'':<{width}}  ({r.seconds:.0f}s; log: {r.log})")
+    if len(logs) > 1:
+      lines.append(f"  {'':<{width}}  ({r.seconds:.0f}s; log: {r.log})")
+  if len(logs) == 1:
+    lines.append(f"  {'':<{width}}  (log: {logs[0]})")
   if judgement is None:
     return "\n".join(lines)
   if judgement.note:
@@ -650,14 +738,13 @@ def report(results: list[SuiteResult], judgement: Judgement | None,
 def run_all(python: pathlib.Path, tree: pathlib.Path, log_dir: pathlib.Path,
             *, expect_version: str, build_dir: pathlib.Path,
             suites: tuple[str, ...] = SUITES) -> list[SuiteResult]:
-  """Runs `suites` one after the other; prints each summary as it ends."""
-  results = []
-  for suite in suites:
-    log.step("upstream-tests", f"{suite} against jax {expect_version}")
-    result = run_suite(python, tree, suite, log_dir,
+  """Runs `suites` in one pytest process (`run_suites`); prints each
+  suite's summary when the process ends."""
+  log.step("upstream-tests", f"{', '.join(s.rsplit('/', 1)[1] for s in suites)}"
+           f" against jax {expect_version}")
+  results = run_suites(python, tree, suites, log_dir,
                        expect_version=expect_version, build_dir=build_dir)
+  for result in results:
     log.step("upstream-tests", f"{result.name}: "
-             + "; ".join(result.summary or ["no summary"])
-             + f" ({result.seconds:.0f}s)")
-    results.append(result)
+             + "; ".join(result.summary or ["no summary"]))
   return results
