@@ -21,6 +21,8 @@ test_vmap_function_kinds.py and test_call_tf_graph.py.
 
 from __future__ import annotations
 
+import gc
+
 from jax import export
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
@@ -181,7 +183,20 @@ def test_captured_values_are_read_as_numpy_reads_them():
     assert isinstance(g, np.ndarray)
     assert g.dtype == np.asarray(v).dtype
     np.testing.assert_array_equal(g, np.asarray(v))
+  # A plain variable's read is a read-only view of the read's buffer, which
+  # stays the value read through updates of every kind (TF copies the
+  # variable's buffer first while a read holds it), its tensor gone.
+  assert not got[0].flags.writeable and not got[0].flags.owndata
+  with pytest.raises(ValueError, match="read-only"):
+    got[0][0, 0] = 7.
+  gc.collect()
   plain.assign_add(tf.ones((2, 3), tf.float64))
+  plain[0, 1].assign(9.)
+  plain.scatter_nd_update([[1, 2]], [-1.])  # TF's copy-on-read mode after it
+  kept = captures.read_captured_values([plain])[0]
+  plain.assign(tf.zeros((2, 3), tf.float64))
+  _ = [tf.ones((2, 3), tf.float64) * 5. for _ in range(8)]  # reuse memory
   np.testing.assert_array_equal(got[0], np.arange(6.).reshape(2, 3))
+  np.testing.assert_array_equal(kept, [[1., 9., 3.], [4., 5., -1.]])
   np.testing.assert_array_equal(captures.read_captured_values([plain])[0],
-                                np.arange(1., 7.).reshape(2, 3))
+                                np.zeros((2, 3)))

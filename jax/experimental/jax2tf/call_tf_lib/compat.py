@@ -50,6 +50,7 @@ from jax._src.export.stablehlo_to_jax.compat import typeof as typeof
 # What the transformations of Exported.call ask of jax.export.
 from jax._src.export.transforms.exported import pieces_missing as export_pieces_missing
 from jax import tree_util
+import numpy as np
 
 if TYPE_CHECKING:
   import tensorflow as tf
@@ -645,6 +646,26 @@ def is_plain_resource_variable(value: object) -> bool:
                                 None)
 
 
+def read_only_numpy_view(tensor: tf.Tensor) -> np.ndarray:
+  """An eager tensor's value as a read-only NumPy view of its buffer.
+
+  ``numpy()`` copies the buffer: a ResNet50's 320 variable reads (94 MB)
+  took 40-80 ms with the copies, 5-8 ms without. The view holds the
+  tensor's buffer, so it stays the value read: TF copies a variable's
+  buffer before an update while a read holds it (copy-on-write; in
+  copy-on-read mode, after a sparse update, the read is a copy already).
+  It is made read-only, since a read aliases the variable's buffer. A
+  copy where TF moved ``_numpy``.
+  """
+  view = getattr(tensor, "_numpy", None)
+  if view is None:
+    return tensor.numpy()
+  array = view()
+  if isinstance(array, np.ndarray):
+    array.flags.writeable = False
+  return array
+
+
 # ---------------------------------------------------------------------------
 # The check the tests run.
 # ---------------------------------------------------------------------------
@@ -784,6 +805,9 @@ def _tf_graph_missing() -> list[str]:
     need(is_plain_resource_variable(tf.Variable(0.)),
          "tensorflow resource_variable_ops.ResourceVariable, the class of "
          "an eager tf.Variable")
+    need(callable(getattr(tf.constant(0.), "_numpy", None)),
+         "tensorflow EagerTensor._numpy, the view of an eager tensor's "
+         "buffer")
   return need.problems
 
 

@@ -252,10 +252,11 @@ def _read_eagerly(value: tf.Variable | tf.Tensor) -> np.ndarray:
   ``np.asarray`` reads it through ``read_value``'s Python layers and an
   ``Identity``, twice the time or more (a ViT's 66 variables in
   ``call_tf``'s first call: 17-24 ms against 8-10 ms; every call that
-  passes them pays it). Any other kind (a distributed variable, a tensor)
-  is read as NumPy reads it.
+  passes them pays it), into a read-only view of the read's buffer
+  (``compat.read_only_numpy_view``: no copy). Any other kind (a
+  distributed variable, a tensor) is read as NumPy reads it.
   """
   if compat.is_plain_resource_variable(value):
-    return tf.raw_ops.ReadVariableOp(resource=value.handle,
-                                     dtype=value.dtype).numpy()
+    return compat.read_only_numpy_view(tf.raw_ops.ReadVariableOp(
+        resource=value.handle, dtype=value.dtype))
   return np.asarray(value)
