@@ -188,7 +188,7 @@ def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
   assert "the test process died" in outcomes["test_kills_the_process"][1]
   assert outcomes["test_after_the_crash"][0] == "passed"
   assert len(result.summary) == 2
-  assert "the process died" in result.summary[0]
+  assert "the test process died" in result.summary[0]
   assert result.summary[1].startswith("1 failed, 3 passed, 1 error in ")
   assert result.count("passed") == 3 and len(result.failures) == 2
   # The suite after the crash ran in the process started again, and its
@@ -311,3 +311,76 @@ def test_a_suite_that_cannot_be_imported_is_an_error_saying_why(root,
                                "module named 'no_such_module_here'"}
   assert broken.summary and "error" in broken.summary[0]
   assert other.outcomes == {"tests/config_test.py::test_ok": ("passed", "")}
+
+
+def test_a_timeout_or_a_suite_that_keeps_crashing_leaves_the_others_running(
+    root, tmp_path, monkeypatch):
+  """A test past the timeout is an error and pytest goes on without it; a
+  suite that kills the process more than `_MAX_CRASHES` times is an error
+  and left out; the suites after them still run and count."""
+  import jax  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(upstream_tests, "_MAX_CRASHES", 1)
+  hangs, crashes, later = ("tests/version_test.py", "tests/config_test.py",
+                           "jax/experimental/jax2tf/tests/jax2tf_test.py")
+  tree = tmp_path / "tree"
+  _checkout(tree, _files(**{
+      hangs: "import time\ndef test_hangs():\n  time.sleep(600)\n" + PASSING,
+      crashes: "".join(f"def test_abort_{i}():\n  import os; os.abort()\n"
+                       for i in range(3)),
+      later: "def test_fails():\n  assert False\n"}))
+  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
+  first, second, third = upstream_tests.run_suites(
+      pathlib.Path(sys.executable), tree, (hangs, crashes, later),
+      tmp_path / "logs", expect_version=jax.__version__,
+      build_dir=root / "build", timeout=20)
+  assert first.outcomes == {
+      f"{hangs}::test_hangs": ("error", "timed out after 20s"),
+      f"{hangs}::test_ok": ("passed", "")}
+  assert second.failures == {
+      f"{crashes}::test_abort_0": "the test process died (killed by signal 6)",
+      f"{crashes}::test_abort_1": "the test process died (killed by signal 6)",
+      f"{crashes}::<pytest>": "gave up after 2 crashes: the rest of it did "
+                              "not run"}
+  assert third.outcomes == {f"{later}::test_fails": ("failed", "assert False")}
+  for result in (first, second, third):  # what pytest's summary would count
+    summary = result.summary[-1]
+    assert upstream_tests.Baseline(
+        version="0", tests="", date="", versions={}, machine="",
+        call_tf_check="", suites={result.name: summary},
+        failures={}).test_count(result.suite) == len(result.outcomes)
+
+
+def test_a_process_that_dies_collecting_runs_each_suite_alone(root, tmp_path):
+  """An abort at import names no test: each suite then has a process of its
+  own, so only the one that aborts is an error."""
+  import jax  # pylint: disable=g-import-not-at-top
+  tree = tmp_path / "tree"
+  _checkout(tree, _files(**{"tests/version_test.py":
+                            "import os\nos.abort()\n" + PASSING}))
+  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
+  aborts, other = upstream_tests.run_suites(
+      pathlib.Path(sys.executable), tree,
+      ("tests/version_test.py", "tests/config_test.py"), tmp_path / "logs",
+      expect_version=jax.__version__, build_dir=root / "build")
+  assert list(aborts.failures) == ["tests/version_test.py::<pytest>"]
+  assert other.outcomes == {"tests/config_test.py::test_ok": ("passed", "")}
+
+
+def test_every_outcome_goes_to_one_suite_and_every_suite_has_one():
+  torn = "(a test after the last whole line of x.jsonl)"
+  results = upstream_tests._by_suite(  # pylint: disable=protected-access
+      {"a.py::t": ("passed", ""), "ab.py::t": ("failed", "E"),
+       torn: ("error", "died")},
+      {"a.py::t": 1.5}, {"a.py": [], "ab.py": [], "c.py": ["note"]},
+      pathlib.Path("suites.log"))
+  assert [r.outcomes for r in results] == [
+      {"a.py::t": ("passed", ""), torn: ("error", "died")},
+      {"ab.py::t": ("failed", "E")},
+      {"c.py::<pytest>": ("error", "no test of it ran; see suites.log")}]
+  assert [r.summary for r in results] == [
+      ["1 passed, 1 error in 1.50s"], ["1 failed in 0.00s"],
+      ["note", "1 error in 0.00s"]]
+  assert upstream_tests.Baseline(
+      version="0", tests="", date="", versions={}, machine="",
+      call_tf_check="", suites={"a.py": results[0].summary[-1]},
+      failures={}).seconds("tests/a.py") == 1.5

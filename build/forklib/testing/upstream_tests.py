@@ -23,9 +23,9 @@ The set is copied into the cache (only the test files: never a `jax/`
 package a test could import instead of the installed one), the test-file
 hunks of the release's patch queue are applied to it (a patch that changes
 upstream's behaviour on purpose also changes upstream's test for it), and
-the suites run in one pytest process in the test venv with
-`forklib.testing.pytest_plugin`, which finds `jax.experimental.jax2tf.tests` in that copy and checks that `jax` is
-the installed wheel.
+the suites run in one pytest process in the test venv (`run_suites`) with
+`forklib.testing.pytest_plugin`, which finds `jax.experimental.jax2tf.tests`
+in that copy and checks that `jax` is the installed wheel.
 
 Failures are judged against stock upstream: `tests/upstream_known_failures.
 toml` lists, per release, the tests that fail with upstream's own wheel on
@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import pathlib
@@ -70,8 +71,9 @@ SUITES = (
 KNOWN_FAILURES = pathlib.Path("tests") / "upstream_known_failures.toml"
 _TESTS_DIR = "jax/experimental/jax2tf/tests/"
 _TAG_RE = re.compile(r"^jax-v(?P<version>[0-9]+(?:\.[0-9]+)*)(?:\.tar\.gz)?$")
-# Where the suites' process is killed: far above the slowest measured
-# (docs/maintainers.md).
+# Where a pytest process of the suites is killed (the test it is in is an
+# error, and pytest starts again without it): far above the slowest
+# measured (docs/maintainers.md).
 SUITE_TIMEOUT = 3600
 _MAX_CRASHES = 5
 FAILING = ("failed", "error")
@@ -250,9 +252,11 @@ class SuiteResult:
   Attributes:
     suite: the suite's path in upstream's repository.
     outcomes: node id -> (outcome, first line of the error).
-    summary: pytest's summary line(s), one per pytest process.
-    seconds: wall time.
-    log: pytest's full output.
+    summary: what befell the suite (a crash, a timeout), then its counts in
+      pytest's words, with the seconds of its tests.
+    seconds: its tests' seconds (setup, call and teardown; the process's
+      imports are no suite's).
+    log: pytest's full output (of the process that ran it, shared).
   """
   suite: str
   outcomes: dict[str, tuple[str, str]]
@@ -349,112 +353,162 @@ def run_suites(python: pathlib.Path, tree: pathlib.Path,
                timeout: int = SUITE_TIMEOUT) -> list[SuiteResult]:
   """Runs `suites` of `tree` in one pytest process with the venv's `python`.
 
-  One process, as upstream's own CI runs a folder of tests with pytest: each
-  suite's own process imported JAX and TensorFlow again, about a third of
-  a smoke run's upstream time. A file that does not import is an error of
-  its suite and the others run (`--continue-on-collection-errors`). A test
-  that kills the Python process (an abort in TF, say) is recorded as an
-  error, and pytest starts again without the tests already run.
+  One process, as upstream's own CI runs a folder of tests with pytest: a
+  process per suite imported JAX and TensorFlow again, about a third of a
+  smoke run's upstream time. A file that raises at import is an error of
+  its suite and the others run (`--continue-on-collection-errors`); a
+  process that dies while collecting (an abort at import) names no test,
+  so each suite then runs in a process of its own. A test that kills the
+  process (an abort in TF, say) or runs past `timeout` is recorded as an
+  error, and pytest starts again without the tests already run; a suite
+  that kills it more than `_MAX_CRASHES` times is an error and left out.
 
   Args:
     python: the test venv's interpreter.
     tree: the prepared tests (`prepare`).
     suites: paths in `SUITES`.
-    log_dir: where pytest's output and the report go.
+    log_dir: where pytest's output and the reports go.
     expect_version: the `jax.__version__` the venv must have.
     build_dir: the repository's build/ (for `forklib.testing.pytest_plugin`).
-    timeout: seconds before the process is killed.
+    timeout: seconds before a pytest process is killed.
 
   Returns:
-    A result per suite, in the order of `suites`: its tests' outcomes, a
-    summary of their counts and seconds (each process's notes first: a
-    crash or a timeout in one of its tests), and the shared log.
+    A result per suite, in the order of `suites`.
   """
-  log_path, report, exclude = _fresh_logs(log_dir)
   start = time.monotonic()
-  notes, crashed, summaries = _attempts(
-      python, tree, suites, report, exclude, log_path,
-      expect_version=expect_version, build_dir=build_dir, timeout=timeout)
+  run = _Attempts(python, tree, suites, _fresh_logs(log_dir),
+                  expect_version=expect_version, build_dir=build_dir,
+                  timeout=timeout)
+  run.run()
   log.step("upstream-tests", f"{len(suites)} suite(s) in one process: "
-           + "; ".join(summaries or ["no summary"])
+           + "; ".join(run.summaries or ["no summary"])
            + f" ({time.monotonic() - start:.0f}s)")
-  outcomes, _ = read_report(report)
-  outcomes.update(crashed)
-  return _by_suite(_without_paths(outcomes, tree, python),
-                   _seconds_by_test(report), notes, log_path)
+  if run.died_collecting and len(suites) > 1:
+    log.step("upstream-tests", "the process died while collecting: each "
+             "suite in a process of its own")
+    return [result for suite in suites
+            for result in run_suites(
+                python, tree, (suite,),
+                log_dir / suite.rsplit("/", 1)[1].removesuffix(".py"),
+                expect_version=expect_version, build_dir=build_dir,
+                timeout=timeout)]
+  return _by_suite(_without_paths(run.outcomes, tree, python), run.seconds,
+                   run.notes, log_dir / "suites.log")
 
 
-def _attempts(python: pathlib.Path, tree: pathlib.Path,
-              suites: tuple[str, ...], report: pathlib.Path,
-              exclude: pathlib.Path, log_path: pathlib.Path, *,
-              expect_version: str, build_dir: pathlib.Path, timeout: int
-              ) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]],
-                         list[str]]:
-  """pytest on `suites`, started again after each crash (`run_suites`).
+class _Attempts:
+  """pytest on some suites, started again after each crash (`run_suites`).
 
-  Returns:
-    Each suite's notes (a crash, a timeout), the tests that never finished
-    (node id -> ("error", why)), and pytest's summary line of each attempt.
+  Attributes:
+    outcomes: node id -> (outcome, first line of the error), of every
+      attempt, the tests that never finished included.
+    seconds: node id -> seconds (setup, call and teardown).
+    notes: suite -> what befell it (a crash, a timeout, giving up).
+    summaries: pytest's summary line of each attempt that printed one.
+    died_collecting: the last attempt died outside any test, before its
+      summary.
   """
-  env = clean_env({"PYTHONPATH": str(build_dir),
-                    "TF_CPP_MIN_LOG_LEVEL": "2"})
-  notes: dict[str, list[str]] = {suite: [] for suite in suites}
-  crashed: dict[str, tuple[str, str]] = {}
-  summaries: list[str] = []
-  for _ in range(_MAX_CRASHES + 1):
-    cmd = _suites_command(python, tree, suites, expect_version, report,
-                          exclude)
-    rc = _run_logged(cmd, tree, env, log_path, timeout)
-    output = log_path.read_text(encoding="utf-8", errors="replace")
-    summary = _summary_line(output.rsplit("$ ", 1)[-1])
-    outcomes, unfinished = read_report(report)
-    if rc is None:
-      for suite in _owners(unfinished, suites):
-        notes[suite].append(f"timed out after {timeout}s")
-      for test in ([unfinished] if unfinished
-                   else [f"{suite}::<pytest>" for suite in suites]):
-        crashed[test] = ("error", f"timed out after {timeout}s")
-      break
-    if summary:
-      summaries.append(summary)
-    if unfinished is None or rc in (0, 1):
+
+  def __init__(self, python: pathlib.Path, tree: pathlib.Path,
+               suites: tuple[str, ...], log_path: pathlib.Path, *,
+               expect_version: str, build_dir: pathlib.Path, timeout: int):
+    self._python, self._tree, self._log_path = python, tree, log_path
+    self._expect_version, self._timeout = expect_version, timeout
+    self._env = clean_env({"PYTHONPATH": str(build_dir),
+                           "TF_CPP_MIN_LOG_LEVEL": "2"})
+    self._running = list(suites)
+    self._crashes = {suite: 0 for suite in suites}
+    self.outcomes: dict[str, tuple[str, str]] = {}
+    self.seconds: dict[str, float] = {}
+    self.notes: dict[str, list[str]] = {suite: [] for suite in suites}
+    self.summaries: list[str] = []
+    self.died_collecting = False
+
+  def run(self) -> None:
+    exclude = self._log_path.with_suffix(".exclude")
+    for attempt in itertools.count():
+      # A report per attempt: a line torn by a death ends only its own.
+      report = self._log_path.with_suffix(f".{attempt}.jsonl")
+      cmd = _suites_command(self._python, self._tree, tuple(self._running),
+                            self._expect_version, report,
+                            exclude if attempt else None)
+      rc = _run_logged(cmd, self._tree, self._env, self._log_path,
+                       self._timeout)
+      output = self._log_path.read_text(encoding="utf-8", errors="replace")
+      summary = _summary_line(output.rsplit("$ ", 1)[-1])
+      got, unfinished = read_report(report)
+      self.outcomes.update(got)
+      self.seconds.update(_seconds_by_test(report))
+      if summary:
+        self.summaries.append(summary)
+      if not self._crashed(rc, summary, unfinished):
+        return
+      exclude.write_text("\n".join(self.outcomes) + "\n", encoding="utf-8")
+
+  def _crashed(self, rc: int | None, summary: str,
+               unfinished: str | None) -> bool:
+    """Records how an attempt ended; whether to start again."""
+    if rc is not None and (unfinished is None or rc in (0, 1)):
       if rc not in (0, 1, 5) and not summary:
-        # (Kept with the crashes: the report, read again below, has none.)
-        for suite in suites:
-          notes[suite].append(f"pytest exited with {rc}; see {log_path}")
-          crashed[f"{suite}::<pytest>"] = ("error", f"pytest exited with {rc}")
-      break
-    reason = (f"killed by signal {-rc}" if rc < 0 else f"exit {rc}")
-    crashed[unfinished] = ("error", f"the test process died ({reason})")
-    for suite in _owners(unfinished, suites):
-      notes[suite].append(f"the process died ({reason}) in {unfinished}; "
-                          "going on without it")
-    exclude.write_text("\n".join([*outcomes, *crashed]) + "\n",
-                       encoding="utf-8")
-  return notes, crashed, summaries
+        self.died_collecting = rc not in (2, 3, 4)  # pytest's own errors
+        self._fail(self._running, f"pytest exited with {rc}",
+                   f"; see {self._log_path}")
+      return False
+    if unfinished is None:  # timed out outside any test
+      self._fail(self._running, f"timed out after {self._timeout}s")
+      return False
+    why = (f"timed out after {self._timeout}s" if rc is None else
+           "the test process died ("
+           + (f"killed by signal {-rc}" if rc < 0 else f"exit {rc}") + ")")
+    self.outcomes[unfinished] = ("error", why)
+    for suite in _owners(unfinished, tuple(self._running)):
+      self._crashes[suite] += 1
+      self.notes[suite].append(f"{why} in {unfinished}; going on without it")
+      if self._crashes[suite] > _MAX_CRASHES:
+        self._running.remove(suite)
+        self._fail([suite], f"gave up after {self._crashes[suite]} "
+                   "crashes: the rest of it did not run")
+    return bool(self._running)
+
+  def _fail(self, suites: list[str], why: str, where: str = "") -> None:
+    for suite in suites:
+      self.notes[suite].append(why + where)
+      self.outcomes[f"{suite}::<pytest>"] = ("error", why)
 
 
 def _by_suite(outcomes: dict[str, tuple[str, str]],
               seconds: dict[str, float], notes: dict[str, list[str]],
               log_path: pathlib.Path) -> list[SuiteResult]:
-  """A process's outcomes as a result per suite (`notes`' keys, in order)."""
+  """A process's outcomes as a result per suite (`notes`' keys, in order).
+
+  An outcome of no suite's file (a torn report line's, a collection error
+  of no file) goes to the first suite; a suite with no outcome at all is
+  an error: nothing fails unseen.
+  """
+  suites = tuple(notes)
+  mine: dict[str, dict[str, tuple[str, str]]] = {s: {} for s in suites}
+  for nodeid, outcome in outcomes.items():
+    owners = [s for s in suites
+              if nodeid == s or nodeid.startswith(s + "::")]
+    mine[owners[0] if owners else suites[0]][nodeid] = outcome
   results = []
-  for suite, suite_notes in notes.items():
-    mine = {n: o for n, o in outcomes.items() if _owners(n, (suite,))}
-    took = sum(seconds.get(n, 0.) for n in mine)
+  for suite in suites:
+    if not mine[suite]:
+      mine[suite][f"{suite}::<pytest>"] = ("error", "no test of it ran; see "
+                                           f"{log_path}")
+    took = sum(seconds.get(n, 0.) for n in mine[suite])
     results.append(SuiteResult(
-        suite=suite, outcomes=mine,
-        summary=[*suite_notes, _counts_summary(mine, took)],
+        suite=suite, outcomes=mine[suite],
+        summary=[*notes[suite], _counts_summary(mine[suite], took)],
         seconds=took, log=log_path))
   return results
 
 
-def _owners(nodeid: str | None, suites: tuple[str, ...]) -> list[str]:
+def _owners(nodeid: str, suites: tuple[str, ...]) -> list[str]:
   """The suites a test belongs to: the one whose file it is in, or every
-  suite when the test is not known."""
-  if nodeid is None or nodeid.startswith("("):
-    return list(suites)
-  return [s for s in suites if nodeid == s or nodeid.startswith(s + "::")]
+  suite when the test is not known (a torn report line)."""
+  owners = [s for s in suites if nodeid == s or nodeid.startswith(s + "::")]
+  return owners or list(suites)
 
 
 def _seconds_by_test(report: pathlib.Path) -> dict[str, float]:
@@ -482,21 +536,19 @@ def _counts_summary(outcomes: dict[str, tuple[str, str]],
   return f"{', '.join(counts) or 'no tests ran'} in {seconds:.2f}s"
 
 
-def _fresh_logs(log_dir: pathlib.Path
-                ) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path]:
-  """The files in `log_dir` of a run of the suites, those of an earlier run
-  removed: pytest's output, the report, the tests to exclude."""
+def _fresh_logs(log_dir: pathlib.Path) -> pathlib.Path:
+  """The log of a run of suites in `log_dir` (`suites.log`; its reports and
+  exclusions beside it), the files of an earlier run removed."""
   log_dir.mkdir(parents=True, exist_ok=True)
-  files = (log_dir / "suites.log", log_dir / "suites.jsonl",
-           log_dir / "suites.exclude")
-  for p in files:
-    p.unlink(missing_ok=True)
-  return files
+  for p in log_dir.glob("suites.*"):
+    if p.is_file():
+      p.unlink()
+  return log_dir / "suites.log"
 
 
 def _suites_command(python: pathlib.Path, tree: pathlib.Path,
                     suites: tuple[str, ...], expect_version: str,
-                    report: pathlib.Path, exclude: pathlib.Path
+                    report: pathlib.Path, exclude: pathlib.Path | None
                     ) -> list[str]:
   """The pytest command of one attempt at `suites` (`run_suites`)."""
   # -P: the working directory is not put on sys.path.
@@ -507,7 +559,7 @@ def _suites_command(python: pathlib.Path, tree: pathlib.Path,
          "--jax-fork-upstream-tree", str(tree),
          "--jax-fork-expect-version", expect_version,
          "--jax-fork-report", str(report), *suites]
-  if exclude.exists():
+  if exclude is not None:
     cmd += ["--jax-fork-exclude", str(exclude)]
   return cmd
 
