@@ -467,19 +467,24 @@ def _repeats_note(data: dict[str, Any]) -> str:
 def _collector_note(data: dict[str, Any]) -> str:
   """What the runs did with Python's collector: its schedule reset before
   each timed call, and the full collections (median seconds) the calls
-  still made."""
+  still made. Rows measured before the reset (merged runs) are named."""
+  rows = data.get("rows", [])
   full = [(row["model"], row["transform"], k, r["gc_full_s"])
-          for row in data.get("rows", []) for k, r in row.items()
+          for row in rows for k, r in row.items()
           if isinstance(r, dict) and "gc_full_s" in r]
   if not full:
     return ""
+  reset = sorted({(m, t) for m, t, _, _ in full})
+  which = ("Every" if len(reset) == len(rows) else
+           "In the rows of " + ", ".join(f"{m} `{t}`" for m, t in reset)
+           + " (the others were measured before it), every")
   made = [f"{m} {t} {k} {s:.2f} s" for m, t, k, s in full if s >= 0.005]
-  return (" Every timed first call and floor starts with `gc.collect()`, "
+  return (f" {which} timed first call and floor starts with `gc.collect()`, "
           "whatever the method: a full collection of a process that "
           "imported TensorFlow and built a Keras model costs a tenth of a "
           "second or more (0.12-0.13 s in MobileNetV2's on a 2-core CPU), "
-          "and falls where the process's history puts it. Full collections the "
-          "calls made themselves: "
+          "and falls where the process's history puts it. Full collections "
+          "the calls made themselves: "
           + ("; ".join(made) if made else "none") + ".")
 
 
@@ -539,10 +544,10 @@ def markdown(data: dict[str, Any]) -> str:
             "have: a cold first call also writes the cache's entry, with "
             "the weights in it (constants of the program, natively as "
             "through call_tf)."
-            + (" On this 2-core CPU that is 4-6 s of ResNet50's first "
-               "call by either method (86 MB): its `jit(vmap)` took "
-               "9.2-9.8 s through call_tf and 6.3-6.9 s natively with the "
-               "cache, 6.0 s and 1.9 s without (one process each)."
+            + (" On this 2-core CPU that is about 4 s of ResNet50's first "
+               "call by either method (an entry of 83 MB): its `jit(vmap)`'s "
+               "compile took 5.1 s through call_tf and 5.0 s natively with "
+               "the cache, 1.2 s by both without (one process each)."
                if env.get("backend") == "cpu" else ""), "",
             "| model | transformation | trace | of it: tf2xla | of it: the "
             "interpreter | lowering | XLA compile | interpreter < compile |",
