@@ -124,8 +124,7 @@ def _weights(out: pathlib.Path, name: str) -> pathlib.Path:
 
 
 class _Collections:
-  """The seconds Python's cyclic collector spent in full (oldest
-  generation) collections while it was entered."""
+  """Seconds in full collections of Python's collector, while entered."""
 
   def __init__(self):
     self.full_s = 0.
@@ -144,13 +143,14 @@ class _Collections:
 def _collector_reset() -> Iterator[_Collections]:
   """A timed first call, its collector schedule reset first.
 
-  A full collection of a process that imported TensorFlow and built a Keras
-  model costs 0.12-0.13 s for MobileNetV2 on a 2-core CPU, and when it falls is the process's
-  history, not the call's: the TF-backend process of MobileNetV2 started its
-  first call 2 young collections away from one (and paid it inside), the
+  A full (oldest generation) collection of a process that imported
+  TensorFlow and built a Keras model takes a tenth of a second or more on
+  a 2-core CPU, and when it falls is the process's history, not the
+  call's: MobileNetV2's TF-backend process started its first call 2 young
+  collections away from one (and paid 0.12-0.13 s inside it), the
   JAX-backend one 7 away. ``gc.collect()`` before each timed first call
-  (and floor), for every method, counts each call's own collections only;
-  those it still makes are measured (``gc_full_s``).
+  (and floor), for every method, leaves each call its own collections;
+  the full ones it still makes are measured (``gc_full_s``).
   """
   gc.collect()
   seen = _Collections()
@@ -464,27 +464,41 @@ def _repeats_note(data: dict[str, Any]) -> str:
           "in the JSON).")
 
 
+def _transformation(transform: str) -> str:
+  """``vmap_grad`` as the table writes it, ``jit(vmap(grad))``."""
+  return f"jit({transform.replace('_', '(')}{')' if '_' in transform else ''})"
+
+
 def _collector_note(data: dict[str, Any]) -> str:
-  """What the runs did with Python's collector: its schedule reset before
-  each timed call, and the full collections (median seconds) the calls
-  still made. Rows measured before the reset (merged runs) are named."""
+  """What the runs did with Python's collector.
+
+  Its schedule is reset before each timed call; the note names the full
+  collections the calls still made (in how many of a measurement's
+  processes, the longest), and the rows measured before the reset (a
+  merged run: their measurements lack ``gc_full_s``).
+  """
   rows = data.get("rows", [])
-  full = [(row["model"], row["transform"], k, r["gc_full_s"])
-          for row in rows for k, r in row.items()
-          if isinstance(r, dict) and "gc_full_s" in r]
-  if not full:
+  made, before = [], []
+  for row in rows:
+    runs = {k: r for k, r in row.items() if isinstance(r, dict)
+            and ("first_s" in r or "floor_s" in r or "trace_s" in r)}
+    if runs and not any("gc_full_s" in r for r in runs.values()):
+      before.append(f"{row['model']} `{_transformation(row['transform'])}`")
+    for k, r in runs.items():
+      seconds = [s.get("gc_full_s", 0.) for s in r.get("samples", [r])]
+      if max(seconds, default=0.) >= 0.005:
+        made.append(f"{row['model']} `{_transformation(row['transform'])}` "
+                    f"{k} (in {sum(x >= 0.005 for x in seconds)} of "
+                    f"{len(seconds)} processes, up to {max(seconds):.2f} s)")
+  if len(before) == len(rows):
     return ""
-  reset = sorted({(m, t) for m, t, _, _ in full})
-  which = ("Every" if len(reset) == len(rows) else
-           "In the rows of " + ", ".join(f"{m} `{t}`" for m, t in reset)
-           + " (the others were measured before it), every")
-  made = [f"{m} {t} {k} {s:.2f} s" for m, t, k, s in full if s >= 0.005]
+  which = ("Every" if not before else "Except in the rows of "
+           + ", ".join(before) + " (measured before the reset), every")
   return (f" {which} timed first call and floor starts with `gc.collect()`, "
           "whatever the method: a full collection of a process that "
-          "imported TensorFlow and built a Keras model costs a tenth of a "
-          "second or more (0.12-0.13 s in MobileNetV2's on a 2-core CPU), "
-          "and falls where the process's history puts it. Full collections "
-          "the calls made themselves: "
+          "imported TensorFlow and built a Keras model takes a tenth of a "
+          "second or more, and falls where the process's history puts it. "
+          "Full collections the calls made themselves: "
           + ("; ".join(made) if made else "none") + ".")
 
 
@@ -522,8 +536,8 @@ def markdown(data: dict[str, Any]) -> str:
     met = lambda k: "-" if k not in v else ("yes" if v[k] else "**no**")  # noqa: E731
     agree = row.get("max_rel_diff")
     lines.append(
-        f"| {row['model']} | `jit({row['transform'].replace('_', '(')}"
-        f"{')' if '_' in row['transform'] else ''})` | {row['batch']} | "
+        f"| {row['model']} | `{_transformation(row['transform'])}` | "
+        f"{row['batch']} | "
         f"{_s(g('native_cold', 'first_s'))} | "
         f"{_s(g('call_tf_cold', 'first_s'))} "
         f"({v.get('cold_ratio', 0):.2f}x) | {_s(g('floor', 'floor_s'))} | "
@@ -544,10 +558,11 @@ def markdown(data: dict[str, Any]) -> str:
             "have: a cold first call also writes the cache's entry, with "
             "the weights in it (constants of the program, natively as "
             "through call_tf)."
-            + (" On this 2-core CPU that is about 4 s of ResNet50's first "
-               "call by either method (an entry of 83 MB): its `jit(vmap)`'s "
-               "compile took 5.1 s through call_tf and 5.0 s natively with "
-               "the cache, 1.2 s by both without (one process each)."
+            + (" On the 2-core CPU of the committed run that is about 4 s "
+               "of ResNet50's first call by either method (an entry of "
+               "83 MB): its `jit(vmap)`'s compile took 5.1 s through call_tf "
+               "and 5.0 s natively with the cache, 1.2 s by both without "
+               "(one process each; 0.8 s in the parts below)."
                if env.get("backend") == "cpu" else ""), "",
             "| model | transformation | trace | of it: tf2xla | of it: the "
             "interpreter | lowering | XLA compile | interpreter < compile |",
