@@ -86,6 +86,23 @@ def _checkout(path: pathlib.Path, files: dict[str, str]) -> None:
     (path / rel).write_text(text)
 
 
+def _run_suites(root: pathlib.Path, tmp_path: pathlib.Path,
+                overrides: dict[str, str], suites: tuple[str, ...],
+                python: pathlib.Path | None = None,
+                **kwargs) -> list[SuiteResult]:
+  """``run_suites`` of ``suites`` in a tree of upstream's suites with
+  ``overrides``, by this Python (its installed jax) unless ``python``."""
+  tree = tmp_path / "tree"
+  _checkout(tree, _files(**overrides))
+  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
+  if "expect_version" not in kwargs:
+    import jax  # pylint: disable=g-import-not-at-top
+    kwargs["expect_version"] = jax.__version__
+  return upstream_tests.run_suites(
+      python or pathlib.Path(sys.executable), tree, suites, tmp_path / "logs",
+      build_dir=root / "build", **kwargs)
+
+
 @pytest.fixture
 def tests_dir(tmp_path) -> pathlib.Path:
   d = tmp_path / "upstream-tests"
@@ -171,15 +188,10 @@ def test_prepare_applies_the_test_hunks_of_the_queue(tests_dir, tmp_path):
 
 
 def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
-  import jax  # pylint: disable=g-import-not-at-top
   suite = "jax/experimental/jax2tf/tests/call_tf_test.py"
   other = "tests/version_test.py"
-  tree = tmp_path / "tree"
-  _checkout(tree, _files(**{suite: CALL_TF_TEST}))
-  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  result, after = upstream_tests.run_suites(
-      pathlib.Path(sys.executable), tree, (suite, other), tmp_path / "logs",
-      expect_version=jax.__version__, build_dir=root / "build")
+  result, after = _run_suites(root, tmp_path, {suite: CALL_TF_TEST},
+                              (suite, other))
   outcomes = {n.rsplit("::", 1)[1]: o for n, o in result.outcomes.items()}
   assert outcomes["test_imports_the_installed_jax"][0] == "passed"
   assert outcomes["test_helper_comes_from_the_tests_tree"][0] == "passed"
@@ -202,15 +214,12 @@ def test_run_against_the_installed_jax_survives_a_crash(root, tmp_path):
 def test_a_pytest_that_exits_without_a_summary_is_an_error(root, tmp_path):
   """pytest's usage and internal errors (exit 2 to 4) print no summary and
   write no report: the suite is an error, never clean."""
-  tree = tmp_path / "tree"
-  _checkout(tree, _files(**{"tests/version_test.py": PASSING}))
-  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
   python = tmp_path / "python"
   python.write_text("#!/bin/sh\necho 'ERROR: usage'\nexit 4\n")
   python.chmod(0o755)
-  results = upstream_tests.run_suites(
-      python, tree, ("tests/version_test.py", "tests/config_test.py"),
-      tmp_path / "logs", expect_version="any", build_dir=root / "build")
+  results = _run_suites(root, tmp_path, {},
+                        ("tests/version_test.py", "tests/config_test.py"),
+                        python, expect_version="any")
   for suite, result in zip(("tests/version_test.py", "tests/config_test.py"),
                            results):
     assert result.failures == {f"{suite}::<pytest>": "pytest exited with 4"}
@@ -297,15 +306,10 @@ def test_every_release_has_a_stock_baseline(root):
 def test_a_suite_that_cannot_be_imported_is_an_error_saying_why(root,
                                                                 tmp_path):
   """Its suite is an error; the other suites of the process still run."""
-  import jax  # pylint: disable=g-import-not-at-top
-  tree = tmp_path / "tree"
-  _checkout(tree, _files(**{"tests/version_test.py":
-                            "import no_such_module_here\n" + PASSING}))
-  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  broken, other = upstream_tests.run_suites(
-      pathlib.Path(sys.executable), tree,
-      ("tests/version_test.py", "tests/config_test.py"), tmp_path / "logs",
-      expect_version=jax.__version__, build_dir=root / "build")
+  broken, other = _run_suites(
+      root, tmp_path,
+      {"tests/version_test.py": "import no_such_module_here\n" + PASSING},
+      ("tests/version_test.py", "tests/config_test.py"))
   assert broken.failures == {
       "tests/version_test.py": "collection failed: ModuleNotFoundError: No "
                                "module named 'no_such_module_here'"}
@@ -318,21 +322,16 @@ def test_a_timeout_or_a_suite_that_keeps_crashing_leaves_the_others_running(
   """A test past the timeout is an error and pytest goes on without it; a
   suite that kills the process more than `_MAX_CRASHES` times is an error
   and left out; the suites after them still run and count."""
-  import jax  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(upstream_tests, "_MAX_CRASHES", 1)
   hangs, crashes, later = ("tests/version_test.py", "tests/config_test.py",
                            "jax/experimental/jax2tf/tests/jax2tf_test.py")
-  tree = tmp_path / "tree"
-  _checkout(tree, _files(**{
+  files = {
       hangs: "import time\ndef test_hangs():\n  time.sleep(600)\n" + PASSING,
       crashes: "".join(f"def test_abort_{i}():\n  import os; os.abort()\n"
                        for i in range(3)),
-      later: "def test_fails():\n  assert False\n"}))
-  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  first, second, third = upstream_tests.run_suites(
-      pathlib.Path(sys.executable), tree, (hangs, crashes, later),
-      tmp_path / "logs", expect_version=jax.__version__,
-      build_dir=root / "build", timeout=20)
+      later: "def test_fails():\n  assert False\n"}
+  first, second, third = _run_suites(root, tmp_path, files,
+                                     (hangs, crashes, later), timeout=20)
   assert first.outcomes == {
       f"{hangs}::test_hangs": ("error", "timed out after 20s"),
       f"{hangs}::test_ok": ("passed", "")}
@@ -353,15 +352,10 @@ def test_a_timeout_or_a_suite_that_keeps_crashing_leaves_the_others_running(
 def test_a_process_that_dies_collecting_runs_each_suite_alone(root, tmp_path):
   """An abort at import names no test: each suite then has a process of its
   own, so only the one that aborts is an error."""
-  import jax  # pylint: disable=g-import-not-at-top
-  tree = tmp_path / "tree"
-  _checkout(tree, _files(**{"tests/version_test.py":
-                            "import os\nos.abort()\n" + PASSING}))
-  (tree / "pytest.ini").write_text(upstream_tests.PYTEST_INI)
-  aborts, other = upstream_tests.run_suites(
-      pathlib.Path(sys.executable), tree,
-      ("tests/version_test.py", "tests/config_test.py"), tmp_path / "logs",
-      expect_version=jax.__version__, build_dir=root / "build")
+  aborts, other = _run_suites(
+      root, tmp_path,
+      {"tests/version_test.py": "import os\nos.abort()\n" + PASSING},
+      ("tests/version_test.py", "tests/config_test.py"))
   assert list(aborts.failures) == ["tests/version_test.py::<pytest>"]
   assert other.outcomes == {"tests/config_test.py::test_ok": ("passed", "")}
 
