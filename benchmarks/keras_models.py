@@ -266,6 +266,7 @@ def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
   from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib  # pylint: disable=g-import-not-at-top
+  from benchmarks import timing  # pylint: disable=g-import-not-at-top
   interpreter, tf2xla = _Timed(), _Timed()
   for name in ("read", "parse"):
     interpreter.wrap(stablehlo_to_jax, name)
@@ -277,18 +278,12 @@ def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
                                  autograph=False))
   x = jax.device_put(_inputs(args.model, args.batch))
   jax.block_until_ready(jax.jit(lambda v: v + 1)(x))
-  fn = jax.jit(_transformed(args.transform, model_fn))
   with _collector_reset() as collections:
-    t0 = time.perf_counter()
-    traced = fn.trace(x)
-    t1 = time.perf_counter()
-    lowered = traced.lower()
-    t2 = time.perf_counter()
-    lowered.compile()
-    t3 = time.perf_counter()
-  return {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2,
-          "interpreter_s": interpreter.seconds, "tf2xla_s": tf2xla.seconds,
-          "gc_full_s": collections.full_s}
+    parts = timing.compile_breakdown(
+        lambda: jax.jit(_transformed(args.transform, model_fn)), x)
+  return {"trace_s": parts.trace, "lower_s": parts.lower,
+          "compile_s": parts.compile, "interpreter_s": interpreter.seconds,
+          "tf2xla_s": tf2xla.seconds, "gc_full_s": collections.full_s}
 
 
 def _worker_per_op(args: argparse.Namespace) -> dict[str, Any]:
