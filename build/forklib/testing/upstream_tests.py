@@ -488,9 +488,7 @@ def _by_suite(outcomes: dict[str, tuple[str, str]],
   suites = tuple(notes)
   mine: dict[str, dict[str, tuple[str, str]]] = {s: {} for s in suites}
   for nodeid, outcome in outcomes.items():
-    owners = [s for s in suites
-              if nodeid == s or nodeid.startswith(s + "::")]
-    mine[owners[0] if owners else suites[0]][nodeid] = outcome
+    mine[_owners(nodeid, suites)[0]][nodeid] = outcome
   results = []
   for suite in suites:
     if not mine[suite]:
