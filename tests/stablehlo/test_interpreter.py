@@ -898,3 +898,127 @@ def test_a_64_bit_argument_without_x64_is_refused_or_given_as_words():
                                   x.view(np.int64).astype(np.int32))
   with config.enable_x64(True):
     np.testing.assert_array_equal(np.asarray(program(x)[0]), x.view(np.int64))
+
+
+# Scalars stay scalars: an elementwise op is given the rank-0 value that a
+# broadcast_in_dim of its operand broadcasts (tf2xla's scalar constants).
+
+_SCALARS = _module("""
+  func.func @main(%x: tensor<2x3xf32>, %p: tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>) {
+    %c = stablehlo.constant dense<2.0> : tensor<f32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+    %bz = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+    %bp = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+    %m = stablehlo.multiply %x, %b : tensor<2x3xf32>
+    %a = stablehlo.add %bp, %m : tensor<2x3xf32>
+    %h = stablehlo.maximum %a, %b : tensor<2x3xf32>
+    %d = stablehlo.divide %bp, %h : tensor<2x3xf32>
+    %k = stablehlo.clamp %bz, %x, %b : tensor<2x3xf32>
+    %k2 = stablehlo.clamp %bp, %x, %b : tensor<2x3xf32>
+    %g = stablehlo.compare GT, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+    %e = stablehlo.power %k, %b : tensor<2x3xf32>
+    %both = stablehlo.subtract %b, %bp : tensor<2x3xf32>
+    %s = stablehlo.add %e, %both : tensor<2x3xf32>
+    %q = stablehlo.compare GT, %p, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %qb = stablehlo.broadcast_in_dim %q, dims = [] : (tensor<i1>) -> tensor<2x3xi1>
+    %sel = stablehlo.select %qb, %x, %a : tensor<2x3xi1>, tensor<2x3xf32>
+    return %d, %k2, %s, %g, %sel : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>
+  }""")
+
+
+def _scalars_jnp(x, p):
+  jnp = jax.numpy
+  a = p + x * 2
+  k = jnp.clip(x, 0, 2)
+  return [p / jnp.maximum(a, 2), jnp.clip(x, p, 2), k ** 2 + (2 - p),
+          a > 2, jnp.where(p > 2, x, a)]
+
+
+def _scalar_broadcasts(closed: core.ClosedJaxpr) -> int:
+  return sum(e.primitive.name == "broadcast_in_dim"
+             and np.ndim(e.invars[0].aval) == 0 for e in closed.jaxpr.eqns)
+
+
+def test_scalar_broadcasts_reach_elementwise_ops_as_scalars():
+  x, p = _f(2, 3)(), np.float32(.75)
+  prog, expected = _check_module(_SCALARS, x, p, tol=1e-6)
+  assert_close(expected, _scalars_jnp(x, p), 1e-6)
+  # Of the four broadcasts only %bp's runs: a clamp takes only constant
+  # bounds as scalars (lax.clamp's derivative w.r.t. a rank-0 bound fails),
+  # and of %both's two operands one keeps the op's shape.
+  closed = jax.make_jaxpr(prog)(x, p)
+  assert _scalar_broadcasts(closed) == 1, closed
+  assert [v.aval.shape for v in closed.jaxpr.outvars] == [(2, 3)] * 5
+  # vmap over either argument or both, and derivatives w.r.t. both (the
+  # scalar's tangent is rank 0 too), against jnp.
+  xs, ps = _f(4, 2, 3)(), np.asarray([.5, -1., 3., 0.], np.float32)
+  for axes, args in (((0, None), (xs, p)), ((None, 0), (x, ps)),
+                     ((0, 0), (xs, ps))):
+    got = jax.vmap(prog, in_axes=axes)(*args)
+    want = [np.stack(r) for r in zip(*[
+        _scalars_jnp(*[a[i] if ax == 0 else a for a, ax in zip(args, axes)])
+        for i in range(4)])]
+    assert_close(got, want, 1e-6)
+  for i in (0, 1, 2, 4):
+    for fn in (prog, jax.jit(prog)):
+      g = jax.grad(lambda x, p: fn(x, p)[i].sum(), argnums=(0, 1))(x, p)
+      want = jax.grad(lambda x, p: _scalars_jnp(x, p)[i].sum(),
+                      argnums=(0, 1))(x, p)
+      assert_close(list(g), list(want), 1e-5)
+      assert np.shape(g[1]) == ()
+
+
+def test_a_broadcast_read_otherwise_is_run():
+  # %b is read by an op that takes no scalar (a dot) and returned: it is
+  # run; %b2 only by adds, one of which reads it twice (one operand keeps
+  # the op's shape).
+  text = _module("""
+  func.func @main(%x: tensor<3x3xf32>, %p: tensor<f32>) -> (tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>) {
+    %b = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<3x3xf32>
+    %b2 = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<3x3xf32>
+    %a = stablehlo.add %x, %b : tensor<3x3xf32>
+    %d = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    %t = stablehlo.add %b2, %b2 : tensor<3x3xf32>
+    return %d, %t, %b : tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>
+  }""")
+  x, p = _f(3, 3)(), np.float32(1.5)
+  prog, expected = _check_module(text, x, p, tol=1e-5)
+  full = np.full((3, 3), p, np.float32)
+  assert_close(expected, [(x + p) @ full, 2 * full, full], 1e-5)
+  assert _scalar_broadcasts(jax.make_jaxpr(prog)(x, p)) == 2
+
+
+def test_a_broadcast_left_out_is_computed_where_a_rule_reads_it_by_id():
+  # A caller's rule that reads a value by its id (TF's derivatives read an
+  # activation's input so), from a region, gets the broadcast the adds no
+  # longer need.
+  text = _module("""
+  func.func @main(%i: tensor<i32>, %x: tensor<3xf32>, %p: tensor<f32>) -> tensor<3xf32> {
+    %b = stablehlo.broadcast_in_dim %p, dims = [] : (tensor<f32>) -> tensor<3xf32>
+    %r = "stablehlo.case"(%i) ({
+      %a = stablehlo.add %x, %b : tensor<3xf32>
+      stablehlo.return %a : tensor<3xf32>
+    }, {
+      %n = stablehlo.negate %x : tensor<3xf32>
+      stablehlo.return %n : tensor<3xf32>
+    }) : (tensor<i32>) -> tensor<3xf32>
+    return %r : tensor<3xf32>
+  }""")
+
+  class ReadsTheBroadcast:
+    def rule(self, op, compiler, step):
+      if op.name != "stablehlo.negate":
+        return None
+      b, = (v for v, d in compiler.defining.items()
+            if d.name == "stablehlo.broadcast_in_dim")
+      return lambda env, x: [x * env[b]]
+
+  prog = s2j.parse(text, derivatives=ReadsTheBroadcast())
+  x, p = _f(3)(), np.float32(-2.)
+  for fn in (prog, jax.jit(prog)):
+    assert_close(fn(np.int32(0), x, p), [x + p], 1e-6)
+    assert_close(fn(np.int32(1), x, p), [x * p], 1e-6)
+  assert_close(jax.vmap(prog, in_axes=(None, None, 0))(
+      np.int32(1), x, np.asarray([1., 2.], np.float32)),
+               [np.stack([x, 2 * x])], 1e-6)

@@ -28,6 +28,16 @@ reaches the entry function's results (:attr:`Compiler.live`) cannot change
 them, so it needs no rule (tf2xla's SVD sorts singular vectors that
 ``compute_uv=False`` never returns). Rules may also ask which of an op's
 results are live (a sort whose order of ties matters only for its payloads).
+
+Scalars stay scalars: where an op's step takes a rank-0 value at an operand
+position (:func:`~._registry.takes_scalars`: lax's elementwise operations)
+and the operand is a ``broadcast_in_dim`` of a rank-0 value, the step is
+given the rank-0 value, as XLA's own HLO would write it. A broadcast whose
+every use reads its scalar so is not run (:class:`CompiledBlock` computes
+it only if a rule reads it by its id). tf2xla broadcasts each scalar
+constant of a TF graph (a normalization's epsilon, an activation's bounds):
+up to a sixth of a Keras model's ops (MobileNetV2, a ViT), and under
+``vmap`` JAX's batcher broadcast the other operand of each op again.
 """
 
 from __future__ import annotations
@@ -53,13 +63,41 @@ Value = ArrayLike | tuple["Value", ...]
 Step = _registry.Step
 
 
+class _Values(dict):
+  """A block's values by id; a value whose op was left out of the steps
+  (``deferred``: a broadcast whose uses read its scalar) is computed when
+  read, each time (not kept: it may be read under a transformation of a
+  region's own, as a ``stablehlo.map``'s)."""
+
+  def __init__(self, deferred: Mapping[int, tuple[Step, tuple[int, ...]]]):
+    super().__init__()
+    self.deferred = deferred
+    self.env: Mapping[int, Value] = {}
+
+  def __missing__(self, value: int) -> Value:
+    if value not in self.deferred:
+      raise KeyError(value)
+    step, operands = self.deferred[value]
+    return step(self.env, *[self.env[i] for i in operands])[0]
+
+
 class CompiledBlock:
-  """A block whose ops are steps: call it with its arguments' values."""
+  """A block whose ops are steps: call it with its arguments' values.
+
+  Attributes:
+    block: the block.
+    steps: ``(step, operands, results)`` of each op it runs, in order.
+    deferred: ``(step, operands)`` of each op it runs only where a value of
+      it is read by id (:class:`_Values`), by its one result.
+  """
 
   def __init__(self, block: _ir.Block,
-               steps: Sequence[tuple[Step, tuple[int, ...], tuple[int, ...]]]):
+               steps: Sequence[tuple[Step, tuple[int, ...], tuple[int, ...]]],
+               deferred: Mapping[int, tuple[Step, tuple[int, ...]]]
+               | None = None):
     self.block = block
     self.steps = tuple(steps)
+    self.deferred = dict(deferred or {})
 
   @property
   def arg_types(self) -> tuple[Any, ...]:
@@ -70,8 +108,12 @@ class CompiledBlock:
     if len(args) != len(self.block.args):
       raise TypeError(f"block takes {len(self.block.args)} arguments, "
                       f"got {len(args)}")
+    local = _Values(self.deferred) if self.deferred else {}
+    local.update(zip(self.block.args, args))
     env: collections.ChainMap = collections.ChainMap(
-        dict(zip(self.block.args, args)), *(() if outer is None else (outer,)))
+        local, *(() if outer is None else (outer,)))
+    if self.deferred:
+      local.env = env
     for step, operands, results in self.steps:
       outs = step(env, *[env[i] for i in operands])
       if len(outs) != len(results):
@@ -118,6 +160,11 @@ class Compiler:
     if entry in funcs:
       self._mark_func(entry)
     self._compiling: set[str] = set()
+    # The ops whose step is the caller's (derivatives), and the uses
+    # (op, operand position) of each value given its broadcast's scalar.
+    self._callers_ops: set[_ir.Op] = set()
+    self._scalar_reads: dict[int, set[tuple[_ir.Op, int]]] = (
+        collections.defaultdict(set))
 
   def _mark_func(self, name: str) -> None:
     # A function's results are all live at each of its calls (conservative:
@@ -180,8 +227,83 @@ class Compiler:
     return self.compiled[name]
 
   def block(self, block: _ir.Block) -> CompiledBlock:
-    return CompiledBlock(block, [(self.op(op), op.operands, op.results)
-                                 for op in block.ops if self.is_live(op)])
+    compiled = []
+    for op in block.ops:
+      if self.is_live(op):
+        step = self.op(op)
+        compiled.append((op, step, self.scalar_operands(op, step)))
+    steps, deferred = [], {}
+    for op, step, operands in compiled:
+      if self._all_uses_read_the_scalar(op):
+        deferred[op.results[0]] = (step, op.operands)
+      else:
+        steps.append((step, operands, op.results))
+    return CompiledBlock(block, steps, deferred)
+
+  @functools.cached_property
+  def _uses(self) -> collections.Counter[int]:
+    """How many times the live ops (their operands) and the blocks (their
+    returns) read each value."""
+    uses: collections.Counter[int] = collections.Counter()
+
+    def walk(block: _ir.Block) -> None:
+      uses.update(block.returns)
+      for op in block.ops:
+        if self.is_live(op):
+          uses.update(op.operands)
+          for region in op.regions:
+            walk(region)
+    for f in self.funcs.values():
+      walk(f.body)
+    return uses
+
+  def _scalar_of(self, value: int) -> int | None:
+    """The rank-0 value that `value` broadcasts, if `value` is the result of
+    a ``broadcast_in_dim`` of one whose step is this registry's; else
+    None."""
+    op = self.defining.get(value)
+    if (op is None or op.name != "stablehlo.broadcast_in_dim"
+        or op in self._callers_ops or len(op.operands) != 1):
+      return None
+    src, = op.operand_types
+    out, = op.result_types
+    if (not isinstance(src, _ir.TensorType) or src.shape != ()
+        or not isinstance(out, _ir.TensorType) or any(out.dynamic)
+        or src.dtype != out.dtype):
+      return None
+    return op.operands[0]
+
+  def scalar_operands(self, op: _ir.Op, step: Step) -> tuple[int, ...]:
+    """The values `step` is given for `op`'s operands: at the positions it
+    takes rank-0 values (:func:`._registry.takes_scalars`), the scalar of a
+    broadcast of one, keeping one operand of the op's shape."""
+    positions, constants_only = _registry.scalar_operands(step)
+    if not positions or not op.result_types or not isinstance(
+        op.result_types[0], _ir.TensorType) or any(op.result_types[0].dynamic):
+      return op.operands
+    shape = op.result_types[0].shape
+    operands = list(op.operands)
+    full = [i for i, t in enumerate(op.operand_types)
+            if isinstance(t, _ir.TensorType) and t.shape == shape and shape]
+    for i in sorted(positions):
+      scalar = (self._scalar_of(operands[i])
+                if i < len(operands) and i in full else None)
+      if scalar is None or full == [i] or (
+          constants_only and self.constant(scalar) is None):
+        continue
+      operands[i] = scalar
+      full.remove(i)
+      self._scalar_reads[op.operands[i]].add((op, i))
+    return tuple(operands)
+
+  def _all_uses_read_the_scalar(self, op: _ir.Op) -> bool:
+    """Whether `op` is a broadcast every use of whose result reads its
+    scalar instead (:meth:`scalar_operands`)."""
+    if op.name != "stablehlo.broadcast_in_dim" or len(op.results) != 1:
+      return False
+    result, = op.results
+    reads = self._scalar_reads.get(result)
+    return bool(reads) and len(reads) == self._uses[result]
 
   @contextlib.contextmanager
   def reduction_region(self) -> Iterator[None]:
@@ -269,6 +391,7 @@ class Compiler:
     step = self.derivatives.rule(op, self, own)
     if step is not None:
       self.replaced.add(op.location)
+      self._callers_ops.add(op)
     return step
 
 

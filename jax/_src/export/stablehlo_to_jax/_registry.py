@@ -51,6 +51,41 @@ Step = Callable[..., Sequence[Any]]
 Block = Callable[..., list[Any]]
 
 
+def takes_scalars(step: Step, *positions: int,
+                  constants_only: bool = False) -> Step:
+  """Says that ``step`` takes rank-0 values at the operand ``positions``.
+
+  The compiler then gives such an operand that is a ``broadcast_in_dim`` of
+  a rank-0 value the rank-0 value itself (see
+  ``_interpret.Compiler.scalar_operands``): lax's elementwise operations
+  broadcast a rank-0 operand as the op's broadcast does, so the results are
+  the same, and JAX traces (and ``vmap`` batches) one op fewer. A step may
+  say so only if it computes the same results from the rank-0 value, at
+  each of those positions, as from its broadcast; the compiler keeps one
+  operand of the op's shape.
+
+  Args:
+    step: a rule's step.
+    *positions: the operand positions.
+    constants_only: only rank-0 values that are constants of the module
+      (which have no tangent, and no batch dimension): where the lax
+      operation's derivative, or its batching, is wrong for another rank-0
+      operand.
+
+  Returns:
+    ``step``.
+  """
+  step.scalar_operands = (  # type: ignore[attr-defined]
+      frozenset(positions), constants_only)
+  return step
+
+
+def scalar_operands(step: Step) -> tuple[frozenset[int], bool]:
+  """The operand positions at which ``step`` takes rank-0 values, and
+  whether only constants (:func:`takes_scalars`)."""
+  return getattr(step, "scalar_operands", (frozenset(), False))
+
+
 class Compiler(Protocol):
   """What a rule may ask of the compiler that calls it.
 

@@ -133,10 +133,12 @@ def _unary(fn: Callable[[Any], Any]) -> Callable[[Op, Compiler], Any]:
 
 
 def _binary(fn: Callable[[Any, Any], Any]) -> Callable[[Op, Compiler], Any]:
+  """The rule of the lax binary operation `fn`, which takes a rank-0 operand
+  on either side (broadcasting it)."""
   def rule(op: Op, c: Compiler):
     del c
     _check_accuracy(op)
-    return lambda env, x, y: [fn(x, y)]
+    return _registry.takes_scalars(lambda env, x, y: [fn(x, y)], 0, 1)
   return rule
 
 
@@ -170,18 +172,20 @@ def _is_narrow_float(t: _ir.TensorType) -> bool:
 
 
 def _as_op_where(name: str, fn: Callable[..., Any],
-                 where: Callable[[_ir.TensorType], bool]
-                 ) -> Callable[[Op, Compiler], Any]:
+                 where: Callable[[_ir.TensorType], bool],
+                 binary: bool = False) -> Callable[[Op, Compiler], Any]:
   """`fn`, or, where its operand's type is one JAX lowers `fn` of to other
   ops (`where`), the op itself (``_as_op``: XLA's values, `fn`'s
-  derivative)."""
+  derivative). A `binary` `fn` is a lax binary operation (which takes a
+  rank-0 operand on either side)."""
   def rule(op: Op, c: Compiler):
     del c
     if where(op.operand_types[0]):
       _check_accuracy(op)
       return lambda env, *xs: [_as_op.apply(name, *xs)]
     kwargs = _accuracy(op, fn)
-    return lambda env, *xs: [fn(*xs, **kwargs)]
+    step = lambda env, *xs: [fn(*xs, **kwargs)]  # noqa: E731
+    return _registry.takes_scalars(step, 0, 1) if binary else step
   return rule
 
 
@@ -197,9 +201,9 @@ def _not_of_complex(rule: Callable[[Op, Compiler], Any], why: str
 
 
 rule("stablehlo.maximum", padded=_dynamic.elementwise)(
-    _as_op_where("maximum", lax.max, _is_complex))
+    _as_op_where("maximum", lax.max, _is_complex, binary=True))
 rule("stablehlo.minimum", padded=_dynamic.elementwise)(
-    _as_op_where("minimum", lax.min, _is_complex))
+    _as_op_where("minimum", lax.min, _is_complex, binary=True))
 rule("stablehlo.cosine", padded=_dynamic.elementwise)(
     _as_op_where("cosine", lax.cos, _is_complex))
 rule("stablehlo.sine", padded=_dynamic.elementwise)(
@@ -235,7 +239,7 @@ def _on_booleans(fn: Callable[[Any, Any], Any],
     del c
     _check_accuracy(op)
     f = boolean if _dtype(op) == np.bool_ else fn
-    return lambda env, x, y: [f(x, y)]
+    return _registry.takes_scalars(lambda env, x, y: [f(x, y)], 0, 1)
   return rule
 
 
@@ -252,7 +256,7 @@ def _power_rule(op: Op, c: Compiler):
   _check_accuracy(op)
   if not _is_inexact_dtype(_dtype(op)):
     return lambda env, x, y: [_integer_power(x, y)]
-  return lambda env, x, y: [lax.pow(x, y)]
+  return _registry.takes_scalars(lambda env, x, y: [lax.pow(x, y)], 0, 1)
 
 
 def _is_signed(dtype: np.dtype) -> bool:
@@ -371,19 +375,26 @@ def _compare_fn(op: Op) -> Callable[[Any, Any], Any]:
 def _compare_rule(op: Op, c: Compiler):
   del c
   fn = _compare_fn(op)
-  return lambda env, x, y: [fn(x, y)]
+  return _registry.takes_scalars(lambda env, x, y: [fn(x, y)], 0, 1)
 
 
 @rule("stablehlo.select", padded=_dynamic.elementwise)
 def _select_rule(op: Op, c: Compiler):
   del op, c
-  return lambda env, p, x, y: [lax.select(p, x, y)]
+  # (lax.select takes a rank-0 predicate.)
+  return _registry.takes_scalars(
+      lambda env, p, x, y: [lax.select(p, x, y)], 0)
 
 
 @rule("stablehlo.clamp", padded=_dynamic.elementwise)
 def _clamp_rule(op: Op, c: Compiler):
   del op, c
-  return lambda env, lo, x, hi: [lax.clamp(lo, x, hi)]
+  # lax.clamp takes rank-0 bounds; its derivative w.r.t. one fails (JAX
+  # selects between the bound's tangent and the operand's shape), so only
+  # constant ones (ReLU6's).
+  return _registry.takes_scalars(
+      lambda env, lo, x, hi: [lax.clamp(lo, x, hi)], 0, 2,
+      constants_only=True)
 
 
 @rule("stablehlo.convert", padded=_dynamic.elementwise)
