@@ -317,7 +317,12 @@ def _tf_hessian_of_sum_sin(f_tf: Callable[[Any], Any], x: np.ndarray
     (lambda x: tf.sin(x) * tf.stop_gradient(tf.cos(x)), [[0., 1., -2.]]),
     # (A called function's nodes: tf2xla names them after the call too.)
     (lambda x: 2. * _LAYER_NORM_CALLED(x), [[.5, -1., 2.], [3., 3.5, -2.]]),
-], ids=["moments", "stopped_cos", "moments_in_a_called_function"])
+    # A stopped scalar: tf2xla broadcasts it at the consumer, whose stop the
+    # interpreter keeps (it does not hand the multiply the scalar itself).
+    (lambda x: x * tf.stop_gradient(tf.reduce_sum(x) * 2.)
+     + tf.reduce_sum(x), [[.5, -1., 2.], [3., 3.5, -2.]]),
+], ids=["moments", "stopped_cos", "moments_in_a_called_function",
+        "stopped_scalar"])
 def test_stop_gradient_the_module_stops_too(f_tf, point, tf_autodiff):
   """A StopGradient of a value one op makes (tf.nn.moments' mean in a
   LayerNormalization): the module's ops that read it read it through

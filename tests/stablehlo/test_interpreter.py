@@ -20,6 +20,7 @@ and the results compared; for some, ``jax.vmap`` too. No TensorFlow.
 
 from __future__ import annotations
 
+import functools
 
 import jax
 from jax._src import config
@@ -1015,6 +1016,9 @@ def test_a_broadcast_left_out_is_computed_where_a_rule_reads_it_by_id():
       return lambda env, x: [x * env[b]]
 
   prog = s2j.parse(text, derivatives=ReadsTheBroadcast())
+  # (%b is left out of main's steps: the add reads its scalar.)
+  main = prog._main  # pylint: disable=protected-access
+  assert len(main.deferred) == 1 and len(main.steps) == 1, main.steps
   x, p = _f(3)(), np.float32(-2.)
   for fn in (prog, jax.jit(prog)):
     assert_close(fn(np.int32(0), x, p), [x + p], 1e-6)
@@ -1022,3 +1026,44 @@ def test_a_broadcast_left_out_is_computed_where_a_rule_reads_it_by_id():
   assert_close(jax.vmap(prog, in_axes=(None, None, 0))(
       np.int32(1), x, np.asarray([1., 2.], np.float32)),
                [np.stack([x, 2 * x])], 1e-6)
+
+
+def test_a_callers_step_gets_its_operands_as_they_are():
+  # A caller's step that copied the engine step's attributes
+  # (functools.wraps) still gets the broadcast, not its scalar: its own
+  # derivative may not take one (TF's ReluGrad selects between the
+  # tangents).
+  text = _module("""
+  func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %b = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+    %m = stablehlo.maximum %x, %b : tensor<2x3xf32>
+    return %m : tensor<2x3xf32>
+  }""")
+
+  @jax.custom_jvp
+  def relu_max(x, y):
+    return jax.lax.max(x, y)
+
+  @relu_max.defjvp
+  def _(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return relu_max(x, y), jax.lax.select(jax.lax.gt(x, y), tx, ty)
+
+  class WrapsTheStep:
+    def rule(self, op, compiler, step):
+      del compiler
+      if op.name != "stablehlo.maximum":
+        return None
+
+      @functools.wraps(step)
+      def mine(env, x, y):
+        del env
+        return [relu_max(x, y)]
+      return mine
+
+  prog = s2j.parse(text, derivatives=WrapsTheStep())
+  x = np.array([[1., -2., 3.], [-1., 2., -3.]], np.float32)
+  assert_close(prog(x), [np.maximum(x, 0)], 0.)
+  assert_close(jax.grad(lambda x: prog(x)[0].sum())(x),
+               (x > 0).astype(np.float32), 0.)

@@ -231,7 +231,10 @@ class Compiler:
     for op in block.ops:
       if self.is_live(op):
         step = self.op(op)
-        compiled.append((op, step, self.scalar_operands(op, step)))
+        # (A caller's step gets its operands as they are, whatever it
+        # says: a copy of the engine's step's attributes says nothing.)
+        compiled.append((op, step, op.operands if op in self._callers_ops
+                         else self._operands_given(op, step)))
     steps, deferred = [], {}
     for op, step, operands in compiled:
       if self._all_uses_read_the_scalar(op):
@@ -273,10 +276,11 @@ class Compiler:
       return None
     return op.operands[0]
 
-  def scalar_operands(self, op: _ir.Op, step: Step) -> tuple[int, ...]:
+  def _operands_given(self, op: _ir.Op, step: Step) -> tuple[int, ...]:
     """The values `step` is given for `op`'s operands: at the positions it
     takes rank-0 values (:func:`._registry.takes_scalars`), the scalar of a
-    broadcast of one, keeping one operand of the op's shape."""
+    broadcast of one, keeping one operand of the op's shape. Records each
+    such use (:meth:`_all_uses_read_the_scalar` counts them)."""
     positions, constants_only = _registry.scalar_operands(step)
     if not positions or not op.result_types or not isinstance(
         op.result_types[0], _ir.TensorType) or any(op.result_types[0].dynamic):
@@ -298,7 +302,7 @@ class Compiler:
 
   def _all_uses_read_the_scalar(self, op: _ir.Op) -> bool:
     """Whether `op` is a broadcast every use of whose result reads its
-    scalar instead (:meth:`scalar_operands`)."""
+    scalar instead (:meth:`_operands_given`)."""
     if op.name != "stablehlo.broadcast_in_dim" or len(op.results) != 1:
       return False
     result, = op.results

@@ -57,12 +57,13 @@ def takes_scalars(step: Step, *positions: int,
 
   The compiler then gives such an operand that is a ``broadcast_in_dim`` of
   a rank-0 value the rank-0 value itself (see
-  ``_interpret.Compiler.scalar_operands``): lax's elementwise operations
+  ``_interpret.Compiler._operands_given``): lax's elementwise operations
   broadcast a rank-0 operand as the op's broadcast does, so the results are
   the same, and JAX traces (and ``vmap`` batches) one op fewer. A step may
   say so only if it computes the same results from the rank-0 value, at
   each of those positions, as from its broadcast; the compiler keeps one
-  operand of the op's shape.
+  operand of the op's shape. A caller's step (``_derivatives``) gets its
+  operands as they are, whatever its attributes say.
 
   Args:
     step: a rule's step.
