@@ -63,6 +63,8 @@ Its modules:
   (:class:`._registry.PlatformCalls`), which its rules are registered from
   and a call without a rule is refused by.
 * :mod:`.compat`: the JAX internals it uses that differ across releases.
+* :mod:`._stack`: its long Python work (reading, compiling and running a
+  module) on a chunk of the frame stack of its own, also for callers.
 
 See https://github.com/jax-ml/jax/issues/28327.
 """
@@ -82,6 +84,7 @@ from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _interpret
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import _stack
 from jax._src.export.stablehlo_to_jax import compat
 # The modules of rules: importing one registers its rules (see _registry).
 from jax._src.export.stablehlo_to_jax import _annotations  # noqa: F401  # pylint: disable=unused-import
@@ -99,7 +102,7 @@ import numpy as np
 __all__ = ["Compiler", "DerivativeRecord", "DerivativeRules", "ModuleCopy",
            "Op", "Program", "Step", "TensorType", "UnreadableCopy",
            "UnsupportedOps", "dumps", "loads", "narrow_64_bit", "parse",
-           "read", "source_digest", "with_dtype"]
+           "read", "source_digest", "with_dtype", "with_stack_room"]
 
 # What a caller's DerivativeRules see.
 Compiler = _interpret.Compiler
@@ -115,6 +118,9 @@ read = _copy.read
 dumps = _copy.dumps
 loads = _copy.loads
 source_digest = _copy.source_digest
+# Long Python work on a chunk of the frame stack of its own (the program's
+# own run, and a caller's, such as another framework's trace).
+with_stack_room = _stack.with_room
 
 
 class UnsupportedOps(Exception):
@@ -275,7 +281,7 @@ class Program:
       flat = list(args)
       args_ = _unflatten(self._in_types, flat)
       args_ = [self._cast_in(a, t) for a, t in zip(args_, self._in_types)]
-      outs = self._main(*args_)
+      outs = _stack.with_room(self._main, *args_)
     flat_out = [y for o in outs for y in _flatten(o)]
     results = []
     for y, aval in zip(flat_out, self.out_avals):
@@ -402,8 +408,10 @@ def parse(module: str | bytes | ModuleCopy, *,
     ValueError: the module cannot be read (dynamic shapes, an element type
       JAX has no dtype for, regions with several blocks).
   """
-  copy = module if isinstance(module, ModuleCopy) else read(module)
-  program = _compile(copy, derivatives, follow_default_precision)
+  copy = (module if isinstance(module, ModuleCopy)
+          else _stack.with_room(read, module))
+  program = _stack.with_room(_compile, copy, derivatives,
+                             follow_default_precision)
   if program.unsupported and not isinstance(module, ModuleCopy):
     # The reasons quote each op's assembly, printed only now.
     program = _compile(read(module, with_text=True), derivatives,

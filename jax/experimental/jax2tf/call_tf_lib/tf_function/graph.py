@@ -28,6 +28,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, TypeVar
 
+from jax._src.export import stablehlo_to_jax
 from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf import jax2tf as jax2tf_internal
@@ -57,17 +58,21 @@ GRADIENT_OVERRIDE_ATTR = "_gradient_op_type"
 
 
 def concrete_function(function_flat_tf: tf.types.experimental.GenericFunction,
-                      specs: Sequence[tf.TensorSpec]
+                      specs: Sequence[object]
                       ) -> tf.types.experimental.ConcreteFunction:
   """The concrete function of ``function_flat_tf`` for ``specs``.
 
   Traced inside ``call_tf`` (``jax2tf`` functions called from it then know
   it), and cached by TensorFlow: the same as upstream's
-  ``_get_concrete_function_tf``.
+  ``_get_concrete_function_tf``. The trace runs on a chunk of Python's
+  frame stack of its own (``stablehlo_to_jax.with_stack_room``), so that
+  its time does not depend on how deep in the caller's trace it starts.
 
   Args:
-    function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param).
-    specs: the argument specs (``args_flat_sig_tf``).
+    function_flat_tf: the ``tf.function`` of a call (a ``call_tf_p`` param),
+      or the user's own ``tf.function``.
+    specs: the argument specs (``args_flat_sig_tf``), or for the user's
+      function its positional arguments' structures of them.
 
   Returns:
     The ``ConcreteFunction``, traced on first use.
@@ -78,7 +83,8 @@ def concrete_function(function_flat_tf: tf.types.experimental.GenericFunction,
   """
   with jax2tf_internal.inside_call_tf():
     try:
-      return function_flat_tf.get_concrete_function(*specs)
+      return stablehlo_to_jax.with_stack_room(
+          function_flat_tf.get_concrete_function, *specs)
     except TypeError as e:  # (OperatorNotAllowedInGraphError is one)
       if not _SYMBOLIC_AS_PYTHON_VALUE.search(str(e)):
         raise

@@ -65,7 +65,6 @@ from jax.experimental.jax2tf.call_tf_lib import compat
 from jax.experimental.jax2tf.call_tf_lib import errors
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 from jax.experimental.jax2tf.call_tf_lib.tf_function import own_trace
-from jax.experimental.jax2tf import jax2tf as jax2tf_internal
 import tensorflow as tf
 
 _T = TypeVar("_T")
@@ -211,9 +210,8 @@ class TraceCache:
     if tf_function is None:
       return None
     try:
-      with jax2tf_internal.inside_call_tf():
-        return tf_function.get_concrete_function(
-            *key.args_treedef.unflatten(list(key.args_flat_sig_tf)))
+      return graph_lib.concrete_function(
+          tf_function, key.args_treedef.unflatten(list(key.args_flat_sig_tf)))
     except Exception:  # pylint: disable=broad-except
       return None  # traced as any function, below
 
