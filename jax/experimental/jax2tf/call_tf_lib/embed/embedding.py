@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 import jax
 from jax._src import core
+from jax._src.export import stablehlo_to_jax
 from jax._src.export.transforms import linear
 from jax._src.export.transforms import rules as export_rules
 from jax.experimental.jax2tf.call_tf_lib.batching import dispatch
@@ -488,7 +489,7 @@ def embedding_or(callable_tf: Callable[..., Any],
       or not restored.is_candidate(callable_tf)):
     return general
 
-  def call(*args_jax):
+  def call_here(*args_jax):
     args_flat, args_treedef = tree_util.tree_flatten(args_jax)
     if compat.under_tf_interpretation(args_flat):
       return general(*args_jax)  # (as TF: the function's own XlaCallModule)
@@ -497,4 +498,10 @@ def embedding_or(callable_tf: Callable[..., Any],
     if embedded is None:
       return general(*args_jax)
     return call_embedded(embedded, args_flat, vmap_method)
+
+  def call(*args_jax):
+    # TensorFlow's trace, tf2xla, the captures' reads and the interpreter,
+    # on a chunk of Python's frame stack of their own: their time then does
+    # not depend on how deep in the caller's trace the call is.
+    return stablehlo_to_jax.with_stack_room(call_here, *args_jax)
   return call
