@@ -46,7 +46,7 @@ def _leaf() -> None:
 
 
 def _pad(depth: int, work):
-  return _pad(depth - 1, work) if depth else work()
+  return _pad_big(depth - 1, work) if depth else work()
 
 
 _leaf_big = _with_slots(_leaf, LEAF_SLOTS)

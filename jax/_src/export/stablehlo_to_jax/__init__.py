@@ -408,10 +408,15 @@ def parse(module: str | bytes | ModuleCopy, *,
     ValueError: the module cannot be read (dynamic shapes, an element type
       JAX has no dtype for, regions with several blocks).
   """
-  copy = (module if isinstance(module, ModuleCopy)
-          else _stack.with_room(read, module))
-  program = _stack.with_room(_compile, copy, derivatives,
-                             follow_default_precision)
+  return _stack.with_room(_read_and_compile, module, derivatives,
+                          follow_default_precision)
+
+
+def _read_and_compile(module: str | bytes | ModuleCopy,
+                      derivatives: DerivativeRules | None,
+                      follow_default_precision: bool) -> Program:
+  copy = module if isinstance(module, ModuleCopy) else read(module)
+  program = _compile(copy, derivatives, follow_default_precision)
   if program.unsupported and not isinstance(module, ModuleCopy):
     # The reasons quote each op's assembly, printed only now.
     program = _compile(read(module, with_text=True), derivatives,
