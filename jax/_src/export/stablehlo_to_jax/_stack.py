@@ -15,16 +15,16 @@
 
 CPython (3.11 and later) keeps a thread's frames on a stack made of chunks
 of 16 KiB, and frees a chunk as soon as the frame at its start returns
-(https://github.com/python/cpython/issues/142183; releases from 3.13.13 and
-3.14.4 keep one freed chunk). Code that loops deep in a trace can call a
-function whose frame lands at a chunk's start again and again, and each such
-call then maps and unmaps a chunk: a page fault at least, and a system call
-each way. Where the loop lands depends on the depth of the caller's stack.
-Measured with a Keras MobileNetV2, TensorFlow's trace of the model took
-0.30-0.46 s on a 2-core x86 host depending on that depth, and 0.45-2.8 s on
-a TPU v5e host, whose system calls cost more; inside ``call_tf`` under
-``jax.jit(jax.vmap(f))`` it took 1.2 s there, against 0.47 s in a process
-of TensorFlow alone.
+(https://github.com/python/cpython/issues/142183; its fix, backported in
+March 2026 to 3.13 and 3.14, keeps one freed chunk). Code that loops deep in
+a trace can call a function whose frame lands at a chunk's start again and
+again, and each such call then maps and unmaps a chunk: a page fault at
+least, and a system call each way. Where the loop lands depends on the depth
+of the caller's stack. Measured with a Keras MobileNetV2, TensorFlow's trace
+of the model took 0.30-0.46 s on a 2-core x86 host depending on that depth,
+and 0.45-2.8 s on a TPU v5e host, whose system calls cost more; inside
+``call_tf`` under ``jax.jit(jax.vmap(f))`` it took 1.2 s there, against 0.47
+s in a process of TensorFlow alone.
 
 :func:`with_room` calls a function on a fresh chunk with 512 KiB free after
 its frame, more than a deep trace uses (a thousand frames of 30 slots,
