@@ -272,7 +272,7 @@ def test_a_trace_runs_call_tf_on_a_stack_chunk_and_an_eager_call_does_not(
     monkeypatch):
   """Under a trace, call_tf's work runs on a frame-stack chunk of its own
   (stablehlo_to_jax.with_stack_room: its time then does not depend on the
-  caller's depth); an eager call does not pay for one (0.15 ms a call)."""
+  caller's depth); an eager call does not pay for one (up to 0.1 ms a call)."""
   from jax._src.export.stablehlo_to_jax import _stack  # pylint: disable=g-import-not-at-top
   found = collections.Counter()
   count_calls(monkeypatch, found, _stack, "_call_on_new_chunk", "room")

@@ -33,7 +33,7 @@ the loops it runs: the time no longer depends on the caller's depth. The
 cost is one mapping of 1 MiB per outermost call (not a transparent huge
 page's 2 MiB, which a first touch would zero whole), whose pages the work
 touches only as deep as it goes: 5-12 us and two page faults for an empty
-call, about 0.1 ms for an eager ``call_tf`` (which therefore takes none).
+call, 0.02-0.08 ms for an eager ``call_tf`` (which therefore takes none).
 The frame's own 512 KiB of stack slots are never touched, but a frame object
 made for it (an exception passing through it, a traceback or a profiler
 walking the stack) is allocated that large, untouched: once per call at

@@ -501,7 +501,7 @@ def embedding_or(callable_tf: Callable[..., Any],
   def call(*args_jax):
     args_flat, args_treedef = tree_util.tree_flatten(args_jax)
     if not any(isinstance(a, core.Tracer) for a in args_flat):
-      # (a room would cost an eager call 0.1 ms)
+      # (a room would cost an eager call up to 0.1 ms)
       return call_flat(args_jax, args_flat, args_treedef)
     # Under a trace: TensorFlow's trace, tf2xla, the captures' reads and
     # the interpreter, on a chunk of Python's frame stack of their own:
