@@ -219,6 +219,7 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
   x = jax.device_put(_inputs(args.model, args.batch))
   jax.block_until_ready(jax.jit(lambda v: v + 1)(x))  # JAX's backend, warm
   fn = jax.jit(_transformed(args.transform, model_fn))
+  parts = _xla_parts()
   with _collector_reset() as collections:
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn(x))
@@ -231,6 +232,7 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
   np.save(args.result, np.asarray(out))
   return {"first_s": first, "steady_s": statistics.median(times),
           "gc_full_s": collections.full_s,
+          **{f"{k}_s": t.seconds for k, t in parts.items()},
           "device": str(jax.devices()[0].device_kind),
           "backend": jax.default_backend()}
 
@@ -255,6 +257,27 @@ class _Timed:
         if not self._depth:
           self.seconds += time.perf_counter() - t0
     setattr(owner, name, timed)
+
+
+def _xla_parts() -> dict[str, _Timed]:
+  """Timers on the JAX stages of a first call after the trace: lowering,
+  the whole of getting an executable (``xla``: the cache's key, read,
+  XLA's compile and the cache's write), and of it XLA's compile, the
+  cache's read and its write. A stage this JAX release names otherwise
+  is not timed (and not reported)."""
+  from jax._src import compiler  # pylint: disable=g-import-not-at-top
+  from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
+  timers = {}
+  for key, owner, name in (
+      ("lower", mlir, "lower_jaxpr_to_module"),
+      ("xla", compiler, "compile_or_get_cached"),
+      ("xla_compile", compiler, "backend_compile_and_load"),
+      ("cache_read", compiler, "_cache_read"),
+      ("cache_write", compiler, "_cache_write")):
+    if callable(getattr(owner, name, None)):
+      timers[key] = _Timed()
+      timers[key].wrap(owner, name)
+  return timers
 
 
 def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
@@ -501,6 +524,37 @@ def _s(x: float | None) -> str:
   return "-" if x is None else f"{x:.2f} s"
 
 
+def _parts_table(data: dict[str, Any]) -> list[str]:
+  """The first calls above in parts, both methods: what JAX's stages after
+  the trace took in the timed call itself (``_xla_parts``), and the rest.
+  Empty for a run measured before they were recorded."""
+  rows = [(row, method) for row in data.get("rows", [])
+          for method in ("native", "call_tf")
+          if "xla_s" in row.get(f"{method}_cold", {})]
+  if not rows:
+    return []
+  lines = ["", "The first calls above in parts, timed in the same call "
+           "(medians, as above): lowering; XLA's compile; the persistent "
+           "cache's write (cold) or read (warm); and the rest, which is "
+           "JAX's trace (through call_tf: TF's trace, tf2xla and the "
+           "interpreter too), the cache's key, dispatch and the run.", "",
+           "| model | transformation | method | cold | of it: the rest | "
+           "lowering | XLA compile | cache write | warm | of it: the rest | "
+           "lowering | cache read |", "|---|---|---|---|---|---|---|---|---|"
+           "---|---|---|"]
+  for row, method in rows:
+    cells = []
+    for run, own in (("cold", ("xla_compile_s", "cache_write_s")),
+                     ("warm", ("cache_read_s",))):
+      r = row.get(f"{method}_{run}", {})
+      first, lower, xla = r.get("first_s"), r.get("lower_s"), r.get("xla_s")
+      rest = (None if None in (first, lower, xla) else first - lower - xla)
+      cells += [_s(first), _s(rest), _s(lower), *(_s(r.get(k)) for k in own)]
+    lines.append(f"| {row['model']} | `{_transformation(row['transform'])}` "
+                 f"| {method} | " + " | ".join(cells) + " |")
+  return lines
+
+
 def markdown(data: dict[str, Any]) -> str:
   """The table of a run."""
   env = data.get("env", {})
@@ -543,6 +597,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"{met('warm_met')} | "
         + (f"{v['steady_ratio']:.2f}x" if "steady_ratio" in v else "-")
         + " | " + ("-" if agree is None else f"{agree:.1e}") + " |")
+  lines += _parts_table(data)
   lines += ["", "call_tf's cold first call in parts (a process of its own: "
             "`jax.jit(...).trace`, `.lower()`, `.compile()`). The "
             "interpreter's share: reading the module (`read`, `parse`) and "
