@@ -36,7 +36,10 @@ tensorflow-cpu and Keras 3 (the test venv has them)::
       [--transforms vmap,vmap_grad] [--batch 4] [--repeats 1]
 
 ``DIR/keras_models.json`` has every measurement, ``DIR/keras_models.md``
-the table (``--report DIR`` writes it again). The committed runs are in
+the table (``--report DIR`` writes it again). ``--merge DIR... --out DIR``
+makes runs one, a model and transformation measured in several of them
+one row of all their processes (the lent accelerator takes a row or two
+a call). The committed runs are in
 ``benchmarks/results/keras_models/`` (this CPU) and
 ``benchmarks/results/accelerator/`` (the TPU).
 """
@@ -392,7 +395,9 @@ def _run_worker(kind: str, backend: str, extra: Sequence[str],
 
 def _median(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
   """One measurement from several processes' own: each number the median
-  of theirs (the first process's other fields), with the samples kept.
+  of theirs (the first process's other fields), with the samples kept. A
+  number some samples lack (merged runs: a field recorded since) is the
+  median of those that have it.
 
   A process that failed is left out; if every one failed, the first's
   error is the measurement.
@@ -400,10 +405,10 @@ def _median(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
   ok = [s for s in samples if "error" not in s]
   if not ok:
     return samples[0]
-  out = dict(ok[0])
-  for k, v in ok[0].items():
+  out = {k: v for s in reversed(ok) for k, v in s.items()}
+  for k, v in out.items():
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-      out[k] = statistics.median(s[k] for s in ok)
+      out[k] = statistics.median(s[k] for s in ok if k in s)
   out["samples"] = ok
   return out
 
@@ -534,7 +539,9 @@ def _parts_table(data: dict[str, Any]) -> list[str]:
   if not rows:
     return []
   lines = ["", "The first calls above in parts, timed in the same call "
-           "(medians, as above): lowering; XLA's compile; the persistent "
+           "(medians of the processes that timed them, which in a merged "
+           "run can be fewer than above): lowering; XLA's compile; the "
+           "persistent "
            "cache's write (cold) or read (warm); and the rest, which is "
            "JAX's trace (through call_tf: TF's trace, tf2xla and the "
            "interpreter too), the cache's key, dispatch and the run.", "",
@@ -547,9 +554,14 @@ def _parts_table(data: dict[str, Any]) -> list[str]:
     for run, own in (("cold", ("xla_compile_s", "cache_write_s")),
                      ("warm", ("cache_read_s",))):
       r = row.get(f"{method}_{run}", {})
-      first, lower, xla = r.get("first_s"), r.get("lower_s"), r.get("xla_s")
-      rest = (None if None in (first, lower, xla) else first - lower - xla)
-      cells += [_s(first), _s(rest), _s(lower), *(_s(r.get(k)) for k in own)]
+      timed = [s for s in r.get("samples", [r])
+               if "xla_s" in s and "lower_s" in s]
+      med = lambda f: (statistics.median(f(s) for s in timed)  # noqa: E731
+                       if timed else None)
+      cells += [_s(med(lambda s: s["first_s"])),
+                _s(med(lambda s: s["first_s"] - s["lower_s"] - s["xla_s"])),
+                _s(med(lambda s: s["lower_s"])),
+                *(_s(med(lambda s, k=k: s.get(k, 0.))) for k in own)]
     lines.append(f"| {row['model']} | `{_transformation(row['transform'])}` "
                  f"| {method} | " + " | ".join(cells) + " |")
   return lines
@@ -647,6 +659,37 @@ def markdown(data: dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
+_SAMPLED = ("floor", "native_cold", "native_warm", "call_tf_cold",
+            "call_tf_warm")
+
+
+def merge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+  """Runs of one model and transformation as one row: every sampled
+  measurement the median of all their processes, the rest the first
+  row's (the newest run, by convention) and the largest difference
+  between the methods' results of any.
+
+  Raises:
+    ValueError: the rows are of different models, transformations or
+      batches.
+  """
+  first = rows[0]
+  key = lambda r: (r["model"], r["transform"], r["batch"])  # noqa: E731
+  if others := [key(r) for r in rows if key(r) != key(first)]:
+    raise ValueError(f"merge takes runs of {key(first)} alone, not {others}")
+  out = dict(first)
+  for k in _SAMPLED:
+    samples = [s for r in rows if k in r
+               for s in r[k].get("samples", [r[k]])]
+    if samples:
+      out[k] = _median(samples)
+  out["repeats"] = sum(r.get("repeats", 1) for r in rows)
+  diffs = [r["max_rel_diff"] for r in rows if "max_rel_diff" in r]
+  if diffs:
+    out["max_rel_diff"] = max(diffs)
+  return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--out", type=pathlib.Path)
@@ -657,6 +700,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--timeout", type=float, default=1800.)
   p.add_argument("--repeats", type=int, default=1,
                  help="fresh processes per first call and floor (median)")
+  p.add_argument("--merge", type=pathlib.Path, nargs="+", metavar="DIR",
+                 help="runs to merge into --out, the newest first: the rows "
+                 "of a model and transformation as one (medians of all "
+                 "their processes)")
   # A worker's own arguments.
   p.add_argument("--worker", choices=sorted(_WORKERS))
   p.add_argument("--worker-out")
@@ -668,6 +715,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     pathlib.Path(args.worker_out).write_text(json.dumps(
         _WORKERS[args.worker](args)))
     return 0
+  if args.merge:
+    if args.out is None:
+      p.error("--merge DIR... writes --out DIR")
+    runs = [json.loads((d / "keras_models.json").read_text())
+            for d in args.merge]
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+      for row in run.get("rows", []):
+        rows.setdefault((row["model"], row["transform"]), []).append(row)
+    order = lambda k: (MODELS.index(k[0]) if k[0] in MODELS else len(MODELS),  # noqa: E731
+                       TRANSFORMS.index(k[1]) if k[1] in TRANSFORMS else 0)
+    try:
+      data = {"env": runs[0]["env"],
+              "rows": [merge(rows[k]) for k in sorted(rows, key=order)]}
+    except ValueError as e:
+      p.error(str(e))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "keras_models.json").write_text(json.dumps(data, indent=1))
+    args.report = args.out
   if args.report:
     data = json.loads((args.report / "keras_models.json").read_text())
     (args.report / "keras_models.md").write_text(markdown(data))
