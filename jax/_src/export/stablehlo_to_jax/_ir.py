@@ -25,7 +25,7 @@ or :class:`TokenType`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 import dataclasses
 import re
 from typing import Union
@@ -436,6 +436,10 @@ class _Reader:
     self.table = _dtype_table()
     self.ids: dict[ir.Value, int] = {}
     self.with_text = with_text
+    # MLIR uniques a context's types: one read of each (a module has a few
+    # dozen), and each value's type kept by its number for its uses.
+    self._types: dict[ir.Type, Type] = {}
+    self._value_types: dict[int, Type] = {}
 
   def value(self, v: ir.Value) -> int:
     key = v
@@ -443,9 +447,30 @@ class _Reader:
       self.ids[key] = len(self.ids)
     return self.ids[key]
 
+  def read_type(self, t: ir.Type) -> Type:
+    """:func:`read_type` of ``t``, once per type."""
+    found = self._types.get(t)
+    if found is None:
+      found = self._types[t] = read_type(t, self.table)
+    return found
+
+  def defined(self, v: ir.Value) -> tuple[int, Type]:
+    """A value an op or block defines: its number, and its type."""
+    i = self.value(v)
+    ty = self._value_types[i] = self.read_type(v.type)
+    return i, ty
+
+  def used(self, v: ir.Value) -> tuple[int, Type]:
+    """A value an op uses: its number, and its type (read at its
+    definition, which dominates the use)."""
+    i = self.value(v)
+    ty = self._value_types.get(i)
+    if ty is None:
+      ty = self._value_types[i] = self.read_type(v.type)
+    return i, ty
+
   def block(self, blk: ir.Block) -> Block:
-    args = tuple(self.value(a) for a in blk.arguments)
-    arg_types = tuple(read_type(a.type, self.table) for a in blk.arguments)
+    args, arg_types = _pairs(self.defined(a) for a in blk.arguments)
     ops = []
     returns: tuple[int, ...] = ()
     for op in blk.operations:
@@ -474,12 +499,9 @@ class _Reader:
       # Attributes the bindings cannot give (complex dense elements):
       # read them from the operation's assembly.
       attrs = self._attrs_from_text(operation)
-    operands = tuple(self.value(v) for v in operation.operands)
-    operand_types = tuple(read_type(v.type, self.table)
-                          for v in operation.operands)
-    results = tuple(self.value(v) for v in operation.results)
-    result_types = tuple(read_type(v.type, self.table)
-                         for v in operation.results)
+    operands, operand_types = _pairs(self.used(v) for v in operation.operands)
+    results, result_types = _pairs(self.defined(v)
+                                   for v in operation.results)
     regions = tuple(self.block(r.blocks[0]) for r in operation.regions
                     if len(r.blocks))
     if any(len(r.blocks) > 1 for r in operation.regions):
@@ -495,6 +517,16 @@ class _Reader:
       raise UnreadableModule(f"attributes of {operation.name}")
     ty = read_type(operation.results[0].type, self.table)
     return {"value": _dense_from_text(operation.get_asm(), ty)}
+
+
+def _pairs(pairs: Iterable[tuple[int, Type]]
+           ) -> tuple[tuple[int, ...], tuple[Type, ...]]:
+  """Numbers and types, as two tuples."""
+  numbers, types = [], []
+  for i, ty in pairs:
+    numbers.append(i)
+    types.append(ty)
+  return tuple(numbers), tuple(types)
 
 
 def _asm(operation: ir.Operation) -> str:
@@ -616,7 +648,7 @@ def read_module(module: str | bytes, *, with_text: bool = True
       name = ir.StringAttr(f.attributes["sym_name"]).value
       ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
       body = reader.block(f.regions[0].blocks[0])
-      results = tuple(read_type(t, reader.table) for t in ftype.results)
+      results = tuple(reader.read_type(t) for t in ftype.results)
       funcs[name] = Func(name, body, results)
   if "main" not in funcs:
     raise UnreadableModule("no function named main")
