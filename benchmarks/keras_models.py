@@ -11,7 +11,7 @@ of one example, the first call of ``jax.jit(jax.vmap(f))`` and of
   cache beside it);
 * warm: a second process with the same directory, as a script run again;
 * steady state: the median time of a call, after the first, in the cold
-  process;
+  process (at least 10 calls and half a second, at most 200 calls);
 * each timed first call (and floor) starts with ``gc.collect()``, whatever
   the method: when a full collection falls is the process's history, not
   the call's; the full collections a call makes are measured
@@ -79,7 +79,10 @@ TRANSFORMS = ("vmap", "vmap_grad")
 SHAPES = {"resnet50": (64, 64, 3), "mobilenetv2": (64, 64, 3),
           "vit": (16, 48)}
 CLASSES = 10
-STEADY_CALLS = 10
+# Steady state: calls after the first until both the count and the time
+# are reached, or the cap (a call of half a millisecond moves by a tenth
+# from one call to the next: 10 of them do not make a median).
+STEADY_CALLS, STEADY_SECONDS, STEADY_MAX_CALLS = 10, 0.5, 200
 # The targets' factors (issue 54).
 COLD_FACTOR = WARM_FACTOR = 1.10
 STEADY_FACTOR = 1.05
@@ -228,7 +231,8 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
     out = jax.block_until_ready(fn(x))
     first = time.perf_counter() - t0
   times = []
-  for _ in range(STEADY_CALLS):
+  while len(times) < STEADY_MAX_CALLS and (
+      len(times) < STEADY_CALLS or sum(times) < STEADY_SECONDS):
     t0 = time.perf_counter()
     jax.block_until_ready(fn(x))
     times.append(time.perf_counter() - t0)
