@@ -623,13 +623,9 @@ def markdown(data: dict[str, Any]) -> str:
             "persistent compilation cache, which the first calls above "
             "have: a cold first call also writes the cache's entry, with "
             "the weights in it (constants of the program, natively as "
-            "through call_tf)."
-            + (" On the 2-core CPU of the committed run that is about 4 s "
-               "of ResNet50's first call by either method (an entry of "
-               "83 MB): its `jit(vmap)`'s compile took 5.1 s through call_tf "
-               "and 5.0 s natively with the cache, 1.2 s by both without "
-               "(one process each; 0.8 s in the parts below)."
-               if env.get("backend") == "cpu" else ""), "",
+            "through call_tf)"
+            + ("; the table above has its time."
+               if _parts_table(data) else "."), "",
             "| model | transformation | trace | of it: tf2xla | of it: the "
             "interpreter | lowering | XLA compile | interpreter < compile |",
             "|---|---|---|---|---|---|---|---|"]
