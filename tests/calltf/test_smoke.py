@@ -25,6 +25,7 @@ jax.export artifact under vmap, jacrev, jacfwd and hessian.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import jax
@@ -202,3 +203,25 @@ def test_jax_export_artifact_under_vmap_and_autodiff():
                       tol=1e-4)
   with pytest.raises(ValueError, match="vjp_order"):
     hessian(by_order[1].call)(x)
+
+
+_COMPLEX_CONSTANT = """
+import jax, numpy as np, tensorflow as tf
+from jax.experimental import jax2tf
+c = np.asarray([1 + 2j, 3 - 4j], np.complex64)
+f = jax2tf.call_tf(lambda x: x * tf.constant(c))
+x = np.asarray([[1j, 2], [3, -1j], [0.5, 0.5j]], np.complex64)
+for g in (jax.vmap(f), jax.jit(jax.vmap(f))):
+  np.testing.assert_allclose(np.asarray(g(x)), x * c, rtol=1e-6)
+print("ok")
+"""
+
+
+def test_a_complex_constant_under_vmap_in_a_process_of_its_own():
+  """The interpreter reads the complex constant tf2xla writes from its
+  text: asked for it, the MLIR bindings of jaxlib 0.6 abort the process."""
+  proc = subprocess.run([sys.executable, "-c", _COMPLEX_CONSTANT],
+                        capture_output=True, text=True, timeout=600,
+                        check=False)
+  assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (
+      f"exit {proc.returncode}: {proc.stderr[-2000:]}")

@@ -416,6 +416,7 @@ _DIMENSION_NUMBERS: tuple[tuple[type[ir.Attribute],
 )
 
 
+_COMPLEX = re.compile(r"tensor<(?:[\d?]+x)*complex<")
 _LOCATION_NAME = re.compile(r'^loc\((?:fused\[)?"((?:[^"\\]|\\.)*)"')
 
 
@@ -447,7 +448,7 @@ class _Reader:
       self.ids[key] = len(self.ids)
     return self.ids[key]
 
-  def read_type(self, t: ir.Type) -> Type:
+  def type_of(self, t: ir.Type) -> Type:
     """:func:`read_type` of ``t``, once per type."""
     found = self._types.get(t)
     if found is None:
@@ -457,7 +458,7 @@ class _Reader:
   def defined(self, v: ir.Value) -> tuple[int, Type]:
     """A value an op or block defines: its number, and its type."""
     i = self.value(v)
-    ty = self._value_types[i] = self.read_type(v.type)
+    ty = self._value_types[i] = self.type_of(v.type)
     return i, ty
 
   def used(self, v: ir.Value) -> tuple[int, Type]:
@@ -466,7 +467,7 @@ class _Reader:
     i = self.value(v)
     ty = self._value_types.get(i)
     if ty is None:
-      ty = self._value_types[i] = self.read_type(v.type)
+      ty = self._value_types[i] = self.type_of(v.type)
     return i, ty
 
   def block(self, blk: ir.Block) -> Block:
@@ -485,6 +486,11 @@ class _Reader:
   def op(self, op: ir.OpView | ir.Operation) -> Op:
     operation = op.operation
     attrs = {}
+    if (operation.name == "stablehlo.constant"
+        and _COMPLEX.match(str(operation.results[0].type))):
+      # Complex dense elements: the bindings cannot give them (newer ones
+      # raise TypeError, jaxlib 0.6's abort the process), read from text.
+      return self._op(operation, self._attrs_from_text(operation))
     try:
       names = [n if isinstance(n, str) else n.name
                for n in operation.attributes]
@@ -499,6 +505,9 @@ class _Reader:
       # Attributes the bindings cannot give (complex dense elements):
       # read them from the operation's assembly.
       attrs = self._attrs_from_text(operation)
+    return self._op(operation, attrs)
+
+  def _op(self, operation: ir.Operation, attrs: dict[str, AttrValue]) -> Op:
     operands, operand_types = _pairs(self.used(v) for v in operation.operands)
     results, result_types = _pairs(self.defined(v)
                                    for v in operation.results)
@@ -648,7 +657,7 @@ def read_module(module: str | bytes, *, with_text: bool = True
       name = ir.StringAttr(f.attributes["sym_name"]).value
       ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
       body = reader.block(f.regions[0].blocks[0])
-      results = tuple(reader.read_type(t) for t in ftype.results)
+      results = tuple(reader.type_of(t) for t in ftype.results)
       funcs[name] = Func(name, body, results)
   if "main" not in funcs:
     raise UnreadableModule("no function named main")
