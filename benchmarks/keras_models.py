@@ -81,7 +81,8 @@ SHAPES = {"resnet50": (64, 64, 3), "mobilenetv2": (64, 64, 3),
 CLASSES = 10
 # Steady state: calls after the first until both the count and the time
 # are reached, or the cap (a call of half a millisecond moves by a tenth
-# from one call to the next: 10 of them do not make a median).
+# from one call to the next: 10 of them do not make a median; 200 of them,
+# 0.1 s, end at the cap).
 STEADY_CALLS, STEADY_SECONDS, STEADY_MAX_CALLS = 10, 0.5, 200
 # The targets' factors (issue 54).
 COLD_FACTOR = WARM_FACTOR = 1.10
@@ -225,8 +226,7 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
   x = jax.device_put(_inputs(args.model, args.batch))
   jax.block_until_ready(jax.jit(lambda v: v + 1)(x))  # JAX's backend, warm
   fn = jax.jit(_transformed(args.transform, model_fn))
-  parts = _xla_parts()
-  with _collector_reset() as collections:
+  with _xla_parts() as parts, _collector_reset() as collections:
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn(x))
     first = time.perf_counter() - t0
@@ -239,7 +239,7 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
   np.save(args.result, np.asarray(out))
   return {"first_s": first, "steady_s": statistics.median(times),
           "gc_full_s": collections.full_s,
-          **{f"{k}_s": t.seconds for k, t in parts.items()},
+          **parts,
           "device": str(jax.devices()[0].device_kind),
           "backend": jax.default_backend()}
 
@@ -249,7 +249,9 @@ class _Timed:
 
   def __init__(self):
     self.seconds = 0.
+    self.calls = 0  # outermost calls
     self._depth = 0
+    self._wrapped: list[tuple[Any, str, Any]] = []
 
   def wrap(self, owner: Any, name: str) -> None:
     original = getattr(owner, name)
@@ -263,15 +265,25 @@ class _Timed:
         self._depth -= 1
         if not self._depth:
           self.seconds += time.perf_counter() - t0
+          self.calls += 1
     setattr(owner, name, timed)
+    self._wrapped.append((owner, name, original))
+
+  def unwrap(self) -> None:
+    """Puts back what :meth:`wrap` replaced."""
+    while self._wrapped:
+      owner, name, original = self._wrapped.pop()
+      setattr(owner, name, original)
 
 
-def _xla_parts() -> dict[str, _Timed]:
-  """Timers on the JAX stages of a first call after the trace: lowering,
-  the whole of getting an executable (``xla``: the cache's key, read,
-  XLA's compile and the cache's write), and of it XLA's compile, the
-  cache's read and its write. A stage this JAX release names otherwise
-  is not timed (and not reported)."""
+@contextlib.contextmanager
+def _xla_parts() -> Iterator[dict[str, Any]]:
+  """Times the JAX stages of what runs inside: lowering, the whole of
+  getting an executable (``xla``: the cache's key, read, XLA's compile
+  and the cache's write), and of it XLA's compile, the cache's read and
+  its write. Yields a dict that on exit has ``<stage>_s`` and
+  ``<stage>_calls`` of each; a stage this JAX release names otherwise is
+  not timed and not in it."""
   from jax._src import compiler  # pylint: disable=g-import-not-at-top
   from jax._src.interpreters import mlir  # pylint: disable=g-import-not-at-top
   timers = {}
@@ -284,7 +296,13 @@ def _xla_parts() -> dict[str, _Timed]:
     if callable(getattr(owner, name, None)):
       timers[key] = _Timed()
       timers[key].wrap(owner, name)
-  return timers
+  parts: dict[str, Any] = {}
+  try:
+    yield parts
+  finally:
+    for key, t in timers.items():
+      t.unwrap()
+      parts[f"{key}_s"], parts[f"{key}_calls"] = t.seconds, t.calls
 
 
 def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
@@ -533,10 +551,22 @@ def _s(x: float | None) -> str:
   return "-" if x is None else f"{x:.2f} s"
 
 
+_STAGES = ("xla_compile_s", "cache_read_s", "cache_write_s")
+
+
+def _median_of(samples: Sequence[dict[str, Any]], keys: Sequence[str],
+               f: Any) -> float | None:
+  """The median of ``f`` over the samples that have every one of ``keys``
+  (None if none has)."""
+  have = [s for s in samples if all(k in s for k in keys)]
+  return statistics.median(f(s) for s in have) if have else None
+
+
 def _parts_table(data: dict[str, Any]) -> list[str]:
   """The first calls above in parts, both methods: what JAX's stages after
   the trace took in the timed call itself (``_xla_parts``), and the rest.
-  Empty for a run measured before they were recorded."""
+  Each number is the median over the processes that timed what it needs
+  ("-" where none did); empty for a run measured before any did."""
   rows = [(row, method) for row in data.get("rows", [])
           for method in ("native", "call_tf")
           if "xla_s" in row.get(f"{method}_cold", {})]
@@ -545,27 +575,29 @@ def _parts_table(data: dict[str, Any]) -> list[str]:
   lines = ["", "The first calls above in parts, timed in the same call "
            "(medians of the processes that timed them, which in a merged "
            "run can be fewer than above): lowering; XLA's compile; the "
-           "persistent "
-           "cache's write (cold) or read (warm); and the rest, which is "
-           "JAX's trace (through call_tf: TF's trace, tf2xla and the "
-           "interpreter too), the cache's key, dispatch and the run.", "",
-           "| model | transformation | method | cold | of it: the rest | "
-           "lowering | XLA compile | cache write | warm | of it: the rest | "
-           "lowering | cache read |", "|---|---|---|---|---|---|---|---|---|"
-           "---|---|---|"]
+           "persistent cache's write (cold) or read (warm); the rest of "
+           "getting the executable (the cache's key above all); and the "
+           "rest of the call, which is JAX's trace (through call_tf: TF's "
+           "trace, tf2xla and the interpreter too), dispatch and the run.",
+           "", "| model | transformation | method | cold | of it: the rest "
+           "| lowering | XLA compile | cache write | cache key, other | warm "
+           "| of it: the rest | lowering | cache read | cache key, other |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for row, method in rows:
     cells = []
     for run, own in (("cold", ("xla_compile_s", "cache_write_s")),
                      ("warm", ("cache_read_s",))):
-      r = row.get(f"{method}_{run}", {})
-      timed = [s for s in r.get("samples", [r])
-               if "xla_s" in s and "lower_s" in s]
-      med = lambda f: (statistics.median(f(s) for s in timed)  # noqa: E731
-                       if timed else None)
-      cells += [_s(med(lambda s: s["first_s"])),
-                _s(med(lambda s: s["first_s"] - s["lower_s"] - s["xla_s"])),
-                _s(med(lambda s: s["lower_s"])),
-                *(_s(med(lambda s, k=k: s.get(k, 0.))) for k in own)]
+      samples = row.get(f"{method}_{run}", {})
+      samples = samples.get("samples", [samples])
+      med = lambda keys, f: _median_of(samples, keys, f)  # noqa: E731,B023
+      base = ("first_s", "lower_s", "xla_s")
+      cells += [
+          _s(med(base, lambda s: s["first_s"])),
+          _s(med(base, lambda s: s["first_s"] - s["lower_s"] - s["xla_s"])),
+          _s(med(base, lambda s: s["lower_s"])),
+          *(_s(med((k,), lambda s, k=k: s[k])) for k in own),
+          _s(med(("xla_s", *_STAGES),
+                 lambda s: s["xla_s"] - sum(s[k] for k in _STAGES)))]
     lines.append(f"| {row['model']} | `{_transformation(row['transform'])}` "
                  f"| {method} | " + " | ".join(cells) + " |")
   return lines
@@ -724,10 +756,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run in runs:
       for row in run.get("rows", []):
         rows.setdefault((row["model"], row["transform"]), []).append(row)
-    order = lambda k: (MODELS.index(k[0]) if k[0] in MODELS else len(MODELS),  # noqa: E731
-                       TRANSFORMS.index(k[1]) if k[1] in TRANSFORMS else 0)
+    def order(k: tuple[str, str]) -> tuple[int, int]:
+      return (MODELS.index(k[0]) if k[0] in MODELS else len(MODELS),
+              TRANSFORMS.index(k[1]) if k[1] in TRANSFORMS else 0)
     try:
       data = {"env": runs[0]["env"],
+              "merged": [run.get("env", {}) for run in runs],
               "rows": [merge(rows[k]) for k in sorted(rows, key=order)]}
     except ValueError as e:
       p.error(str(e))
