@@ -589,15 +589,15 @@ def _parts_table(data: dict[str, Any]) -> list[str]:
                      ("warm", ("cache_read_s",))):
       samples = row.get(f"{method}_{run}", {})
       samples = samples.get("samples", [samples])
-      med = lambda keys, f: _median_of(samples, keys, f)  # noqa: E731,B023
       base = ("first_s", "lower_s", "xla_s")
       cells += [
-          _s(med(base, lambda s: s["first_s"])),
-          _s(med(base, lambda s: s["first_s"] - s["lower_s"] - s["xla_s"])),
-          _s(med(base, lambda s: s["lower_s"])),
-          *(_s(med((k,), lambda s, k=k: s[k])) for k in own),
-          _s(med(("xla_s", *_STAGES),
-                 lambda s: s["xla_s"] - sum(s[k] for k in _STAGES)))]
+          _s(_median_of(samples, base, lambda s: s["first_s"])),
+          _s(_median_of(samples, base,
+                        lambda s: s["first_s"] - s["lower_s"] - s["xla_s"])),
+          _s(_median_of(samples, base, lambda s: s["lower_s"])),
+          *(_s(_median_of(samples, (k,), lambda s, k=k: s[k])) for k in own),
+          _s(_median_of(samples, ("xla_s", *_STAGES),
+                        lambda s: s["xla_s"] - sum(s[k] for k in _STAGES)))]
     lines.append(f"| {row['model']} | `{_transformation(row['transform'])}` "
                  f"| {method} | " + " | ".join(cells) + " |")
   return lines
@@ -645,7 +645,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"{met('warm_met')} | "
         + (f"{v['steady_ratio']:.2f}x" if "steady_ratio" in v else "-")
         + " | " + ("-" if agree is None else f"{agree:.1e}") + " |")
-  lines += _parts_table(data)
+  parts = _parts_table(data)
+  lines += parts
   lines += ["", "call_tf's cold first call in parts (a process of its own: "
             "`jax.jit(...).trace`, `.lower()`, `.compile()`). The "
             "interpreter's share: reading the module (`read`, `parse`) and "
@@ -656,8 +657,7 @@ def markdown(data: dict[str, Any]) -> str:
             "have: a cold first call also writes the cache's entry, with "
             "the weights in it (constants of the program, natively as "
             "through call_tf)"
-            + ("; the table above has its time."
-               if _parts_table(data) else "."), "",
+            + ("; the table above has its time." if parts else "."), "",
             "| model | transformation | trace | of it: tf2xla | of it: the "
             "interpreter | lowering | XLA compile | interpreter < compile |",
             "|---|---|---|---|---|---|---|---|"]

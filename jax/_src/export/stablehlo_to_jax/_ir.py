@@ -502,8 +502,8 @@ class _Reader:
         attrs[ATTRIBUTE_TEXTS] = tuple(sorted(
             (n, _attribute_text(operation.attributes[n])) for n in names))
     except TypeError:
-      # Attributes the bindings cannot give (complex dense elements):
-      # read them from the operation's assembly.
+      # Other attributes the bindings cannot give: a constant's are read
+      # from the operation's assembly.
       attrs = self._attrs_from_text(operation)
     return self._op(operation, attrs)
 
@@ -524,7 +524,7 @@ class _Reader:
                        ) -> dict[str, AttrValue]:
     if operation.name != "stablehlo.constant":
       raise UnreadableModule(f"attributes of {operation.name}")
-    ty = read_type(operation.results[0].type, self.table)
+    ty = self.type_of(operation.results[0].type)
     return {"value": _dense_from_text(operation.get_asm(), ty)}
 
 
