@@ -39,6 +39,7 @@ from jax._src.export import stablehlo_to_jax  # noqa: E402
 from jax.experimental import jax2tf  # noqa: E402
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import exactness  # noqa: E402
 from jax.experimental.jax2tf.call_tf_lib.stablehlo import path  # noqa: E402
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_derivatives  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -288,6 +289,131 @@ def test_erfc_takes_tf_gradient_at_each_precision(dtype, tf_autodiff):
     assert_close(jnp.diagonal(jax.jit(jax.hessian(total))(x)),
                  second.numpy(), tol)
   assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
+
+
+def _linear_primitives(f: Callable[[Any], Any], x: np.ndarray) -> set[str]:
+  """The primitives of ``f``'s linearization at ``x``, nested ones too."""
+  def walk(jaxpr, found):
+    for eqn in jaxpr.eqns:
+      found.add(str(eqn.primitive))
+      for p in eqn.params.values():
+        inner = getattr(p, "jaxpr", p)
+        if hasattr(inner, "eqns"):
+          walk(inner, found)
+    return found
+  _, linear = jax.linearize(f, x)
+  return walk(jax.make_jaxpr(linear)(x).jaxpr, set())
+
+
+_SOFTMAXES = {
+    "softmax": tf.nn.softmax,
+    "log_softmax": tf.nn.log_softmax,
+    "softmax_axis_0": lambda x: tf.nn.softmax(x, axis=0),
+    # A mask by the lowest number as an addend (attention masks).
+    "masked_softmax": lambda x: tf.nn.softmax(
+        x + tf.constant([[0., 1., 0.], [0., 0., 1.]], x.dtype) * x.dtype.min),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16],
+                         ids=["float32", "float64", "float16"])
+@pytest.mark.parametrize("name", list(_SOFTMAXES))
+def test_softmax_takes_tf_gradient_by_its_formula(name, dtype, tf_autodiff):
+  """Softmax's and LogSoftmax's lowerings (the max and the sum broadcast
+  back; the sum in float32 for float16) take TF's gradients, SoftmaxGrad's
+  and LogSoftmaxGrad's formulas (``tf_softmax``): the linearization has no
+  division (JAX's derivative of the module's divides by the sum, and the
+  log's by its operand). At ties of the max and a row of large values,
+  both ways, under vmap and to second order, as TF's tapes, and no TF
+  autodiff runs."""
+  f_tf = _SOFTMAXES[name]
+  x = np.array([[1., 1., 0.], [1000., -3., 1000.]], dtype)
+  weights = np.arange(1., 7.).reshape(2, 3).astype(dtype)
+  expected = _tf_jacobian(f_tf, x).reshape(x.shape + x.shape)
+  by_row = np.stack([_tf_jacobian(f_tf, r) for r in x])
+  hessian = _tf_hessian_of_sum_sin(lambda v: weights * f_tf(v), x)
+  tol = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-12}[dtype]
+  f = call_tf(f_tf)
+  used = tf_autodiff["tf"]
+  with config.enable_x64(dtype == np.float64):
+    assert "div" not in _linear_primitives(f, x)
+    for t in (jax.jacfwd, jax.jacrev):
+      assert_close(jax.jit(t(f))(x), expected, tol)
+      assert_close(t(f)(x), expected, tol)
+    if name in ("softmax", "log_softmax"):
+      assert_close(jax.vmap(jax.jacrev(f))(x), by_row, tol)
+    if dtype != np.float16:
+      h = jax.hessian(lambda v: jnp.sum(jnp.sin(weights * f(v))))
+      assert_close(jax.jit(h)(x), hessian, 1e3 * tol)
+  assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
+
+
+def test_softmax_of_a_stopped_value_is_stopped(tf_autodiff):
+  """tf.nn.softmax(tf.stop_gradient(z)) + z: the softmax's rule reads its
+  input through the stop, as the module's own ops did."""
+  def f_tf(x):
+    z = 2. * x
+    return tf.nn.softmax(tf.stop_gradient(z)) * 3. + z
+  x = np.array([[1., 1., 0.], [2., -3., 1.]], np.float32)
+  expected = _tf_jacobian(f_tf, x).reshape(x.shape + x.shape)
+  f = call_tf(f_tf)
+  used = tf_autodiff["tf"]
+  for t in (jax.jacfwd, jax.jacrev):
+    assert_close(jax.jit(t(f))(x), expected, 1e-6)
+  assert tf_autodiff["tf"] == used  # JAX's derivatives of the module
+
+
+# A softmax along dimension 1 of a 2x3 array, as tf2xla lowers it: the max
+# and the sum reduced, reshaped to 2x1 and broadcast back. {max_dims},
+# {sum_init}: where a module differs.
+_SOFTMAX_MODULE = """
+func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {{
+  %lowest = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<{sum_init}> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %lowest) applies stablehlo.maximum
+      across dimensions = [{max_dims}] : (tensor<2x3xf32>, tensor<f32>)
+      -> tensor<{max_shape}xf32> loc("sm")
+  %mb = stablehlo.broadcast_in_dim %m, dims = [{max_bdims}]
+      : (tensor<{max_shape}xf32>) -> tensor<2x3xf32> loc("sm")
+  %d = stablehlo.subtract %x, %mb : tensor<2x3xf32> loc("sm")
+  %e = stablehlo.exponential %d : tensor<2x3xf32> loc("sm")
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add
+      across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>)
+      -> tensor<2xf32> loc("sm")
+  %s1 = stablehlo.reshape %s : (tensor<2xf32>) -> tensor<2x1xf32> loc("sm")
+  %sb = stablehlo.broadcast_in_dim %s1, dims = [0, 1]
+      : (tensor<2x1xf32>) -> tensor<2x3xf32> loc("sm")
+  %y = stablehlo.divide %e, %sb : tensor<2x3xf32> loc("sm")
+  return %y : tensor<2x3xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("max_dims,sum_init,takes", [
+    ("1", "0.0", True),
+    ("0", "0.0", False),  # a max along the other axis: not constant
+    ("1", "1.0", False),  # a sum from 1: not a softmax
+], ids=["softmax", "max_along_another_axis", "sum_from_one"])
+def test_softmax_rule_takes_only_a_softmax(max_dims, sum_init, takes):
+  """The rule recognizes a softmax's lowering, and nothing that only looks
+  like one: where it does not apply, JAX differentiates the module's own
+  ops. Both are the derivative of what the module computes."""
+  max_shape, max_bdims = ("2", "0") if max_dims == "1" else ("3", "1")
+  text = _SOFTMAX_MODULE.format(max_dims=max_dims, sum_init=sum_init,
+                                max_shape=max_shape, max_bdims=max_bdims)
+  program = stablehlo_to_jax.parse(
+      text, derivatives=tf_derivatives.TfDerivatives({"sm": "Softmax"}))
+  assert ("sm" in program.derivative_record.replaced) == takes
+
+  def ref(x):
+    m = jnp.max(x, axis=int(max_dims), keepdims=True)
+    e = jnp.exp(x - m)
+    return e / (float(sum_init) + jnp.sum(e, axis=1, keepdims=True))
+  x = np.array([[1., 1., 0.], [2., -3., .5]], np.float32)
+  f = lambda v: program(v)[0]  # noqa: E731
+  assert_close(f(x), ref(x), 1e-6)
+  for t in (jax.jacfwd, jax.jacrev):
+    assert_close(jax.jit(t(f))(x), t(ref)(x), 1e-6)
 
 
 def _layer_norm(x):

@@ -26,6 +26,8 @@ JAX's: ``jax._src.export.stablehlo_to_jax``; a module as a JAX function
   of a ``jax.export``): the CPU module through the interpreter.
 * :mod:`.tf_derivatives`: TF's gradients where tf2xla's lowerings branch
   or kink (the interpreter's ``DerivativeRules``).
+* :mod:`.tf_softmax`: Softmax's and LogSoftmax's lowerings with TF's
+  gradients' formulas, which cost less than JAX's derivative of their ops.
 * :mod:`.exactness`: when JAX may differentiate that function itself.
 * :mod:`.transposable`: modules whose derivative JAX surely transposes
   (reverse mode), read from their ops.

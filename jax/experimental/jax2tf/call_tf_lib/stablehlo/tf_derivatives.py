@@ -50,6 +50,10 @@ branches and kinks are all of TF ops whose gradient JAX's derivative is
 (:data:`SAFE_BRANCHES`) is differentiated by JAX as TF differentiates the
 graph; any other keeps TF's gradients. The derivatives are linear in the
 tangents, which JAX transposes.
+
+Softmax and LogSoftmax have no kink that matters (the max's shift
+cancels), but JAX's derivative of their lowerings is long: their final ops
+take TF's formulas instead (:mod:`.tf_softmax`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ import jax
 from jax._src import dtypes
 from jax._src.export import stablehlo_to_jax
 from jax import lax
+from jax.experimental.jax2tf.call_tf_lib.stablehlo import tf_softmax
 from jax.experimental.jax2tf.call_tf_lib.tf_function import graph as graph_lib
 import numpy as np
 
@@ -591,8 +596,8 @@ class TfDerivatives:
     """``op``'s step with TF's gradient (or, for :data:`EXACT_BY_RULE`,
     the derivative), where its TF op needs one; with the operands a
     ``StopGradient`` stops (:attr:`stopped`) under ``lax.stop_gradient``."""
-    own = self._tf_gradient(op, compiler)
     producers = self._stopped_producers(op.location)
+    own = self._tf_gradient(op, compiler, step, producers)
     stops = frozenset(
         i for i, (v, t) in enumerate(zip(op.operands, op.operand_types))
         if isinstance(t, stablehlo_to_jax.TensorType)
@@ -610,14 +615,23 @@ class TfDerivatives:
     return stopped
 
   def _tf_gradient(self, op: stablehlo_to_jax.Op,
-                   compiler: stablehlo_to_jax.Compiler
+                   compiler: stablehlo_to_jax.Compiler,
+                   step: stablehlo_to_jax.Step,
+                   producers: frozenset[str]
                    ) -> stablehlo_to_jax.Step | None:
     """:meth:`rule`'s step for an op of a TF op whose TF gradient is not
-    JAX's derivative of the module's ops, or None."""
+    JAX's derivative of the module's ops (or is, at less cost: a
+    softmax's), or None. ``step`` is the interpreter's; ``producers``, the
+    locations whose values the op's location reads stopped."""
     op_type = self.op_types.get(op.location)
     dtype = _result_dtype(op)
     if op_type is None or dtype is None:
       return None
+    if op_type in tf_softmax.FINAL_OPS:
+      return tf_softmax.step(
+          op_type, op, compiler, step,
+          stopped=lambda v: (d := compiler.defining.get(v)) is not None
+          and d.location in producers)
     if (op_type == "Softplus" and op.name == "stablehlo.select"
         and dtypes.issubdtype(dtype, np.floating)):
       if not _softplus_input(op, compiler):
