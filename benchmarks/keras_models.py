@@ -117,6 +117,20 @@ def build(name: str) -> Any:
   raise ValueError(f"unknown model {name!r}; one of {MODELS}")
 
 
+def model_function(name: str, weights: str, method: str) -> Any:
+  """The model with the saved weights as a JAX function of a batch: through
+  ``call_tf`` of its ``tf.function`` (``method`` "call_tf", the
+  TensorFlow backend), or called directly (Keras's JAX backend)."""
+  model = build(name)
+  model.load_weights(weights)
+  if method == "call_tf":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
+    return call_tf(tf.function(lambda x: model(x, training=False),
+                               autograph=False))
+  return lambda x: model(x, training=False)
+
+
 def _inputs(name: str, batch: int) -> Any:
   import numpy as np  # pylint: disable=g-import-not-at-top
   return np.random.default_rng(1).standard_normal(
@@ -214,15 +228,7 @@ def _worker_call(args: argparse.Namespace) -> dict[str, Any]:
   jax.config.update("jax_compilation_cache_dir", args.cache)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-  model = build(args.model)
-  model.load_weights(args.weights)
-  if args.method == "call_tf":
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
-    model_fn = call_tf(tf.function(lambda x: model(x, training=False),
-                                   autograph=False))
-  else:
-    model_fn = lambda x: model(x, training=False)  # noqa: E731
+  model_fn = model_function(args.model, args.weights, args.method)
   x = jax.device_put(_inputs(args.model, args.batch))
   jax.block_until_ready(jax.jit(lambda v: v + 1)(x))  # JAX's backend, warm
   fn = jax.jit(_transformed(args.transform, model_fn))
@@ -311,8 +317,6 @@ def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
   under JAX's trace, the rest of JAX), lowering, XLA compile."""
   import jax  # pylint: disable=g-import-not-at-top
   from jax._src.export import stablehlo_to_jax  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
   from jax.experimental.jax2tf.call_tf_lib.tf_function import compile as compile_lib  # pylint: disable=g-import-not-at-top
   from benchmarks import timing  # pylint: disable=g-import-not-at-top
   interpreter, tf2xla = _Timed(), _Timed()
@@ -320,10 +324,7 @@ def _worker_phases(args: argparse.Namespace) -> dict[str, Any]:
     interpreter.wrap(stablehlo_to_jax, name)
   interpreter.wrap(stablehlo_to_jax.Program, "__call__")
   tf2xla.wrap(compile_lib, "compile_to_hlo")
-  model = build(args.model)
-  model.load_weights(args.weights)
-  model_fn = call_tf(tf.function(lambda x: model(x, training=False),
-                                 autograph=False))
+  model_fn = model_function(args.model, args.weights, "call_tf")
   x = jax.device_put(_inputs(args.model, args.batch))
   jax.block_until_ready(jax.jit(lambda v: v + 1)(x))
   with _collector_reset() as collections:
@@ -394,13 +395,14 @@ _WORKERS = {"env": _worker_env, "prepare": _worker_prepare,
 
 
 def _run_worker(kind: str, backend: str, extra: Sequence[str],
-                timeout: float) -> dict[str, Any]:
-  """One worker in a fresh process; its JSON, or the error."""
+                timeout: float, module: str = "benchmarks.keras_models"
+                ) -> dict[str, Any]:
+  """One worker of ``module`` in a fresh process; its JSON, or the error."""
   env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
              PYTHONPATH=os.pathsep.join([str(ROOT),
                                          os.environ.get("PYTHONPATH", "")]))
   with tempfile.NamedTemporaryFile(suffix=".json") as res:
-    cmd = [sys.executable, "-m", "benchmarks.keras_models", "--worker", kind,
+    cmd = [sys.executable, "-m", module, "--worker", kind,
            "--worker-out", res.name, *extra]
     try:
       proc = subprocess.run(cmd, env=env, capture_output=True, text=True,

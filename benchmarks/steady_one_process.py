@@ -47,7 +47,6 @@ import os
 import pathlib
 import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,15 +64,8 @@ def _worker_compile(args: argparse.Namespace) -> dict[str, Any]:
   import jax  # pylint: disable=g-import-not-at-top
   from jax.experimental import serialize_executable  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  model = keras_models.build(args.model)
-  model.load_weights(args.weights)
-  if args.method == "call_tf":
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from jax.experimental.jax2tf import call_tf  # pylint: disable=g-import-not-at-top
-    model_fn = call_tf(tf.function(lambda x: model(x, training=False),
-                                   autograph=False))
-  else:
-    model_fn = lambda x: model(x, training=False)  # noqa: E731
+  model_fn = keras_models.model_function(args.model, args.weights,
+                                         args.method)
   x = jax.device_put(keras_models._inputs(args.model, args.batch))  # pylint: disable=protected-access
   fn = jax.jit(keras_models._transformed(args.transform, model_fn))  # pylint: disable=protected-access
   compiled = fn.lower(x).compile()
@@ -135,21 +127,9 @@ _WORKERS = {"compile": _worker_compile, "time": _worker_time}
 
 def _run(kind: str, backend: str, extra: Sequence[str],
          timeout: float) -> dict[str, Any]:
-  """One worker in a fresh process; its JSON, or the error."""
-  env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3",
-             PYTHONPATH=os.pathsep.join([str(ROOT),
-                                         os.environ.get("PYTHONPATH", "")]))
-  with tempfile.NamedTemporaryFile(suffix=".json") as res:
-    cmd = [sys.executable, "-m", "benchmarks.steady_one_process",
-           "--worker", kind, "--worker-out", res.name, *extra]
-    try:
-      proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                            timeout=timeout, check=False, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-      return {"error": f"timed out after {timeout:.0f} s"}
-    if proc.returncode != 0:
-      return {"error": f"exit {proc.returncode}: {proc.stderr[-1500:]}"}
-    return json.loads(pathlib.Path(res.name).read_text())
+  """One worker of this module in a fresh process; its JSON, or the error."""
+  return keras_models._run_worker(  # pylint: disable=protected-access
+      kind, backend, extra, timeout, module="benchmarks.steady_one_process")
 
 
 def measure(out: pathlib.Path, model: str, transform: str, batch: int,

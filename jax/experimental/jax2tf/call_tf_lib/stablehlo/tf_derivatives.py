@@ -408,19 +408,6 @@ def _softplus_input(op: stablehlo_to_jax.Op,
           and compare.operands[1] in c.maybe_constant)
 
 
-def _multiplies(op: stablehlo_to_jax.Op) -> bool:
-  """Whether ``op`` has one region, ``^(a, b): return a * b``."""
-  if len(op.regions) != 1:
-    return False
-  block, = op.regions
-  if len(block.args) != 2 or len(block.ops) != 1:
-    return False
-  combine, = block.ops
-  return (combine.name == "stablehlo.multiply" and not combine.regions
-          and sorted(combine.operands) == sorted(block.args)
-          and list(combine.results) == list(block.returns))
-
-
 def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
                       ) -> tuple[int, bool, bool, dict[str, Any]] | None:
   """tf2xla's cumulative product in a ``reduce_window``, or None.
@@ -432,7 +419,8 @@ def cumulative_window(op: stablehlo_to_jax.Op, c: stablehlo_to_jax.Compiler
     it where ``reverse``): element ``k`` is the product of the elements up
     to ``k`` (from ``k``), as tf2xla lowers ``tf.math.cumprod``.
   """
-  if len(op.operands) != 2 or not _multiplies(op):
+  if len(op.operands) != 2 or not tf_softmax.combines_by(
+      op, "stablehlo.multiply"):
     return None
   init = c.constant(op.operands[1])
   shape = op.operand_types[0].shape

@@ -213,7 +213,7 @@ def _sum_of_exp_back(c: Compiler, value: int, value_type: object,
   reduce = c.defining.get(origin[0])
   if (reduce is None or reduce.name != "stablehlo.reduce"
       or len(reduce.operands) != 2 or len(reduce.results) != 1
-      or not _adds(reduce)):
+      or not combines_by(reduce, "stablehlo.add")):
     return None
   init = c.constant(reduce.operands[1])
   if init is None or init.size != 1 or init.reshape(()) != 0:
@@ -311,14 +311,15 @@ def _moved(src: list[int | None], shape: tuple[int, ...] | None,
   return src
 
 
-def _adds(op: Op) -> bool:
-  """Whether ``op`` has one region, ``^(a, b): return a + b``."""
+def combines_by(op: Op, name: str) -> bool:
+  """Whether ``op`` has one region, ``^(a, b): return name(a, b)`` (a
+  reduction's: ``"stablehlo.add"`` for a sum)."""
   if len(op.regions) != 1:
     return False
   block, = op.regions
   if len(block.args) != 2 or len(block.ops) != 1:
     return False
   combine, = block.ops
-  return (combine.name == "stablehlo.add" and not combine.regions
+  return (combine.name == name and not combine.regions
           and sorted(combine.operands) == sorted(block.args)
           and list(combine.results) == list(block.returns))
