@@ -724,6 +724,15 @@ def merge(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
   return out
 
 
+def check_selection(p: argparse.ArgumentParser, models: str,
+                    transforms: str) -> None:
+  """Exits through ``p.error`` where a comma-separated ``--models`` or
+  ``--transforms`` names one this benchmark does not have."""
+  for given, known in ((models, MODELS), (transforms, TRANSFORMS)):
+    if unknown := [n for n in given.split(",") if n not in known]:
+      p.error(f"unknown {', '.join(map(repr, unknown))}; one of {known}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--out", type=pathlib.Path)
@@ -776,9 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
   if args.out is None:
     p.error("--out DIR (or --report DIR) is required")
-  for given, known in ((args.models, MODELS), (args.transforms, TRANSFORMS)):
-    if unknown := [n for n in given.split(",") if n not in known]:
-      p.error(f"unknown {', '.join(map(repr, unknown))}; one of {known}")
+  check_selection(p, args.models, args.transforms)
   args.out.mkdir(parents=True, exist_ok=True)
   data: dict[str, Any] = {"env": _run_worker("env", "tensorflow", [],
                                              args.timeout), "rows": []}

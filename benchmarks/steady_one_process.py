@@ -228,10 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
   if args.out is None:
     p.error("--out DIR (or --report DIR) is required")
-  for given, known in ((args.models, keras_models.MODELS),
-                       (args.transforms, keras_models.TRANSFORMS)):
-    if unknown := [n for n in given.split(",") if n not in known]:
-      p.error(f"unknown {', '.join(map(repr, unknown))}; one of {known}")
+  keras_models.check_selection(p, args.models, args.transforms)
   args.out.mkdir(parents=True, exist_ok=True)
   env = keras_models._run_worker("env", "tensorflow", [], args.timeout)  # pylint: disable=protected-access
   data: dict[str, Any] = {"env": env, "rows": []}
