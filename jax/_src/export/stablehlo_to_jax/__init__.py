@@ -39,7 +39,8 @@ Its modules:
 * :mod:`._ir`: a Python copy of a module, independent of any MLIR context;
   :mod:`._copy`: that copy kept as bytes and compiled again without MLIR.
 * :mod:`._interpret`: the compiler of that copy into JAX callables, one
-  step per live op.
+  step per live op; :mod:`._outline`: repeated groups of steps run as
+  calls of one ``jax.jit`` function each, which JAX transforms once.
 * :mod:`._registry`: the rules, each registered beside its definition, one
   per op, and the one dispatcher that finds an op's.
 * :mod:`._rules`: the StableHLO ops' rules, as ``lax`` operations; the ops
@@ -102,12 +103,15 @@ import numpy as np
 __all__ = ["Compiler", "DerivativeRecord", "DerivativeRules", "ModuleCopy",
            "Op", "Program", "Step", "TensorType", "UnreadableCopy",
            "UnsupportedOps", "dumps", "loads", "narrow_64_bit", "parse",
-           "read", "source_digest", "with_dtype", "with_stack_room"]
+           "read", "read_by_id", "reading", "source_digest", "with_dtype",
+           "with_stack_room"]
 
 # What a caller's DerivativeRules see.
 Compiler = _interpret.Compiler
 DerivativeRecord = _derivatives.DerivativeRecord
 DerivativeRules = _derivatives.DerivativeRules
+reading = _derivatives.reading
+read_by_id = _derivatives.read_by_id
 Op = _ir.Op
 Step = _registry.Step
 TensorType = _ir.TensorType
@@ -428,10 +432,12 @@ def _compile(copy: ModuleCopy, derivatives: DerivativeRules | None,
              follow_default_precision: bool) -> Program:
   """The program of a module copy."""
   funcs = _ir.without_identity_converts(copy.funcs)
+  uses_64_bits = _uses_64_bits(funcs)
   compiler = _interpret.Compiler(
       funcs, _registry.RULES, entry=copy.main, derivatives=derivatives,
-      follow_default_precision=follow_default_precision)
+      follow_default_precision=follow_default_precision,
+      outline=not uses_64_bits)
   body = compiler.func(copy.main)
   return Program(body, funcs[copy.main].result_types, compiler.unsupported,
-                 _uses_64_bits(funcs), compiler.no_derivative,
+                 uses_64_bits, compiler.no_derivative,
                  compiler.derivative_record())

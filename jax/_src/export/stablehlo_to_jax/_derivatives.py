@@ -32,7 +32,7 @@ framework; a caller passes :class:`DerivativeRules` to ``parse``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 import dataclasses
 from typing import Protocol
 
@@ -78,8 +78,25 @@ class DerivativeRules(Protocol):
         values, another derivative: ``lax.stop_gradient`` of one).
 
     Returns:
-      The step, or None to keep the interpreter's.
+      The step, or None to keep the interpreter's. A step that reads a
+      value by its id from ``env`` (not one of its operands) says which:
+      :func:`reading`. (Where a repeated group of ops runs as one call, a
+      value inside the group that no op reads after it is not in ``env``;
+      one read by id without saying so is computed again there, its value
+      the same, its derivative's rounding possibly not.)
     """
+
+
+def reading(step: _registry.Step, values: Iterable[int]) -> _registry.Step:
+  """``step``, which reads ``values`` by id from its ``env`` (beyond its
+  operands): the interpreter keeps them there."""
+  step.reads_by_id = tuple(values)  # type: ignore[attr-defined]
+  return step
+
+
+def read_by_id(step: _registry.Step) -> tuple[int, ...]:
+  """The values ``step`` says it reads by id (:func:`reading`)."""
+  return getattr(step, "reads_by_id", ())
 
 
 @dataclasses.dataclass(frozen=True)

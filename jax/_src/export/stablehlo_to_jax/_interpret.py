@@ -38,18 +38,23 @@ it only if a rule reads it by its id). tf2xla broadcasts each scalar
 constant of a TF graph (a normalization's epsilon, an activation's bounds):
 up to a sixth of a Keras model's ops (MobileNetV2, a ViT), and under
 ``vmap`` JAX's batcher broadcast the other operand of each op again.
+
+Repeated groups of steps (a GELU's ``Erfc`` as tf2xla expands it, once per
+transformer block) run as calls of one ``jax.jit`` function each, which
+JAX's rules transform once (:mod:`._outline`).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 import contextlib
 import functools
 from typing import Any
 
 from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _ir
+from jax._src.export.stablehlo_to_jax import _outline
 from jax._src.export.stablehlo_to_jax import _registry
 from jax.typing import ArrayLike
 import numpy as np
@@ -130,7 +135,8 @@ class Compiler:
                rules: _registry.Registry,
                entry: str = "main",
                derivatives: _derivatives.DerivativeRules | None = None,
-               follow_default_precision: bool = False):
+               follow_default_precision: bool = False,
+               outline: bool = True):
     self.funcs = funcs
     self.rules = rules
     # Whether dots and convolutions at DEFAULT precision take the caller's
@@ -165,6 +171,10 @@ class Compiler:
     self._callers_ops: set[_ir.Op] = set()
     self._scalar_reads: dict[int, set[tuple[_ir.Op, int]]] = (
         collections.defaultdict(set))
+    # Whether repeated groups of ops run as calls (._outline), and the
+    # jax.jit function of each kind of group.
+    self._outline = outline
+    self._outlined: dict[Hashable, _outline.GroupFunction] = {}
 
   def _mark_func(self, name: str) -> None:
     # A function's results are all live at each of its calls (conservative:
@@ -235,12 +245,21 @@ class Compiler:
         # says: a copy of the engine's step's attributes says nothing.)
         compiled.append((op, step, op.operands if op in self._callers_ops
                          else self._operands_given(op, step)))
-    steps, deferred = [], {}
+    entries, deferred = [], {}
     for op, step, operands in compiled:
       if self._all_uses_read_the_scalar(op):
         deferred[op.results[0]] = (step, op.operands)
       else:
-        steps.append((step, operands, op.results))
+        entries.append((op, step, operands))
+    if self._outline and not self._in_region:
+      # (A reduction's or a sort's region is the op's computation, which
+      # its rule may read as a pattern.)
+      steps, on_read = _outline.outline(
+          block, entries, deferred, inline=self._callers_ops.__contains__,
+          maybe_constant=self.maybe_constant, functions=self._outlined)
+      deferred.update(on_read)
+    else:
+      steps = [(step, operands, op.results) for op, step, operands in entries]
     return CompiledBlock(block, steps, deferred)
 
   @functools.cached_property

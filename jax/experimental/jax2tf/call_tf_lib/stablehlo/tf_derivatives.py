@@ -600,7 +600,8 @@ class TfDerivatives:
     def stopped(env, *xs):
       return base(env, *(lax.stop_gradient(x) if i in stops else x
                          for i, x in enumerate(xs)))
-    return stopped
+    return stablehlo_to_jax.reading(stopped,
+                                    stablehlo_to_jax.read_by_id(base))
 
   def _tf_gradient(self, op: stablehlo_to_jax.Op,
                    compiler: stablehlo_to_jax.Compiler,
@@ -641,7 +642,8 @@ class TfDerivatives:
       if x is None:
         return None
       # Selu's, Elu's and Erfc's: TF's gradient, from their input x.
-      return lambda env, p, a, b: [special(env[x], p, a, b)]
+      return stablehlo_to_jax.reading(
+          lambda env, p, a, b: [special(env[x], p, a, b)], [x])
     fn = function(op_type, op.name, dtype)
     if fn is None:
       return None

@@ -104,7 +104,7 @@ def step(tf_op_type: str, op: Op, c: Compiler, own: Step,
 
     x_value = env[x]
     return [value(lax.stop_gradient(x_value) if stop else x_value, a, b)]
-  return softmax_step
+  return stablehlo_to_jax.reading(softmax_step, [x])
 
 
 def _softmax_tangent(tx: jax.Array, y: jax.Array,
