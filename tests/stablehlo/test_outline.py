@@ -93,19 +93,32 @@ def _inline(text: str, monkeypatch: pytest.MonkeyPatch) -> s2j.Program:
     return s2j.parse(text)
 
 
+def _assert_bits(actual, expected):
+  """The same arrays, bit for bit (signed zeros and NaNs' payloads too)."""
+  a_leaves, a_tree = jax.tree.flatten(actual)
+  e_leaves, e_tree = jax.tree.flatten(expected)
+  assert a_tree == e_tree, (a_tree, e_tree)
+  for a, e in zip(a_leaves, e_leaves):
+    a, e = np.asarray(a), np.asarray(e)
+    assert (a.shape, a.dtype) == (e.shape, e.dtype), (a, e)
+    width = np.dtype(f"uint{8 * a.dtype.itemsize}")
+    np.testing.assert_array_equal(a.view(width), e.view(width))
+
+
 def _check_same(prog: s2j.Program, inline: s2j.Program, *args: np.ndarray):
-  """`prog` and `inline` agree bit for bit under ``jax.jit`` (the way
-  ``call_tf`` and ``Exported.call`` run a program, eagerly too) and each
-  transformation in it; eagerly, their values too. Returns the value."""
+  """`prog` and `inline` agree bit for bit, eagerly (where a group runs
+  its steps one by one) and under ``jax.jit`` (the way ``call_tf`` and
+  ``Exported.call`` run a program, eagerly too) and each transformation
+  in it, and lower to the same ops. Returns the value."""
   assert not prog.unsupported, prog.reasons
   expected = jax.jit(prog)(*args)
-  assert_close(jax.jit(inline)(*args), expected, 0.)
-  assert_close(prog(*args), inline(*args), 0.)
+  _assert_bits(jax.jit(inline)(*args), expected)
+  _assert_bits(prog(*args), inline(*args))
   stacked = [np.stack([a, a[::-1] * 0.5, a + 1.]) for a in args]
   empty = [a[:0] for a in stacked]
   for xs in (stacked, empty):
-    assert_close(jax.jit(jax.vmap(prog))(*xs),
-                 jax.jit(jax.vmap(inline))(*xs), 0.)
+    _assert_bits(jax.jit(jax.vmap(prog))(*xs),
+                 jax.jit(jax.vmap(inline))(*xs))
   # What JAX lowers is what the ops make one by one.
   assert _lowered_ops(prog, *args) == _lowered_ops(inline, *args)
   assert _lowered_ops(jax.vmap(prog), *stacked) == _lowered_ops(
@@ -119,8 +132,8 @@ def _check_same(prog: s2j.Program, inline: s2j.Program, *args: np.ndarray):
                         (jax.hessian, args[:1])):
     def fixed(p):
       return lambda *a: total(p)(*a, *args[len(a):])
-    assert_close(jax.jit(transform(fixed(prog)))(*xs),
-                 jax.jit(transform(fixed(inline)))(*xs), 0.)
+    _assert_bits(jax.jit(transform(fixed(prog)))(*xs),
+                 jax.jit(transform(fixed(inline)))(*xs))
   return expected
 
 
@@ -266,31 +279,168 @@ def test_a_callers_step_reads_an_inner_value_of_a_group_by_id(says,
     assert_close(grad(prog)(_X, _Y), grad(inline)(_X, _Y), 1e-6)
 
 
-def test_a_group_in_a_loop_body_reading_the_enclosing_function():
-  # A region's group that reads a value of the enclosing block stays inline
-  # (its type is not the region's to give); the results are XLA's.
-  g1 = _group("e1", "c", "a/Erfc")
-  g2 = _group("e2", "x", "b/Erfc")
-  body = "\n      ".join(g1[0] + g2[0])
-  text = f"""module {{
+def _while(body: list[str], carried: str = "%x") -> str:
+  """A module whose ``while`` runs `body` three times on ``%c`` (from
+  `carried`), which it returns as ``%s``."""
+  ops = "\n      ".join(body)
+  return f"""module {{
   func.func @main(%x: {_T}) -> {_T} {{
     %i0 = stablehlo.constant dense<0> : tensor<i32>
-    %r:2 = stablehlo.while(%i = %i0, %c = %x) : tensor<i32>, {_T}
+    %r:2 = stablehlo.while(%i = %i0, %c = {carried}) : tensor<i32>, {_T}
       cond {{
       %n = stablehlo.constant dense<3> : tensor<i32>
       %p = stablehlo.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
       stablehlo.return %p : tensor<i1>
     }} do {{
-      {body}
+      {ops}
       %one = stablehlo.constant dense<1> : tensor<i32>
       %i1 = stablehlo.add %i, %one : tensor<i32>
-      %s = stablehlo.add %e1_19, %e2_19 : {_T}
       stablehlo.return %i1, %s : tensor<i32>, {_T}
     }}
     return %r#1 : {_T}
   }}
 }}
 """
+
+
+def _functions_made(monkeypatch: pytest.MonkeyPatch) -> list:
+  """The group functions :func:`_outline._function` makes from now on."""
+  made = []
+  make = _outline._function  # pylint: disable=protected-access
+
+  def counted(*args):
+    made.append(make(*args))
+    return made[-1]
+  monkeypatch.setattr(_outline, "_function", counted)
+  return made
+
+
+@pytest.mark.parametrize("reads_outside", [False, True])
+def test_groups_in_a_loop_body(reads_outside, monkeypatch):
+  # Two groups of the body's value: one function, called in the body. One
+  # that reads a value of the enclosing function runs op by op.
+  made = _functions_made(monkeypatch)
+  g1 = _group("e1", "c", "a/Erfc")
+  g2 = _group("e2", "x" if reads_outside else "c", "b/Erfc")
+  text = _while(g1[0] + g2[0] + [f"%s = stablehlo.add %e1_19, %e2_19 : {_T}"])
   prog = s2j.parse(text)
+  assert len(made) == (0 if reads_outside else 1)
   assert_close(prog(_X), xla_function(text, prog)(_X), 1e-5)
-  assert_close(jax.jit(prog)(_X), prog(_X), 0.)
+  _check_same(prog, _inline(text, monkeypatch), _X)
+
+
+def test_a_scalar_a_loop_body_reads_is_a_result_of_the_call(monkeypatch):
+  # Each group makes a scalar of its input and broadcasts it; the loop body
+  # multiplies by the broadcast, whose scalar it is given: the scalar is a
+  # result of the call, not computed again in the body.
+  def group(name, x, loc):
+    lines = [
+        f'%{name}_s0 = stablehlo.slice %{x} [0:1] : ({_T}) -> tensor<1xf32> '
+        f'loc("{loc}")',
+        f'%{name}_s = stablehlo.reshape %{name}_s0 : (tensor<1xf32>) -> '
+        f'tensor<f32> loc("{loc}")',
+        f'%{name}_sb = stablehlo.broadcast_in_dim %{name}_s, dims = [] : '
+        f'(tensor<f32>) -> {_T} loc("{loc}")']
+    prev = x
+    for i in range(16):
+      op = ("sine", "multiply", "tanh", "add")[i % 4]
+      rhs = f", %{name}_sb" if op in ("multiply", "add") else ""
+      lines.append(f'%{name}_{i} = stablehlo.{op} %{prev}{rhs} : {_T} '
+                   f'loc("{loc}")')
+      prev = f"{name}_{i}"
+    return lines
+  body = ["%m = stablehlo.multiply %c, %a_sb : " + _T,
+          "%s = stablehlo.multiply %m, %b_sb : " + _T]
+  text = _while(body).replace(
+      "    %i0 =", "    " + "\n    ".join(group("a", "x", "a/Erfc")
+                                         + group("b", "x", "b/Erfc"))
+      + "\n    %i0 =")
+  text = text.replace("return %r#1 : " + _T, "%o = stablehlo.add %r#1, "
+                      "%a_15 : " + _T + "\n    %o2 = stablehlo.add %o, "
+                      "%b_15 : " + _T + "\n    return %o2 : " + _T)
+  prog = s2j.parse(text)
+  main = prog._main  # pylint: disable=protected-access
+  calls = _call_steps(prog)
+  assert len(calls) == 2
+  # (the scalar and the last value)
+  assert [len(results) for _, results in calls] == [2, 2]
+  assert not set(main.deferred) & {v for _, results in calls for v in results}
+  assert_close(prog(_X), xla_function(text, prog)(_X), 1e-5)
+  _check_same(prog, _inline(text, monkeypatch), _X)
+
+
+def test_a_value_read_twice_in_a_group_and_after_it(monkeypatch):
+  # The input is read by two ops of each group and again after the group:
+  # values are the same bit for bit; the derivative sums that input's
+  # cotangents in another order (the call's first), so its last bits may
+  # differ (docs/stablehlo.md).
+  t = "tensor<256xf32>"
+
+  def group(name, x, loc):
+    lines, prev = [], x
+    for i in range(16):
+      if i == 7:
+        line = f"%{name}_{i} = stablehlo.multiply %{prev}, %{x} : {t}"
+      else:
+        line = (f"%{name}_{i} = stablehlo."
+                f"{('sine', 'tanh', 'cosine')[i % 3]} %{prev} : {t}")
+      lines.append(f'{line} loc("{loc}")')
+      prev = f"{name}_{i}"
+    return lines
+  body = group("a", "x", "a/Erfc") + group("b", "y", "b/Erfc") + [
+      f"%u = stablehlo.exponential %x : {t}",
+      f"%o = stablehlo.add %u, %a_15 : {t}"]
+  text = ("module {\n  func.func @main(%x: " + t + ", %y: " + t + ") -> ("
+          + t + ", " + t + ") {\n    " + "\n    ".join(body)
+          + f"\n    return %o, %b_15 : {t}, {t}\n  }}\n}}\n")
+  prog = s2j.parse(text)
+  assert len(_calls(prog)) == 2
+  inline = _inline(text, monkeypatch)
+  x = np.linspace(-3., 3., 256, dtype=np.float32)
+  y = x[::-1].copy()
+  _assert_bits(jax.jit(prog)(x, y), jax.jit(inline)(x, y))
+
+  def grad(p):
+    return jax.jit(jax.grad(lambda x, y: sum(r.sum() for r in p(x, y)),
+                            (0, 1)))
+  (gx, gy), (hx, hy) = grad(prog)(x, y), grad(inline)(x, y)
+  _assert_bits(gy, hy)  # (y is read after its group by no op)
+  assert_close(gx, hx, 1e-5)
+
+
+def test_a_module_with_64_bit_values_elsewhere_is_not_outlined(monkeypatch):
+  made = _functions_made(monkeypatch)
+  t64 = "tensor<3xi64>"
+  text = _module([_group("e1", "x", "a/Erfc"), _group("e2", "y", "b/Erfc")],
+                 f"%x: {_T}, %y: {_T}", ["e1_19", "e2_19", "w2"],
+                 (f"%w = stablehlo.convert %x : ({_T}) -> {t64}",
+                  f"%w2 = stablehlo.convert %w : ({t64}) -> {_T}"))
+  with config.enable_x64(True):
+    prog = s2j.parse(text)
+    assert not made
+    assert_close(prog(_X, _Y), xla_function(text, prog)(_X, _Y), 1e-6)
+
+
+def test_eagerly_a_group_runs_its_steps_one_by_one(monkeypatch):
+  # As one compiled call, XLA would fold the group's x + 0 into x, and give
+  # 1 / -0. = -inf where the op by op program gives +inf (as the
+  # specification does); under jit XLA folds both alike.
+  t = "tensor<2xf32>"
+
+  def group(name, x, loc):
+    lines = [f"%{name}_z = stablehlo.constant dense<0.0> : {t}",
+             f"%{name}_o = stablehlo.constant dense<1.0> : {t}",
+             f"%{name}_0 = stablehlo.add %{x}, %{name}_z : {t}",
+             f"%{name}_1 = stablehlo.divide %{name}_o, %{name}_0 : {t}"]
+    lines += [f"%{name}_{i} = stablehlo.negate %{name}_{i - 1} : {t}"
+              for i in range(2, 16)]
+    return [f'{line} loc("{loc}")' for line in lines], f"{name}_15"
+  text = _module([group("a", "x", "a/Erfc"), group("b", "y", "b/Erfc")],
+                 f"%x: {t}, %y: {t}", ["a_15", "b_15"], ty=t)
+  prog = s2j.parse(text)
+  assert len(_calls(prog)) == 2
+  inline = _inline(text, monkeypatch)
+  x = np.array([-0., 2.], np.float32)
+  _assert_bits(prog(x, x), inline(x, x))
+  assert np.asarray(prog(x, x)[0])[0] == np.inf
+  _assert_bits(jax.jit(prog)(x, x), jax.jit(inline)(x, x))

@@ -29,9 +29,15 @@ of one ``jax.jit`` function, traced once from the first group's steps and
 inlined where a trace stages it. JAX's rules transform its jaxpr once per
 transformation (``vmap``'s batching, ``jvp``'s) and keep the result by
 identity; each call copies the transformed equations into the trace. What
-JAX stages and lowers is what the ops make one by one, so the numbers are
+JAX stages and lowers is what the ops make one by one, so the values are
 the same; the batching and differentiating of each op at each site is what
-is saved.
+is saved. Eagerly a group runs its steps one by one (as one compiled call,
+XLA would simplify its ops together: ``x + 0`` into ``x``, which changes a
+signed zero). One difference remains, in derivatives: where a group reads
+a value more than once and the block reads it again after the group, the
+transposed call sums that value's cotangents first, and JAX adds the later
+reads' to that sum, where op by op it adds them one at a time: the same
+derivative, summed in another order (its last bits may differ).
 
 In no group: an op whose step is a caller's (a derivative rule's: it may
 match a pattern across ops, and read values by id). Run op by op: a group
@@ -58,6 +64,7 @@ import jax
 from jax._src.export.stablehlo_to_jax import _derivatives
 from jax._src.export.stablehlo_to_jax import _ir
 from jax._src.export.stablehlo_to_jax import _registry
+from jax._src.export.stablehlo_to_jax import compat
 import numpy as np
 
 Step = _registry.Step
@@ -164,7 +171,7 @@ def _replaced(entries: Sequence[Entry],
     fun = functions.get(kind)
     if fun is None:
       fun = functions[kind] = _function(group, inputs, outputs)
-    out.append((_calling(fun), inputs, outputs))
+    out.append((_calling(fun, group, inputs, outputs), inputs, outputs))
     for op, step, operands in group:
       if all(r in maybe_constant for r in op.results):
         out.append((step, operands, op.results))
@@ -212,13 +219,23 @@ def _reads(block: _ir.Block, entries: Sequence[Entry],
            ) -> collections.Counter[int]:
   """How many times the block reads each value: its steps' operands and
   the values they say they read by id, its deferred values' operands, its
-  returns, and its ops' regions' values of the block."""
+  returns, and its ops' regions' values of the block (and the scalars of
+  those that are broadcasts)."""
+  # (A region's op may read a broadcast's scalar instead of it, as the
+  # block's ops do: such a scalar counts as read with its broadcast.)
+  broadcasts = {v: operands[0] for v, (_, operands) in deferred.items()
+                if len(operands) == 1}
+  broadcasts.update((op.results[0], op.operands[0]) for op, _, _ in entries
+                    if op.name == "stablehlo.broadcast_in_dim"
+                    and len(op.operands) == 1)
   read = list(block.returns)
   for op, step, operands in entries:
     read += operands
     read += _derivatives.read_by_id(step)
     for region in op.regions:
-      read += _ir.free_values(region)
+      free = _ir.free_values(region)
+      read += free
+      read += [broadcasts[v] for v in free if v in broadcasts]
   for _, operands in deferred.values():
     read += operands
   return collections.Counter(read)
@@ -290,13 +307,9 @@ def _function(group: Sequence[Entry], inputs: Sequence[int],
   """One ``jax.jit`` function of the group's steps, from its inputs to its
   outputs (the ids of this group; the function's positions serve every
   group of its kind)."""
-  steps = [(step, operands, op.results) for op, step, operands in group]
-
   def group_function(*args: jax.Array) -> tuple[jax.Array, ...]:
-    env = dict(zip(inputs, args))
-    for step, operands, results in steps:
-      env.update(zip(results, step(env, *[env[i] for i in operands])))
-    return tuple(env[i] for i in outputs)
+    local = _run(group, inputs, args)
+    return tuple(local[i] for i in outputs)
   group_function.__name__ = _name(group[0][0].location)
   # Inlined where a trace stages it: JAX's rules transform the cached
   # jaxpr once (batching it, differentiating it) and each call copies the
@@ -304,25 +317,39 @@ def _function(group: Sequence[Entry], inputs: Sequence[int],
   return jax.jit(group_function, inline=True)
 
 
+def _run(group: Sequence[Entry], inputs: Sequence[int],
+         args: Sequence[jax.Array], until: int | None = None
+         ) -> dict[int, jax.Array]:
+  """The group's values, its steps run one by one from its inputs' (up to
+  the one that computes `until`)."""
+  local = dict(zip(inputs, args))
+  for op, step, operands in group:
+    local.update(zip(op.results, step(local, *[local[i] for i in operands])))
+    if until in local:
+      break
+  return local
+
+
 def _computing(group: Sequence[Entry], inputs: Sequence[int], value: int
                ) -> Step:
   """A step that computes `value` of the group inline from its inputs."""
   def step(env, *args):
     del env
-    local = dict(zip(inputs, args))
-    for op, own, operands in group:
-      local.update(zip(op.results, own(local, *[local[i] for i in operands])))
-      if value in local:
-        return [local[value]]
-    raise KeyError(value)
+    return [_run(group, inputs, args, value)[value]]
   return step
 
 
-def _calling(fun: GroupFunction) -> Step:
-  """The step of a group: a call of its kind's function (``step.calls``)."""
+def _calling(fun: GroupFunction, group: Sequence[Entry],
+             inputs: Sequence[int], outputs: Sequence[int]) -> Step:
+  """The step of a group: a call of its kind's function (``step.calls``)
+  where a trace stages it; eagerly, the group's own steps one by one (as
+  one compiled call XLA would simplify the group's ops together)."""
   def step(env, *args):
     del env
-    return list(fun(*args))
+    if compat.under_a_staging_trace():
+      return list(fun(*args))
+    local = _run(group, inputs, args)
+    return [local[i] for i in outputs]
   step.calls = fun  # type: ignore[attr-defined]
   return step
 

@@ -207,6 +207,13 @@ def zero_tangent(x: ArrayLike) -> ad.Zero:
   return ad.Zero(typeof(x).to_tangent_aval())
 
 
+def under_a_staging_trace() -> bool:
+  """Whether values are traced for a jaxpr (``jax.jit``'s,
+  ``jax.make_jaxpr``'s), under transformations or not; False eagerly and
+  under transformations applied eagerly."""
+  return core.unsafe_am_i_under_a_jit()
+
+
 def transforms_a_staging_trace() -> bool:
   """Whether the current trace transforms (JVP, batching, partial
   evaluation) for a trace that stages out a jaxpr (``jax.jit``'s,
