@@ -145,10 +145,9 @@ def outline(block: _ir.Block, entries: Sequence[Entry],
     if found is not None:
       calls[start] = (stop, *found)
   counts = collections.Counter(kind for _, kind, *_ in calls.values())
-  return _replaced(entries, {
-      start: call for start, call in calls.items()
-      if counts[call[1]] > 1 or call[1] in functions},
-                   maybe_constant, functions)
+  repeated = {start: call for start, call in calls.items()
+              if counts[call[1]] > 1 or call[1] in functions}
+  return _replaced(entries, repeated, maybe_constant, functions)
 
 
 def _replaced(entries: Sequence[Entry],
@@ -255,7 +254,7 @@ def _call(group: Sequence[Entry], reads: collections.Counter[int],
           types: Mapping[int, _ir.Type]
           ) -> tuple[Hashable, tuple[int, ...], tuple[int, ...]] | None:
   """The group's kind, the values it reads and those of its values read
-  after it; None where it stays inline."""
+  after it; None where it runs op by op."""
   produced: dict[int, int] = {}
   inputs: dict[int, int] = {}
   own_reads: collections.Counter[int] = collections.Counter()
@@ -286,7 +285,8 @@ def _call(group: Sequence[Entry], reads: collections.Counter[int],
 
 
 def _hashable(value: object) -> Hashable:
-  """An attribute's value as a key: arrays by dtype, shape and bytes."""
+  """An attribute's value as a key: arrays by dtype, shape and bytes,
+  floats by their bits."""
   if isinstance(value, np.ndarray):
     return ("array", value.dtype.str, value.shape, value.tobytes())
   if isinstance(value, (tuple, list)):
@@ -295,6 +295,8 @@ def _hashable(value: object) -> Hashable:
     return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
   if isinstance(value, np.generic):
     return ("scalar", value.dtype.str, value.tobytes())
+  if isinstance(value, float):  # (-0.0 == 0.0, and NaN != NaN)
+    return ("float", value.hex())
   try:
     hash(value)
   except TypeError:
