@@ -173,10 +173,6 @@ def _unflatten(types: Sequence[Any], flat: list[Any]) -> list[Any]:
   return out
 
 
-_WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
-                                        np.complex128))
-
-
 def _uses_64_bits(funcs: dict[str, _ir.Func]) -> bool:
   """Whether the module has values of 64-bit types."""
   def types(block: _ir.Block):
@@ -189,7 +185,7 @@ def _uses_64_bits(funcs: dict[str, _ir.Func]) -> bool:
   def wide(t):
     if isinstance(t, _ir.TupleType):
       return any(wide(e) for e in t.elements)
-    return isinstance(t, _ir.TensorType) and t.dtype in _WIDE
+    return isinstance(t, _ir.TensorType) and t.dtype in _ir.WIDE
   return any(wide(t) for f in funcs.values() for t in types(f.body))
 
 
@@ -308,7 +304,7 @@ class Program:
       return
     wide = [*wide, *[None] * (len(self.in_avals) - len(wide))]
     for i, (aval, w) in enumerate(zip(self.in_avals, wide)):
-      if aval.dtype in _WIDE and w is None:
+      if aval.dtype in _ir.WIDE and w is None:
         raise ValueError(
             f"argument {i} of the module is {aval.str_short()}, and without "
             "jax_enable_x64 JAX passes no 64-bit values (a jax.jit argument "
@@ -363,7 +359,7 @@ def narrow_64_bit(x: ArrayLike) -> tuple[ArrayLike, np.dtype | None]:
     (4 for complex128) and ``x``'s dtype.
   """
   a = np.asarray(x)
-  if a.dtype not in _WIDE or config.enable_x64.value:
+  if a.dtype not in _ir.WIDE or config.enable_x64.value:
     return x, None
   words = np.ascontiguousarray(a).reshape(*a.shape, 1).view(
       _WIDE_AS_FLOAT.get(a.dtype, a.dtype)).view(np.uint32)

@@ -65,6 +65,10 @@ class TokenType:
   """The token type."""
 
 
+# The element types of 64 bits, which JAX keeps only with jax_enable_x64.
+WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
+                                       np.complex128))
+
 # The type of a value: what :func:`read_type` reads.
 Type = Union[TensorType, TupleType, TokenType]
 # The value of an attribute: what :func:`read_attr` reads.

@@ -99,9 +99,6 @@ OUTLINABLE = frozenset("stablehlo." + name for name in (
     "shift_right_arithmetic", "shift_right_logical", "sign", "sine", "slice",
     "sqrt", "subtract", "tan", "tanh", "transpose", "xor"))
 
-_WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
-                                        np.complex128))
-
 
 def outline(block: _ir.Block, entries: Sequence[Entry],
             deferred: Mapping[int, Deferred], *,
@@ -210,7 +207,7 @@ def _static_and_narrow(t: _ir.Type) -> bool:
   """Whether `t` is a tensor type of static shape, its elements narrower
   than 64 bits."""
   return (isinstance(t, _ir.TensorType) and not any(t.dynamic)
-          and t.dtype not in _WIDE)
+          and t.dtype not in _ir.WIDE)
 
 
 def _reads(block: _ir.Block, entries: Sequence[Entry],

@@ -547,20 +547,16 @@ def _const(value: np.ndarray) -> Any:
   which JAX transposes). Without it, lax keeps 64-bit types only for values
   it computes (:class:`Program`), so a 64-bit constant is converted.
   """
-  if np.dtype(value.dtype) in _WIDE and not config.enable_x64.value:
+  if np.dtype(value.dtype) in _ir.WIDE and not config.enable_x64.value:
     return lax.convert_element_type(value, value.dtype)
   return value
-
-
-_WIDE = frozenset(np.dtype(d) for d in (np.int64, np.uint64, np.float64,
-                                        np.complex128))
 
 
 @rule("stablehlo.constant")
 def _constant_rule(op: Op, c: Compiler):
   value = op.attrs["value"]
   c.constants[op.results[0]] = value
-  if np.dtype(value.dtype) in _WIDE:
+  if np.dtype(value.dtype) in _ir.WIDE:
     return lambda env: [_const(value)]
   return lambda env: [value]
 
